@@ -1,0 +1,211 @@
+//! [`NonBlockingBuilder`]: every knob, with defaults that never block the caller.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::core::{Config, Core};
+use crate::format::Format;
+use crate::hooks;
+use crate::level::Level;
+use crate::mode::Mode;
+use crate::non_blocking::{NonBlocking, WorkerGuard};
+use crate::overflow::Overflow;
+use crate::sink::{Sink, WriterSink};
+use crate::worker;
+
+/// Builds a [`NonBlocking`] writer and its [`WorkerGuard`].
+///
+/// | setting | default | meaning |
+/// |---|---|---|
+/// | [`capacity_bytes`](Self::capacity_bytes) | 8 MiB | the byte budget of queued records |
+/// | [`max_record_bytes`](Self::max_record_bytes) | 64 KiB | longer records are truncated with a marker |
+/// | [`overflow`](Self::overflow) | [`Overflow::ShedByLevel`] | never waits; sheds DEBUG, then INFO |
+/// | [`reserve_fraction`](Self::reserve_fraction) | 1/8 | budget only WARN/ERROR may use (`ShedByLevel`) |
+/// | [`batch_bytes`](Self::batch_bytes) | 64 KiB | write as soon as this much is queued |
+/// | [`flush_interval`](Self::flush_interval) | 100 ms | ... or when this much time has passed |
+/// | [`flush_level`](Self::flush_level) | ERROR | such a record is written at once, with its context |
+/// | [`shutdown_timeout`](Self::shutdown_timeout) | 5 s | how long dropping the guard may take |
+/// | [`report_format`](Self::report_format) | compact text | format of in-band "dropped N" records |
+/// | [`mode`](Self::mode) | `async`, or `LOGLAG_MODE` | see [`Mode`] |
+/// | [`flush_on_panic`](Self::flush_on_panic) | on | a panic hook flushes |
+/// | [`flush_on_signals`](Self::flush_on_signals) | off | SIGTERM/SIGINT flush, then take their default action |
+///
+/// ```
+/// use std::time::Duration;
+/// use loglag::{NonBlockingBuilder, Overflow};
+/// let (writer, guard) = NonBlockingBuilder::default()
+///     .capacity_bytes(1 << 20)
+///     .overflow(Overflow::DropOldest)
+///     .flush_interval(Duration::from_millis(50))
+///     .finish(std::io::stdout());
+/// tracing_subscriber::fmt().with_writer(writer).try_init().ok();
+/// # drop(guard);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "call .finish(writer) to build the pipeline"]
+pub struct NonBlockingBuilder {
+    config: Config,
+    mode_from_env: bool,
+    flush_on_panic: bool,
+    flush_on_signals: bool,
+}
+
+impl Default for NonBlockingBuilder {
+    fn default() -> Self {
+        NonBlockingBuilder {
+            config: Config {
+                capacity_bytes: 8 << 20,
+                max_record_bytes: 64 << 10,
+                overflow: Overflow::default(),
+                reserve_fraction: 1.0 / 8.0,
+                batch_bytes: 64 << 10,
+                flush_interval: Duration::from_millis(100),
+                flush_level: Level::Error,
+                shutdown_timeout: Duration::from_secs(5),
+                report_format: Format::Compact,
+                mode: Mode::Async,
+            },
+            mode_from_env: true,
+            flush_on_panic: true,
+            flush_on_signals: false,
+        }
+    }
+}
+
+impl NonBlockingBuilder {
+    /// The byte budget for queued records, headers included (minimum 64 bytes).
+    pub fn capacity_bytes(mut self, bytes: usize) -> Self {
+        self.config.capacity_bytes = bytes;
+        self
+    }
+
+    /// The largest record kept whole; clamped to half the budget.
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_record_bytes = bytes;
+        self
+    }
+
+    /// What to do when the budget is full.
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.config.overflow = overflow;
+        self
+    }
+
+    /// tracing-appender compatibility: `lossy(false)` is [`Overflow::Block`],
+    /// `lossy(true)` is [`Overflow::DropNewest`].
+    pub fn lossy(self, lossy: bool) -> Self {
+        self.overflow(if lossy {
+            Overflow::DropNewest
+        } else {
+            Overflow::Block
+        })
+    }
+
+    /// The share of the budget only WARN and ERROR may use under `ShedByLevel`
+    /// (clamped to 0..=0.45; DEBUG and TRACE are kept out of twice this share).
+    pub fn reserve_fraction(mut self, fraction: f64) -> Self {
+        self.config.reserve_fraction = fraction;
+        self
+    }
+
+    /// Write as soon as this many bytes are queued.
+    pub fn batch_bytes(mut self, bytes: usize) -> Self {
+        self.config.batch_bytes = bytes.max(1);
+        self
+    }
+
+    /// Write at least this often while anything is queued.
+    pub fn flush_interval(mut self, interval: Duration) -> Self {
+        self.config.flush_interval = interval.max(Duration::from_micros(100));
+        self
+    }
+
+    /// Records at or above this level are written at once, together with everything
+    /// queued before them. The caller does not wait for that write.
+    pub fn flush_level(mut self, level: Level) -> Self {
+        self.config.flush_level = level;
+        self
+    }
+
+    /// How long dropping the guard may spend writing what is queued. Whatever is left
+    /// then is counted as `shutdown` drops and reported on stderr.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.config.shutdown_timeout = timeout;
+        self
+    }
+
+    /// The format of the in-band "dropped N records" record; match your sink's format.
+    pub fn report_format(mut self, format: Format) -> Self {
+        self.config.report_format = format;
+        self
+    }
+
+    /// Fixes the mode and ignores `LOGLAG_MODE`.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.config.mode = mode;
+        self.mode_from_env = false;
+        self
+    }
+
+    /// Whether a panic hook flushes the queue (default on).
+    pub fn flush_on_panic(mut self, on: bool) -> Self {
+        self.flush_on_panic = on;
+        self
+    }
+
+    /// Whether SIGTERM and SIGINT flush (within `shutdown_timeout`) and then take their
+    /// default action (default off: it installs process-wide signal handlers).
+    pub fn flush_on_signals(mut self, on: bool) -> Self {
+        self.flush_on_signals = on;
+        self
+    }
+
+    /// Builds the pipeline over any writer.
+    ///
+    /// # Panics
+    /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
+    pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
+        self.finish_sink(WriterSink::new(writer))
+    }
+
+    /// Builds the pipeline over a [`Sink`].
+    ///
+    /// # Panics
+    /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
+    pub fn finish_sink(self, sink: impl Sink) -> (NonBlocking, WorkerGuard) {
+        match self.try_finish_sink(sink) {
+            Ok(pair) => pair,
+            Err(e) => panic!("loglag: {e}"),
+        }
+    }
+
+    /// Like [`finish_sink`](Self::finish_sink), but returns errors.
+    pub fn try_finish_sink(mut self, sink: impl Sink) -> io::Result<(NonBlocking, WorkerGuard)> {
+        if self.mode_from_env {
+            self.config.mode =
+                Mode::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
+        let mode = self.config.mode;
+        let sink: Box<dyn Sink> = Box::new(sink);
+        let (core, worker) = if mode == Mode::Async {
+            let core = Arc::new(Core::new(self.config, None));
+            let handle = worker::spawn(core.clone(), sink)?;
+            (core, Some(handle))
+        } else {
+            (Arc::new(Core::new(self.config, Some(sink))), None)
+        };
+        if self.flush_on_panic {
+            hooks::flush_on_panic(&core);
+        }
+        let signals = if self.flush_on_signals {
+            Some(hooks::flush_on_signals(&core)?)
+        } else {
+            None
+        };
+        Ok((
+            NonBlocking::new(core.clone()),
+            WorkerGuard::new(core, worker, signals),
+        ))
+    }
+}

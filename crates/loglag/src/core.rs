@@ -1,0 +1,496 @@
+//! The shared state behind every front-end: the producer path, accounting, flush and
+//! shutdown. The writer thread's loop is in `worker.rs`.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use crate::format::{self, time::coarse_monotonic_ns, Format};
+use crate::level::Level;
+use crate::metrics::{Counters, DropReason, Metrics};
+use crate::mode::Mode;
+use crate::overflow::Overflow;
+use crate::queue::{footprint, Ring};
+use crate::sink::{write_all_counted, Sink};
+
+/// Everything the builder decided.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) capacity_bytes: usize,
+    pub(crate) max_record_bytes: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) reserve_fraction: f64,
+    pub(crate) batch_bytes: usize,
+    pub(crate) flush_interval: Duration,
+    pub(crate) flush_level: Level,
+    pub(crate) shutdown_timeout: Duration,
+    pub(crate) report_format: Format,
+    pub(crate) mode: Mode,
+}
+
+/// What `flush` achieved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flushed {
+    /// Records written to the sink while waiting.
+    pub written_records: u64,
+    /// The accounting after the flush.
+    pub metrics: Metrics,
+}
+
+/// `flush` ran out of time; `metrics` says what is still in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlushTimeout {
+    /// How long the flush waited.
+    pub waited: Duration,
+    /// The accounting when it gave up (boxed to keep `Result` small).
+    pub metrics: Box<Metrics>,
+}
+
+impl std::fmt::Display for FlushTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "log flush timed out after {:?} with {} records ({} bytes) still in flight",
+            self.waited, self.metrics.in_flight_records, self.metrics.in_flight_bytes
+        )
+    }
+}
+
+impl std::error::Error for FlushTimeout {}
+
+/// The writer's progress, shared with flushers and the guard.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    /// Ring position up to which every record is written or dropped.
+    pub(crate) done_pos: u64,
+    /// The writer thread has finished.
+    pub(crate) exited: bool,
+    /// The guard gave up on the writer (stuck in a write past the deadline); the writer
+    /// must not count anything any more, the guard already counted it.
+    pub(crate) abandoned: bool,
+}
+
+pub(crate) struct Core {
+    id: u64,
+    pub(crate) config: Config,
+    pub(crate) ring: Ring,
+    pub(crate) counters: Counters,
+    /// Per-thread `accepted` counters: each has a single writer, so counting costs a
+    /// plain store, not a shared read-modify-write.
+    accepted_slots: Mutex<Vec<Arc<AtomicU64>>>,
+    accepted_retired: AtomicU64,
+    /// Limits in ring bytes per level (the reserve for `ShedByLevel`).
+    level_limit: [u64; 5],
+    pub(crate) closed: AtomicBool,
+    pub(crate) writer: OnceLock<Thread>,
+    pub(crate) wake_requested: AtomicBool,
+    waiting_producers: AtomicU64,
+    space: (Mutex<()>, Condvar),
+    pub(crate) progress: (Mutex<Progress>, Condvar),
+    /// Bytes and per-level counts of the batch the writer is writing right now.
+    pub(crate) batch_bytes_in_flight: AtomicU64,
+    pub(crate) batch_levels_in_flight: [AtomicU64; 5],
+    /// The sink itself in `sync` mode (there is no writer thread then).
+    pub(crate) sync_sink: Mutex<Option<Box<dyn Sink>>>,
+    pub(crate) shutdown_deadline: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("config", &self.config)
+            .field("ring", &self.ring)
+            .finish()
+    }
+}
+
+thread_local! {
+    /// (core id, this thread's accepted counter for that core).
+    static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
+    /// Scratch for records that must be truncated.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_CORE_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Core {
+    pub(crate) fn new(mut config: Config, sync_sink: Option<Box<dyn Sink>>) -> Core {
+        let ring = Ring::new(config.capacity_bytes);
+        let cap = ring.capacity();
+        // A record must always fit with room to spare, or a policy could wait forever.
+        let max_fit = (cap / 2).saturating_sub(16) as usize;
+        config.max_record_bytes = config.max_record_bytes.clamp(64.min(max_fit), max_fit);
+        let reserve = (cap as f64 * config.reserve_fraction.clamp(0.0, 0.45)) as u64;
+        let level_limit = match config.overflow {
+            Overflow::ShedByLevel => [
+                cap - 2 * reserve,
+                cap - 2 * reserve,
+                cap - reserve,
+                cap,
+                cap,
+            ],
+            _ => [cap; 5],
+        };
+        Core {
+            id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
+            config,
+            ring,
+            counters: Counters::default(),
+            accepted_slots: Mutex::new(Vec::new()),
+            accepted_retired: AtomicU64::new(0),
+            level_limit,
+            closed: AtomicBool::new(false),
+            writer: OnceLock::new(),
+            wake_requested: AtomicBool::new(false),
+            waiting_producers: AtomicU64::new(0),
+            space: (Mutex::new(()), Condvar::new()),
+            progress: (Mutex::new(Progress::default()), Condvar::new()),
+            batch_bytes_in_flight: AtomicU64::new(0),
+            batch_levels_in_flight: Default::default(),
+            sync_sink: Mutex::new(sync_sink),
+            shutdown_deadline: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.config.mode
+    }
+
+    fn count_accepted(&self) {
+        let counted = ACCEPTED.try_with(|slots| {
+            let mut slots = slots.borrow_mut();
+            if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.id) {
+                slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
+                return;
+            }
+            let slot = Arc::new(AtomicU64::new(1));
+            self.accepted_slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(slot.clone());
+            slots.push((self.id, slot));
+        });
+        if counted.is_err() {
+            // Logging from a thread-local destructor: no slot left, use the shared one.
+            self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn accepted(&self) -> u64 {
+        let mut slots = self
+            .accepted_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // Fold the counters of threads that have exited so the list does not grow.
+        let mut retired = 0;
+        slots.retain(|s| {
+            if Arc::strong_count(s) == 1 {
+                retired += s.load(Ordering::Acquire);
+                false
+            } else {
+                true
+            }
+        });
+        if retired > 0 {
+            self.accepted_retired.fetch_add(retired, Ordering::AcqRel);
+        }
+        self.accepted_retired.load(Ordering::Acquire)
+            + slots.iter().map(|s| s.load(Ordering::Acquire)).sum::<u64>()
+    }
+
+    pub(crate) fn metrics(&self) -> Metrics {
+        let in_flight_bytes =
+            self.ring.used_bytes() + self.batch_bytes_in_flight.load(Ordering::Relaxed);
+        let age = self
+            .ring
+            .oldest_enqueued_ns()
+            .map(|t| Duration::from_nanos(coarse_monotonic_ns().saturating_sub(t)));
+        self.counters
+            .snapshot(|| self.accepted(), in_flight_bytes, age)
+    }
+
+    /// The producer path: hands one formatted record (ending in `\n`) to the pipeline.
+    pub(crate) fn submit(&self, level: Level, record: &[u8]) {
+        match self.config.mode {
+            Mode::Off | Mode::FormatOnly => return,
+            Mode::Sync | Mode::Async => {}
+        }
+        self.count_accepted();
+        if record.len() > self.config.max_record_bytes {
+            self.counters.truncated.fetch_add(1, Ordering::Relaxed);
+            let max = self.config.max_record_bytes;
+            let done = SCRATCH.try_with(|scratch| {
+                // A Debug impl that logs while we format would find the scratch borrowed.
+                let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                    return false;
+                };
+                scratch.clear();
+                format::truncate_into(&mut scratch, record, max);
+                self.submit_accepted(level, &scratch);
+                true
+            });
+            if done != Ok(true) {
+                let mut own = Vec::new();
+                format::truncate_into(&mut own, record, max);
+                self.submit_accepted(level, &own);
+            }
+            return;
+        }
+        self.submit_accepted(level, record);
+    }
+
+    fn submit_accepted(&self, level: Level, record: &[u8]) {
+        if self.config.mode == Mode::Sync {
+            return self.write_sync(level, record);
+        }
+        if self.closed.load(Ordering::Acquire) {
+            self.counters.count_drop(DropReason::Shutdown, level, 1);
+            return;
+        }
+        let limit = self.level_limit[level as usize];
+        let mut deadline = None;
+        loop {
+            match self
+                .ring
+                .try_push(level, record, limit, coarse_monotonic_ns())
+            {
+                Ok(used_after) => {
+                    let batch = self.config.batch_bytes as u64;
+                    let crossed =
+                        used_after >= batch && used_after - footprint(record.len()) < batch;
+                    if level >= self.config.flush_level || crossed {
+                        self.wake_writer();
+                    }
+                    return;
+                }
+                Err(_) => {
+                    self.counters
+                        .queue_full_events
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.counters.note_backlog(self.ring.used_bytes());
+                    self.wake_writer();
+                    match self.config.overflow {
+                        Overflow::Block => {
+                            self.wait_for_space(record.len(), limit, None);
+                        }
+                        Overflow::BlockFor(wait) => {
+                            let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
+                            if !self.wait_for_space(record.len(), limit, Some(deadline)) {
+                                self.counters.count_drop(DropReason::QueueFull, level, 1);
+                                return;
+                            }
+                        }
+                        Overflow::DropOldest => {
+                            let need = footprint(record.len());
+                            let counters = &self.counters;
+                            if !self.ring.evict_oldest(need, limit, |p| {
+                                counters.count_drop(DropReason::QueueFull, p.level, 1)
+                            }) {
+                                counters.count_drop(DropReason::QueueFull, level, 1);
+                                return;
+                            }
+                        }
+                        Overflow::DropNewest | Overflow::ShedByLevel => {
+                            self.counters.count_drop(DropReason::QueueFull, level, 1);
+                            return;
+                        }
+                    }
+                    if self.closed.load(Ordering::Acquire) {
+                        self.counters.count_drop(DropReason::Shutdown, level, 1);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until `len` more bytes would fit, or `deadline`. Returns whether they fit.
+    fn wait_for_space(&self, len: usize, limit: u64, deadline: Option<Instant>) -> bool {
+        let need = footprint(len);
+        let fits = || self.ring.used_bytes() + need <= limit.min(self.ring.capacity());
+        self.waiting_producers.fetch_add(1, Ordering::AcqRel);
+        let (lock, cv) = &self.space;
+        let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let result = loop {
+            // Checked under the lock; the writer notifies under the same lock after
+            // releasing space, so no wake-up is lost.
+            if fits() || self.closed.load(Ordering::Acquire) {
+                break true;
+            }
+            let timeout = match deadline {
+                None => Duration::from_millis(100),
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => break false,
+                },
+            };
+            guard = cv
+                .wait_timeout(guard, timeout)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        drop(guard);
+        self.waiting_producers.fetch_sub(1, Ordering::AcqRel);
+        result
+    }
+
+    /// Called by the writer after it has released ring space.
+    pub(crate) fn space_released(&self) {
+        if self.waiting_producers.load(Ordering::Acquire) > 0 {
+            let _guard = self.space.0.lock().unwrap_or_else(|e| e.into_inner());
+            self.space.1.notify_all();
+        }
+    }
+
+    pub(crate) fn wake_writer(&self) {
+        self.wake_requested.store(true, Ordering::Release);
+        if let Some(t) = self.writer.get() {
+            t.unpark();
+        }
+    }
+
+    fn write_sync(&self, level: Level, record: &[u8]) {
+        let mut sink = self.sync_sink.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(sink) = sink.as_mut() else {
+            self.counters.count_drop(DropReason::Shutdown, level, 1);
+            return;
+        };
+        let started = Instant::now();
+        let (calls, result) = write_all_counted(sink.as_mut(), record);
+        self.counters.write_latency.record(started.elapsed());
+        self.counters
+            .write_syscalls
+            .fetch_add(calls, Ordering::Relaxed);
+        self.counters
+            .io_errors
+            .fetch_add(sink.take_absorbed_errors(), Ordering::Relaxed);
+        match result {
+            Ok(()) => {
+                self.counters
+                    .written_bytes
+                    .fetch_add(record.len() as u64, Ordering::Relaxed);
+                self.counters.written_records.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(_) => {
+                self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                self.counters.count_drop(DropReason::IoError, level, 1);
+            }
+        }
+    }
+
+    /// Waits until every record accepted before the call is written or dropped.
+    pub(crate) fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
+        let started = Instant::now();
+        let before = self.counters.written_records.load(Ordering::Acquire);
+        if self.config.mode != Mode::Async {
+            if let Some(sink) = self
+                .sync_sink
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                let _ = sink.flush();
+            }
+            return Ok(Flushed {
+                written_records: 0,
+                metrics: self.metrics(),
+            });
+        }
+        let target = self.ring.head_position();
+        self.wake_writer();
+        let (lock, cv) = &self.progress;
+        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if progress.done_pos >= target {
+                drop(progress);
+                let written = self.counters.written_records.load(Ordering::Acquire) - before;
+                return Ok(Flushed {
+                    written_records: written,
+                    metrics: self.metrics(),
+                });
+            }
+            let left = timeout.saturating_sub(started.elapsed());
+            if left.is_zero() || progress.exited {
+                drop(progress);
+                return Err(FlushTimeout {
+                    waited: started.elapsed(),
+                    metrics: Box::new(self.metrics()),
+                });
+            }
+            progress = cv
+                .wait_timeout(progress, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Stops accepting, lets the writer drain until `timeout`, and counts whatever is
+    /// cut off as `shutdown` drops, reported on stderr. Idempotent.
+    pub(crate) fn shutdown(&self, timeout: Duration) -> Metrics {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            if self.config.mode != Mode::Async {
+                return self.metrics();
+            }
+            return self.wait_exit(Instant::now() + timeout);
+        }
+        if self.config.mode != Mode::Async {
+            if let Some(mut sink) = self
+                .sync_sink
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                let _ = sink.flush();
+            }
+            return self.metrics();
+        }
+        let deadline = Instant::now() + timeout;
+        *self
+            .shutdown_deadline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.space_released();
+        self.wake_writer();
+        self.wait_exit(deadline)
+    }
+
+    fn wait_exit(&self, deadline: Instant) -> Metrics {
+        let (lock, cv) = &self.progress;
+        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
+        // A little grace beyond the writer's own deadline, for its last bookkeeping.
+        let give_up = deadline + Duration::from_millis(100);
+        while !progress.exited {
+            let now = Instant::now();
+            if now >= give_up {
+                // The writer is stuck inside a sink write. Count everything in flight as
+                // lost to the deadline; the writer will not count it again.
+                progress.abandoned = true;
+                let levels: [u64; 5] = std::array::from_fn(|l| {
+                    self.batch_levels_in_flight[l].swap(0, Ordering::AcqRel)
+                });
+                for level in Level::ALL {
+                    self.counters
+                        .count_drop(DropReason::Shutdown, level, levels[level as usize]);
+                }
+                let counters = &self.counters;
+                self.ring
+                    .discard_committed(|p| counters.count_drop(DropReason::Shutdown, p.level, 1));
+                drop(progress);
+                let m = self.metrics();
+                eprintln!(
+                    "loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)",
+                    m.shutdown
+                );
+                return m;
+            }
+            progress = cv
+                .wait_timeout(progress, give_up - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        drop(progress);
+        self.metrics()
+    }
+}

@@ -1,0 +1,352 @@
+//! Record formats: JSON lines (tracing-subscriber's field names), compact text, logfmt.
+//!
+//! Every format escapes control characters, so one record is always one line.
+
+pub mod escape;
+pub(crate) mod time;
+
+use std::fmt;
+use std::time::SystemTime;
+
+use crate::level::Level;
+use escape::{Escaper, Style};
+
+/// How the tracing [`Layer`](crate::LoglagLayer), the [`log`] front-end and in-band
+/// drop reports render a record.
+///
+/// | format | example |
+/// |---|---|
+/// | `Json` | `{"timestamp":"…","level":"INFO","fields":{"message":"hi","k":1},"target":"app"}` |
+/// | `Compact` | `2026-10-29T12:00:00.000001Z  INFO app: hi k=1` |
+/// | `Logfmt` | `ts=2026-10-29T12:00:00.000001Z level=info target=app msg=hi k=1` |
+///
+/// ```
+/// assert_eq!("logfmt".parse::<loglag::Format>()?, loglag::Format::Logfmt);
+/// # Ok::<(), String>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// One JSON object per line, with tracing-subscriber's `json` field names.
+    #[default]
+    Json,
+    /// Human-readable text.
+    Compact,
+    /// `key=value` pairs.
+    Logfmt,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "json" => Ok(Format::Json),
+            "compact" | "text" => Ok(Format::Compact),
+            "logfmt" => Ok(Format::Logfmt),
+            other => Err(format!(
+                "unknown format {other:?}: expected json, compact or logfmt"
+            )),
+        }
+    }
+}
+
+thread_local! {
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's reusable record buffer, cleared. Falls back to a fresh
+/// buffer when re-entered (a `Debug` impl that logs) or during thread teardown.
+pub(crate) fn with_line_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut f = Some(f);
+    let result = LINE.try_with(|cell| {
+        cell.try_borrow_mut().ok().map(|mut buf| {
+            buf.clear();
+            let r = (f.take().expect("called once"))(&mut buf);
+            // Do not let one huge record pin a huge buffer for the thread's lifetime.
+            if buf.capacity() > 256 << 10 {
+                *buf = Vec::new();
+            }
+            r
+        })
+    });
+    match result {
+        Ok(Some(r)) => r,
+        _ => (f.take().expect("not yet called"))(&mut Vec::new()),
+    }
+}
+
+/// A field value.
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    /// Text, escaped for the format.
+    Str(&'a str),
+    /// Bytes that may not be UTF-8: invalid sequences become U+FFFD.
+    Bytes(&'a [u8]),
+    /// A signed integer.
+    I64(i64),
+    /// An unsigned integer.
+    U64(u64),
+    /// A float.
+    F64(f64),
+    /// A boolean.
+    Bool(bool),
+    /// Anything with `Debug`, escaped as text.
+    Debug(&'a dyn fmt::Debug),
+    /// Preformatted arguments (the `log` crate's message).
+    Args(fmt::Arguments<'a>),
+}
+
+/// Builds one record, in place, into a caller-supplied buffer.
+///
+/// ```
+/// use loglag::format::{LineBuilder, Value};
+/// use loglag::{Format, Level};
+/// let mut buf = Vec::new();
+/// let mut line = LineBuilder::begin(&mut buf, Format::Logfmt, std::time::SystemTime::UNIX_EPOCH, Level::Warn, "app");
+/// line.field("message", Value::Str("disk \"almost\" full\nFORGED"));
+/// line.field("free_mb", Value::U64(12));
+/// line.finish();
+/// assert_eq!(buf, b"ts=1970-01-01T00:00:00.000000Z level=warn target=app msg=\"disk \\\"almost\\\" full\\nFORGED\" free_mb=12\n");
+/// ```
+#[derive(Debug)]
+pub struct LineBuilder<'a> {
+    out: &'a mut Vec<u8>,
+    format: Format,
+    target: &'a str,
+    first_field: bool,
+}
+
+impl<'a> LineBuilder<'a> {
+    /// Starts a record: appends the timestamp, level and (for text formats) target.
+    pub fn begin(
+        out: &'a mut Vec<u8>,
+        format: Format,
+        time: SystemTime,
+        level: Level,
+        target: &'a str,
+    ) -> Self {
+        match format {
+            Format::Json => {
+                out.extend_from_slice(b"{\"timestamp\":\"");
+                time::rfc3339_micros(out, time);
+                out.extend_from_slice(b"\",\"level\":\"");
+                out.extend_from_slice(level.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"fields\":{");
+            }
+            Format::Compact => {
+                time::rfc3339_micros(out, time);
+                out.extend_from_slice(if level.as_str().len() == 4 {
+                    b"  "
+                } else {
+                    b" "
+                });
+                out.extend_from_slice(level.as_str().as_bytes());
+                out.push(b' ');
+                escape::text_str(out, target, false);
+                out.push(b':');
+            }
+            Format::Logfmt => {
+                out.extend_from_slice(b"ts=");
+                time::rfc3339_micros(out, time);
+                out.extend_from_slice(b" level=");
+                out.extend_from_slice(level.as_str().to_ascii_lowercase().as_bytes());
+                out.extend_from_slice(b" target=");
+                logfmt_value(
+                    out,
+                    |e| escape::text_str(e.out, target, true),
+                    target.is_empty() || target.contains([' ', '=', '"']),
+                );
+            }
+        }
+        LineBuilder {
+            out,
+            format,
+            target,
+            first_field: true,
+        }
+    }
+
+    /// Appends a field. A field named `message` is the record's message.
+    pub fn field(&mut self, name: &str, value: Value<'_>) {
+        let is_message = name == "message";
+        match self.format {
+            Format::Json => {
+                if !self.first_field {
+                    self.out.push(b',');
+                }
+                self.out.push(b'"');
+                escape::json_str(self.out, name);
+                self.out.extend_from_slice(b"\":");
+                json_value(self.out, value);
+            }
+            Format::Compact => {
+                self.out.push(b' ');
+                if !is_message {
+                    escape::text_str(self.out, name, false);
+                    self.out.push(b'=');
+                }
+                write_escaped(self.out, value, Style::Text);
+            }
+            Format::Logfmt => {
+                self.out.push(b' ');
+                if is_message {
+                    self.out.extend_from_slice(b"msg");
+                } else {
+                    key(self.out, name);
+                }
+                self.out.push(b'=');
+                let quoted = !matches!(
+                    value,
+                    Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Bool(_)
+                );
+                logfmt_value(
+                    self.out,
+                    |e| write_escaped(e.out, value, Style::Quoted),
+                    quoted,
+                );
+            }
+        }
+        self.first_field = false;
+    }
+
+    /// Ends the record with a newline.
+    pub fn finish(self) {
+        match self.format {
+            Format::Json => {
+                self.out.extend_from_slice(b"},\"target\":\"");
+                escape::json_str(self.out, self.target);
+                self.out.extend_from_slice(b"\"}\n");
+            }
+            Format::Compact | Format::Logfmt => self.out.push(b'\n'),
+        }
+    }
+}
+
+fn key(out: &mut Vec<u8>, name: &str) {
+    for c in name.chars() {
+        out.extend_from_slice(
+            if c.is_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+            .encode_utf8(&mut [0; 4])
+            .as_bytes(),
+        );
+    }
+}
+
+fn logfmt_value(out: &mut Vec<u8>, write: impl FnOnce(&mut Escaper<'_>), quoted: bool) {
+    if quoted {
+        out.push(b'"');
+    }
+    write(&mut Escaper {
+        out,
+        style: Style::Quoted,
+    });
+    if quoted {
+        out.push(b'"');
+    }
+}
+
+fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
+    use fmt::Write as _;
+    let mut e = Escaper { out, style };
+    let _ = match value {
+        Value::Str(s) => e.write_str(s),
+        Value::Bytes(b) => {
+            escape::lossy(b, |s| {
+                let _ = e.write_str(s);
+            });
+            Ok(())
+        }
+        Value::I64(v) => write!(e, "{v}"),
+        Value::U64(v) => write!(e, "{v}"),
+        Value::F64(v) => write!(e, "{v}"),
+        Value::Bool(v) => write!(e, "{v}"),
+        Value::Debug(v) => write!(e, "{v:?}"),
+        Value::Args(a) => e.write_fmt(a),
+    };
+}
+
+fn json_value(out: &mut Vec<u8>, value: Value<'_>) {
+    match value {
+        Value::I64(v) => push_display(out, v),
+        Value::U64(v) => push_display(out, v),
+        Value::F64(v) if v.is_finite() => push_display(out, v),
+        Value::Bool(v) => push_display(out, v),
+        other => {
+            out.push(b'"');
+            write_escaped(out, other, Style::Json);
+            out.push(b'"');
+        }
+    }
+}
+
+fn push_display(out: &mut Vec<u8>, v: impl fmt::Display) {
+    let _ = std::io::Write::write_fmt(out, format_args!("{v}"));
+}
+
+/// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
+/// boundary) and ended with a visible `…[truncated N bytes]` marker and a newline.
+pub(crate) fn truncate_into(out: &mut Vec<u8>, record: &[u8], max: usize) {
+    // The marker's length depends on the number it carries; size it for the worst case.
+    let reserve = "…[truncated  bytes]\n".len() + 20;
+    let mut cut = max.saturating_sub(reserve).min(record.len());
+    while cut > 0 && cut < record.len() && (record[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    out.extend_from_slice(&record[..cut]);
+    let _ = std::io::Write::write_fmt(
+        out,
+        format_args!("…[truncated {} bytes]\n", record.len() - cut),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(format: Format) -> String {
+        let mut buf = Vec::new();
+        let mut line =
+            LineBuilder::begin(&mut buf, format, SystemTime::UNIX_EPOCH, Level::Info, "app");
+        line.field("message", Value::Str("hello\nINFO forged"));
+        line.field("n", Value::I64(-3));
+        line.field("raw", Value::Bytes(b"\xffok"));
+        line.field("dbg", Value::Debug(&Some("x\ty")));
+        line.finish();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn json_matches_tracing_subscriber_names() {
+        assert_eq!(
+            render(Format::Json),
+            "{\"timestamp\":\"1970-01-01T00:00:00.000000Z\",\"level\":\"INFO\",\"fields\":{\"message\":\"hello\\nINFO forged\",\"n\":-3,\"raw\":\"\u{FFFD}ok\",\"dbg\":\"Some(\\\"x\\\\ty\\\")\"},\"target\":\"app\"}\n"
+        );
+    }
+
+    #[test]
+    fn text_formats_stay_on_one_line() {
+        assert_eq!(render(Format::Compact), "1970-01-01T00:00:00.000000Z  INFO app: hello\\nINFO forged n=-3 raw=\u{FFFD}ok dbg=Some(\"x\\\\ty\")\n");
+        assert_eq!(
+            render(Format::Logfmt),
+            "ts=1970-01-01T00:00:00.000000Z level=info target=app msg=\"hello\\nINFO forged\" n=-3 raw=\"\u{FFFD}ok\" dbg=\"Some(\\\"x\\\\ty\\\")\"\n"
+        );
+    }
+
+    #[test]
+    fn truncation_marks_and_keeps_the_budget() {
+        let mut original = "é".repeat(1000).into_bytes();
+        original.push(b'\n');
+        let mut rec = Vec::new();
+        truncate_into(&mut rec, &original, 300);
+        assert!(rec.len() <= 300);
+        let s = String::from_utf8(rec).unwrap();
+        assert!(
+            s.ends_with(" bytes]\n") && s.contains("…[truncated "),
+            "{s}"
+        );
+        assert_eq!(s.matches('\n').count(), 1);
+    }
+}

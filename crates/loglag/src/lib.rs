@@ -1,0 +1,90 @@
+//! Logging that never holds a request hostage to a slow sink.
+//!
+//! `loglag` moves log writes to a writer thread through a queue bounded in **bytes**,
+//! with an explicit [`Overflow`] policy, so the caller's wait is bounded by a number you
+//! choose. Every record is accounted for: it is written, or it is dropped and counted
+//! with a reason (queue full, I/O error, shutdown deadline) and its level, and the drop
+//! is announced in-band in the sink. At any snapshot
+//! `written + dropped + in_flight == accepted` ([`Metrics`]).
+//!
+//! Writes are batched (up to `batch_bytes`, at least every `flush_interval`); an ERROR
+//! record is written at once together with the context queued before it. The guard
+//! flushes on drop within a deadline; a panic hook flushes; SIGTERM/SIGINT can too.
+//!
+//! # Example
+//!
+//! A drop-in replacement for `tracing_appender::non_blocking`:
+//!
+//! ```
+//! let (writer, guard) = loglag::non_blocking(std::io::stdout());
+//! tracing_subscriber::fmt().with_writer(writer.clone()).try_init().ok();
+//! tracing::info!(port = 8080, "listening");
+//! let flushed = guard.flush(std::time::Duration::from_secs(5))?;
+//! assert_eq!(flushed.metrics.in_flight_records, 0);
+//! # Ok::<(), loglag::FlushTimeout>(())
+//! ```
+//!
+//! Or format with loglag itself, as JSON lines, compact text or logfmt:
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//! let (writer, _guard) = loglag::NonBlockingBuilder::default()
+//!     .capacity_bytes(4 << 20)
+//!     .overflow(loglag::Overflow::ShedByLevel)
+//!     .finish_sink(loglag::sink::FdSink::stderr());
+//! tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer)).try_init().ok();
+//! ```
+//!
+//! Set `LOGLAG_MODE=off|format-only|sync|async` to compare building records with
+//! writing them, on your own service, without recompiling ([`Mode`]).
+//!
+//! # Feature flags
+//!
+//! | feature | default | enables |
+//! |---|---|---|
+//! | `tracing` | yes | [`LoglagLayer`] and `MakeWriter` for [`NonBlocking`] |
+//! | `log` | yes | [`Logger`] |
+//! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook) |
+
+mod builder;
+mod core;
+pub mod format;
+mod hooks;
+#[cfg(feature = "tracing")]
+mod layer;
+mod level;
+#[cfg(feature = "log")]
+mod logger;
+mod metrics;
+mod mode;
+mod non_blocking;
+mod overflow;
+mod queue;
+pub mod sink;
+mod worker;
+
+pub use crate::builder::NonBlockingBuilder;
+pub use crate::core::{FlushTimeout, Flushed};
+pub use crate::format::Format;
+#[cfg(feature = "tracing")]
+pub use crate::layer::LoglagLayer;
+pub use crate::level::{Level, ParseLevelError};
+#[cfg(feature = "log")]
+pub use crate::logger::Logger;
+pub use crate::metrics::{DropReason, Metrics, WriteLatency};
+pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
+pub use crate::non_blocking::{FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
+pub use crate::overflow::Overflow;
+
+/// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].
+///
+/// ```
+/// let (mut writer, guard) = loglag::non_blocking(Vec::<u8>::new());
+/// std::io::Write::write_all(&mut writer, b"one record\n")?;
+/// let metrics = guard.shutdown();
+/// assert_eq!(metrics.written_records, 1);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn non_blocking<W: std::io::Write + Send + 'static>(writer: W) -> (NonBlocking, WorkerGuard) {
+    NonBlockingBuilder::default().finish(writer)
+}

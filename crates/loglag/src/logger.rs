@@ -1,0 +1,80 @@
+//! A [`log::Log`] implementation over the pipeline.
+
+use std::time::{Duration, SystemTime};
+
+use crate::format::{with_line_buffer, Format, LineBuilder, Value};
+use crate::level::Level;
+use crate::mode::Mode;
+use crate::non_blocking::NonBlocking;
+
+/// Routes the `log` crate's records through the pipeline.
+///
+/// ```
+/// let (writer, _guard) = loglag::non_blocking(std::io::stdout());
+/// loglag::Logger::new(writer).max_level(log::LevelFilter::Info).init().ok();
+/// log::info!("ready on port {}", 8080);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Logger {
+    writer: NonBlocking,
+    format: Format,
+    max_level: log::LevelFilter,
+}
+
+impl Logger {
+    /// A JSON logger at `Info` and above.
+    pub fn new(writer: NonBlocking) -> Logger {
+        Logger {
+            writer,
+            format: Format::Json,
+            max_level: log::LevelFilter::Info,
+        }
+    }
+
+    /// Sets the format.
+    pub fn format(mut self, format: Format) -> Logger {
+        self.format = format;
+        self
+    }
+
+    /// Sets the most verbose level that is logged.
+    pub fn max_level(mut self, level: log::LevelFilter) -> Logger {
+        self.max_level = level;
+        self
+    }
+
+    /// Installs this logger as the global `log` logger.
+    pub fn init(self) -> Result<(), log::SetLoggerError> {
+        log::set_max_level(self.max_level);
+        log::set_boxed_logger(Box::new(self))
+    }
+}
+
+impl log::Log for Logger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= self.max_level
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let mode = self.writer.mode();
+        if !self.enabled(record.metadata()) || mode == Mode::Off {
+            return;
+        }
+        let level = Level::from(record.level());
+        with_line_buffer(|buf| {
+            let mut line =
+                LineBuilder::begin(buf, self.format, SystemTime::now(), level, record.target());
+            line.field("message", Value::Args(*record.args()));
+            line.finish();
+            if mode != Mode::FormatOnly {
+                self.writer.submit(level, buf);
+            } else {
+                std::hint::black_box(&buf);
+            }
+        });
+    }
+
+    fn flush(&self) {
+        let _ = self.writer.flush(Duration::from_secs(1));
+    }
+}

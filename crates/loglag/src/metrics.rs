@@ -1,0 +1,313 @@
+//! Self-telemetry: live counters and the [`Metrics`] snapshot built from them.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::level::Level;
+
+/// Why a record was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DropReason {
+    /// The byte budget was full and the overflow policy refused the record.
+    QueueFull = 0,
+    /// The sink (and every fallback) failed to take it.
+    IoError = 1,
+    /// The shutdown deadline passed before it was written.
+    Shutdown = 2,
+}
+
+impl DropReason {
+    /// Every reason, in the order of the counters.
+    pub const ALL: [DropReason; 3] = [
+        DropReason::QueueFull,
+        DropReason::IoError,
+        DropReason::Shutdown,
+    ];
+
+    /// The snake_case name used in reports and in Prometheus labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::IoError => "io_error",
+            DropReason::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// Write latencies in power-of-two nanosecond buckets: cheap to record from the writer
+/// thread, precise to a factor of two, which is what a tail percentile needs.
+#[derive(Debug)]
+pub(crate) struct LatencyBuckets {
+    buckets: [AtomicU64; 64],
+}
+
+impl Default for LatencyBuckets {
+    fn default() -> Self {
+        LatencyBuckets {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl LatencyBuckets {
+    pub(crate) fn record(&self, d: Duration) {
+        let ns = d.as_nanos().min(u64::MAX as u128) as u64;
+        let bucket = 64 - ns.leading_zeros() as usize;
+        self.buckets[bucket.min(63)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The upper bound of the bucket holding the q-quantile, or zero with no samples.
+    fn quantile(&self, counts: &[u64; 64], q: f64) -> Duration {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((total as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Duration::from_nanos(if i == 0 { 0 } else { 1u64 << i.min(63) });
+            }
+        }
+        Duration::MAX
+    }
+
+    fn snapshot(&self) -> WriteLatency {
+        let counts: [u64; 64] = std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed));
+        WriteLatency {
+            count: counts.iter().sum(),
+            p50: self.quantile(&counts, 0.50),
+            p99: self.quantile(&counts, 0.99),
+            max: self.quantile(&counts, 1.0),
+        }
+    }
+}
+
+/// The live counters shared by producers and the writer.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) written_records: AtomicU64,
+    pub(crate) written_bytes: AtomicU64,
+    pub(crate) dropped: [[AtomicU64; 5]; 3],
+    pub(crate) truncated: AtomicU64,
+    pub(crate) write_syscalls: AtomicU64,
+    pub(crate) io_errors: AtomicU64,
+    pub(crate) max_backlog_bytes: AtomicU64,
+    pub(crate) queue_full_events: AtomicU64,
+    pub(crate) write_latency: LatencyBuckets,
+}
+
+impl Counters {
+    pub(crate) fn count_drop(&self, reason: DropReason, level: Level, n: u64) {
+        self.dropped[reason as usize][level as usize].fetch_add(n, Ordering::AcqRel);
+    }
+
+    pub(crate) fn note_backlog(&self, bytes: u64) {
+        self.max_backlog_bytes.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    /// A consistent snapshot. Written and dropped are read before `accepted`, and every
+    /// record is counted as accepted before it can be written or dropped, so
+    /// `in_flight = accepted − written − dropped` is never negative.
+    pub(crate) fn snapshot(
+        &self,
+        accepted: impl FnOnce() -> u64,
+        in_flight_bytes: u64,
+        oldest_age: Option<Duration>,
+    ) -> Metrics {
+        let written_records = self.written_records.load(Ordering::Acquire);
+        let by: [[u64; 5]; 3] = std::array::from_fn(|r| {
+            std::array::from_fn(|l| self.dropped[r][l].load(Ordering::Acquire))
+        });
+        let accepted = accepted();
+        let dropped_records: u64 = by.iter().flatten().sum();
+        let reason = |r: DropReason| by[r as usize].iter().sum();
+        Metrics {
+            accepted,
+            written_records,
+            written_bytes: self.written_bytes.load(Ordering::Relaxed),
+            dropped_records,
+            in_flight_records: accepted.saturating_sub(written_records + dropped_records),
+            in_flight_bytes,
+            max_backlog_bytes: self.max_backlog_bytes.load(Ordering::Relaxed),
+            write_syscalls: self.write_syscalls.load(Ordering::Relaxed),
+            io_errors: self.io_errors.load(Ordering::Relaxed),
+            queue_full: reason(DropReason::QueueFull),
+            io_error: reason(DropReason::IoError),
+            shutdown: reason(DropReason::Shutdown),
+            truncated: self.truncated.load(Ordering::Relaxed),
+            queue_full_events: self.queue_full_events.load(Ordering::Relaxed),
+            dropped_by_level: std::array::from_fn(|l| by.iter().map(|r| r[l]).sum()),
+            oldest_queued_age: oldest_age,
+            write_latency: self.write_latency.snapshot(),
+        }
+    }
+}
+
+/// Percentiles of the time one write to the sink took (bucketed to powers of two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteLatency {
+    /// Number of writes measured.
+    pub count: u64,
+    /// Median.
+    pub p50: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Slowest write.
+    pub max: Duration,
+}
+
+/// A snapshot of a pipeline's accounting.
+///
+/// At every snapshot `written_records + dropped_records + in_flight_records == accepted`.
+///
+/// ```
+/// let (mut writer, guard) = loglag::non_blocking(std::io::sink());
+/// std::io::Write::write_all(&mut writer, b"hello\n")?;
+/// guard.flush(std::time::Duration::from_secs(5))?;
+/// let m = writer.metrics();
+/// assert_eq!(m.accepted, 1);
+/// assert_eq!(m.written_records + m.dropped_records + m.in_flight_records, m.accepted);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Records handed to the pipeline.
+    pub accepted: u64,
+    /// Records written to a sink.
+    pub written_records: u64,
+    /// Bytes written to a sink, in-band drop reports included.
+    pub written_bytes: u64,
+    /// Records dropped, for any reason.
+    pub dropped_records: u64,
+    /// Records accepted but neither written nor dropped yet.
+    pub in_flight_records: u64,
+    /// Bytes queued or being written, ring headers included.
+    pub in_flight_bytes: u64,
+    /// The largest `in_flight_bytes` seen by the writer.
+    pub max_backlog_bytes: u64,
+    /// `write(2)` calls (or `Sink::write` calls) made.
+    pub write_syscalls: u64,
+    /// Failed writes, including ones a fallback sink absorbed.
+    pub io_errors: u64,
+    /// Drops because the budget was full.
+    pub queue_full: u64,
+    /// Drops because every sink failed.
+    pub io_error: u64,
+    /// Drops because the shutdown deadline passed.
+    pub shutdown: u64,
+    /// Records cut to `max_record_bytes` (they are still written, with a marker).
+    pub truncated: u64,
+    /// Times a producer found the budget full (including waits that later succeeded).
+    pub queue_full_events: u64,
+    /// Drops by level, indexed by `Level as usize`.
+    pub dropped_by_level: [u64; 5],
+    /// How long the oldest queued record has waited, if any is queued.
+    pub oldest_queued_age: Option<Duration>,
+    /// Sink write latency.
+    pub write_latency: WriteLatency,
+}
+
+impl Metrics {
+    /// The same numbers in the Prometheus text exposition format.
+    ///
+    /// ```
+    /// let text = loglag::Metrics::default().to_prometheus("loglag");
+    /// assert!(text.contains("loglag_accepted_total 0"));
+    /// ```
+    pub fn to_prometheus(&self, prefix: &str) -> String {
+        let mut s = String::new();
+        let mut counter = |name: &str, help: &str, v: u64| {
+            let _ = writeln!(s, "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} counter\n{prefix}_{name} {v}");
+        };
+        counter(
+            "accepted_total",
+            "Records handed to the pipeline.",
+            self.accepted,
+        );
+        counter(
+            "written_records_total",
+            "Records written to a sink.",
+            self.written_records,
+        );
+        counter(
+            "written_bytes_total",
+            "Bytes written to a sink.",
+            self.written_bytes,
+        );
+        counter(
+            "write_syscalls_total",
+            "Write calls made to the sink.",
+            self.write_syscalls,
+        );
+        counter("io_errors_total", "Failed sink writes.", self.io_errors);
+        counter(
+            "truncated_total",
+            "Records truncated to max_record_bytes.",
+            self.truncated,
+        );
+        counter(
+            "queue_full_events_total",
+            "Times the byte budget was found full.",
+            self.queue_full_events,
+        );
+        let _ = writeln!(s, "# HELP {prefix}_dropped_total Records dropped, by reason.\n# TYPE {prefix}_dropped_total counter");
+        for (reason, v) in [
+            ("queue_full", self.queue_full),
+            ("io_error", self.io_error),
+            ("shutdown", self.shutdown),
+        ] {
+            let _ = writeln!(s, "{prefix}_dropped_total{{reason=\"{reason}\"}} {v}");
+        }
+        let _ = writeln!(s, "# HELP {prefix}_dropped_by_level_total Records dropped, by level.\n# TYPE {prefix}_dropped_by_level_total counter");
+        for level in Level::ALL {
+            let _ = writeln!(
+                s,
+                "{prefix}_dropped_by_level_total{{level=\"{}\"}} {}",
+                level.as_str(),
+                self.dropped_by_level[level as usize]
+            );
+        }
+        let mut gauge = |name: &str, help: &str, v: f64| {
+            let _ = writeln!(
+                s,
+                "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} gauge\n{prefix}_{name} {v}"
+            );
+        };
+        gauge(
+            "in_flight_records",
+            "Records accepted but not yet written or dropped.",
+            self.in_flight_records as f64,
+        );
+        gauge(
+            "in_flight_bytes",
+            "Bytes queued or being written.",
+            self.in_flight_bytes as f64,
+        );
+        gauge(
+            "max_backlog_bytes",
+            "Largest backlog seen, in bytes.",
+            self.max_backlog_bytes as f64,
+        );
+        gauge(
+            "oldest_queued_age_seconds",
+            "Age of the oldest queued record.",
+            self.oldest_queued_age.map_or(0.0, |d| d.as_secs_f64()),
+        );
+        gauge(
+            "write_latency_p50_seconds",
+            "Median sink write latency.",
+            self.write_latency.p50.as_secs_f64(),
+        );
+        gauge(
+            "write_latency_p99_seconds",
+            "99th percentile sink write latency.",
+            self.write_latency.p99.as_secs_f64(),
+        );
+        s
+    }
+}

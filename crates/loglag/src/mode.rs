@@ -1,0 +1,90 @@
+//! `LOGLAG_MODE`: switch the same binary between not logging, only building records,
+//! writing them on the caller's thread, and the non-blocking pipeline.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The environment variable read by [`Mode::from_env`].
+pub const MODE_ENV: &str = "LOGLAG_MODE";
+
+/// What a log call does. Comparing `format-only` with `sync` and `async` on your own
+/// service tells "building the log is slow" apart from "waiting to write it is slow".
+///
+/// | mode | the call | accounting |
+/// |---|---|---|
+/// | `off` | returns before formatting | nothing counted |
+/// | `format-only` | formats the record, then discards it | nothing counted |
+/// | `sync` | formats and writes it on the caller's thread | counted |
+/// | `async` (default) | formats it and hands it to the writer thread | counted |
+///
+/// ```
+/// assert_eq!("format-only".parse::<loglag::Mode>()?, loglag::Mode::FormatOnly);
+/// # Ok::<(), loglag::ParseModeError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Do nothing.
+    Off,
+    /// Build the record and discard it.
+    FormatOnly,
+    /// Write on the caller's thread.
+    Sync,
+    /// Queue for the writer thread.
+    #[default]
+    Async,
+}
+
+impl Mode {
+    /// Reads `LOGLAG_MODE`. Unset means `async`; an invalid value is an error.
+    pub fn from_env() -> Result<Mode, ParseModeError> {
+        match std::env::var(MODE_ENV) {
+            Ok(v) if !v.trim().is_empty() => v.parse(),
+            _ => Ok(Mode::Async),
+        }
+    }
+
+    /// The name `LOGLAG_MODE` accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::FormatOnly => "format-only",
+            Mode::Sync => "sync",
+            Mode::Async => "async",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unknown mode name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseModeError(String);
+
+impl fmt::Display for ParseModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid {MODE_ENV} {:?}: expected off, format-only, sync or async",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseModeError {}
+
+impl FromStr for Mode {
+    type Err = ParseModeError;
+    fn from_str(s: &str) -> Result<Mode, ParseModeError> {
+        match s.trim() {
+            "off" => Ok(Mode::Off),
+            "format-only" | "format_only" => Ok(Mode::FormatOnly),
+            "sync" => Ok(Mode::Sync),
+            "async" => Ok(Mode::Async),
+            other => Err(ParseModeError(other.to_owned())),
+        }
+    }
+}

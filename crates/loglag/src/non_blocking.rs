@@ -1,0 +1,249 @@
+//! [`NonBlocking`], the drop-in for `tracing_appender::non_blocking`, and its
+//! [`WorkerGuard`].
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::core::{Core, FlushTimeout, Flushed};
+use crate::hooks::SignalGuard;
+use crate::level::Level;
+use crate::metrics::Metrics;
+use crate::mode::Mode;
+
+/// A cheap-to-clone handle that turns each `write` into one record.
+///
+/// It implements [`io::Write`] (one `write` call is one record, as tracing-subscriber's
+/// fmt layer issues one `write_all` per event) and, with the `tracing` feature,
+/// `tracing_subscriber::fmt::MakeWriter`, which also passes each event's level so that
+/// [`Overflow::ShedByLevel`](crate::Overflow::ShedByLevel) and the flush level work.
+///
+/// Writes never fail: a record that cannot be queued is counted as dropped.
+///
+/// ```
+/// let (writer, _guard) = loglag::non_blocking(std::io::stdout());
+/// tracing_subscriber::fmt().with_writer(writer.clone()).try_init().ok();
+/// tracing::info!(user = "ann", "logged in");
+/// assert!(writer.metrics().accepted <= 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct NonBlocking {
+    core: Arc<Core>,
+}
+
+impl NonBlocking {
+    pub(crate) fn new(core: Arc<Core>) -> NonBlocking {
+        NonBlocking { core }
+    }
+
+    /// Hands one complete record to the pipeline. It should end in `\n`.
+    pub fn submit(&self, level: Level, record: &[u8]) {
+        self.core.submit(level, record);
+    }
+
+    /// The accounting right now.
+    pub fn metrics(&self) -> Metrics {
+        self.core.metrics()
+    }
+
+    /// The mode in force (`LOGLAG_MODE` or the builder's).
+    pub fn mode(&self) -> Mode {
+        self.core.mode()
+    }
+
+    /// Waits until every record accepted before this call is written or dropped.
+    pub fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
+        self.core.flush(timeout)
+    }
+
+    /// [`flush`](Self::flush) for async code: the wait happens on a helper thread, so
+    /// no executor thread is blocked.
+    ///
+    /// ```
+    /// # let (writer, _guard) = loglag::non_blocking(std::io::sink());
+    /// # let fut = async move {
+    /// writer.flush_async(std::time::Duration::from_secs(1)).await?;
+    /// # Ok::<(), loglag::FlushTimeout>(()) };
+    /// ```
+    pub fn flush_async(&self, timeout: Duration) -> FlushFuture {
+        let core = self.core.clone();
+        let state = Arc::new(Mutex::new(FlushState {
+            result: None,
+            waker: None,
+        }));
+        let shared = state.clone();
+        let spawned = std::thread::Builder::new()
+            .name("loglag-flush".into())
+            .spawn(move || {
+                let result = core.flush(timeout);
+                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                s.result = Some(result);
+                if let Some(w) = s.waker.take() {
+                    w.wake();
+                }
+            });
+        if spawned.is_err() {
+            let result = self.core.flush(timeout);
+            state.lock().unwrap_or_else(|e| e.into_inner()).result = Some(result);
+        }
+        FlushFuture { state }
+    }
+
+    /// A `MakeWriter` writer that tags records with `level`.
+    pub fn with_level(&self, level: Level) -> RecordWriter<'_> {
+        RecordWriter {
+            core: &self.core,
+            level,
+        }
+    }
+}
+
+impl io::Write for NonBlocking {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.core.submit(Level::Info, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // Flushing is explicit (`NonBlocking::flush(timeout)`): io::Write::flush is
+        // called by formatters after every event and must not wait on the sink.
+        Ok(())
+    }
+}
+
+/// The writer [`NonBlocking`] hands to tracing-subscriber for one event. Borrowing the
+/// handle instead of cloning it keeps reference-count traffic off the hot path.
+#[derive(Debug)]
+pub struct RecordWriter<'a> {
+    core: &'a Core,
+    level: Level,
+}
+
+impl io::Write for RecordWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.core.submit(self.level, buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(feature = "tracing")]
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for NonBlocking {
+    type Writer = RecordWriter<'a>;
+
+    fn make_writer(&'a self) -> RecordWriter<'a> {
+        self.with_level(Level::Info)
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing_core::Metadata<'_>) -> RecordWriter<'a> {
+        self.with_level(meta.level().into())
+    }
+}
+
+struct FlushState {
+    result: Option<Result<Flushed, FlushTimeout>>,
+    waker: Option<Waker>,
+}
+
+/// The future returned by [`NonBlocking::flush_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct FlushFuture {
+    state: Arc<Mutex<FlushState>>,
+}
+
+impl std::fmt::Debug for FlushFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FlushFuture")
+    }
+}
+
+impl Future for FlushFuture {
+    type Output = Result<Flushed, FlushTimeout>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match s.result.take() {
+            Some(r) => Poll::Ready(r),
+            None => {
+                s.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Owns the writer thread. Dropping it flushes what is queued within the
+/// `shutdown_timeout` and counts anything cut off as `shutdown` drops.
+#[must_use = "dropping the guard at once shuts the pipeline down; keep it alive in main"]
+#[derive(Debug)]
+pub struct WorkerGuard {
+    core: Arc<Core>,
+    worker: Option<JoinHandle<()>>,
+    stopped: bool,
+    _signals: Option<SignalGuard>,
+}
+
+impl WorkerGuard {
+    pub(crate) fn new(
+        core: Arc<Core>,
+        worker: Option<JoinHandle<()>>,
+        signals: Option<SignalGuard>,
+    ) -> WorkerGuard {
+        WorkerGuard {
+            core,
+            worker,
+            stopped: false,
+            _signals: signals,
+        }
+    }
+
+    /// Waits until every record accepted before this call is written or dropped.
+    pub fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
+        self.core.flush(timeout)
+    }
+
+    /// The accounting right now.
+    pub fn metrics(&self) -> Metrics {
+        self.core.metrics()
+    }
+
+    /// Shuts down now and returns the final accounting.
+    pub fn shutdown(mut self) -> Metrics {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Metrics {
+        self.stopped = true;
+        let metrics = self.core.shutdown(self.core.config.shutdown_timeout);
+        if let Some(worker) = self.worker.take() {
+            let exited = self
+                .core
+                .progress
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .exited;
+            if exited {
+                let _ = worker.join();
+            }
+            // Otherwise the writer is stuck in a sink write past the deadline; it was
+            // abandoned and will exit on its own if the write ever returns.
+        }
+        metrics
+    }
+}
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        if !self.stopped {
+            self.stop();
+        }
+    }
+}

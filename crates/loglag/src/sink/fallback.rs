@@ -1,0 +1,165 @@
+use std::io;
+use std::time::{Duration, Instant};
+
+use super::{write_all_counted, Sink};
+
+/// A chain of sinks: when one fails, the batch goes to the next. A failed sink is
+/// skipped (circuit open) and re-probed after a backoff that doubles from
+/// `initial_backoff` up to `max_backoff`; once a probe succeeds it is used again.
+///
+/// ```
+/// use loglag::sink::{Fallback, FdSink};
+/// let chain = Fallback::new(FdSink::append("/dev/full")?).then(FdSink::stderr());
+/// let (writer, _guard) = loglag::NonBlockingBuilder::default().finish_sink(chain);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Fallback {
+    links: Vec<Link>,
+    initial_backoff: Duration,
+    max_backoff: Duration,
+    absorbed_errors: u64,
+}
+
+struct Link {
+    sink: Box<dyn Sink>,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+impl std::fmt::Debug for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fallback")
+            .field("links", &self.links.len())
+            .finish()
+    }
+}
+
+impl Fallback {
+    /// A chain that starts with `primary`.
+    pub fn new(primary: impl Sink) -> Fallback {
+        Fallback {
+            links: vec![Link {
+                sink: Box::new(primary),
+                retry_at: None,
+                backoff: Duration::ZERO,
+            }],
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(5),
+            absorbed_errors: 0,
+        }
+    }
+
+    /// Adds the next sink in the chain.
+    pub fn then(mut self, next: impl Sink) -> Fallback {
+        self.links.push(Link {
+            sink: Box::new(next),
+            retry_at: None,
+            backoff: Duration::ZERO,
+        });
+        self
+    }
+
+    /// Sets the backoff before re-probing a failed sink (default 50 ms, doubling to 5 s).
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Fallback {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self
+    }
+}
+
+impl Sink for Fallback {
+    /// Writes the whole buffer to the first healthy sink; reports it all as written, or
+    /// the last error when every sink failed.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let now = Instant::now();
+        let mut last_err = None;
+        let last = self.links.len() - 1;
+        for (i, link) in self.links.iter_mut().enumerate() {
+            // The last link is always tried: skipping everything would lose the batch.
+            if i != last && link.retry_at.is_some_and(|t| now < t) {
+                continue;
+            }
+            match write_all_counted(link.sink.as_mut(), buf).1 {
+                Ok(()) => {
+                    link.retry_at = None;
+                    link.backoff = Duration::ZERO;
+                    if last_err.is_some() {
+                        self.absorbed_errors += 1;
+                    }
+                    return Ok(buf.len());
+                }
+                Err((e, _partial)) => {
+                    link.backoff = (link.backoff * 2).clamp(self.initial_backoff, self.max_backoff);
+                    link.retry_at = Some(now + link.backoff);
+                    last_err = Some(e);
+                }
+            }
+        }
+        Err(last_err.unwrap_or_else(|| io::Error::other("no sink in fallback chain")))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        for link in &mut self.links {
+            let _ = link.sink.flush();
+        }
+        Ok(())
+    }
+
+    fn take_absorbed_errors(&mut self) -> u64 {
+        std::mem::take(&mut self.absorbed_errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::WriterSink;
+    use std::sync::{Arc, Mutex};
+
+    struct Flaky {
+        fail: Arc<Mutex<bool>>,
+        got: Arc<Mutex<Vec<u8>>>,
+    }
+    impl Sink for Flaky {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if *self.fail.lock().unwrap() {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.got.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn fails_over_then_reprobes_primary() {
+        let fail = Arc::new(Mutex::new(true));
+        let primary = Arc::new(Mutex::new(Vec::new()));
+        let backup = Arc::new(Mutex::new(Vec::new()));
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl io::Write for Shared {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut chain = Fallback::new(Flaky {
+            fail: fail.clone(),
+            got: primary.clone(),
+        })
+        .then(WriterSink::new(Shared(backup.clone())))
+        .backoff(Duration::ZERO, Duration::ZERO);
+        assert_eq!(chain.write(b"a\n").unwrap(), 2);
+        assert_eq!(chain.take_absorbed_errors(), 1);
+        *fail.lock().unwrap() = false;
+        chain.write(b"b\n").unwrap();
+        assert_eq!(*backup.lock().unwrap(), b"a\n");
+        assert_eq!(
+            *primary.lock().unwrap(),
+            b"b\n",
+            "primary is re-probed and used again"
+        );
+    }
+}

@@ -1,0 +1,118 @@
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use super::Sink;
+
+/// A sink that is a file descriptor: each `write` is exactly one `write(2)`.
+///
+/// ```no_run
+/// use loglag::sink::FdSink;
+/// let file = FdSink::append("/var/log/app.log")?;
+/// let fifo = FdSink::fifo("/run/app.fifo", Some(1 << 20))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FdSink {
+    fd: RawFd,
+    /// Keeps the descriptor open for files and FIFOs; `None` for stdout/stderr.
+    _owned: Option<File>,
+}
+
+impl FdSink {
+    /// Standard output, unbuffered (bypasses Rust's line buffer so one batch is one write).
+    pub fn stdout() -> FdSink {
+        FdSink {
+            fd: 1,
+            _owned: None,
+        }
+    }
+
+    /// Standard error, unbuffered.
+    pub fn stderr() -> FdSink {
+        FdSink {
+            fd: 2,
+            _owned: None,
+        }
+    }
+
+    /// A file opened for appending, created if missing.
+    pub fn append(path: impl AsRef<Path>) -> io::Result<FdSink> {
+        let path = path.as_ref();
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot open log file {}: {e}", path.display()),
+                )
+            })?;
+        Ok(FdSink::from_file(file))
+    }
+
+    /// A FIFO or pipe. Opening blocks until a reader opens the other end, as FIFOs do.
+    /// `pipe_size` asks the kernel for that capacity with `F_SETPIPE_SZ`.
+    pub fn fifo(path: impl AsRef<Path>, pipe_size: Option<usize>) -> io::Result<FdSink> {
+        let path = path.as_ref();
+        let meta = std::fs::metadata(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot stat FIFO {}: {e}", path.display()),
+            )
+        })?;
+        if !meta.file_type().is_fifo() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a FIFO", path.display()),
+            ));
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot open FIFO {}: {e}", path.display()),
+                )
+            })?;
+        if let Some(size) = pipe_size {
+            set_pipe_size(&file, size)?;
+        }
+        Ok(FdSink::from_file(file))
+    }
+
+    /// Wraps an open file (or the write end of a pipe).
+    pub fn from_file(file: File) -> FdSink {
+        FdSink {
+            fd: file.as_raw_fd(),
+            _owned: Some(file),
+        }
+    }
+}
+
+/// Sets a pipe's capacity with `F_SETPIPE_SZ`; returns the capacity the kernel chose.
+pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
+    // SAFETY: fcntl on a valid descriptor with an integer argument.
+    let got = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, size as libc::c_int) };
+    if got < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(got as usize)
+}
+
+impl Sink for FdSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for reads of its length; the descriptor is open.
+        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}

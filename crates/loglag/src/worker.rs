@@ -1,0 +1,277 @@
+//! The `loglag-writer` thread: drains the ring in batches, writes them, and accounts for
+//! every record it takes.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Instant, SystemTime};
+
+use crate::core::Core;
+use crate::format::{LineBuilder, Value};
+use crate::level::Level;
+use crate::metrics::DropReason;
+use crate::sink::{write_all_counted, Sink};
+
+pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHandle<()>> {
+    let for_thread = core.clone();
+    let handle = thread::Builder::new()
+        .name("loglag-writer".into())
+        .spawn(move || {
+            // Producers only unpark once the handle is published; until then the writer
+            // polls at `flush_interval`, so nothing is lost in between.
+            Writer::new(for_thread, sink).run()
+        })?;
+    let _ = core.writer.set(handle.thread().clone());
+    Ok(handle)
+}
+
+struct Writer {
+    core: Arc<Core>,
+    sink: Box<dyn Sink>,
+    batch: Vec<u8>,
+    /// (length, level) of each record in `batch`, to account for partial failures.
+    records: Vec<(usize, Level)>,
+    /// Drops by reason already announced in-band.
+    reported: [u64; 3],
+    /// Whether the last write failed, so a streak of errors is reported on stderr once.
+    failing: bool,
+}
+
+impl Writer {
+    fn new(core: Arc<Core>, sink: Box<dyn Sink>) -> Writer {
+        let batch_bytes = core.config.batch_bytes;
+        Writer {
+            batch: Vec::with_capacity(batch_bytes + core.config.max_record_bytes),
+            records: Vec::with_capacity(1024),
+            core,
+            sink,
+            reported: [0; 3],
+            failing: false,
+        }
+    }
+
+    fn run(mut self) {
+        let interval = self.core.config.flush_interval;
+        let batch_bytes = self.core.config.batch_bytes as u64;
+        let mut last_drain = Instant::now();
+        loop {
+            let deadline = *self
+                .core
+                .shutdown_deadline
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if deadline.is_none() {
+                let woken = self.core.wake_requested.swap(false, Ordering::AcqRel);
+                let since = last_drain.elapsed();
+                // The interval is measured from the last drain, not from the last wake,
+                // so it still fires when a steady trickle keeps the queue below a batch.
+                if !woken && since < interval && self.core.ring.used_bytes() < batch_bytes {
+                    thread::park_timeout(interval - since);
+                    continue;
+                }
+            }
+            last_drain = Instant::now();
+            if !self.drain(deadline) {
+                return; // abandoned by the guard
+            }
+            if let Some(deadline) = deadline {
+                let empty = self.core.ring.used_bytes() == 0;
+                if empty || Instant::now() >= deadline {
+                    self.finish(empty);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes everything that is committed. Returns false if the guard abandoned us.
+    fn drain(&mut self, deadline: Option<Instant>) -> bool {
+        let core = self.core.clone();
+        let ring = &core.ring;
+        let mut spins = 0;
+        loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            self.batch.clear();
+            self.records.clear();
+            let records = &mut self.records;
+            let taken = ring.pop_into(&mut self.batch, self.core.config.batch_bytes, |p| {
+                records.push((p.len, p.level))
+            });
+            if taken == 0 {
+                // A producer has reserved space but not yet published it: it is a few
+                // instructions away from doing so, unless it was preempted.
+                if ring.used_bytes() > 0 && spins < 1000 {
+                    spins += 1;
+                    thread::yield_now();
+                    continue;
+                }
+                break;
+            }
+            spins = 0;
+            self.core.space_released();
+            self.core
+                .counters
+                .note_backlog(ring.used_bytes() + self.batch.len() as u64);
+            if !self.write_batch() {
+                return false;
+            }
+            self.publish_progress();
+        }
+        self.report_drops();
+        let _ = self.sink.flush();
+        self.publish_progress();
+        true
+    }
+
+    fn publish_progress(&self) {
+        let (lock, cv) = &self.core.progress;
+        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
+        progress.done_pos = progress.done_pos.max(self.core.ring.tail_position());
+        cv.notify_all();
+    }
+
+    /// Writes `batch` and accounts for each record in it. Returns false if abandoned.
+    fn write_batch(&mut self) -> bool {
+        let core = &self.core;
+        let counters = &core.counters;
+        core.batch_bytes_in_flight
+            .store(self.batch.len() as u64, Ordering::Relaxed);
+        let mut per_level = [0u64; 5];
+        for &(_, level) in &self.records {
+            per_level[level as usize] += 1;
+        }
+        for (slot, n) in core.batch_levels_in_flight.iter().zip(per_level) {
+            slot.store(n, Ordering::Release);
+        }
+
+        let started = Instant::now();
+        let (calls, result) = write_all_counted(self.sink.as_mut(), &self.batch);
+        counters.write_latency.record(started.elapsed());
+        counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+        counters
+            .io_errors
+            .fetch_add(self.sink.take_absorbed_errors(), Ordering::Relaxed);
+
+        // Accounting happens under the progress lock so it cannot race with a guard
+        // that gives up on us at the deadline and counts the batch as lost.
+        let progress = core.progress.0.lock().unwrap_or_else(|e| e.into_inner());
+        if progress.abandoned {
+            return false;
+        }
+        for slot in &core.batch_levels_in_flight {
+            slot.store(0, Ordering::Release);
+        }
+        core.batch_bytes_in_flight.store(0, Ordering::Relaxed);
+        match result {
+            Ok(()) => {
+                counters
+                    .written_bytes
+                    .fetch_add(self.batch.len() as u64, Ordering::Relaxed);
+                counters
+                    .written_records
+                    .fetch_add(self.records.len() as u64, Ordering::AcqRel);
+                self.failing = false;
+            }
+            Err((error, partial)) => {
+                counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                let mut end = 0;
+                let mut written = 0;
+                let mut lost = [0u64; 5];
+                for &(len, level) in &self.records {
+                    end += len;
+                    if end <= partial {
+                        written += 1;
+                    } else {
+                        lost[level as usize] += 1;
+                    }
+                }
+                counters
+                    .written_bytes
+                    .fetch_add(partial as u64, Ordering::Relaxed);
+                counters
+                    .written_records
+                    .fetch_add(written, Ordering::AcqRel);
+                for level in Level::ALL {
+                    counters.count_drop(DropReason::IoError, level, lost[level as usize]);
+                }
+                if !self.failing {
+                    eprintln!(
+                        "loglag: write to the log sink failed: {error}; {} records dropped (io_error), counting further failures silently until a write succeeds",
+                        lost.iter().sum::<u64>()
+                    );
+                }
+                self.failing = true;
+            }
+        }
+        true
+    }
+
+    /// Announces drops since the last report, in-band, in the sink's format. If the
+    /// announcement cannot be written it is retried after the next batch, so the count
+    /// is never lost.
+    fn report_drops(&mut self) {
+        let counters = &self.core.counters;
+        let now: [u64; 3] = DropReason::ALL.map(|r| {
+            (0..5)
+                .map(|l| counters.dropped[r as usize][l].load(Ordering::Acquire))
+                .sum()
+        });
+        let delta: [u64; 3] = std::array::from_fn(|i| now[i] - self.reported[i]);
+        let total: u64 = delta.iter().sum();
+        if total == 0 {
+            return;
+        }
+        let message = format!(
+            "loglag: dropped {total} records since last report (queue_full={}, io_error={}, shutdown={})",
+            delta[0], delta[1], delta[2]
+        );
+        let mut line = Vec::with_capacity(256);
+        let mut builder = LineBuilder::begin(
+            &mut line,
+            self.core.config.report_format,
+            SystemTime::now(),
+            Level::Warn,
+            "loglag",
+        );
+        builder.field("message", Value::Str(&message));
+        builder.field("dropped", Value::U64(total));
+        for (reason, n) in DropReason::ALL.iter().zip(delta) {
+            builder.field(reason.as_str(), Value::U64(n));
+        }
+        builder.finish();
+        let (calls, result) = write_all_counted(self.sink.as_mut(), &line);
+        counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+        if result.is_ok() {
+            counters
+                .written_bytes
+                .fetch_add(line.len() as u64, Ordering::Relaxed);
+            self.reported = now;
+        }
+    }
+
+    /// Ends the thread at shutdown: counts whatever the deadline cut off.
+    fn finish(mut self, drained: bool) {
+        if !drained {
+            let counters = &self.core.counters;
+            let mut cut = 0u64;
+            self.core.ring.discard_committed(|p| {
+                counters.count_drop(DropReason::Shutdown, p.level, 1);
+                cut += 1;
+            });
+            eprintln!(
+                "loglag: shutdown deadline of {:?} passed; {cut} queued records lost (shutdown)",
+                self.core.config.shutdown_timeout
+            );
+            self.report_drops();
+        }
+        let _ = self.sink.flush();
+        let (lock, cv) = &self.core.progress;
+        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
+        progress.done_pos = progress.done_pos.max(self.core.ring.tail_position());
+        progress.exited = true;
+        cv.notify_all();
+    }
+}
