@@ -8,7 +8,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Instant, SystemTime};
 
 use crate::core::Core;
-use crate::format::{LineBuilder, Value};
+use crate::format::{Format, LineBuilder, Value};
 use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::sink::{write_all_counted, Sink};
@@ -225,7 +225,7 @@ impl Writer {
             return;
         }
         let message = format!(
-            "loglag: dropped {total} records since last report (queue_full={}, io_error={}, shutdown={})",
+            "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={})",
             delta[0], delta[1], delta[2]
         );
         let mut line = Vec::with_capacity(256);
@@ -237,9 +237,12 @@ impl Writer {
             "loglag",
         );
         builder.field("message", Value::Str(&message));
-        builder.field("dropped", Value::U64(total));
-        for (reason, n) in DropReason::ALL.iter().zip(delta) {
-            builder.field(reason.as_str(), Value::U64(n));
+        // Text already carries the numbers in the message; structured formats get fields.
+        if self.core.config.report_format != Format::Compact {
+            builder.field("dropped", Value::U64(total));
+            for (reason, n) in DropReason::ALL.iter().zip(delta) {
+                builder.field(reason.as_str(), Value::U64(n));
+            }
         }
         builder.finish();
         let (calls, result) = write_all_counted(self.sink.as_mut(), &line);

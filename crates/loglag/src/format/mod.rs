@@ -148,7 +148,7 @@ impl<'a> LineBuilder<'a> {
                 out.extend_from_slice(b"ts=");
                 time::rfc3339_micros(out, time);
                 out.extend_from_slice(b" level=");
-                out.extend_from_slice(level.as_str().to_ascii_lowercase().as_bytes());
+                out.extend_from_slice(level.as_lower_str().as_bytes());
                 out.extend_from_slice(b" target=");
                 logfmt_value(
                     out,

@@ -1,0 +1,247 @@
+//! One test per overflow policy, plus flush level and the shutdown deadline. The writer
+//! is held inside a sink write with a gate, so the queue fills deterministically.
+
+mod support;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use loglag::{Level, NonBlocking, NonBlockingBuilder, Overflow, WorkerGuard};
+use support::*;
+
+const CAPACITY: usize = 4096;
+
+fn record(i: usize) -> Vec<u8> {
+    format!("record {i:05} {}\n", "x".repeat(82)).into_bytes() // 96 bytes
+}
+
+/// Records of `record`'s size that fit in the budget: 16 bytes of ring header each.
+const FITS: usize = CAPACITY / (96 + 16);
+
+fn line(i: usize) -> String {
+    String::from_utf8(record(i)).unwrap().trim_end().to_owned()
+}
+
+/// A pipeline whose writer is parked inside its first write until `gate` opens.
+fn stalled(
+    overflow: Overflow,
+) -> (
+    NonBlocking,
+    WorkerGuard,
+    Gate,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    let gate = Gate::closed();
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (sink, entered) = sink.gated(gate.clone());
+    let (writer, guard) = NonBlockingBuilder::default()
+        .capacity_bytes(CAPACITY)
+        .overflow(overflow)
+        .flush_interval(Duration::from_secs(3600))
+        .mode(loglag::Mode::Async)
+        .finish_sink(sink);
+    // An ERROR wakes the writer at once; it takes this record and blocks in the sink.
+    writer.submit(Level::Error, b"first\n");
+    entered.recv().unwrap();
+    (writer, guard, gate, out)
+}
+
+fn finish(writer: &NonBlocking, guard: WorkerGuard, gate: Gate) -> loglag::Metrics {
+    gate.open();
+    guard.flush(Duration::from_secs(30)).expect("flush");
+    let m = writer.metrics();
+    assert_accounted(&m);
+    assert_eq!(m.in_flight_records, 0);
+    drop(guard);
+    m
+}
+
+#[test]
+fn drop_newest_keeps_the_first_records_and_reports_the_rest() {
+    let (writer, guard, gate, out) = stalled(Overflow::DropNewest);
+    for i in 0..100 {
+        writer.submit(Level::Info, &record(i));
+    }
+    let m = finish(&writer, guard, gate);
+    let fits = FITS;
+    assert_eq!(m.queue_full, 100 - fits as u64);
+    assert_eq!(m.dropped_by_level[Level::Info as usize], m.queue_full);
+    let out = out.lock().unwrap();
+    let lines = record_lines(&out);
+    assert_eq!(lines.len(), 1 + fits);
+    assert_eq!(lines[1], line(0));
+    assert_eq!(lines[fits], line(fits - 1));
+    assert_eq!(reported_drops(&out), m.dropped_records, "in-band report");
+}
+
+#[test]
+fn drop_oldest_keeps_the_last_records() {
+    let (writer, guard, gate, out) = stalled(Overflow::DropOldest);
+    for i in 0..100 {
+        writer.submit(Level::Info, &record(i));
+    }
+    let m = finish(&writer, guard, gate);
+    let fits = FITS;
+    assert_eq!(m.queue_full, 100 - fits as u64);
+    let out = out.lock().unwrap();
+    let lines = record_lines(&out);
+    assert_eq!(lines.last().unwrap(), &line(99));
+    assert_eq!(lines[1], line(100 - fits));
+    assert_eq!(reported_drops(&out), m.dropped_records);
+}
+
+#[test]
+fn shed_by_level_keeps_warn_and_error_while_shedding_debug_then_info() {
+    let (writer, guard, gate, out) = stalled(Overflow::ShedByLevel);
+    // DEBUG fills up to budget − 2 × reserve, then is shed...
+    for i in 0..100 {
+        writer.submit(Level::Debug, &record(i));
+    }
+    let debug_dropped = writer.metrics().dropped_by_level[Level::Debug as usize];
+    assert!(debug_dropped > 0);
+    // ...while INFO still has room...
+    writer.submit(Level::Info, &record(1000));
+    assert_eq!(
+        writer.metrics().dropped_by_level[Level::Info as usize],
+        0,
+        "INFO is shed after DEBUG"
+    );
+    for i in 0..100 {
+        writer.submit(Level::Info, &record(2000 + i));
+    }
+    assert!(writer.metrics().dropped_by_level[Level::Info as usize] > 0);
+    // ...and WARN/ERROR use the reserve (512 bytes: four records).
+    for i in 0..2 {
+        writer.submit(Level::Warn, &record(3000 + i));
+        writer.submit(Level::Error, &record(4000 + i));
+    }
+    let m = finish(&writer, guard, gate);
+    assert_eq!(
+        m.dropped_by_level[Level::Warn as usize] + m.dropped_by_level[Level::Error as usize],
+        0
+    );
+    let out = out.lock().unwrap();
+    let text = String::from_utf8_lossy(&out);
+    for i in 0..2 {
+        assert!(text.contains(&format!("record {:05}", 3000 + i)));
+        assert!(text.contains(&format!("record {:05}", 4000 + i)));
+    }
+}
+
+#[test]
+fn block_waits_for_room_and_loses_nothing() {
+    let (writer, guard, gate, out) = stalled(Overflow::Block);
+    let producer = {
+        let mut writer = writer.clone();
+        std::thread::spawn(move || {
+            for i in 0..200 {
+                writer.write_all(&record(i)).unwrap();
+            }
+        })
+    };
+    // The producer must end up waiting: the budget holds 36 records.
+    while writer.metrics().queue_full_events == 0 {
+        std::thread::yield_now();
+    }
+    assert!(!producer.is_finished());
+    gate.open();
+    producer.join().unwrap();
+    let m = finish(&writer, guard, Gate::closed_then_open());
+    assert_eq!(m.dropped_records, 0);
+    assert_eq!(m.written_records, 201);
+    assert_eq!(record_lines(&out.lock().unwrap()).len(), 201);
+}
+
+#[test]
+fn block_for_gives_up_after_its_bound_and_counts_the_drop() {
+    let (writer, guard, gate, _out) = stalled(Overflow::BlockFor(Duration::from_millis(30)));
+    let fits = FITS;
+    for i in 0..fits {
+        writer.submit(Level::Info, &record(i));
+    }
+    assert_eq!(writer.metrics().dropped_records, 0);
+    let started = Instant::now();
+    writer.submit(Level::Info, &record(999));
+    assert!(
+        started.elapsed() >= Duration::from_millis(30),
+        "waited its bound"
+    );
+    assert_eq!(writer.metrics().queue_full, 1);
+    finish(&writer, guard, gate);
+}
+
+#[test]
+fn an_error_flushes_the_context_before_it_without_waiting_for_the_interval() {
+    let (sink, _out) = TestSink::new(Behaviour::Fast);
+    let (sink, wrote) = sink.observed();
+    let (writer, _guard) = NonBlockingBuilder::default()
+        .flush_interval(Duration::from_secs(3600))
+        .mode(loglag::Mode::Async)
+        .finish_sink(sink);
+    writer.submit(Level::Info, b"context 1\n");
+    writer.submit(Level::Warn, b"context 2\n");
+    writer.submit(Level::Error, b"the error\n");
+    let mut got = Vec::new();
+    while !got.ends_with(b"the error\n") {
+        got.extend(
+            wrote
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the ERROR triggered a write"),
+        );
+    }
+    assert_eq!(got, b"context 1\ncontext 2\nthe error\n");
+}
+
+#[test]
+fn shutdown_deadline_counts_what_it_cuts_off() {
+    let gate = Gate::closed();
+    let (sink, _out) = TestSink::new(Behaviour::Fast);
+    let (sink, entered) = sink.gated(gate.clone());
+    let (writer, guard) = NonBlockingBuilder::default()
+        .shutdown_timeout(Duration::from_millis(50))
+        .mode(loglag::Mode::Async)
+        .finish_sink(sink);
+    writer.submit(Level::Error, b"stuck in the sink\n");
+    entered.recv().unwrap();
+    for i in 0..10 {
+        writer.submit(Level::Info, &record(i));
+    }
+    let m = guard.shutdown();
+    assert_eq!(
+        m.shutdown, 11,
+        "the record in the stuck write and the 10 queued ones"
+    );
+    assert_eq!(m.written_records, 0);
+    assert_accounted(&m);
+    assert_eq!(m.in_flight_records, 0);
+    writer.submit(Level::Info, b"after shutdown\n");
+    let m = writer.metrics();
+    assert_eq!(m.shutdown, 12, "records after shutdown are counted too");
+    assert_accounted(&m);
+    gate.open();
+}
+
+#[test]
+fn oversized_records_are_truncated_with_a_marker_and_counted() {
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (writer, guard) = NonBlockingBuilder::default()
+        .max_record_bytes(1000)
+        .mode(loglag::Mode::Async)
+        .finish_sink(sink);
+    let mut big = "é".repeat(10_000).into_bytes();
+    big.push(b'\n');
+    writer.submit(Level::Info, &big);
+    let m = guard.shutdown();
+    assert_eq!(m.truncated, 1);
+    assert_eq!(m.written_records, 1);
+    let out = out.lock().unwrap();
+    let line = String::from_utf8(out.clone()).expect("cut on a character boundary");
+    assert!(line.len() <= 1000);
+    assert!(
+        line.ends_with(&format!(
+            "…[truncated {} bytes]\n",
+            big.len() - line.find('…').unwrap()
+        )),
+        "{line}"
+    );
+}

@@ -1,0 +1,181 @@
+//! Real endings in real child processes: a panic, a SIGTERM, a FIFO reader that dies,
+//! and a full disk. The test binary re-executes itself as the child.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use loglag::sink::{Fallback, FdSink};
+use loglag::{Level, Mode, NonBlockingBuilder};
+use support::*;
+
+const CHILD_ENV: &str = "LOGLAG_TEST_CHILD";
+const RECORDS: usize = 100;
+
+/// Runs this test binary as a child that executes `role` (see `child_main`).
+fn child(role: &str, log: &Path) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, role)
+        .env("LOGLAG_TEST_LOG", log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Not a test of its own: the entry point of the child processes.
+#[test]
+fn child_main() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let log = std::env::var("LOGLAG_TEST_LOG").unwrap();
+    let builder = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        // Nothing would be written without a flush for an hour: whatever reaches the file
+        // got there because of the ending under test.
+        .flush_interval(Duration::from_secs(3600))
+        .batch_bytes(1 << 20)
+        .flush_on_signals(role == "sigterm");
+    let (writer, guard) = builder.finish_sink(FdSink::append(&log).unwrap());
+    for i in 0..RECORDS {
+        writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+    }
+    match role.as_str() {
+        "panic" => {
+            std::mem::forget(guard); // only the panic hook can flush now
+            panic!("boom");
+        }
+        "sigterm" => {
+            println!("ready");
+            loop {
+                std::thread::park();
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_panic_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("out.log");
+    let out = child("panic", &log).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("boom"));
+    let got = lines(&log);
+    assert_eq!(
+        got.len(),
+        RECORDS,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(got[RECORDS - 1], format!("record {}", RECORDS - 1));
+}
+
+#[test]
+fn a_real_sigterm_flushes_then_terminates() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("out.log");
+    let mut proc = child("sigterm", &log).spawn().unwrap();
+    let mut stdout = BufReader::new(proc.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "child exited before ready"
+        );
+    }
+    // SAFETY: plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(proc.id() as i32, libc::SIGTERM) }, 0);
+    let status = proc.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGTERM),
+        "the default action still happens"
+    );
+    assert_eq!(lines(&log).len(), RECORDS);
+}
+
+#[test]
+fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
+    // Without a fallback: every record is an io_error drop, and the writer reports it.
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(FdSink::append("/dev/full").unwrap());
+    for i in 0..50 {
+        writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+    }
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert_eq!(m.io_error, 50);
+    assert!(m.io_errors >= 1);
+
+    // With a fallback: nothing is lost, the primary's errors are still counted.
+    let (capture, out) = TestSink::new(Behaviour::Fast);
+    let chain = Fallback::new(FdSink::append("/dev/full").unwrap()).then(capture);
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(chain);
+    for i in 0..50 {
+        writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+    }
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert_eq!(m.dropped_records, 0);
+    assert_eq!(m.written_records, 50);
+    assert!(
+        m.io_errors >= 1,
+        "the primary's failures are counted: {m:?}"
+    );
+    assert_eq!(record_lines(&out.lock().unwrap()).len(), 50);
+}
+
+#[test]
+fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("sink.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // A real reader process that takes 100 bytes and exits.
+    let mut reader = Command::new("head")
+        .arg("-c")
+        .arg("100")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .flush_interval(Duration::from_millis(1))
+        .finish_sink(FdSink::fifo(&fifo, None).unwrap());
+    writer.submit(Level::Info, &[b'x'; 99]);
+    writer.submit(Level::Info, b"\n");
+    let mut got = Vec::new();
+    reader.stdout.take().unwrap().read_to_end(&mut got).unwrap();
+    reader.wait().unwrap();
+    assert_eq!(got.len(), 100);
+    // The reader is gone: these writes hit EPIPE.
+    for i in 0..20 {
+        writer.submit(Level::Info, format!("after {i}\n").as_bytes());
+    }
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert_eq!(m.in_flight_records, 0);
+    assert_eq!(m.io_error, 20, "{m:?}");
+    assert!(m.io_errors >= 1);
+}
