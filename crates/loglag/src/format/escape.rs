@@ -3,56 +3,84 @@
 
 use std::fmt;
 
+/// Bytes that may start something to escape: ASCII controls, DEL, `"`, `\\`, and the
+/// lead bytes of C1 controls (0xC2) and of U+2028/U+2029 (0xE2). Everything else is
+/// copied in bulk, which keeps long clean strings at memcpy speed.
+const fn suspicious_table() -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[0x7f] = true;
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0xC2] = true;
+    t[0xE2] = true;
+    t
+}
+static SUSPICIOUS: [bool; 256] = suspicious_table();
+
+/// Copies clean runs of `s` in bulk; `replacement` appends the escape for a suspicious
+/// character and returns true, or returns false to keep it as it is.
+fn escape_with(out: &mut Vec<u8>, s: &str, replacement: impl Fn(char, &mut Vec<u8>) -> bool) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !SUSPICIOUS[bytes[i] as usize] {
+            i += 1;
+            continue;
+        }
+        // `i` is a char boundary: suspicious bytes are ASCII or UTF-8 lead bytes.
+        let c = s[i..].chars().next().unwrap_or('\u{FFFD}');
+        out.extend_from_slice(&bytes[start..i]);
+        start = i;
+        if replacement(c, out) {
+            start = i + c.len_utf8();
+        }
+        i += c.len_utf8();
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
 /// Appends `s` as the inside of a JSON string: quotes, backslashes and every control
 /// character (C0, DEL, C1, so ESC too) are escaped.
 pub fn json_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&[u8]> = match c {
-            '"' => Some(b"\\\""),
-            '\\' => Some(b"\\\\"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            c if is_control(c) => None,
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        match esc {
-            Some(e) => out.extend_from_slice(e),
-            None => push_fmt(out, format_args!("\\u{:04x}", c as u32)),
+    escape_with(out, s, |c, tmp| {
+        match c {
+            '"' => tmp.extend_from_slice(b"\\\""),
+            '\\' => tmp.extend_from_slice(b"\\\\"),
+            '\n' => tmp.extend_from_slice(b"\\n"),
+            '\r' => tmp.extend_from_slice(b"\\r"),
+            '\t' => tmp.extend_from_slice(b"\\t"),
+            c if is_control(c) => push_fmt(tmp, format_args!("\\u{:04x}", c as u32)),
+            _ => return false,
         }
-        start = i + c.len_utf8();
-    }
-    out.extend_from_slice(&bytes[start..]);
+        true
+    })
 }
 
 /// Appends `s` for plain-text formats: backslash, newline, carriage return, tab and
 /// control characters become visible escapes (`\n`, `\x1b`, ...). With `quote`, double
 /// quotes are escaped too (logfmt quoted values).
 pub fn text_str(out: &mut Vec<u8>, s: &str, quote: bool) {
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&[u8]> = match c {
-            '\\' => Some(b"\\\\"),
-            '\n' => Some(b"\\n"),
-            '\r' => Some(b"\\r"),
-            '\t' => Some(b"\\t"),
-            '"' if quote => Some(b"\\\""),
-            c if is_control(c) => None,
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        match esc {
-            Some(e) => out.extend_from_slice(e),
-            None if (c as u32) < 0x100 => push_fmt(out, format_args!("\\x{:02x}", c as u32)),
-            None => push_fmt(out, format_args!("\\u{{{:x}}}", c as u32)),
+    escape_with(out, s, |c, tmp| {
+        match c {
+            '\\' => tmp.extend_from_slice(b"\\\\"),
+            '\n' => tmp.extend_from_slice(b"\\n"),
+            '\r' => tmp.extend_from_slice(b"\\r"),
+            '\t' => tmp.extend_from_slice(b"\\t"),
+            '"' if quote => tmp.extend_from_slice(b"\\\""),
+            c if is_control(c) && (c as u32) < 0x100 => {
+                push_fmt(tmp, format_args!("\\x{:02x}", c as u32))
+            }
+            c if is_control(c) => push_fmt(tmp, format_args!("\\u{{{:x}}}", c as u32)),
+            _ => return false,
         }
-        start = i + c.len_utf8();
-    }
-    out.extend_from_slice(&bytes[start..]);
+        true
+    })
 }
 
 /// Calls `each` on the valid UTF-8 pieces of `bytes`, with U+FFFD for each invalid run.

@@ -6,18 +6,51 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(crate) fn rfc3339_micros(out: &mut Vec<u8>, t: SystemTime) {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
+    // The date and time of day change once a second; build them once per second per
+    // thread and only write the microseconds each time.
+    let cached = SECOND.try_with(|cell| {
+        let (cached_secs, prefix) = &mut *cell.borrow_mut();
+        if *cached_secs != secs || prefix[0] == 0 {
+            *cached_secs = secs;
+            *prefix = second_prefix(secs);
+        }
+        out.extend_from_slice(prefix);
+    });
+    if cached.is_err() {
+        out.extend_from_slice(&second_prefix(secs));
+    }
+    let mut micros = d.subsec_micros();
+    let mut digits = [b'0'; 8];
+    digits[0] = b'.';
+    digits[7] = b'Z';
+    for slot in digits[1..7].iter_mut().rev() {
+        *slot = b'0' + (micros % 10) as u8;
+        micros /= 10;
+    }
+    out.extend_from_slice(&digits);
+}
+
+thread_local! {
+    static SECOND: std::cell::RefCell<(u64, [u8; 19])> = const { std::cell::RefCell::new((0, [0; 19])) };
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` for a Unix second.
+fn second_prefix(secs: u64) -> [u8; 19] {
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let (y, m, dd) = civil_from_days(days);
+    let (y, m, d) = civil_from_days(days);
+    let mut buf = [0u8; 19];
+    let mut w = &mut buf[..];
     let _ = std::io::Write::write_fmt(
-        out,
+        &mut w,
         format_args!(
-            "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{:06}Z",
+            "{:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            y.clamp(0, 9999),
             rem / 3600,
             rem / 60 % 60,
-            rem % 60,
-            d.subsec_micros()
+            rem % 60
         ),
     );
+    buf
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
