@@ -1,8 +1,36 @@
-//! The `loglag` command.
+//! The `loglag` command: CLI parsing and glue only.
+
+mod args;
+mod commands;
+mod progress;
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
 fn main() -> ExitCode {
-    eprintln!("loglag: the lab is not built yet");
-    ExitCode::from(2)
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe on stdout (`loglag lab | head`) is not an error.
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("loglag: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = args::Cli::parse();
+    match cli.command {
+        args::Command::Lab(a) => commands::lab(a),
+        args::Command::Load(a) => commands::load(a),
+        args::Command::Sink(a) => commands::sink(a),
+        args::Command::Serve(a) => commands::serve(a),
+    }
 }

@@ -1,1 +1,13 @@
-//! lab
+//! The loglag lab: measures what logging, or a service hop, costs an HTTP API.
+pub mod cgroup;
+pub mod child;
+pub mod clock;
+pub mod condition;
+pub mod control;
+pub mod export;
+pub mod load;
+pub mod reader;
+pub mod report;
+pub mod runner;
+pub mod server;
+pub mod stats;

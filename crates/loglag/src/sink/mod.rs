@@ -14,7 +14,7 @@ mod fd;
 use std::io;
 
 pub use fallback::Fallback;
-pub use fd::FdSink;
+pub use fd::{set_pipe_size, FdSink};
 
 /// A destination for batches of whole records.
 ///

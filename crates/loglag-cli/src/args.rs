@@ -1,0 +1,218 @@
+//! Stage one: syntax. Validation into plans happens in `commands`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Measure what logging, or a service hop, costs an HTTP API.
+///
+/// `loglag lab` reproduces the reference experiment: the same small API with seven ways
+/// of logging, writing to a FIFO read fast or capped at 256 KiB/s, under an open-loop
+/// load of 20 requests/s for 8 s. Latency is timed from each request's scheduled send.
+#[derive(Debug, Parser)]
+#[command(name = "loglag", version, about, long_about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the reference experiment (or your own API with --app) and report.
+    Lab(LabArgs),
+    /// Open-loop (or closed-loop) HTTP load with latency from the scheduled send.
+    Load(LoadArgs),
+    /// Read a FIFO or TCP stream at a capped rate, counting bytes, lines and SHA-256.
+    Sink(SinkArgs),
+    /// Run the built-in API under test.
+    Serve(ServeArgs),
+}
+
+/// Output format on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Md,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag lab                                   # 7 conditions x {fast, slow}, 1 round
+    loglag lab --rounds 3 --out results          # the full reference, files in results/
+    loglag lab --conditions json-sync,json-queue,loglag --sinks slow
+    loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
+
+CONDITIONS:
+    none, short1, short10, json-gen, json-pre-sync, json-sync, json-queue (the reference),
+    loglag, tracing-appender, memory-buffer, channel-batch, tokio-fs")]
+pub struct LabArgs {
+    /// Comma-separated conditions [default: the 7 reference conditions].
+    #[arg(long, value_delimiter = ',')]
+    pub conditions: Vec<String>,
+    /// Comma-separated reader speeds: fast, slow.
+    #[arg(long, value_delimiter = ',', default_value = "fast,slow")]
+    pub sinks: Vec<String>,
+    /// Rounds of every (condition, sink) pair; 3 is the full reference.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
+    /// Requests per second.
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// How long the load runs (e.g. 8s, 500ms, 1m).
+    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// new: a connection per request (the reference); keepalive: reuse connections.
+    #[arg(long, default_value = "new")]
+    pub connection: String,
+    /// The slow reader's cap (bytes per second; units B, KiB, MiB).
+    #[arg(long, default_value = "256KiB")]
+    pub slow_rate: String,
+    /// Bytes per read by the reader.
+    #[arg(long, default_value_t = 4096)]
+    pub read_size: usize,
+    /// Set the FIFO's capacity with F_SETPIPE_SZ [default: the kernel's 64 KiB].
+    #[arg(long)]
+    pub pipe_size: Option<String>,
+    /// Worker threads of the built-in API (1 = one event loop, as in the reference).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Warm-up requests before counting starts.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+    /// Limit the API and the reader to this many cores each with cgroups (e.g. 0.25).
+    #[arg(long)]
+    pub cpu_limit: Option<f64>,
+    /// Run this command as the API instead of the built-in one; {port}, {log_path} and
+    /// {condition} are filled in.
+    #[arg(long)]
+    pub app: Option<String>,
+    /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Format of the table on stdout.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    pub format: OutputFormat,
+    /// Longest wait for the log to drain after the last response.
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag load http://127.0.0.1:8080/ --rate 20 --duration 8s
+    loglag load http://127.0.0.1:8080/ --rate 20000 --duration 5s --connection keepalive
+    loglag load http://127.0.0.1:8080/ --closed 64 --duration 5s --connection keepalive")]
+pub struct LoadArgs {
+    /// The URL to GET (http:// only).
+    pub url: String,
+    /// Requests per second, on a fixed schedule.
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// How long to send.
+    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// new (a connection per request) or keepalive.
+    #[arg(long, default_value = "new")]
+    pub connection: String,
+    /// Closed loop with N connections instead of a schedule (for throughput).
+    #[arg(long)]
+    pub closed: Option<usize>,
+    /// How long unfinished requests may take after the schedule ends before they
+    /// count as timeouts.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    pub format: OutputFormat,
+    /// Also write one row per request as CSV here ('-' for stdout).
+    #[arg(long)]
+    pub requests_csv: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag sink --fifo /tmp/app.fifo --rate 256KiB
+    loglag sink --listen 127.0.0.1:9000")]
+pub struct SinkArgs {
+    /// Read this FIFO (created if missing; an existing non-FIFO is refused).
+    #[arg(long, conflicts_with = "listen", required_unless_present = "listen")]
+    pub fifo: Option<PathBuf>,
+    /// Listen on this TCP address and read the first connection.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Cap the read rate (bytes per second; units B, KiB, MiB).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Bytes per read.
+    #[arg(long, default_value_t = 4096)]
+    pub read_size: usize,
+    /// Set the FIFO's capacity with F_SETPIPE_SZ.
+    #[arg(long)]
+    pub pipe_size: Option<String>,
+    /// Take commands on stdin (used by `loglag lab`).
+    #[arg(long, hide = true)]
+    pub control_stdio: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Port on 127.0.0.1; 0 picks a free one and prints it.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// How to log each request.
+    #[arg(long, default_value = "none")]
+    pub condition: String,
+    /// Worker threads (1 = a single-threaded event loop).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Write logs to this FIFO or file [default: stdout].
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+/// Parses `8s`, `500ms`, `1.5s`, `2m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: use e.g. 8s, 500ms, 2m"))?;
+    let secs = match unit {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        other => return Err(format!("invalid unit {other:?} in {s:?}: use ms, s or m")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("8s").unwrap(), Duration::from_secs(8));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("8 parsecs").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

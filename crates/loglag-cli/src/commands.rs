@@ -1,0 +1,397 @@
+//! Stage two: validate arguments into plans, run them, write outputs.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use loglag_lab::condition::Condition;
+use loglag_lab::export::{self, Exporter};
+use loglag_lab::load::{self, Connection, LoadConfig, Outcome, Target};
+use loglag_lab::reader::{self, parse_bytes, ReadConfig, SharedState};
+use loglag_lab::report::{LoadSummary, SinkSummary, Summary, SCHEMA};
+use loglag_lab::runner::{self, LabError, LabPlan, SinkKind};
+use loglag_lab::server::{self, ServeConfig};
+use loglag_lab::stats::quantile;
+
+use crate::args::{LabArgs, LoadArgs, OutputFormat, ServeArgs, SinkArgs};
+use crate::progress::Progress;
+
+/// Exit code after Ctrl-C, as shells expect.
+const INTERRUPTED: u8 = 130;
+
+/// SIGINT/SIGTERM set the flag so the lab can clean up; a second one exits at once.
+fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED as i32, flag.clone())?;
+        signal_hook::flag::register(signal, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+fn size(s: &Option<String>, what: &str) -> anyhow::Result<Option<u64>> {
+    s.as_deref()
+        .map(|s| parse_bytes(s).map_err(|e| anyhow::anyhow!("{what}: {e}")))
+        .transpose()
+}
+
+fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
+    let conditions = if a.conditions.is_empty() {
+        Condition::REFERENCE.to_vec()
+    } else {
+        a.conditions
+            .iter()
+            .map(|c| c.parse::<Condition>().map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let sinks = a
+        .sinks
+        .iter()
+        .map(|s| s.parse::<SinkKind>().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if sinks.is_empty() {
+        bail!("--sinks: give at least one of fast, slow");
+    }
+    if a.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    if !(a.rate > 0.0 && a.rate.is_finite()) {
+        bail!("--rate must be a positive number of requests per second");
+    }
+    if a.duration.is_zero() {
+        bail!("--duration must be positive");
+    }
+    if let Some(c) = a.cpu_limit {
+        if !(c > 0.0 && c.is_finite()) {
+            bail!("--cpu-limit must be a positive number of cores, e.g. 0.25");
+        }
+    }
+    if let Some(app) = &a.app {
+        if !app.contains("{port}") || !app.contains("{log_path}") {
+            bail!("--app must contain {{port}} and {{log_path}} so the lab can reach it and read its log: {app:?}");
+        }
+    }
+    let slow_rate = parse_bytes(&a.slow_rate).map_err(|e| anyhow::anyhow!("--slow-rate: {e}"))?;
+    if slow_rate == 0 {
+        bail!("--slow-rate must be positive");
+    }
+    Ok(LabPlan {
+        conditions,
+        sinks,
+        rounds: a.rounds,
+        rate: a.rate,
+        duration: a.duration,
+        connection: a
+            .connection
+            .parse::<Connection>()
+            .map_err(anyhow::Error::msg)?,
+        slow_rate,
+        read_size: a.read_size.max(1),
+        pipe_size: size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize),
+        threads: a.threads.max(1),
+        warmup: a.warmup,
+        cpu_limit: a.cpu_limit,
+        app: a.app.clone(),
+        exe: std::env::current_exe().context("cannot find the loglag executable")?,
+        drain_timeout: a.drain_timeout,
+    })
+}
+
+fn write_outputs(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
+    for exporter in export::all() {
+        let path = dir.join(exporter.file_name());
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        );
+        exporter
+            .export(summary, &mut file)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
+    let plan = lab_plan(&a)?;
+    if let Some(out) = &a.out {
+        if out.is_file() {
+            bail!("--out {} is a file; give a directory", out.display());
+        }
+    }
+    let cancel = cancel_flag()?;
+    let total = plan.schedule().len();
+    let expected = plan.duration.as_secs_f64() * total as f64;
+    eprintln!(
+        "loglag lab: {total} runs ({} conditions x {} sinks x {} rounds), about {:.0} s of load plus drain",
+        plan.conditions.len(),
+        plan.sinks.len(),
+        plan.rounds,
+        expected
+    );
+    let progress = Progress::new(total);
+    let (summary, error) = runner::run_lab(&plan, &progress, &cancel);
+    progress.finish();
+    if let Some(out) = &a.out {
+        write_outputs(out, &summary)?;
+        eprintln!("loglag lab: results in {}", out.display());
+    }
+    let stdout = &mut std::io::stdout().lock();
+    match a.format {
+        OutputFormat::Md => export::Markdown.export(&summary, stdout)?,
+        OutputFormat::Json => export::Json.export(&summary, stdout)?,
+        OutputFormat::Csv => export::PairsCsv.export(&summary, stdout)?,
+    }
+    stdout.flush()?;
+    match error {
+        None => Ok(ExitCode::SUCCESS),
+        Some(LabError::Cancelled) => {
+            eprintln!(
+                "loglag lab: interrupted; {} completed runs reported",
+                summary.runs.len()
+            );
+            Ok(ExitCode::from(INTERRUPTED))
+        }
+        Some(e) => Err(anyhow::Error::new(e).context(format!(
+            "lab stopped after {} completed runs",
+            summary.runs.len()
+        ))),
+    }
+}
+
+pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
+    let target = Target::parse(&a.url).map_err(anyhow::Error::msg)?;
+    if a.closed.is_none() && !(a.rate > 0.0 && a.rate.is_finite()) {
+        bail!("--rate must be a positive number of requests per second");
+    }
+    let config = LoadConfig {
+        target,
+        rate: a.rate,
+        duration: a.duration,
+        connection: a.connection.parse().map_err(anyhow::Error::msg)?,
+        closed: a.closed,
+        grace: a.grace,
+    };
+    // Fail fast with a clear message if nothing listens there.
+    std::net::TcpStream::connect_timeout(&config.target.addr, Duration::from_secs(5))
+        .with_context(|| format!("cannot connect to {} ({})", a.url, config.target.addr))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(load::run(&config));
+    let count = |o: Outcome| result.samples.iter().filter(|s| s.outcome == o).count() as u64;
+    let mut latencies: Vec<u64> = result.samples.iter().filter_map(|s| s.latency_ns).collect();
+    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+    let lateness: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let ok = count(Outcome::Ok);
+    let summary = LoadSummary {
+        schema: SCHEMA,
+        url: a.url.clone(),
+        mode: if a.closed.is_some() {
+            "closed".into()
+        } else {
+            "open".into()
+        },
+        rate: a.closed.is_none().then_some(a.rate),
+        connections: a.closed,
+        duration_s: a.duration.as_secs_f64(),
+        requests: result.samples.len() as u64,
+        ok,
+        http_errors: count(Outcome::HttpError),
+        io_errors: count(Outcome::IoError),
+        timeouts: count(Outcome::Timeout),
+        achieved_rps: ok as f64 / result.wall.as_secs_f64().max(a.duration.as_secs_f64()),
+        p50_ms: ms(quantile(&mut latencies, 0.5)),
+        p90_ms: ms(quantile(&mut latencies, 0.9)),
+        p99_ms: ms(quantile(&mut latencies, 0.99)),
+        p999_ms: ms(quantile(&mut latencies, 0.999)),
+        max_ms: ms(quantile(&mut latencies, 1.0)),
+        mean_send_lateness_ms: loglag_lab::stats::mean(lateness.iter().map(|&l| l as f64 / 1e6)),
+        max_send_lateness_ms: lateness.iter().max().map(|&l| l as f64 / 1e6),
+    };
+    if let Some(path) = &a.requests_csv {
+        let mut rows = String::from(
+            "index,scheduled_ms,send_lateness_ms,connect_ms,latency_ms,status,outcome\n",
+        );
+        for s in &result.samples {
+            let opt =
+                |v: Option<u64>| v.map_or(String::new(), |v| format!("{:.3}", v as f64 / 1e6));
+            rows.push_str(&format!(
+                "{},{:.3},{:.3},{},{},{},{:?}\n",
+                s.index,
+                s.scheduled_ns as f64 / 1e6,
+                s.send_lateness_ns as f64 / 1e6,
+                opt(s.connect_ns),
+                opt(s.latency_ns),
+                s.status.map_or(String::new(), |s| s.to_string()),
+                s.outcome
+            ));
+        }
+        write_to(path, rows.as_bytes())?;
+    }
+    let out = &mut std::io::stdout().lock();
+    let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+    match a.format {
+        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
+        OutputFormat::Csv => {
+            writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms")?;
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{:.2},{},{},{},{},{}",
+                summary.url,
+                summary.mode,
+                summary.requests,
+                summary.ok,
+                summary.http_errors,
+                summary.io_errors,
+                summary.timeouts,
+                summary.achieved_rps,
+                f(summary.p50_ms),
+                f(summary.p90_ms),
+                f(summary.p99_ms),
+                f(summary.p999_ms),
+                f(summary.max_ms)
+            )?;
+        }
+        OutputFormat::Md => {
+            writeln!(out, "| requests | ok | errors | timeouts | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | max send lateness ms |")?;
+            writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                summary.requests,
+                summary.ok,
+                summary.http_errors + summary.io_errors,
+                summary.timeouts,
+                summary.achieved_rps,
+                f(summary.p50_ms),
+                f(summary.p90_ms),
+                f(summary.p99_ms),
+                f(summary.p999_ms),
+                f(summary.max_ms),
+                f(summary.max_send_lateness_ms)
+            )?;
+        }
+    }
+    Ok(if summary.ok == summary.requests {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        std::io::stdout().lock().write_all(bytes)?;
+    } else {
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
+    let config = ReadConfig {
+        read_size: a.read_size.max(1),
+        rate: size(&a.rate, "--rate")?,
+    };
+    let pipe_size = size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize);
+    if a.control_stdio {
+        let fifo = a.fifo.context("--control-stdio needs --fifo")?;
+        reader::control_stdio(&fifo, config, pipe_size)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let state = SharedState::default();
+    let started = Instant::now();
+    let source = match (&a.fifo, &a.listen) {
+        (Some(fifo), _) => {
+            let created = reader::ensure_fifo(fifo)?;
+            eprintln!(
+                "loglag sink: reading {} (waiting for a writer)",
+                fifo.display()
+            );
+            let file = reader::open_fifo(fifo, false)?;
+            if let Some(size) = pipe_size {
+                loglag::sink::set_pipe_size(&file, size)?;
+            }
+            let result = reader::read_to_end(file, &config, &state);
+            if created {
+                let _ = std::fs::remove_file(fifo);
+            }
+            result?;
+            fifo.display().to_string()
+        }
+        (None, Some(addr)) => {
+            let listener = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("cannot listen on {addr}"))?;
+            eprintln!("loglag sink: listening on {}", listener.local_addr()?);
+            let (stream, peer) = listener.accept()?;
+            eprintln!("loglag sink: reading from {peer}");
+            reader::read_to_end(stream, &config, &state)?;
+            format!("tcp://{addr}")
+        }
+        (None, None) => bail!("give --fifo PATH or --listen ADDR"),
+    };
+    let stats = state.lock().unwrap_or_else(|e| e.into_inner()).stats();
+    let summary = SinkSummary {
+        schema: SCHEMA,
+        source,
+        bytes: stats.bytes,
+        newlines: stats.newlines,
+        reads: stats.reads,
+        sha256: stats.sha256,
+        seconds: started.elapsed().as_secs_f64(),
+        rate_cap_bytes_per_s: config.rate,
+    };
+    let out = &mut std::io::stdout().lock();
+    match a.format {
+        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
+        OutputFormat::Csv => {
+            writeln!(out, "source,bytes,newlines,reads,sha256,seconds")?;
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.3}",
+                summary.source,
+                summary.bytes,
+                summary.newlines,
+                summary.reads,
+                summary.sha256,
+                summary.seconds
+            )?;
+        }
+        OutputFormat::Md => {
+            writeln!(out, "| source | bytes | newlines | reads | seconds | sha256 |\n|---|--:|--:|--:|--:|---|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.3} | {} |",
+                summary.source,
+                summary.bytes,
+                summary.newlines,
+                summary.reads,
+                summary.seconds,
+                summary.sha256
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let condition: Condition = a.condition.parse().map_err(anyhow::Error::msg)?;
+    let config = ServeConfig {
+        port: a.port,
+        threads: a.threads.max(1),
+        condition,
+        log_path: a.log,
+    };
+    server::serve(config, |listening| {
+        println!("{}", server::ready_line(&listening, condition));
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,79 @@
+//! Progress on stderr: a bar with an ETA on a terminal, one line per run otherwise.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use loglag_lab::report::RunSummary;
+use loglag_lab::runner::Observer;
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    pub fn new(total: usize) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs, ETA {eta}  {msg}",
+                )
+                .expect("valid template"),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            bar
+        });
+        Progress { bar }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn run_started(&self, index: usize, total: usize, label: &str) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(index as u64);
+                bar.set_message(label.to_owned());
+            }
+            None => eprintln!("loglag lab: run {}/{total}: {label}", index + 1),
+        }
+    }
+
+    fn run_finished(&self, r: &RunSummary) {
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        self.line(&format!(
+            "  {} / {}: p50 {} ms, p99 {} ms, drain {:.2} s, rps {:.1}/{:.1}, {}",
+            r.condition,
+            r.sink,
+            ms(r.p50_ms),
+            ms(r.p99_ms),
+            r.drain_s,
+            r.rps_api,
+            r.rps_logs_read,
+            if r.verified {
+                "verified".to_owned()
+            } else {
+                format!("NOT verified ({})", r.verify_note)
+            }
+        ));
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    fn warn(&self, message: &str) {
+        self.line(&format!("loglag lab: warning: {message}"));
+    }
+}

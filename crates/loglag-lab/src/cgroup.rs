@@ -1,0 +1,73 @@
+//! CPU limits with cgroups, v2 or v1, whichever the machine has.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+const PERIOD_US: u64 = 100_000;
+
+/// A cgroup with a CPU quota. Removed on drop (once its processes have exited).
+#[derive(Debug)]
+pub struct CpuLimit {
+    dir: PathBuf,
+    pub cores: f64,
+}
+
+impl CpuLimit {
+    /// Creates a cgroup limited to `cores` CPUs. The error says why it was not possible
+    /// (no cgroup filesystem, no permission, ...).
+    pub fn create(name: &str, cores: f64) -> io::Result<CpuLimit> {
+        let quota = ((cores * PERIOD_US as f64).round() as u64).max(1000);
+        let root = Path::new("/sys/fs/cgroup");
+        if root.join("cgroup.controllers").exists() {
+            let dir = root.join(name);
+            make_dir(&dir)?;
+            let limit = CpuLimit { dir, cores };
+            write(&limit.dir.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?;
+            Ok(limit)
+        } else if root.join("cpu").is_dir() {
+            let dir = root.join("cpu").join(name);
+            make_dir(&dir)?;
+            let limit = CpuLimit { dir, cores };
+            write(&limit.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+            write(&limit.dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+            Ok(limit)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no cgroup CPU controller under /sys/fs/cgroup",
+            ))
+        }
+    }
+
+    /// Moves a process into the cgroup.
+    pub fn add(&self, pid: u32) -> io::Result<()> {
+        write(&self.dir.join("cgroup.procs"), &pid.to_string())
+    }
+}
+
+fn make_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot create cgroup {}: {e}", dir.display()),
+        )),
+    }
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    std::fs::write(path, value).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot write {value:?} to {}: {e}", path.display()),
+        )
+    })
+}
+
+impl Drop for CpuLimit {
+    fn drop(&mut self) {
+        // Fails while a process is still inside; the owner kills its children first.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -1,0 +1,208 @@
+//! The API's untimed side channel: a plain TCP listener on its own OS thread, so it
+//! answers even while the API's event loop is blocked in a log write.
+//!
+//! Protocol: connect, send one command line (`stats`, `reset` or `flush`), read one JSON
+//! line back.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::clock::mono_ns;
+
+/// What the API has produced and written, shared by handlers, writer threads and the
+/// control thread.
+#[derive(Default)]
+pub struct Produced {
+    /// Log bytes handed to the logger (counted when the handler hands them off).
+    pub handed_off_bytes: AtomicU64,
+    /// Requests served.
+    pub requests: AtomicU64,
+    /// Total nanoseconds spent building records, and how many were built.
+    pub gen_ns: AtomicU64,
+    pub gen_count: AtomicU64,
+    /// Total nanoseconds spent in the logger call, and how many calls.
+    pub log_ns: AtomicU64,
+    pub log_count: AtomicU64,
+    /// Records dropped by the logger, and times its queue was found full.
+    pub dropped: AtomicU64,
+    pub queue_full: AtomicU64,
+    written: Mutex<Written>,
+    /// Drops and queue-full events a logger keeps itself (loglag, tracing-appender).
+    drop_source: Mutex<Option<DropSource>>,
+}
+
+/// Reads (dropped, queue_full) from a logger that counts them itself.
+pub type DropSource = Box<dyn Fn() -> Option<(u64, u64)> + Send + Sync>;
+
+#[derive(Debug, Default)]
+struct Written {
+    bytes: u64,
+    newlines: u64,
+    sha: Sha256,
+}
+
+impl std::fmt::Debug for Produced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Produced")
+            .field("requests", &self.requests)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Produced {
+    /// Installs the logger's own drop counters.
+    pub fn set_drop_source(&self, source: DropSource) {
+        *self.drop_source.lock().unwrap_or_else(|e| e.into_inner()) = Some(source);
+    }
+
+    /// Records bytes that reached the sink, in the order they reached it.
+    pub fn wrote(&self, bytes: &[u8]) {
+        let mut w = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        w.bytes += bytes.len() as u64;
+        w.newlines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        w.sha.update(bytes);
+    }
+
+    /// Zeroes every counter (after the warm-up).
+    pub fn reset(&self) {
+        for c in [
+            &self.handed_off_bytes,
+            &self.requests,
+            &self.gen_ns,
+            &self.gen_count,
+            &self.log_ns,
+            &self.log_count,
+            &self.dropped,
+            &self.queue_full,
+        ] {
+            c.store(0, Ordering::SeqCst);
+        }
+        *self.written.lock().unwrap_or_else(|e| e.into_inner()) = Written::default();
+    }
+
+    /// A snapshot for the runner.
+    pub fn stats(&self) -> ApiStats {
+        let external = self
+            .drop_source
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|f| f());
+        let (dropped, queue_full) = match external {
+            Some(counts) => counts,
+            None => (
+                self.dropped.load(Ordering::SeqCst),
+                self.queue_full.load(Ordering::SeqCst),
+            ),
+        };
+        let w = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        ApiStats {
+            mono_ns: mono_ns(),
+            requests: self.requests.load(Ordering::SeqCst),
+            handed_off_bytes: self.handed_off_bytes.load(Ordering::SeqCst),
+            written_bytes: w.bytes,
+            written_newlines: w.newlines,
+            sha256: format!("{:x}", w.sha.clone().finalize()),
+            gen_ns: self.gen_ns.load(Ordering::SeqCst),
+            gen_count: self.gen_count.load(Ordering::SeqCst),
+            log_ns: self.log_ns.load(Ordering::SeqCst),
+            log_count: self.log_count.load(Ordering::SeqCst),
+            dropped,
+            queue_full,
+        }
+    }
+}
+
+/// The API's counters as the control channel reports them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ApiStats {
+    pub mono_ns: u64,
+    pub requests: u64,
+    pub handed_off_bytes: u64,
+    pub written_bytes: u64,
+    pub written_newlines: u64,
+    pub sha256: String,
+    pub gen_ns: u64,
+    pub gen_count: u64,
+    pub log_ns: u64,
+    pub log_count: u64,
+    pub dropped: u64,
+    pub queue_full: u64,
+}
+
+/// Something the control channel can do besides report: flush buffered records (as the
+/// application would at exit).
+pub type FlushHook = Box<dyn Fn() + Send + Sync>;
+
+/// Serves the control channel on a new thread; returns its address.
+pub fn serve(produced: Arc<Produced>, flush: FlushHook) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let _ = answer(stream, &produced, &flush);
+            }
+        })?;
+    Ok(addr)
+}
+
+fn answer(stream: TcpStream, produced: &Produced, flush: &FlushHook) -> std::io::Result<()> {
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    let reply = match line.trim() {
+        "stats" => serde_json::to_string(&produced.stats())?,
+        "reset" => {
+            produced.reset();
+            "{\"ok\":true}".to_owned()
+        }
+        "flush" => {
+            flush();
+            "{\"ok\":true}".to_owned()
+        }
+        other => format!("{{\"error\":\"unknown command {other:?}\"}}"),
+    };
+    (&stream).write_all(reply.as_bytes())?;
+    (&stream).write_all(b"\n")
+}
+
+/// A client of the control channel.
+#[derive(Debug, Clone, Copy)]
+pub struct ControlClient {
+    pub addr: SocketAddr,
+}
+
+impl ControlClient {
+    fn call(&self, command: &str) -> std::io::Result<String> {
+        let stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        (&stream).write_all(format!("{command}\n").as_bytes())?;
+        let mut reply = String::new();
+        BufReader::new(&stream).read_line(&mut reply)?;
+        Ok(reply)
+    }
+
+    /// The API's counters.
+    pub fn stats(&self) -> std::io::Result<ApiStats> {
+        let reply = self.call("stats")?;
+        serde_json::from_str(&reply)
+            .map_err(|e| std::io::Error::other(format!("bad stats reply {reply:?}: {e}")))
+    }
+
+    /// Zeroes the API's counters.
+    pub fn reset(&self) -> std::io::Result<()> {
+        self.call("reset").map(drop)
+    }
+
+    /// Asks the API to write what it buffers.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.call("flush").map(drop)
+    }
+}

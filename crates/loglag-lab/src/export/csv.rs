@@ -1,0 +1,162 @@
+//! CSV files. Values are numbers or simple names; anything else is quoted.
+
+use std::io::{self, Write};
+
+use super::{cell, Exporter};
+use crate::report::Summary;
+
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+fn opt_u64(v: Option<u64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+/// `pairs.csv`: one row per (condition, sink).
+#[derive(Debug, Clone, Copy)]
+pub struct PairsCsv;
+
+impl Exporter for PairsCsv {
+    fn file_name(&self) -> &'static str {
+        "pairs.csv"
+    }
+
+    fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified")?;
+        for p in &s.pairs {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{}",
+                quote(&p.condition),
+                quote(&p.sink),
+                p.runs,
+                p.requests,
+                cell(p.p50_ms, 4),
+                cell(p.p99_ms, 4),
+                cell(p.max_ms, 4),
+                p.http_errors,
+                p.timeouts,
+                cell(p.gen_us, 2),
+                cell(p.log_call_us, 2),
+                cell(p.max_backlog_kib, 2),
+                p.drain_s,
+                p.rps_api,
+                p.rps_logs_read,
+                cell(p.cpu_cores, 4),
+                opt_u64(p.dropped),
+                opt_u64(p.queue_full),
+                p.verified
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `runs.csv`: one row per run.
+#[derive(Debug, Clone, Copy)]
+pub struct RunsCsv;
+
+impl Exporter for RunsCsv {
+    fn file_name(&self) -> &'static str {
+        "runs.csv"
+    }
+
+    fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note")?;
+        for r in &s.runs {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{}",
+                r.run,
+                r.round,
+                quote(&r.condition),
+                quote(&r.sink),
+                r.requests,
+                r.completed,
+                cell(r.p50_ms, 4),
+                cell(r.p99_ms, 4),
+                cell(r.max_ms, 4),
+                r.http_errors,
+                r.timeouts,
+                cell(r.gen_us, 2),
+                cell(r.log_call_us, 2),
+                cell(r.max_backlog_kib, 2),
+                r.drain_s,
+                r.rps_api,
+                r.rps_logs_read,
+                cell(r.cpu_cores, 4),
+                opt_u64(r.dropped),
+                opt_u64(r.queue_full),
+                opt_u64(r.produced_bytes),
+                r.read_bytes,
+                r.read_newlines,
+                r.read_sha256,
+                r.verified,
+                quote(&r.verify_note)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `requests.csv`: one row per request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestsCsv;
+
+impl Exporter for RequestsCsv {
+    fn file_name(&self) -> &'static str {
+        "requests.csv"
+    }
+
+    fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "run,condition,sink,scheduled_ms,send_lateness_ms,latency_ms,status,outcome"
+        )?;
+        for r in &s.requests {
+            writeln!(
+                out,
+                "{},{},{},{:.3},{:.3},{},{},{}",
+                r.run,
+                quote(&r.condition),
+                quote(&r.sink),
+                r.scheduled_ms,
+                r.send_lateness_ms,
+                cell(r.latency_ms, 3),
+                r.status.map_or_else(String::new, |s| s.to_string()),
+                r.outcome
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `timeseries.csv`: bytes produced and read over time, per run.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeseriesCsv;
+
+impl Exporter for TimeseriesCsv {
+    fn file_name(&self) -> &'static str {
+        "timeseries.csv"
+    }
+
+    fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "run,t_s,produced_bytes,read_bytes")?;
+        for r in &s.timeseries {
+            writeln!(
+                out,
+                "{},{:.3},{},{}",
+                r.run,
+                r.t_s,
+                opt_u64(r.produced_bytes),
+                r.read_bytes
+            )?;
+        }
+        Ok(())
+    }
+}
