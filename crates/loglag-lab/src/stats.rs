@@ -56,7 +56,7 @@ mod tests {
     #[test]
     fn backlog_is_the_largest_gap() {
         assert_eq!(
-            max_backlog(&[(0, 0, 0), (1, 100, 10), (2, 200, 150), (3, 200, 200)]),
+            max_backlog(&[(0, 0, 0), (1, 100, 10), (2, 300, 150), (3, 300, 300)]),
             150
         );
         assert_eq!(max_backlog(&[]), 0);

@@ -1,0 +1,284 @@
+//! The `loglag` binary as a user meets it: bad input gets a clear error, and the lab's
+//! mechanisms show up in its results. Short runs; assertions are on mechanisms, not on
+//! timing constants.
+
+use std::path::Path;
+use std::process::Command;
+
+use assert_cmd::prelude::*;
+use serde_json::Value;
+
+fn loglag() -> Command {
+    Command::cargo_bin("loglag").unwrap()
+}
+
+/// Processes whose command line mentions `dir` (the lab's FIFOs live there).
+fn processes_using(dir: &Path) -> String {
+    let out = Command::new("pgrep")
+        .arg("-af")
+        .arg(dir.to_str().unwrap())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn pair<'a>(s: &'a Value, condition: &str, sink: &str) -> &'a Value {
+    s["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["condition"] == condition && p["sink"] == sink)
+        .unwrap()
+}
+
+fn run<'a>(s: &'a Value, condition: &str, sink: &str) -> &'a Value {
+    s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["condition"] == condition && p["sink"] == sink)
+        .unwrap()
+}
+
+#[test]
+fn lab_reproduces_the_mechanism_on_a_slow_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = loglag()
+        .args([
+            "lab",
+            "--conditions",
+            "none,json-sync,json-queue",
+            "--sinks",
+            "slow",
+            "--duration",
+            "2s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(dir.path());
+    assert_eq!(s["schema"], 1);
+    for c in ["none", "json-sync", "json-queue"] {
+        assert_eq!(
+            pair(&s, c, "slow")["verified"],
+            true,
+            "{c}: {}",
+            run(&s, c, "slow")["verify_note"]
+        );
+    }
+    // `none` writes nothing.
+    assert_eq!(run(&s, "none", "slow")["read_bytes"], 0);
+    // Sync: the API waits on the pipe, so what is left after the last response is at
+    // most what the pipe held; the drain is bounded by that backlog at the read rate.
+    let sync = pair(&s, "json-sync", "slow");
+    let backlog_s = sync["max_backlog_kib"].as_f64().unwrap() / 256.0;
+    assert!(
+        sync["drain_s"].as_f64().unwrap() <= backlog_s + 0.5,
+        "{sync}"
+    );
+    // Queue: the work moves after the response: backlog and drain are left behind.
+    let queue = pair(&s, "json-queue", "slow");
+    assert!(queue["max_backlog_kib"].as_f64().unwrap() > 64.0, "{queue}");
+    assert!(queue["drain_s"].as_f64().unwrap() > 0.0, "{queue}");
+    // 16 KiB x 20/s exceeds 256 KiB/s: reading all logs takes longer than the load.
+    assert!(queue["rps_logs_read"].as_f64().unwrap() < queue["rps_api"].as_f64().unwrap());
+    // Every file is there, and requests.csv has exact scheduled offsets.
+    for f in ["pairs.csv", "runs.csv", "requests.csv", "timeseries.csv"] {
+        assert!(dir.path().join(f).exists(), "{f}");
+    }
+    let requests = std::fs::read_to_string(dir.path().join("requests.csv")).unwrap();
+    let first_run: Vec<&str> = requests
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("0,"))
+        .collect();
+    assert_eq!(first_run.len(), 40);
+    for (i, line) in first_run.iter().enumerate() {
+        let scheduled: f64 = line.split(',').nth(3).unwrap().parse().unwrap();
+        assert_eq!(scheduled, i as f64 * 50.0);
+    }
+    // The Markdown table went to stdout.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("| json-queue | slow |"), "{stdout}");
+}
+
+#[test]
+fn the_python_reference_api_runs_through_app() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("examples/python/seed_api.py");
+    let dir = tempfile::tempdir().unwrap();
+    let app = format!(
+        "python3 {} --port {{port}} --log {{log_path}} --condition {{condition}}",
+        script.display()
+    );
+    let out = loglag()
+        .args([
+            "lab",
+            "--conditions",
+            "short10,json-sync",
+            "--sinks",
+            "fast,slow",
+            "--duration",
+            "1s",
+            "--app",
+            &app,
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(dir.path());
+    for c in ["short10", "json-sync"] {
+        for sink in ["fast", "slow"] {
+            let r = run(&s, c, sink);
+            assert_eq!(r["verified"], true, "{c}/{sink}: {}", r["verify_note"]);
+            assert!(
+                r["gen_us"].is_null(),
+                "an external app cannot report in-API timings"
+            );
+        }
+    }
+    assert_eq!(run(&s, "short10", "fast")["read_newlines"], 200);
+}
+
+#[test]
+fn an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = loglag()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "lab",
+            "--conditions",
+            "none",
+            "--sinks",
+            "fast",
+            "--duration",
+            "1s",
+            "--app",
+            "sh -c 'echo boom >&2; exit 3' {port} {log_path}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("exited early") && stderr.contains("boom"),
+        "{stderr}"
+    );
+    // No child survives, and the lab's FIFO directory is gone.
+    assert_eq!(processes_using(tmp.path()), "");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "leftover files"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2_with_a_message() {
+    let out = loglag().args(["lab", "--no-such-flag"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"));
+    let out = loglag()
+        .args(["lab", "--conditions", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown condition \"json\""));
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("regular");
+    std::fs::write(&file, b"x").unwrap();
+    let out = loglag()
+        .args(["sink", "--fifo"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a FIFO"));
+
+    let out = loglag()
+        .args(["load", "http://127.0.0.1:1/", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
+
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = loglag().args(["serve", "--port", &port]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot listen"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_partial_results_and_cleans_up() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = loglag()
+        .args([
+            "lab",
+            "--conditions",
+            "none,short1,short10",
+            "--sinks",
+            "fast",
+            "--duration",
+            "1s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("TMPDIR", tmp.path())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // Interrupt once the first run has finished and the second has started.
+    while !line.contains("run 2/3") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "lab ended early");
+    }
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("interrupted"), "{rest}");
+    let s = summary(dir.path());
+    assert_eq!(
+        s["runs"].as_array().unwrap().len(),
+        1,
+        "the finished run is kept"
+    );
+    assert_eq!(processes_using(tmp.path()), "");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "leftover files"
+    );
+}
