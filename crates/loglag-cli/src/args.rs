@@ -151,6 +151,9 @@ pub struct SinkArgs {
     /// Set the FIFO's capacity with F_SETPIPE_SZ.
     #[arg(long)]
     pub pipe_size: Option<String>,
+    /// Write (seconds, bytes read) samples, 20 a second, as CSV to this file.
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
     /// Take commands on stdin (used by `loglag lab`).
     #[arg(long, hide = true)]
     pub control_stdio: bool,
@@ -173,6 +176,9 @@ pub struct ServeArgs {
     /// Write logs to this FIFO or file [default: stdout].
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// SHA-256 rounds of fixed work per request; 0 makes a trivial server.
+    #[arg(long, default_value_t = 100)]
+    pub hash_rounds: u32,
 }
 
 /// Parses `8s`, `500ms`, `1.5s`, `2m` or a bare number of seconds.

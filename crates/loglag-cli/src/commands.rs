@@ -308,6 +308,8 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
     }
     let state = SharedState::default();
     let started = Instant::now();
+    let started_mono = loglag_lab::clock::mono_ns();
+    reader::spawn_sampler(&state)?;
     let source = match (&a.fifo, &a.listen) {
         (Some(fifo), _) => {
             let created = reader::ensure_fifo(fifo)?;
@@ -337,7 +339,20 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => bail!("give --fifo PATH or --listen ADDR"),
     };
-    let stats = state.lock().unwrap_or_else(|e| e.into_inner()).stats();
+    let (stats, samples) = {
+        let s = state.lock().unwrap_or_else(|e| e.into_inner());
+        (s.stats(), s.samples.clone())
+    };
+    if let Some(path) = &a.samples {
+        let mut csv = String::from("t_s,bytes\n");
+        for (t, bytes) in samples {
+            csv.push_str(&format!(
+                "{:.3},{bytes}\n",
+                t.saturating_sub(started_mono) as f64 / 1e9
+            ));
+        }
+        write_to(path, csv.as_bytes())?;
+    }
     let summary = SinkSummary {
         schema: SCHEMA,
         source,
@@ -346,6 +361,9 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
         reads: stats.reads,
         sha256: stats.sha256,
         seconds: started.elapsed().as_secs_f64(),
+        last_byte_s: stats
+            .last_byte_mono_ns
+            .map(|t| t.saturating_sub(started_mono) as f64 / 1e9),
         rate_cap_bytes_per_s: config.rate,
     };
     let out = &mut std::io::stdout().lock();
@@ -388,6 +406,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         threads: a.threads.max(1),
         condition,
         log_path: a.log,
+        hash_rounds: a.hash_rounds,
     };
     server::serve(config, |listening| {
         println!("{}", server::ready_line(&listening, condition));

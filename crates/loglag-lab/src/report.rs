@@ -196,5 +196,7 @@ pub struct SinkSummary {
     pub reads: u64,
     pub sha256: String,
     pub seconds: f64,
+    /// When the last byte arrived, in seconds from the start.
+    pub last_byte_s: Option<f64>,
     pub rate_cap_bytes_per_s: Option<u64>,
 }

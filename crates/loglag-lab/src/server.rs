@@ -37,6 +37,8 @@ pub struct ServeConfig {
     pub condition: Condition,
     /// Where logs go: a FIFO or file path; `None` is standard output.
     pub log_path: Option<PathBuf>,
+    /// SHA-256 rounds of fixed work per request (100 by default; 0 is a trivial server).
+    pub hash_rounds: u32,
 }
 
 /// Where the API ended up listening.
@@ -137,6 +139,7 @@ impl MemoryBuffer {
 
 struct App {
     condition: Condition,
+    hash_rounds: u32,
     logger: Logger,
     produced: Arc<Produced>,
     payload: String,
@@ -361,9 +364,9 @@ fn write_flush(w: &mut SinkWriter, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// The fixed per-request work: a small hash chain.
-fn work(id: u64) -> String {
+fn work(id: u64, rounds: u32) -> String {
     let mut digest = Sha256::digest(b"loglag fixed work input 0123456789");
-    for _ in 0..100 {
+    for _ in 0..rounds {
         digest = Sha256::digest(digest);
     }
     format!("{{\"ok\":true,\"id\":{id},\"digest\":\"{:x}\"}}", digest)
@@ -412,7 +415,7 @@ pub fn serve(config: ServeConfig, ready: impl FnOnce(Listening)) -> io::Result<(
                     let id = next_id.fetch_add(1, Ordering::Relaxed);
                     async move {
                         app.produced.requests.fetch_add(1, Ordering::Relaxed);
-                        let body = work(id);
+                        let body = work(id, app.hash_rounds);
                         let response = match app.handle(id).await {
                             Ok(()) => Response::new(Full::new(Bytes::from(body))),
                             Err(e) => {

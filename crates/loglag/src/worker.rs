@@ -118,6 +118,9 @@ impl Writer {
             if !self.write_batch() {
                 return false;
             }
+            // Under sustained load this loop may not end for a long time; announce
+            // drops as they happen rather than when the queue finally empties.
+            self.report_drops();
             self.publish_progress();
         }
         self.report_drops();

@@ -245,3 +245,40 @@ fn oversized_records_are_truncated_with_a_marker_and_counted() {
         "{line}"
     );
 }
+
+#[test]
+fn the_interval_fires_under_constant_load_below_the_batch_size() {
+    let (sink, _out) = TestSink::new(Behaviour::Fast);
+    let (sink, wrote) = sink.observed();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .batch_bytes(1 << 30) // never reached: only the interval can trigger a write
+        .flush_interval(Duration::from_millis(5))
+        .mode(loglag::Mode::Async)
+        .finish_sink(sink);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producer = {
+        let writer = writer.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                writer.submit(Level::Info, &record(i % 1000));
+                i += 1;
+                if i % 64 == 0 {
+                    std::thread::yield_now();
+                }
+            }
+        })
+    };
+    // Several writes arrive while the producer never pauses.
+    for _ in 0..3 {
+        wrote
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the interval wrote a batch under load");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    producer.join().unwrap();
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert!(m.write_syscalls >= 3);
+}
