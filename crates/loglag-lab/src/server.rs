@@ -265,6 +265,7 @@ impl App {
         };
         Ok(App {
             condition: config.condition,
+            hash_rounds: config.hash_rounds,
             logger,
             produced,
             payload,
