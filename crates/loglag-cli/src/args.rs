@@ -27,6 +27,20 @@ pub enum Command {
     Sink(SinkArgs),
     /// Run the built-in API under test.
     Serve(ServeArgs),
+    /// Render a lab --out directory as one self-contained HTML file with charts.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag report results -o report.html
+    loglag lab --out results --report        # writes results/report.html at the end")]
+pub struct ReportArgs {
+    /// A directory written by `loglag lab --out DIR`.
+    pub dir: PathBuf,
+    /// Where to write the HTML ('-' for stdout) [default: DIR/report.html].
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
 }
 
 /// Output format on stdout.
@@ -94,6 +108,9 @@ pub struct LabArgs {
     /// Format of the table on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+    /// Also write DIR/report.html (needs --out DIR).
+    #[arg(long, requires = "out")]
+    pub report: bool,
     /// Longest wait for the log to drain after the last response.
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub drain_timeout: Duration,

@@ -17,7 +17,7 @@ use loglag_lab::runner::{self, LabError, LabPlan, SinkKind};
 use loglag_lab::server::{self, ServeConfig};
 use loglag_lab::stats::quantile;
 
-use crate::args::{LabArgs, LoadArgs, OutputFormat, ServeArgs, SinkArgs};
+use crate::args::{LabArgs, LoadArgs, OutputFormat, ReportArgs, ServeArgs, SinkArgs};
 use crate::progress::Progress;
 
 /// Exit code after Ctrl-C, as shells expect.
@@ -140,6 +140,11 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     progress.finish();
     if let Some(out) = &a.out {
         write_outputs(out, &summary)?;
+        if a.report {
+            let path = out.join("report.html");
+            let html = loglag_lab::html::render(&loglag_lab::html::load_dir(out)?);
+            write_to(&path, html.as_bytes())?;
+        }
         eprintln!("loglag lab: results in {}", out.display());
     }
     let stdout = &mut std::io::stdout().lock();
@@ -412,5 +417,15 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("{}", server::ready_line(&listening, condition));
         let _ = std::io::stdout().flush();
     })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let summary = loglag_lab::html::load_dir(&a.dir)?;
+    let output = a.output.unwrap_or_else(|| a.dir.join("report.html"));
+    write_to(&output, loglag_lab::html::render(&summary).as_bytes())?;
+    if output.as_os_str() != "-" {
+        eprintln!("loglag report: wrote {}", output.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

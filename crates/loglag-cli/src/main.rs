@@ -32,5 +32,6 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Load(a) => commands::load(a),
         args::Command::Sink(a) => commands::sink(a),
         args::Command::Serve(a) => commands::serve(a),
+        args::Command::Report(a) => commands::report(a),
     }
 }

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod condition;
 pub mod control;
 pub mod export;
+pub mod html;
 pub mod load;
 pub mod reader;
 pub mod report;

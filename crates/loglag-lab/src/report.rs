@@ -40,6 +40,9 @@ pub struct Params {
     pub cpu_limit_applied: bool,
     pub app: Option<String>,
     pub loglag_version: String,
+    /// The git revision loglag was built from, when known.
+    #[serde(default)]
+    pub git_revision: Option<String>,
     pub started_unix_s: u64,
     pub machine: Machine,
 }
@@ -96,6 +99,12 @@ pub struct RunSummary {
     pub log_call_us: Option<f64>,
     pub max_backlog_kib: Option<f64>,
     pub drain_s: f64,
+    /// The last response, in seconds after the first scheduled send.
+    #[serde(default)]
+    pub last_response_s: Option<f64>,
+    /// The last log byte read, in seconds after the first scheduled send.
+    #[serde(default)]
+    pub last_byte_s: Option<f64>,
     /// Throughput A: completed / (first scheduled send → max(duration, last response)).
     pub rps_api: f64,
     /// Throughput B: the same, until every log byte was read.

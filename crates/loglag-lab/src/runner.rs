@@ -167,6 +167,7 @@ pub fn run_lab(
         cpu_limit_applied: false,
         app: plan.app.clone(),
         loglag_version: env!("CARGO_PKG_VERSION").to_owned(),
+        git_revision: option_env!("LOGLAG_GIT_REVISION").map(str::to_owned),
         started_unix_s,
         machine: Machine::detect(),
     };
@@ -812,6 +813,8 @@ fn run_one(
         max_backlog_kib: (!backlog.is_empty())
             .then(|| stats::max_backlog(&backlog) as f64 / 1024.0),
         drain_s,
+        last_response_s: load.last_response_mono_ns().map(since_t0),
+        last_byte_s: last_byte.map(since_t0),
         rps_api: completed as f64 / time_a,
         rps_logs_read: completed as f64 / time_b,
         cpu_cores: cpu_before.zip(cpu_after).map(|(b, a)| (a - b) / cpu_window),

@@ -114,7 +114,7 @@ fn throughput(c: &mut Criterion) {
     let mut g = c.benchmark_group("throughput");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     g.throughput(criterion::Throughput::Elements(EVENTS));
-    g.bench_function("loglag", |b| {
+    g.bench_function("loglag_fmt_writer", |b| {
         b.iter_batched(
             || {
                 let path = dir.path().join("loglag.log");
@@ -129,6 +129,29 @@ fn throughput(c: &mut Criterion) {
                     .json()
                     .with_writer(writer)
                     .finish();
+                tracing::subscriber::with_default(sub, || {
+                    for i in 0..EVENTS {
+                        event!(i);
+                    }
+                });
+                let m = guard.shutdown();
+                assert_eq!(m.written_records, EVENTS);
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("loglag_layer", |b| {
+        b.iter_batched(
+            || {
+                let path = dir.path().join("loglag-layer.log");
+                let _ = std::fs::remove_file(&path);
+                loglag::NonBlockingBuilder::default()
+                    .mode(loglag::Mode::Async)
+                    .overflow(loglag::Overflow::Block)
+                    .finish_sink(loglag::sink::FdSink::append(&path).unwrap())
+            },
+            |(writer, guard)| {
+                let sub = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
                 tracing::subscriber::with_default(sub, || {
                     for i in 0..EVENTS {
                         event!(i);

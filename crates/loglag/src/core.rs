@@ -260,8 +260,11 @@ impl Core {
                     let batch = self.config.batch_bytes as u64;
                     let crossed =
                         used_after >= batch && used_after - footprint(record.len()) < batch;
-                    if level >= self.config.flush_level || crossed {
+                    if level >= self.config.flush_level {
                         self.wake_writer();
+                    } else if crossed {
+                        // A full batch is ready: not urgent, the writer takes whole batches.
+                        self.unpark_writer();
                     }
                     return;
                 }
@@ -344,8 +347,13 @@ impl Core {
         }
     }
 
+    /// Asks the writer to write everything queued now.
     pub(crate) fn wake_writer(&self) {
         self.wake_requested.store(true, Ordering::Release);
+        self.unpark_writer();
+    }
+
+    fn unpark_writer(&self) {
         if let Some(t) = self.writer.get() {
             t.unpark();
         }

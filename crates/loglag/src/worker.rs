@@ -54,26 +54,39 @@ impl Writer {
     fn run(mut self) {
         let interval = self.core.config.flush_interval;
         let batch_bytes = self.core.config.batch_bytes as u64;
-        let mut last_drain = Instant::now();
+        let mut last_full_drain = Instant::now();
         loop {
             let deadline = *self
                 .core
                 .shutdown_deadline
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            if deadline.is_none() {
-                let woken = self.core.wake_requested.swap(false, Ordering::AcqRel);
-                let since = last_drain.elapsed();
-                // The interval is measured from the last drain, not from the last wake,
-                // so it still fires when a steady trickle keeps the queue below a batch.
-                if !woken && since < interval && self.core.ring.used_bytes() < batch_bytes {
-                    thread::park_timeout(interval - since);
-                    continue;
-                }
+            // Urgent: a record at the flush level, a flush() call, a full queue.
+            let urgent = self.core.wake_requested.swap(false, Ordering::AcqRel);
+            // The interval runs from the last full drain, not from the last wake, so it
+            // still fires when a steady trickle keeps the queue below a batch.
+            let since = last_full_drain.elapsed();
+            let drain_all = urgent || deadline.is_some() || since >= interval;
+            if !drain_all && self.core.ring.used_bytes() < batch_bytes {
+                thread::park_timeout(interval - since);
+                continue;
             }
-            last_drain = Instant::now();
-            if !self.drain(deadline) {
+            let ring = &self.core.ring;
+            // Write what is queued now, not what keeps arriving while we write: bounded
+            // work per wake keeps batches large under constant load.
+            let until = ring.head_position();
+            let keep_going = |ring: &crate::queue::Ring| {
+                if drain_all {
+                    ring.tail_position() < until
+                } else {
+                    ring.used_bytes() >= batch_bytes
+                }
+            };
+            if !self.drain(deadline, keep_going) {
                 return; // abandoned by the guard
+            }
+            if drain_all {
+                last_full_drain = Instant::now();
             }
             if let Some(deadline) = deadline {
                 let empty = self.core.ring.used_bytes() == 0;
@@ -85,12 +98,17 @@ impl Writer {
         }
     }
 
-    /// Writes everything that is committed. Returns false if the guard abandoned us.
-    fn drain(&mut self, deadline: Option<Instant>) -> bool {
+    /// Writes committed records in batches while `keep_going` says so. Returns false
+    /// if the guard abandoned us.
+    fn drain(
+        &mut self,
+        deadline: Option<Instant>,
+        keep_going: impl Fn(&crate::queue::Ring) -> bool,
+    ) -> bool {
         let core = self.core.clone();
         let ring = &core.ring;
         let mut spins = 0;
-        loop {
+        while keep_going(ring) {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
@@ -103,7 +121,7 @@ impl Writer {
             if taken == 0 {
                 // A producer has reserved space but not yet published it: it is a few
                 // instructions away from doing so, unless it was preempted.
-                if ring.used_bytes() > 0 && spins < 1000 {
+                if spins < 1000 {
                     spins += 1;
                     thread::yield_now();
                     continue;
@@ -118,8 +136,8 @@ impl Writer {
             if !self.write_batch() {
                 return false;
             }
-            // Under sustained load this loop may not end for a long time; announce
-            // drops as they happen rather than when the queue finally empties.
+            // Under sustained load this loop may run for a while; announce drops as
+            // they happen rather than when the queue finally empties.
             self.report_drops();
             self.publish_progress();
         }

@@ -49,6 +49,18 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// RFC 3339 UTC with microseconds, e.g. `2026-10-29T12:00:00.000123Z`.
+///
+/// ```
+/// let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
+/// assert_eq!(loglag::format::rfc3339(t), "1970-01-02T00:00:00.000000Z");
+/// ```
+pub fn rfc3339(t: SystemTime) -> String {
+    let mut out = Vec::with_capacity(27);
+    time::rfc3339_micros(&mut out, t);
+    String::from_utf8(out).expect("ASCII")
+}
+
 thread_local! {
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

@@ -1,0 +1,276 @@
+//! One function per chart section. Each condition keeps its colour everywhere.
+
+use super::svg::{self, Axis, BarGroup, Mark, Marker, Scale, Series, PALETTE};
+use super::Section;
+use crate::condition::Condition;
+use crate::report::Summary;
+use crate::stats::quantile;
+
+/// The condition's colour: its position among all conditions, so it never changes
+/// between charts or reports. Unknown names (an `--app`'s own) hash into the palette.
+pub fn color(condition: &str) -> &'static str {
+    let index = Condition::ALL
+        .iter()
+        .position(|c| c.as_str() == condition)
+        .unwrap_or_else(|| condition.bytes().map(usize::from).sum::<usize>());
+    PALETTE[index % PALETTE.len()]
+}
+
+fn sinks(s: &Summary) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in &s.pairs {
+        if !out.contains(&p.sink) {
+            out.push(p.sink.clone());
+        }
+    }
+    out
+}
+
+fn conditions(s: &Summary, sink: &str) -> Vec<String> {
+    s.pairs
+        .iter()
+        .filter(|p| p.sink == sink)
+        .map(|p| p.condition.clone())
+        .collect()
+}
+
+fn latencies(s: &Summary, condition: &str, sink: &str) -> Vec<u64> {
+    s.requests
+        .iter()
+        .filter(|r| r.condition == condition && r.sink == sink)
+        .filter_map(|r| r.latency_ms.map(|ms| (ms * 1000.0).round() as u64))
+        .collect()
+}
+
+fn no_data(id: &'static str, title: &str, why: &str) -> Section {
+    Section {
+        id,
+        title: title.into(),
+        caption: format!("No chart: {why}."),
+        charts: Vec::new(),
+    }
+}
+
+pub fn latency_percentiles(s: &Summary) -> Section {
+    let title = "Latency percentiles";
+    if s.requests.is_empty() {
+        return no_data("latency", title, "requests.csv is missing or empty");
+    }
+    let mut charts = Vec::new();
+    for sink in sinks(s) {
+        let series: Vec<Series> = conditions(s, &sink)
+            .into_iter()
+            .map(|c| {
+                let mut v = latencies(s, &c, &sink);
+                let points = (0..=100)
+                    .filter_map(|p| {
+                        quantile(&mut v, p as f64 / 100.0).map(|us| (p as f64, us as f64 / 1000.0))
+                    })
+                    .collect();
+                Series {
+                    color: color(&c),
+                    name: c,
+                    mark: Mark::Line,
+                    points,
+                }
+            })
+            .collect();
+        let x = Axis {
+            label: "percentile".into(),
+            scale: Scale::Linear,
+            min: 0.0,
+            max: 100.0,
+        };
+        let y = Axis::fit(
+            "latency (ms, log scale)",
+            Scale::Log,
+            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        );
+        charts.push(svg::xy(
+            &format!("{sink} sink: latency from the scheduled send"),
+            &x,
+            &y,
+            &series,
+            &[],
+        ));
+    }
+    Section {
+        id: "latency",
+        title: title.into(),
+        caption: "Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). Lines that rise to seconds on the right are requests that queued behind a blocked event loop.".into(),
+        charts,
+    }
+}
+
+pub fn request_timeline(s: &Summary) -> Section {
+    let title = "Request timeline";
+    if s.requests.is_empty() {
+        return no_data("timeline", title, "requests.csv is missing or empty");
+    }
+    let mut charts = Vec::new();
+    for sink in sinks(s) {
+        let series: Vec<Series> = conditions(s, &sink)
+            .into_iter()
+            .map(|c| {
+                let points = s
+                    .requests
+                    .iter()
+                    .filter(|r| r.condition == c && r.sink == sink)
+                    .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l)))
+                    .collect();
+                Series {
+                    color: color(&c),
+                    name: c,
+                    mark: Mark::Points,
+                    points,
+                }
+            })
+            .collect();
+        let x = Axis::fit(
+            "scheduled send (s)",
+            Scale::Linear,
+            series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        );
+        let y = Axis::fit(
+            "latency (ms, log scale)",
+            Scale::Log,
+            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        );
+        charts.push(svg::xy(
+            &format!("{sink} sink: latency by scheduled send time"),
+            &x,
+            &y,
+            &series,
+            &[],
+        ));
+    }
+    Section {
+        id: "timeline",
+        title: title.into(),
+        caption: "Every request at its scheduled send time. A staircase that keeps climbing is a backlog the API never catches up with.".into(),
+        charts,
+    }
+}
+
+pub fn backlog(s: &Summary) -> Section {
+    let title = "Backlog over time";
+    if !s.timeseries.iter().any(|r| r.produced_bytes.is_some()) {
+        return no_data("backlog", title, "the API did not report the bytes it produced (an --app cannot), or timeseries.csv is missing");
+    }
+    let mut charts = Vec::new();
+    for sink in sinks(s) {
+        let mut series = Vec::new();
+        let mut markers = Vec::new();
+        for c in conditions(s, &sink) {
+            // The first round's run of this pair.
+            let Some(run) = s.runs.iter().find(|r| r.condition == c && r.sink == sink) else {
+                continue;
+            };
+            let points: Vec<(f64, f64)> = s
+                .timeseries
+                .iter()
+                .filter(|r| r.run == run.run)
+                .filter_map(|r| {
+                    r.produced_bytes
+                        .map(|p| (r.t_s, p.saturating_sub(r.read_bytes) as f64 / 1024.0))
+                })
+                .collect();
+            if run.drain_s > 0.05 {
+                if let Some(last) = run.last_response_s {
+                    markers.push(Marker {
+                        x: last,
+                        label: format!("{c}: last response"),
+                        color: color(&c),
+                    });
+                    markers.push(Marker {
+                        x: last + run.drain_s,
+                        label: "drained".into(),
+                        color: color(&c),
+                    });
+                }
+            }
+            series.push(Series {
+                color: color(&c),
+                name: c,
+                mark: Mark::Line,
+                points,
+            });
+        }
+        let x = Axis::fit(
+            "time since first scheduled send (s)",
+            Scale::Linear,
+            series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        );
+        let y = Axis::fit(
+            "produced − read (KiB)",
+            Scale::Linear,
+            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        );
+        charts.push(svg::xy(
+            &format!("{sink} sink: log bytes not yet read"),
+            &x,
+            &y,
+            &series,
+            &markers,
+        ));
+    }
+    Section {
+        id: "backlog",
+        title: title.into(),
+        caption: "Bytes the API handed to its logger minus bytes the reader has read (first round). Dashed lines mark the last response and the moment the last log byte was read: the gap between them is the drain.".into(),
+        charts,
+    }
+}
+
+pub fn gen_vs_log_call(s: &Summary) -> Section {
+    let title = "Building the record vs. the logger call";
+    let groups: Vec<BarGroup> = s
+        .pairs
+        .iter()
+        .filter(|p| p.gen_us.is_some() || p.log_call_us.is_some())
+        .map(|p| BarGroup {
+            label: format!("{} / {}", p.condition, p.sink),
+            bars: vec![
+                ("build (µs)".to_owned(), PALETTE[5], p.gen_us.unwrap_or(0.0)),
+                (
+                    "logger call (µs)".to_owned(),
+                    PALETTE[3],
+                    p.log_call_us.unwrap_or(0.0),
+                ),
+            ],
+        })
+        .collect();
+    if groups.is_empty() {
+        return no_data(
+            "sections",
+            title,
+            "the API did not report in-API timings (an --app cannot)",
+        );
+    }
+    Section {
+        id: "sections",
+        title: title.into(),
+        caption: "Average time per request spent building the log record and inside the logger call, measured in the API. Hover a bar for its value.".into(),
+        charts: vec![svg::bars("Average time per request inside the API", "µs", &groups)],
+    }
+}
+
+pub fn throughput(s: &Summary) -> Section {
+    let groups: Vec<BarGroup> = s
+        .pairs
+        .iter()
+        .map(|p| BarGroup {
+            label: format!("{} / {}", p.condition, p.sink),
+            bars: vec![
+                ("A: until last response".to_owned(), PALETTE[0], p.rps_api),
+                ("B: until logs read".to_owned(), PALETTE[1], p.rps_logs_read),
+            ],
+        })
+        .collect();
+    Section {
+        id: "throughput",
+        title: "Throughput A and B".into(),
+        caption: "Completed requests per second, counting time until the last response (A) or until every log byte was read (B). A gap between the bars is logging work left after the responses.".into(),
+        charts: vec![svg::bars("Completed requests per second", "requests/s", &groups)],
+    }
+}

@@ -1,0 +1,250 @@
+//! `loglag report`: one self-contained HTML file (inline SVG and CSS, no scripts, no
+//! external fetches) from a lab `--out` directory.
+//!
+//! Adding a chart is local: write a function in `charts.rs` that returns a
+//! [`Section`], and list it in [`sections`].
+
+mod charts;
+pub mod svg;
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::report::{RequestRow, Summary, TimeseriesRow, SCHEMA};
+
+/// Why a results directory could not be read. Every variant names the file.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadError {
+    Missing(PathBuf),
+    Unreadable(PathBuf, io::Error),
+    Corrupt(PathBuf, String),
+    Schema(PathBuf, u64),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Missing(p) => write!(
+                f,
+                "{} not found: is this a `loglag lab --out` directory?",
+                p.display()
+            ),
+            LoadError::Unreadable(p, e) => write!(f, "cannot read {}: {e}", p.display()),
+            LoadError::Corrupt(p, e) => write!(f, "{} is not a valid lab result: {e}", p.display()),
+            LoadError::Schema(p, v) => write!(
+                f,
+                "{} has schema {v}; this loglag reads schema {SCHEMA}",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+fn read(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => LoadError::Missing(path.to_owned()),
+        _ => LoadError::Unreadable(path.to_owned(), e),
+    })
+}
+
+/// Reads `summary.json` and, when present, `requests.csv` and `timeseries.csv`.
+pub fn load_dir(dir: &Path) -> Result<Summary, LoadError> {
+    let path = dir.join("summary.json");
+    let text = read(&path)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
+    match value.get("schema").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(SCHEMA) => {}
+        Some(v) => return Err(LoadError::Schema(path, v)),
+        None => return Err(LoadError::Corrupt(path, "no \"schema\" field".into())),
+    }
+    let mut summary: Summary = serde_json::from_value(value)
+        .map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
+    let requests_path = dir.join("requests.csv");
+    if requests_path.exists() {
+        summary.requests = parse_requests(&requests_path, &read(&requests_path)?)?;
+    }
+    let series_path = dir.join("timeseries.csv");
+    if series_path.exists() {
+        summary.timeseries = parse_timeseries(&series_path, &read(&series_path)?)?;
+    }
+    Ok(summary)
+}
+
+fn parse_requests(path: &Path, text: &str) -> Result<Vec<RequestRow>, LoadError> {
+    let bad =
+        |n: usize, what: &str| LoadError::Corrupt(path.to_owned(), format!("line {n}: {what}"));
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 8 {
+            return Err(bad(n + 1, "expected 8 columns"));
+        }
+        let num = |s: &str| s.parse::<f64>().map_err(|_| bad(n + 1, "not a number"));
+        rows.push(RequestRow {
+            run: f[0].parse().map_err(|_| bad(n + 1, "bad run"))?,
+            condition: f[1].to_owned(),
+            sink: f[2].to_owned(),
+            scheduled_ms: num(f[3])?,
+            send_lateness_ms: num(f[4])?,
+            latency_ms: if f[5].is_empty() {
+                None
+            } else {
+                Some(num(f[5])?)
+            },
+            status: f[6].parse().ok(),
+            outcome: f[7].to_owned(),
+        });
+    }
+    Ok(rows)
+}
+
+fn parse_timeseries(path: &Path, text: &str) -> Result<Vec<TimeseriesRow>, LoadError> {
+    let bad = |n: usize| {
+        LoadError::Corrupt(
+            path.to_owned(),
+            format!("line {n}: expected run,t_s,produced_bytes,read_bytes"),
+        )
+    };
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 4 {
+            return Err(bad(n + 1));
+        }
+        rows.push(TimeseriesRow {
+            run: f[0].parse().map_err(|_| bad(n + 1))?,
+            t_s: f[1].parse().map_err(|_| bad(n + 1))?,
+            produced_bytes: if f[2].is_empty() {
+                None
+            } else {
+                Some(f[2].parse().map_err(|_| bad(n + 1))?)
+            },
+            read_bytes: f[3].parse().map_err(|_| bad(n + 1))?,
+        });
+    }
+    Ok(rows)
+}
+
+/// One part of the report: a heading, a sentence on how to read it, and SVG charts
+/// (or a note saying why there are none).
+#[derive(Debug)]
+pub struct Section {
+    pub id: &'static str,
+    pub title: String,
+    pub caption: String,
+    pub charts: Vec<String>,
+}
+
+/// The charts, in page order.
+fn sections(s: &Summary) -> Vec<Section> {
+    vec![
+        charts::latency_percentiles(s),
+        charts::request_timeline(s),
+        charts::backlog(s),
+        charts::gen_vs_log_call(s),
+        charts::throughput(s),
+    ]
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
+.charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{width:640px;height:340px;background:#fff;border:1px solid #eee}
+.title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
+.legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}";
+
+/// Renders the report.
+pub fn render(s: &Summary) -> String {
+    let mut h = String::new();
+    let p = &s.params;
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab report</title><style>{CSS}</style></head><body><h1>loglag lab report</h1>"
+    );
+    let started = loglag::format::rfc3339(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),
+    );
+    let _ = write!(
+        h,
+        "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started} UTC</dd><dt>load</dt><dd>{rate} requests/s for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",
+        cpu = esc(&p.machine.cpu),
+        cores = p.machine.cores,
+        kernel = esc(&p.machine.kernel),
+        ver = esc(&p.loglag_version),
+        rev = esc(p.git_revision.as_deref().unwrap_or("unknown revision")),
+        rate = p.rate,
+        dur = p.duration_s,
+        conn = esc(&p.connection),
+        warm = p.warmup_requests,
+        nruns = s.runs.len(),
+        nc = p.conditions.len(),
+        ns = p.sinks.len(),
+        rounds = p.rounds,
+        rs = p.read_size,
+        slow = p.slow_rate_bytes_per_s,
+        pipe = p.pipe_size.map_or("64 KiB (kernel default)".to_owned(), |b| format!("{b} B")),
+        app = p.app.as_deref().map_or("built-in (hyper)".to_owned(), |a| format!("--app <code>{}</code>", esc(a))),
+        threads = p.threads,
+        cpu_limit = match (p.cpu_limit, p.cpu_limit_applied) {
+            (None, _) => "none".to_owned(),
+            (Some(c), true) => format!("{c} cores each for the API and the reader (cgroups)"),
+            (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
+        },
+    );
+    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr><th class=\"l\">condition</th><th class=\"l\">sink</th><th>runs</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>HTTP errors</th><th>timeouts</th><th>gen (µs)</th><th>log call (µs)</th><th>max backlog (KiB)</th><th>drain (s)</th><th>throughput A (req/s)</th><th>throughput B (req/s)</th><th>CPU (cores)</th><th>dropped</th><th>verified</th></tr></thead><tbody>");
+    let f = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
+    for r in &s.pairs {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td{}>{}</td></tr>",
+            esc(&r.condition),
+            esc(&r.sink),
+            r.runs,
+            f(r.p50_ms, 2),
+            f(r.p99_ms, 2),
+            f(r.max_ms, 2),
+            r.http_errors,
+            r.timeouts,
+            f(r.gen_us, 0),
+            f(r.log_call_us, 0),
+            f(r.max_backlog_kib, 0),
+            r.drain_s,
+            r.rps_api,
+            r.rps_logs_read,
+            f(r.cpu_cores, 3),
+            r.dropped.map_or(String::new(), |d| d.to_string()),
+            if r.verified { "" } else { " class=\"bad\"" },
+            if r.verified { "yes" } else { "NO" },
+        );
+    }
+    h.push_str("</tbody></table>");
+    for section in sections(s) {
+        let _ = write!(
+            h,
+            "<h2 id=\"{}\">{}</h2><p class=\"caption\">{}</p><div class=\"charts\">",
+            section.id,
+            esc(&section.title),
+            section.caption
+        );
+        for chart in &section.charts {
+            h.push_str(chart);
+        }
+        h.push_str("</div>");
+    }
+    h.push_str("</body></html>\n");
+    h
+}

@@ -1,0 +1,375 @@
+//! A small SVG chart: axes (linear or log), lines, points, bars and vertical markers.
+//! Hand-built on purpose (see ARCHITECTURE.md): the output is deterministic text that
+//! snapshot tests can pin, it needs no font files, and it stays a few hundred lines.
+
+use std::fmt::Write as _;
+
+/// Okabe–Ito (with its yellow darkened and moved last, for contrast on white), then
+/// Paul Tol's muted scheme: colour-blind-safe, and distinct for the twelve conditions.
+pub const PALETTE: [&str; 12] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#882255",
+    "#44AA99", "#999933", "#AA4499", "#C8B400",
+];
+
+/// How values map onto an axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    Linear,
+    /// Log base 10; values ≤ 0 are clamped to the axis minimum.
+    Log,
+}
+
+/// One axis.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub label: String,
+    pub scale: Scale,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Axis {
+    /// An axis covering `values` (with a little headroom), starting at zero when linear.
+    pub fn fit(label: &str, scale: Scale, values: impl IntoIterator<Item = f64>) -> Axis {
+        let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        let max = values.iter().copied().fold(f64::MIN, f64::max);
+        let (min, max) = match scale {
+            Scale::Linear => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
+            Scale::Log => {
+                let min_pos = values
+                    .iter()
+                    .copied()
+                    .filter(|&v| v > 0.0)
+                    .fold(f64::MAX, f64::min);
+                if min_pos == f64::MAX {
+                    (0.1, 10.0)
+                } else {
+                    (
+                        10f64.powf(min_pos.log10().floor()),
+                        10f64.powf(max.log10().ceil()).max(min_pos * 10.0),
+                    )
+                }
+            }
+        };
+        Axis {
+            label: label.to_owned(),
+            scale,
+            min,
+            max,
+        }
+    }
+
+    fn fraction(&self, v: f64) -> f64 {
+        let f = match self.scale {
+            Scale::Linear => (v - self.min) / (self.max - self.min),
+            Scale::Log => {
+                (v.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
+            }
+        };
+        if f.is_finite() {
+            f.clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        match self.scale {
+            Scale::Log => {
+                let mut t = Vec::new();
+                let mut v = self.min;
+                while v <= self.max * 1.0001 {
+                    t.push(v);
+                    v *= 10.0;
+                }
+                t
+            }
+            Scale::Linear => {
+                let span = self.max - self.min;
+                let raw = span / 5.0;
+                let mag = 10f64.powf(raw.log10().floor());
+                let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+                    .iter()
+                    .map(|m| m * mag)
+                    .find(|s| span / s <= 6.0)
+                    .unwrap_or(mag * 10.0);
+                (0..=((span / step).floor() as usize))
+                    .map(|i| self.min + i as f64 * step)
+                    .collect()
+            }
+        }
+    }
+}
+
+/// What a series draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    Line,
+    Points,
+}
+
+/// A named set of points in one colour.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub color: &'static str,
+    pub mark: Mark,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A labelled bar group: one bar per series value.
+#[derive(Debug, Clone)]
+pub struct BarGroup {
+    pub label: String,
+    pub bars: Vec<(String, &'static str, f64)>,
+}
+
+/// A vertical marker line with a label.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub x: f64,
+    pub label: String,
+    pub color: &'static str,
+}
+
+const W: f64 = 640.0;
+const H: f64 = 340.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 160.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 64.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1000.0 || v.abs() < 0.01 {
+        format!("{v:.0e}")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_owned()
+    }
+}
+
+fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{t}"><title>{t}</title><text x="{cx}" y="18" class="title">{t}</text>"#,
+        t = esc(title),
+        cx = LEFT + pw / 2.0
+    );
+    for t in y.ticks() {
+        let py = TOP + ph * (1.0 - y.fraction(t));
+        let _ = write!(
+            out,
+            r#"<line x1="{LEFT}" x2="{x2}" y1="{py:.1}" y2="{py:.1}" class="grid"/><text x="{tx}" y="{ty:.1}" class="tick" text-anchor="end">{v}</text>"#,
+            x2 = LEFT + pw,
+            tx = LEFT - 6.0,
+            ty = py + 4.0,
+            v = fmt_tick(t)
+        );
+    }
+    if x_ticks {
+        for t in x.ticks() {
+            let px = LEFT + pw * x.fraction(t);
+            let _ = write!(
+                out,
+                r#"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{y2}" class="grid"/><text x="{px:.1}" y="{ty}" class="tick" text-anchor="middle">{v}</text>"#,
+                y2 = TOP + ph,
+                ty = TOP + ph + 16.0,
+                v = fmt_tick(t)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r#"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" class="plot"/><text x="{cx}" y="{ly}" class="axis" text-anchor="middle">{xl}</text><text x="16" y="{cy}" class="axis" text-anchor="middle" transform="rotate(-90 16 {cy})">{yl}</text>"#,
+        cx = LEFT + pw / 2.0,
+        ly = H - 10.0,
+        xl = esc(&x.label),
+        cy = TOP + ph / 2.0,
+        yl = esc(&y.label)
+    );
+}
+
+fn legend(out: &mut String, entries: &[(String, &'static str)]) {
+    for (i, (name, color)) in entries.iter().enumerate() {
+        let y = TOP + 8.0 + i as f64 * 16.0;
+        let x = W - RIGHT + 12.0;
+        let _ = write!(
+            out,
+            r#"<rect x="{x}" y="{ry}" width="10" height="10" fill="{color}"/><text x="{tx}" y="{ty}" class="legend">{n}</text>"#,
+            ry = y - 9.0,
+            tx = x + 14.0,
+            ty = y,
+            n = esc(name)
+        );
+    }
+}
+
+/// A chart of lines and/or points.
+pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]) -> String {
+    let mut out = String::new();
+    frame(&mut out, title, x, y, true);
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let px = |v: f64| LEFT + pw * x.fraction(v);
+    let py = |v: f64| TOP + ph * (1.0 - y.fraction(v));
+    for s in series {
+        match s.mark {
+            Mark::Line if s.points.len() > 1 => {
+                let mut d = String::new();
+                for (i, &(a, b)) in s.points.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if i == 0 { "M" } else { " L" },
+                        px(a),
+                        py(b)
+                    );
+                }
+                let _ = write!(
+                    out,
+                    r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.8"><title>{}</title></path>"#,
+                    s.color,
+                    esc(&s.name)
+                );
+            }
+            _ => {
+                let mut d = String::new();
+                for &(a, b) in &s.points {
+                    // A tiny closed path per point keeps every mark a <path>.
+                    let _ = write!(
+                        d,
+                        "M{:.1},{:.1} m-2,0 a2,2 0 1,0 4,0 a2,2 0 1,0 -4,0 ",
+                        px(a),
+                        py(b)
+                    );
+                }
+                let _ = write!(
+                    out,
+                    r#"<path d="{d}" fill="{}" fill-opacity="0.7"><title>{}</title></path>"#,
+                    s.color,
+                    esc(&s.name)
+                );
+            }
+        }
+    }
+    for m in markers {
+        let x = px(m.x);
+        let _ = write!(
+            out,
+            r#"<path d="M{x:.1},{TOP} L{x:.1},{y2}" stroke="{c}" stroke-dasharray="4 3" stroke-width="1.2"/><text x="{tx:.1}" y="{ty}" class="marker" fill="{c}">{l}</text>"#,
+            y2 = TOP + ph,
+            c = m.color,
+            tx = x + 3.0,
+            ty = TOP + 12.0,
+            l = esc(&m.label)
+        );
+    }
+    legend(
+        &mut out,
+        &series
+            .iter()
+            .map(|s| (s.name.clone(), s.color))
+            .collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+/// Grouped bars: one group per label, one bar per entry.
+pub fn bars(title: &str, y_label: &str, groups: &[BarGroup]) -> String {
+    let mut out = String::new();
+    let y = Axis::fit(
+        y_label,
+        Scale::Linear,
+        groups.iter().flat_map(|g| g.bars.iter().map(|b| b.2)),
+    );
+    let x = Axis {
+        label: String::new(),
+        scale: Scale::Linear,
+        min: 0.0,
+        max: 1.0,
+    };
+    frame(&mut out, title, &x, &y, false);
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let group_w = pw / groups.len().max(1) as f64;
+    let mut legend_entries: Vec<(String, &'static str)> = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        let gx = LEFT + gi as f64 * group_w;
+        let bar_w = (group_w * 0.8) / g.bars.len().max(1) as f64;
+        for (bi, (name, color, v)) in g.bars.iter().enumerate() {
+            let h = ph * y.fraction(*v);
+            let bx = gx + group_w * 0.1 + bi as f64 * bar_w;
+            let by = TOP + ph - h;
+            let _ = write!(
+                out,
+                r#"<path d="M{bx:.1},{b:.1} L{bx:.1},{by:.1} L{r:.1},{by:.1} L{r:.1},{b:.1} Z" fill="{color}"><title>{n}: {v:.2}</title></path>"#,
+                b = TOP + ph,
+                r = bx + bar_w * 0.9,
+                n = esc(name)
+            );
+            if !legend_entries.iter().any(|(n, _)| n == name) {
+                legend_entries.push((name.clone(), color));
+            }
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{tx:.1}" y="{ty}" class="tick" text-anchor="end" transform="rotate(-30 {tx:.1} {ty})">{l}</text>"#,
+            tx = gx + group_w / 2.0,
+            ty = TOP + ph + 14.0,
+            l = esc(&g.label)
+        );
+    }
+    legend(&mut out, &legend_entries);
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axes_cover_decades_and_clamp() {
+        let a = Axis::fit("ms", Scale::Log, [1.5, 2900.0]);
+        assert_eq!((a.min, a.max), (1.0, 10_000.0));
+        assert_eq!(a.ticks(), vec![1.0, 10.0, 100.0, 1000.0, 10_000.0]);
+        assert_eq!(a.fraction(0.0), 0.0);
+        assert_eq!(a.fraction(1e9), 1.0);
+    }
+
+    #[test]
+    fn charts_escape_text_and_draw_paths() {
+        let x = Axis::fit("t (s)", Scale::Linear, [0.0, 8.0]);
+        let y = Axis::fit("KiB", Scale::Linear, [0.0, 540.0]);
+        let svg = xy(
+            "<b>",
+            &x,
+            &y,
+            &[Series {
+                name: "a&b".into(),
+                color: PALETTE[0],
+                mark: Mark::Line,
+                points: vec![(0.0, 0.0), (8.0, 540.0)],
+            }],
+            &[],
+        );
+        assert!(svg.contains("&lt;b&gt;") && svg.contains("a&amp;b"));
+        assert!(svg.contains("<path d=\"M"));
+    }
+}
