@@ -148,11 +148,7 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         eprintln!("loglag lab: results in {}", out.display());
     }
     let stdout = &mut std::io::stdout().lock();
-    match a.format {
-        OutputFormat::Md => export::Markdown.export(&summary, stdout)?,
-        OutputFormat::Json => export::Json.export(&summary, stdout)?,
-        OutputFormat::Csv => export::PairsCsv.export(&summary, stdout)?,
-    }
+    stdout_exporter(a.format).export(&summary, stdout)?;
     stdout.flush()?;
     match error {
         None => Ok(ExitCode::SUCCESS),
@@ -240,55 +236,21 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         }
         write_to(path, rows.as_bytes())?;
     }
-    let out = &mut std::io::stdout().lock();
-    let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
-    match a.format {
-        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
-        OutputFormat::Csv => {
-            writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms")?;
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{:.2},{},{},{},{},{}",
-                summary.url,
-                summary.mode,
-                summary.requests,
-                summary.ok,
-                summary.http_errors,
-                summary.io_errors,
-                summary.timeouts,
-                summary.achieved_rps,
-                f(summary.p50_ms),
-                f(summary.p90_ms),
-                f(summary.p99_ms),
-                f(summary.p999_ms),
-                f(summary.max_ms)
-            )?;
-        }
-        OutputFormat::Md => {
-            writeln!(out, "| requests | ok | errors | timeouts | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | max send lateness ms |")?;
-            writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
-                summary.requests,
-                summary.ok,
-                summary.http_errors + summary.io_errors,
-                summary.timeouts,
-                summary.achieved_rps,
-                f(summary.p50_ms),
-                f(summary.p90_ms),
-                f(summary.p99_ms),
-                f(summary.p999_ms),
-                f(summary.max_ms),
-                f(summary.max_send_lateness_ms)
-            )?;
-        }
-    }
+    stdout_exporter(a.format).export_load(&summary, &mut std::io::stdout().lock())?;
     Ok(if summary.ok == summary.requests {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {
+    let name = match format {
+        OutputFormat::Md => "md",
+        OutputFormat::Json => "json",
+        OutputFormat::Csv => "csv",
+    };
+    export::for_stdout(name).expect("every --format has an exporter")
 }
 
 fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -371,36 +333,7 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
             .map(|t| t.saturating_sub(started_mono) as f64 / 1e9),
         rate_cap_bytes_per_s: config.rate,
     };
-    let out = &mut std::io::stdout().lock();
-    match a.format {
-        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?,
-        OutputFormat::Csv => {
-            writeln!(out, "source,bytes,newlines,reads,sha256,seconds")?;
-            writeln!(
-                out,
-                "{},{},{},{},{},{:.3}",
-                summary.source,
-                summary.bytes,
-                summary.newlines,
-                summary.reads,
-                summary.sha256,
-                summary.seconds
-            )?;
-        }
-        OutputFormat::Md => {
-            writeln!(out, "| source | bytes | newlines | reads | seconds | sha256 |\n|---|--:|--:|--:|--:|---|")?;
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {:.3} | {} |",
-                summary.source,
-                summary.bytes,
-                summary.newlines,
-                summary.reads,
-                summary.seconds,
-                summary.sha256
-            )?;
-        }
-    }
+    stdout_exporter(a.format).export_sink(&summary, &mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -282,3 +282,53 @@ fn ctrl_c_keeps_partial_results_and_cleans_up() {
         "leftover files"
     );
 }
+
+#[test]
+fn cpu_limit_uses_cgroups_when_allowed_and_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = loglag()
+        .args([
+            "lab",
+            "--conditions",
+            "json-sync",
+            "--sinks",
+            "fast",
+            "--duration",
+            "1s",
+            "--cpu-limit",
+            "0.25",
+            "--out",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let s = summary(dir.path());
+    let applied = s["params"]["cpu_limit_applied"].as_bool().unwrap();
+    if applied {
+        let cores = run(&s, "json-sync", "fast")["cpu_cores"].as_f64().unwrap();
+        assert!(
+            cores <= 0.25 + 0.05,
+            "the API stayed under its quota: {cores}"
+        );
+    } else {
+        assert!(
+            stderr.contains("cgroups are not usable here"),
+            "a clear warning: {stderr}"
+        );
+    }
+    // Nothing is left behind in either hierarchy.
+    for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"] {
+        for name in [format!("loglag-{pid}-api"), format!("loglag-{pid}-io")] {
+            assert!(
+                !Path::new(root).join(&name).exists(),
+                "{root}/{name} left behind"
+            );
+        }
+    }
+}

@@ -99,3 +99,56 @@ fn bad_input_names_the_file() {
         "{err}"
     );
 }
+
+fn load_summary() -> loglag_lab::report::LoadSummary {
+    loglag_lab::report::LoadSummary {
+        schema: 1,
+        url: "http://127.0.0.1:8080/".into(),
+        mode: "open".into(),
+        rate: Some(20.0),
+        connections: None,
+        duration_s: 8.0,
+        requests: 160,
+        ok: 159,
+        http_errors: 1,
+        io_errors: 0,
+        timeouts: 0,
+        achieved_rps: 19.875,
+        p50_ms: Some(1.25),
+        p90_ms: Some(2.5),
+        p99_ms: Some(2912.0),
+        p999_ms: Some(3005.0),
+        max_ms: Some(3005.0),
+        mean_send_lateness_ms: Some(0.1),
+        max_send_lateness_ms: Some(1.2),
+    }
+}
+
+fn sink_summary() -> loglag_lab::report::SinkSummary {
+    loglag_lab::report::SinkSummary {
+        schema: 1,
+        source: "/tmp/app.fifo".into(),
+        bytes: 2_621_440,
+        newlines: 160,
+        reads: 640,
+        sha256: "ab".repeat(32),
+        seconds: 10.25,
+        last_byte_s: Some(10.1),
+        rate_cap_bytes_per_s: Some(262_144),
+    }
+}
+
+#[test]
+fn load_and_sink_in_every_stdout_format() {
+    for format in ["md", "json", "csv"] {
+        let e = export::for_stdout(format).unwrap();
+        let mut out = Vec::new();
+        e.export_load(&load_summary(), &mut out).unwrap();
+        e.export_sink(&sink_summary(), &mut out).unwrap();
+        insta::assert_snapshot!(
+            format!("load_sink_{format}"),
+            String::from_utf8(out).unwrap()
+        );
+    }
+    assert!(export::for_stdout("xml").is_none());
+}

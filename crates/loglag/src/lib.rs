@@ -35,6 +35,16 @@
 //! tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer)).try_init().ok();
 //! ```
 //!
+//! # Endings
+//!
+//! | ending | what happens to queued records |
+//! |---|---|
+//! | the [`WorkerGuard`] drops (end of `main`, unwinding) | written within `shutdown_timeout` (5 s); the rest counted as `shutdown` drops and reported on stderr |
+//! | a panic | the panic hook flushes within `shutdown_timeout` (on by default) |
+//! | SIGTERM / SIGINT | with [`NonBlockingBuilder::flush_on_signals`]: written within the deadline, then the signal's default action |
+//! | `std::process::exit` | **nothing runs**: exit skips destructors. Call [`WorkerGuard::shutdown`] first |
+//! | SIGKILL, power loss | queued records are lost (a spool mode that survives SIGKILL is planned) |
+//!
 //! Set `LOGLAG_MODE=off|format-only|sync|async` to compare building records with
 //! writing them, on your own service, without recompiling ([`Mode`]).
 //!

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::{cell, Exporter};
-use crate::report::Summary;
+use crate::report::{LoadSummary, SinkSummary, Summary};
 
 fn quote(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -54,6 +54,46 @@ impl Exporter for PairsCsv {
             )?;
         }
         Ok(())
+    }
+
+    fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,max_send_lateness_ms")?;
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{:.2},{},{},{},{},{},{}",
+            quote(&s.url),
+            s.mode,
+            s.requests,
+            s.ok,
+            s.http_errors,
+            s.io_errors,
+            s.timeouts,
+            s.achieved_rps,
+            cell(s.p50_ms, 3),
+            cell(s.p90_ms, 3),
+            cell(s.p99_ms, 3),
+            cell(s.p999_ms, 3),
+            cell(s.max_ms, 3),
+            cell(s.max_send_lateness_ms, 3)
+        )
+    }
+
+    fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "source,bytes,newlines,reads,seconds,last_byte_s,sha256"
+        )?;
+        writeln!(
+            out,
+            "{},{},{},{},{:.3},{},{}",
+            quote(&s.source),
+            s.bytes,
+            s.newlines,
+            s.reads,
+            s.seconds,
+            cell(s.last_byte_s, 3),
+            s.sha256
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::report::Summary;
+use crate::report::{LoadSummary, SinkSummary, Summary};
 
 /// `summary.json`: `{"schema": 1, "params": …, "runs": […], "pairs": […]}`.
 #[derive(Debug, Clone, Copy)]
@@ -13,6 +13,16 @@ impl Exporter for Json {
     }
 
     fn export(&self, summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, summary)?;
+        out.write_all(b"\n")
+    }
+
+    fn export_load(&self, summary: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, summary)?;
+        out.write_all(b"\n")
+    }
+
+    fn export_sink(&self, summary: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, summary)?;
         out.write_all(b"\n")
     }

@@ -1,7 +1,7 @@
 use std::io::{self, Write};
 
 use super::{cell, Exporter};
-use crate::report::Summary;
+use crate::report::{LoadSummary, SinkSummary, Summary};
 
 /// The pairs table in Markdown, units in the headers.
 #[derive(Debug, Clone, Copy)]
@@ -44,5 +44,40 @@ impl Exporter for Markdown {
             )?;
         }
         Ok(())
+    }
+
+    fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "| requests | ok | errors | timeouts | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | max send lateness ms |")?;
+        writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            s.requests,
+            s.ok,
+            s.http_errors + s.io_errors,
+            s.timeouts,
+            s.achieved_rps,
+            cell(s.p50_ms, 3),
+            cell(s.p90_ms, 3),
+            cell(s.p99_ms, 3),
+            cell(s.p999_ms, 3),
+            cell(s.max_ms, 3),
+            cell(s.max_send_lateness_ms, 3)
+        )
+    }
+
+    fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "| source | bytes | newlines | reads | seconds | last byte s | sha256 |\n|---|--:|--:|--:|--:|--:|---|")?;
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.3} | {} | {} |",
+            s.source,
+            s.bytes,
+            s.newlines,
+            s.reads,
+            s.seconds,
+            cell(s.last_byte_s, 3),
+            s.sha256
+        )
     }
 }

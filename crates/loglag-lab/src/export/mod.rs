@@ -11,14 +11,39 @@ pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 
-use crate::report::Summary;
+use crate::report::{LoadSummary, SinkSummary, Summary};
 
-/// Renders a lab summary in one format.
+/// Renders results in one format: a lab summary, and (for the formats that `--format`
+/// offers) the summaries of `loglag load` and `loglag sink`.
 pub trait Exporter {
-    /// The conventional file name for this output.
+    /// The conventional file name for the lab output.
     fn file_name(&self) -> &'static str;
-    /// Writes the output.
+    /// Writes the lab output.
     fn export(&self, summary: &Summary, out: &mut dyn Write) -> io::Result<()>;
+    /// Writes `loglag load`'s summary.
+    fn export_load(&self, _summary: &LoadSummary, _out: &mut dyn Write) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} has no load output", self.file_name()),
+        ))
+    }
+    /// Writes `loglag sink`'s summary.
+    fn export_sink(&self, _summary: &SinkSummary, _out: &mut dyn Write) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} has no sink output", self.file_name()),
+        ))
+    }
+}
+
+/// The exporter behind `--format md|json|csv` on stdout.
+pub fn for_stdout(format: &str) -> Option<Box<dyn Exporter>> {
+    match format {
+        "md" => Some(Box::new(Markdown)),
+        "json" => Some(Box::new(Json)),
+        "csv" => Some(Box::new(PairsCsv)),
+        _ => None,
+    }
 }
 
 /// Every file `--out DIR` writes.
