@@ -206,6 +206,24 @@ async fn one_request(
     Ok((connect_ns, status))
 }
 
+type Attempt = Result<std::io::Result<(Option<u64>, u16)>, tokio::time::error::Elapsed>;
+
+/// (connect time, latency, status, outcome) of one attempt. Only a response has a
+/// latency: I/O errors and timeouts are counted, not timed.
+fn classify(
+    result: Attempt,
+    latency: Option<u64>,
+) -> (Option<u64>, Option<u64>, Option<u16>, Outcome) {
+    match result {
+        Ok(Ok((c, status))) if (200..300).contains(&status) => {
+            (c, latency, Some(status), Outcome::Ok)
+        }
+        Ok(Ok((c, status))) => (c, latency, Some(status), Outcome::HttpError),
+        Ok(Err(_)) => (None, None, None, Outcome::IoError),
+        Err(_) => (None, None, None, Outcome::Timeout),
+    }
+}
+
 fn histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
@@ -242,14 +260,7 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
                 tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool)).await;
             let done = Instant::now();
             let latency = Some(done.duration_since(due).as_nanos() as u64);
-            let (connect_ns, latency_ns, status, outcome) = match result {
-                Ok(Ok((c, status))) if (200..300).contains(&status) => {
-                    (c, latency, Some(status), Outcome::Ok)
-                }
-                Ok(Ok((c, status))) => (c, latency, Some(status), Outcome::HttpError),
-                Ok(Err(_)) => (None, None, None, Outcome::IoError),
-                Err(_) => (None, None, None, Outcome::Timeout),
-            };
+            let (connect_ns, latency_ns, status, outcome) = classify(result, latency);
             let _ = tx.send(RequestSample {
                 index: i,
                 scheduled_ns: offset.as_nanos() as u64,
@@ -287,13 +298,7 @@ async fn run_closed(config: &LoadConfig, connections: usize) -> LoadResult {
                     tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool))
                         .await;
                 let latency = Some(sent.elapsed().as_nanos() as u64);
-                let (connect_ns, latency_ns, status, outcome) = match result {
-                    Ok(Ok((c, s))) if (200..300).contains(&s) => (c, latency, Some(s), Outcome::Ok),
-                    Ok(Ok((c, s))) => (c, latency, Some(s), Outcome::HttpError),
-                    Ok(Err(_)) => (None, None, None, Outcome::IoError),
-                    Err(_) => (None, None, None, Outcome::Timeout),
-                };
-                let failed = matches!(outcome, Outcome::IoError | Outcome::Timeout);
+                let (connect_ns, latency_ns, status, outcome) = classify(result, latency);
                 let _ = tx.send(RequestSample {
                     index: next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     scheduled_ns: sent.duration_since(t0).as_nanos() as u64,
@@ -304,7 +309,7 @@ async fn run_closed(config: &LoadConfig, connections: usize) -> LoadResult {
                     outcome,
                     done_mono_ns: mono_ns(),
                 });
-                if failed && outcome == Outcome::Timeout {
+                if outcome == Outcome::Timeout {
                     break;
                 }
             }

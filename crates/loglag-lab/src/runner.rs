@@ -544,6 +544,42 @@ fn wait_until(
     }
 }
 
+/// Decides when the reader has read everything the API wrote.
+struct CaughtUp {
+    condition: Condition,
+    /// For an `--app` that cannot report what it wrote: how long the reader must see no
+    /// new bytes.
+    quiet: Duration,
+    last_change: (u64, Instant),
+}
+
+impl CaughtUp {
+    fn new(condition: Condition, quiet: Duration) -> CaughtUp {
+        CaughtUp {
+            condition,
+            quiet,
+            last_change: (u64::MAX, Instant::now()),
+        }
+    }
+
+    fn check(&mut self, read: u64, api: Option<&ApiStats>) -> bool {
+        match api {
+            // Everything handed off was written or dropped, and everything written was read.
+            Some(a) => {
+                read >= a.written_bytes
+                    && a.written_bytes + a.dropped * self.condition.bytes_per_request() as u64
+                        >= a.handed_off_bytes
+            }
+            None => {
+                if read != self.last_change.0 {
+                    self.last_change = (read, Instant::now());
+                }
+                self.last_change.1.elapsed() >= self.quiet
+            }
+        }
+    }
+}
+
 /// Bytes (and lines) the reference conditions write per request; used to verify an
 /// `--app` that cannot report what it produced.
 fn expected_per_request(c: Condition) -> (u64, u64) {
@@ -600,22 +636,10 @@ fn run_one(
             )));
         }
     }
-    let mut last_seen = (u64::MAX, Instant::now());
+    let mut caught_up = CaughtUp::new(condition, Duration::from_millis(500));
     let warmed = wait_until(cancel, Duration::from_secs(30), || {
         let read = reader.stats()?.bytes;
-        Ok(match api.stats()? {
-            Some(a) => {
-                read >= a.written_bytes
-                    && a.written_bytes + a.dropped * condition.bytes_per_request() as u64
-                        >= a.handed_off_bytes
-            }
-            None => {
-                if read != last_seen.0 {
-                    last_seen = (read, Instant::now());
-                }
-                last_seen.1.elapsed() >= Duration::from_millis(500)
-            }
-        })
+        Ok(caught_up.check(read, api.stats()?.as_ref()))
     })?;
     if !warmed {
         return Err(fail(
@@ -683,26 +707,14 @@ fn run_one(
     }
 
     // Drain: wait until every byte the API wrote has been read.
-    let mut quiet_since = (u64::MAX, Instant::now());
+    let mut caught_up = CaughtUp::new(condition, Duration::from_secs(1));
     let drained = wait_until(cancel, plan.drain_timeout, || {
         let read = reader
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .stats()?
             .bytes;
-        Ok(match api.stats()? {
-            Some(a) => {
-                read >= a.written_bytes
-                    && a.written_bytes + a.dropped * condition.bytes_per_request() as u64
-                        >= a.handed_off_bytes
-            }
-            None => {
-                if read != quiet_since.0 {
-                    quiet_since = (read, Instant::now());
-                }
-                quiet_since.1.elapsed() >= Duration::from_secs(1)
-            }
-        })
+        Ok(caught_up.check(read, api.stats()?.as_ref()))
     })?;
     stop_sampling.store(true, Ordering::SeqCst);
     let series = sampler.join().unwrap_or_default();
