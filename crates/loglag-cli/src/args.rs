@@ -29,6 +29,41 @@ pub enum Command {
     Serve(ServeArgs),
     /// Render a lab --out directory as one self-contained HTML file with charts.
     Report(ReportArgs),
+    /// Fault injection: kill -9 a flooding process at random moments and check recovery.
+    Torture(TortureArgs),
+    /// Deliver what a spool file still holds, without the application.
+    Recover(RecoverArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag torture --trials 100
+    loglag torture --trials 20 --format json")]
+pub struct TortureArgs {
+    /// kill -9 trials to run.
+    #[arg(long, default_value_t = 20)]
+    pub trials: usize,
+    /// Seed for the kill moments (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    pub format: OutputFormat,
+    /// Run as the flooding child (used by torture itself): SPOOL OUT PROGRESS.
+    #[arg(long, hide = true, num_args = 3)]
+    pub flood: Option<Vec<PathBuf>>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag recover /var/spool/app.loglag -o recovered.log
+    loglag recover /var/spool/app.loglag            # to stdout")]
+pub struct RecoverArgs {
+    /// The spool file given to NonBlockingBuilder::spool.
+    pub spool: PathBuf,
+    /// Append the records to this file ('-' or absent: stdout).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -17,7 +17,9 @@ use loglag_lab::runner::{self, LabError, LabPlan, SinkKind};
 use loglag_lab::server::{self, ServeConfig};
 use loglag_lab::stats::quantile;
 
-use crate::args::{LabArgs, LoadArgs, OutputFormat, ReportArgs, ServeArgs, SinkArgs};
+use crate::args::{
+    LabArgs, LoadArgs, OutputFormat, RecoverArgs, ReportArgs, ServeArgs, SinkArgs, TortureArgs,
+};
 use crate::progress::Progress;
 
 /// Exit code after Ctrl-C, as shells expect.
@@ -360,5 +362,96 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     if output.as_os_str() != "-" {
         eprintln!("loglag report: wrote {}", output.display());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
+    if let Some(paths) = &a.flood {
+        loglag_lab::torture::flood(&paths[0], &paths[1], &paths[2])?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let exe = std::env::current_exe().context("cannot find the loglag executable")?;
+    let seed = a.seed.unwrap_or_else(|| loglag_lab::clock::mono_ns());
+    eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
+    let report = loglag_lab::torture::kill9(
+        a.trials,
+        seed,
+        |spool, out, progress| {
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args(["torture", "--flood"])
+                .arg(spool)
+                .arg(out)
+                .arg(progress);
+            cmd
+        },
+        |i, t| {
+            eprintln!(
+                "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}",
+                i + 1,
+                t.expected,
+                t.recovered,
+                t.duplicates,
+                t.from_spool,
+                t.torn
+            )
+        },
+    )?;
+    let out = &mut std::io::stdout().lock();
+    match a.format {
+        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        OutputFormat::Csv => {
+            writeln!(
+                out,
+                "trials,expected,recovered,duplicates,out_of_order,corrupt,from_spool,torn,passed"
+            )?;
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{}",
+                report.trials,
+                report.expected,
+                report.recovered,
+                report.duplicates,
+                report.out_of_order,
+                report.corrupt,
+                report.from_spool,
+                report.torn,
+                report.passed
+            )?;
+        }
+        OutputFormat::Md => {
+            writeln!(out, "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |")?;
+            writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                report.trials,
+                report.expected,
+                report.recovered,
+                report.duplicates,
+                report.out_of_order,
+                report.corrupt,
+                report.from_spool,
+                report.torn
+            )?;
+        }
+    }
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
+    let report = match a.output.as_deref() {
+        Some(path) if path.as_os_str() != "-" => {
+            loglag::spool::recover(&a.spool, loglag::sink::FdSink::append(path)?)?
+        }
+        _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
+    };
+    eprintln!(
+        "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered",
+        report.records, report.bytes, report.torn, report.already_delivered
+    );
     Ok(ExitCode::SUCCESS)
 }

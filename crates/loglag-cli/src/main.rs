@@ -33,5 +33,7 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Sink(a) => commands::sink(a),
         args::Command::Serve(a) => commands::serve(a),
         args::Command::Report(a) => commands::report(a),
+        args::Command::Torture(a) => commands::torture(a),
+        args::Command::Recover(a) => commands::recover(a),
     }
 }

@@ -12,3 +12,4 @@ pub mod report;
 pub mod runner;
 pub mod server;
 pub mod stats;
+pub mod torture;

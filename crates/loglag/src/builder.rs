@@ -65,6 +65,7 @@ impl Default for NonBlockingBuilder {
                 shutdown_timeout: Duration::from_secs(5),
                 report_format: Format::Compact,
                 mode: Mode::Async,
+                spool: None,
             },
             mode_from_env: true,
             flush_on_panic: true,
@@ -141,6 +142,37 @@ impl NonBlockingBuilder {
         self
     }
 
+    /// Keeps the queue in a memory-mapped file at `path` (created if missing), so records
+    /// whose log call returned survive SIGKILL; the next start delivers them first. See
+    /// [`spool`](crate::spool) for what is and is not covered. `Overflow::DropOldest`
+    /// becomes `DropNewest` in spool mode: records the writer is delivering cannot be
+    /// evicted.
+    ///
+    /// ```no_run
+    /// let (writer, _guard) = loglag::NonBlockingBuilder::default()
+    ///     .spool("/var/spool/app.loglag")
+    ///     .finish_sink(loglag::sink::FdSink::append("/var/log/app.log")?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spool(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let sync = self
+            .config
+            .spool
+            .as_ref()
+            .map_or_else(Default::default, |s| s.1);
+        self.config.spool = Some((path.into(), sync));
+        self
+    }
+
+    /// When the spool and the sink are forced to stable storage (default: never, which
+    /// survives SIGKILL but not power loss).
+    pub fn spool_sync(mut self, sync: crate::spool::SpoolSync) -> Self {
+        if let Some(spool) = &mut self.config.spool {
+            spool.1 = sync;
+        }
+        self
+    }
+
     /// Fixes the mode and ignores `LOGLAG_MODE`.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.config.mode = mode;
@@ -187,14 +219,30 @@ impl NonBlockingBuilder {
                 Mode::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         }
         let mode = self.config.mode;
-        let sink: Box<dyn Sink> = Box::new(sink);
-        let (core, worker) = if mode == Mode::Async {
-            let core = Arc::new(Core::new(self.config, None));
-            let handle = worker::spawn(core.clone(), sink)?;
-            (core, Some(handle))
-        } else {
-            (Arc::new(Core::new(self.config, Some(sink))), None)
-        };
+        let mut sink: Box<dyn Sink> = Box::new(sink);
+        let (core, worker) =
+            if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
+                if self.config.overflow == Overflow::DropOldest {
+                    self.config.overflow = Overflow::DropNewest;
+                }
+                let (ring, header, recovered) =
+                    crate::spool::open(&path, self.config.capacity_bytes, sink.as_mut(), sync)?;
+                let core = Arc::new(Core::with_ring(
+                    self.config,
+                    ring,
+                    None,
+                    Some(header),
+                    recovered,
+                ));
+                let handle = worker::spawn(core.clone(), sink)?;
+                (core, Some(handle))
+            } else if mode == Mode::Async {
+                let core = Arc::new(Core::new(self.config, None));
+                let handle = worker::spawn(core.clone(), sink)?;
+                (core, Some(handle))
+            } else {
+                (Arc::new(Core::new(self.config, Some(sink))), None)
+            };
         if self.flush_on_panic {
             hooks::flush_on_panic(&core);
         }

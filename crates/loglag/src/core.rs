@@ -14,6 +14,7 @@ use crate::mode::Mode;
 use crate::overflow::Overflow;
 use crate::queue::{footprint, Ring};
 use crate::sink::{write_all_counted, Sink};
+use crate::spool::{Recovered, SpoolHeader};
 
 /// Everything the builder decided.
 #[derive(Debug, Clone)]
@@ -28,6 +29,7 @@ pub(crate) struct Config {
     pub(crate) shutdown_timeout: Duration,
     pub(crate) report_format: Format,
     pub(crate) mode: Mode,
+    pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
 }
 
 /// What `flush` achieved.
@@ -95,6 +97,9 @@ pub(crate) struct Core {
     /// The sink itself in `sync` mode (there is no writer thread then).
     pub(crate) sync_sink: Mutex<Option<Box<dyn Sink>>>,
     pub(crate) shutdown_deadline: Mutex<Option<Instant>>,
+    /// Spool mode: the mapped file's header, and what recovery delivered at start.
+    pub(crate) spool: Option<SpoolHeader>,
+    recovered: Recovered,
 }
 
 impl std::fmt::Debug for Core {
@@ -116,8 +121,18 @@ thread_local! {
 static NEXT_CORE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Core {
-    pub(crate) fn new(mut config: Config, sync_sink: Option<Box<dyn Sink>>) -> Core {
+    pub(crate) fn new(config: Config, sync_sink: Option<Box<dyn Sink>>) -> Core {
         let ring = Ring::new(config.capacity_bytes);
+        Core::with_ring(config, ring, sync_sink, None, Recovered::default())
+    }
+
+    pub(crate) fn with_ring(
+        mut config: Config,
+        ring: Ring,
+        sync_sink: Option<Box<dyn Sink>>,
+        spool: Option<SpoolHeader>,
+        recovered: Recovered,
+    ) -> Core {
         let cap = ring.capacity();
         // A record must always fit with room to spare, or a policy could wait forever.
         let max_fit = (cap / 2).saturating_sub(16) as usize;
@@ -151,6 +166,8 @@ impl Core {
             batch_levels_in_flight: Default::default(),
             sync_sink: Mutex::new(sync_sink),
             shutdown_deadline: Mutex::new(None),
+            spool,
+            recovered,
         }
     }
 
@@ -207,8 +224,12 @@ impl Core {
             .ring
             .oldest_enqueued_ns()
             .map(|t| Duration::from_nanos(coarse_monotonic_ns().saturating_sub(t)));
-        self.counters
-            .snapshot(|| self.accepted(), in_flight_bytes, age)
+        let mut m = self
+            .counters
+            .snapshot(|| self.accepted(), in_flight_bytes, age);
+        m.recovered_records = self.recovered.records;
+        m.torn_records = self.recovered.torn;
+        m
     }
 
     /// The producer path: hands one formatted record (ending in `\n`) to the pipeline.
@@ -475,22 +496,31 @@ impl Core {
                 // The writer is stuck inside a sink write. Count everything in flight as
                 // lost to the deadline; the writer will not count it again.
                 progress.abandoned = true;
-                let levels: [u64; 5] = std::array::from_fn(|l| {
-                    self.batch_levels_in_flight[l].swap(0, Ordering::AcqRel)
-                });
-                for level in Level::ALL {
-                    self.counters
-                        .count_drop(DropReason::Shutdown, level, levels[level as usize]);
+                if self.spool.is_none() {
+                    let levels: [u64; 5] = std::array::from_fn(|l| {
+                        self.batch_levels_in_flight[l].swap(0, Ordering::AcqRel)
+                    });
+                    for level in Level::ALL {
+                        self.counters.count_drop(
+                            DropReason::Shutdown,
+                            level,
+                            levels[level as usize],
+                        );
+                    }
+                    let counters = &self.counters;
+                    self.ring.discard_committed(|p| {
+                        counters.count_drop(DropReason::Shutdown, p.level, 1)
+                    });
                 }
-                let counters = &self.counters;
-                self.ring
-                    .discard_committed(|p| counters.count_drop(DropReason::Shutdown, p.level, 1));
+                // With a spool, the stuck batch and the queue stay in the file for the
+                // next start: not lost, so not counted as dropped (they stay in flight).
                 drop(progress);
                 let m = self.metrics();
-                eprintln!(
-                    "loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)",
-                    m.shutdown
-                );
+                if self.spool.is_none() {
+                    eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)", m.shutdown);
+                } else {
+                    eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records stay in the spool for the next start", m.in_flight_records);
+                }
                 return m;
             }
             progress = cv

@@ -43,7 +43,8 @@
 //! | a panic | the panic hook flushes within `shutdown_timeout` (on by default) |
 //! | SIGTERM / SIGINT | with [`NonBlockingBuilder::flush_on_signals`]: written within the deadline, then the signal's default action |
 //! | `std::process::exit` | **nothing runs**: exit skips destructors. Call [`WorkerGuard::shutdown`] first |
-//! | SIGKILL, power loss | queued records are lost (a spool mode that survives SIGKILL is planned) |
+//! | SIGKILL | lost, unless [`NonBlockingBuilder::spool`] keeps the queue in a mapped file: then the next start delivers them |
+//! | power loss | lost, unless the spool is synced ([`spool::SpoolSync`]) |
 //!
 //! Set `LOGLAG_MODE=off|format-only|sync|async` to compare building records with
 //! writing them, on your own service, without recompiling ([`Mode`]).
@@ -71,6 +72,7 @@ mod non_blocking;
 mod overflow;
 mod queue;
 pub mod sink;
+pub mod spool;
 mod worker;
 
 pub use crate::builder::NonBlockingBuilder;

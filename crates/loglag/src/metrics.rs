@@ -143,6 +143,8 @@ impl Counters {
             dropped_by_level: std::array::from_fn(|l| by.iter().map(|r| r[l]).sum()),
             oldest_queued_age: oldest_age,
             write_latency: self.write_latency.snapshot(),
+            recovered_records: 0,
+            torn_records: 0,
         }
     }
 }
@@ -210,6 +212,11 @@ pub struct Metrics {
     pub oldest_queued_age: Option<Duration>,
     /// Sink write latency.
     pub write_latency: WriteLatency,
+    /// Spool mode: records a previous process left in the spool, delivered at start.
+    /// They are not part of this process's `accepted`.
+    pub recovered_records: u64,
+    /// Spool mode: torn regions skipped at recovery.
+    pub torn_records: u64,
 }
 
 impl Metrics {

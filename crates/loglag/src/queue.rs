@@ -1,14 +1,17 @@
 //! The byte ring between producers and the writer thread.
 //!
 //! This is the one piece that is hand-rolled on purpose: it is the product's hot path.
-//! Nothing outside this file knows its layout, so it can later become one ring per thread.
+//! Nothing outside this file (and `spool.rs`, which lends it a mapped file) knows its
+//! layout, so it can later become one ring per thread.
 //!
 //! Layout: a ring of `capacity` bytes (a multiple of 8), addressed by monotone `u64`
 //! positions. Each record occupies `HEADER + round_up_8(len)` bytes:
 //!
 //! ```text
-//! word 0: state  = len << 8 | level << 1 | COMMITTED   (0 while the producer is writing)
+//! word 0: state    = len << 8 | level << 1 | COMMITTED   (0 while the producer is writing)
 //! word 1: enqueue time (coarse monotonic nanoseconds)
+//! word 2: the record's own position   (spool mode: tells this lap from an older one)
+//! word 3: checksum of position, state and payload   (spool mode: detects torn records)
 //! bytes : payload, possibly wrapping around the end of the ring
 //! ```
 //!
@@ -16,15 +19,16 @@
 //! read-modify-write on the hot path), copy their bytes, then publish the state word
 //! with a release store. The writer reads committed records in order from `tail`,
 //! copies them out, zeroes the space (so a stale payload word can never look like a
-//! committed header) and releases it with a release store to `tail`.
+//! committed header) and releases it with a release store to `tail`. With a spool the
+//! release waits until the records are in the sink.
 
-use std::cell::UnsafeCell;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::level::Level;
 
-const HEADER: u64 = 16;
+pub(crate) const HEADER: u64 = 32;
 const COMMITTED: u64 = 1;
 
 /// Keeps `head` and `tail` on separate cache lines so producers and the writer do not
@@ -45,21 +49,31 @@ pub(crate) struct Popped {
     pub(crate) enqueued_ns: u64,
 }
 
+/// Where the ring's bytes live.
+pub(crate) enum Storage {
+    Heap(#[allow(dead_code)] Box<[AtomicU64]>),
+    /// A memory-mapped spool file; the ring starts `offset` bytes into it.
+    Mapped(#[allow(dead_code)] memmap2::MmapMut),
+}
+
 pub(crate) struct Ring {
-    words: Box<[UnsafeCell<u64>]>,
+    base: NonNull<AtomicU64>,
     capacity: u64,
+    /// Compute positions and checksums (spool mode).
+    checksums: bool,
     head: Padded,
     tail: Padded,
     /// Serialises the consumer with producers that evict the oldest record
     /// (`Overflow::DropOldest`). Producers on the normal path never take it.
     consume: Mutex<()>,
+    _storage: Storage,
 }
 
 // SAFETY: all shared mutation goes through atomics or through regions that one party
 // owns exclusively: a producer owns `[h, h+need)` after its CAS until it publishes the
 // state word; the consumer owns committed records until it releases `tail`.
 unsafe impl Sync for Ring {}
-// SAFETY: see above; the ring owns its memory.
+// SAFETY: see above; the ring owns its memory through `_storage`.
 unsafe impl Send for Ring {}
 
 impl std::fmt::Debug for Ring {
@@ -76,17 +90,68 @@ pub(crate) fn footprint(len: usize) -> u64 {
     HEADER + ((len as u64 + 7) & !7)
 }
 
+/// A fast, non-cryptographic checksum (word-at-a-time multiply-xor) of a record's
+/// position, state word and payload: enough to tell a complete record from a torn one.
+pub(crate) fn checksum(pos: u64, state: u64, payload: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (pos ^ K).wrapping_mul(K) ^ state;
+    let mut mix = |w: u64| h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+    let mut chunks = payload.chunks_exact(8);
+    for c in &mut chunks {
+        mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(u64::from_le_bytes(last) ^ payload.len() as u64);
+    h
+}
+
 impl Ring {
-    /// A ring of at least 64 bytes, rounded down to a multiple of 8.
+    /// A heap ring of at least 64 bytes, rounded down to a multiple of 8.
     pub(crate) fn new(capacity_bytes: usize) -> Ring {
         let words = (capacity_bytes / 8).max(8);
-        let words: Box<[UnsafeCell<u64>]> = (0..words).map(|_| UnsafeCell::new(0)).collect();
+        let storage: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
+        let base = NonNull::new(storage.as_ptr() as *mut AtomicU64).expect("non-null allocation");
+        Ring::with_storage(base, words as u64 * 8, false, 0, Storage::Heap(storage))
+    }
+
+    /// A ring over `capacity` bytes at `base` inside a mapped spool, resuming at `position`.
+    ///
+    /// # Safety
+    /// `base` points to `capacity` bytes (a multiple of 8, 8-aligned) inside `map`, which
+    /// nobody else writes while the ring lives; every committed word in it lies before
+    /// `position` or is zero.
+    pub(crate) unsafe fn mapped(
+        base: NonNull<AtomicU64>,
+        capacity: u64,
+        position: u64,
+        map: memmap2::MmapMut,
+    ) -> Ring {
+        Ring::with_storage(base, capacity, true, position, Storage::Mapped(map))
+    }
+
+    fn with_storage(
+        base: NonNull<AtomicU64>,
+        capacity: u64,
+        checksums: bool,
+        position: u64,
+        storage: Storage,
+    ) -> Ring {
         Ring {
-            capacity: words.len() as u64 * 8,
-            words,
-            head: Padded::default(),
-            tail: Padded::default(),
+            base,
+            capacity,
+            checksums,
+            head: Padded(AtomicU64::new(position)),
+            tail: Padded(AtomicU64::new(position)),
             consume: Mutex::new(()),
+            _storage: storage,
+        }
+    }
+
+    /// Forces a mapped ring to stable storage (msync); nothing for a heap ring.
+    pub(crate) fn sync_storage(&self) {
+        if let Storage::Mapped(map) = &self._storage {
+            let _ = map.flush();
         }
     }
 
@@ -113,14 +178,29 @@ impl Ring {
 
     fn word(&self, pos: u64) -> &AtomicU64 {
         let index = ((pos % self.capacity) / 8) as usize;
-        // SAFETY: `UnsafeCell<u64>` and `AtomicU64` have the same size; the cell is
-        // 8-aligned because the slice is a slice of u64 cells. Every concurrent access to
-        // header words goes through this atomic view.
-        unsafe { &*(self.words[index].get() as *const AtomicU64) }
+        // SAFETY: `index` < capacity / 8 and the storage holds that many 8-aligned words;
+        // every concurrent access to header words goes through this atomic view.
+        unsafe { &*self.base.as_ptr().add(index) }
     }
 
     fn byte_ptr(&self) -> *mut u8 {
-        self.words.as_ptr() as *mut u8
+        self.base.as_ptr() as *mut u8
+    }
+
+    /// The payload at `pos` as (first part, wrapped part).
+    ///
+    /// # Safety
+    /// `[pos, pos + len)` holds bytes nobody writes concurrently.
+    unsafe fn payload(&self, pos: u64, len: usize) -> (&[u8], &[u8]) {
+        let start = (pos % self.capacity) as usize;
+        let first = len.min(self.capacity as usize - start);
+        // SAFETY: both ranges lie inside the ring; the caller excludes writers.
+        unsafe {
+            (
+                std::slice::from_raw_parts(self.byte_ptr().add(start), first),
+                std::slice::from_raw_parts(self.byte_ptr(), len - first),
+            )
+        }
     }
 
     /// Reserves room for `bytes` (which must be at most `limit` bytes of ring, headers
@@ -151,8 +231,13 @@ impl Ring {
                 Ok(_) => {
                     // SAFETY: `[head, head+need)` is ours until we publish the state word.
                     unsafe { self.write_payload(head + HEADER, bytes) };
-                    self.word(head + 8).store(now_ns, Ordering::Relaxed);
                     let state = (bytes.len() as u64) << 8 | (level as u64) << 1 | COMMITTED;
+                    self.word(head + 8).store(now_ns, Ordering::Relaxed);
+                    if self.checksums {
+                        self.word(head + 16).store(head, Ordering::Relaxed);
+                        self.word(head + 24)
+                            .store(checksum(head, state, bytes), Ordering::Relaxed);
+                    }
                     self.word(head).store(state, Ordering::Release);
                     return Ok(used_after);
                 }
@@ -174,21 +259,8 @@ impl Ring {
         }
     }
 
-    /// # Safety
-    /// `[pos, pos + len)` holds a committed record the caller may read.
-    unsafe fn read_payload(&self, pos: u64, len: usize, out: &mut Vec<u8>) {
-        let start = (pos % self.capacity) as usize;
-        let first = len.min(self.capacity as usize - start);
-        let base = self.byte_ptr();
-        // SAFETY: the range is committed and not yet released.
-        unsafe {
-            out.extend_from_slice(std::slice::from_raw_parts(base.add(start), first));
-            out.extend_from_slice(std::slice::from_raw_parts(base, len - first));
-        }
-    }
-
     /// Zeroes `[from, to)` and releases it to producers.
-    fn release(&self, from: u64, to: u64) {
+    pub(crate) fn release(&self, from: u64, to: u64) {
         let mut pos = from;
         while pos < to {
             self.word(pos).store(0, Ordering::Relaxed);
@@ -197,15 +269,19 @@ impl Ring {
         self.tail.0.store(to, Ordering::Release);
     }
 
-    /// Copies committed records, in order, into `out` until about `max_bytes` have been
-    /// taken (at least one record if any is ready), calling `each` per record.
-    /// Stops early at a record whose producer has not yet published it.
+    /// Copies committed records, in order from `tail`, into `out` until about
+    /// `max_bytes` have been taken (at least one record if any is ready), calling `each`
+    /// per record. Stops early at a record whose producer has not yet published it.
+    /// With `release` the space is released at once; otherwise the caller releases
+    /// `[tail, returned position)` once the records are safely written (spool mode).
+    /// Returns (records taken, position after the last one).
     pub(crate) fn pop_into(
         &self,
         out: &mut Vec<u8>,
         max_bytes: usize,
+        release: bool,
         mut each: impl FnMut(Popped),
-    ) -> usize {
+    ) -> (usize, u64) {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.tail.0.load(Ordering::Acquire);
         let head = self.head.0.load(Ordering::Acquire);
@@ -224,7 +300,9 @@ impl Ring {
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
             let enqueued_ns = self.word(pos + 8).load(Ordering::Relaxed);
             // SAFETY: the record is committed (acquire above) and we hold `consume`.
-            unsafe { self.read_payload(pos + HEADER, len, out) };
+            let (a, b) = unsafe { self.payload(pos + HEADER, len) };
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
             each(Popped {
                 level,
                 len,
@@ -234,10 +312,10 @@ impl Ring {
             count += 1;
             pos += footprint(len);
         }
-        if pos != start {
+        if release && pos != start {
             self.release(start, pos);
         }
-        count
+        (count, pos)
     }
 
     /// Evicts committed records from the oldest end until `need` more bytes fit under
@@ -282,6 +360,87 @@ impl Ring {
     }
 }
 
+/// Scans ring memory left by a previous process: valid records from `from` on, in
+/// order, skipping torn ones. Used by spool recovery, on memory nobody else touches.
+pub(crate) struct Scan {
+    /// Each valid record: (position, level, payload).
+    pub(crate) records: Vec<(u64, Level, Vec<u8>)>,
+    /// Regions that held no valid record (torn or partial writes), skipped.
+    pub(crate) torn: u64,
+    /// The position after the last valid record.
+    pub(crate) end: u64,
+}
+
+/// # Safety
+/// `base` points to `capacity` readable, 8-aligned bytes that nobody writes during the
+/// scan.
+pub(crate) unsafe fn scan(base: *const u8, capacity: u64, from: u64) -> Scan {
+    let word = |pos: u64| {
+        let index = ((pos % capacity) / 8) as usize;
+        // SAFETY: in bounds per the caller's contract.
+        unsafe { std::ptr::read_volatile((base as *const u64).add(index)) }
+    };
+    let payload = |pos: u64, len: usize| {
+        let start = (pos % capacity) as usize;
+        let first = len.min(capacity as usize - start);
+        // SAFETY: in bounds per the caller's contract.
+        unsafe {
+            let mut v = std::slice::from_raw_parts(base.add(start), first).to_vec();
+            v.extend_from_slice(std::slice::from_raw_parts(base, len - first));
+            v
+        }
+    };
+    // Bound the work on a corrupt file: checksumming many huge fake records could
+    // otherwise take quadratic time.
+    let budget = std::cell::Cell::new(4 * capacity + 4096);
+    // A record is valid where it says it is, fits in the ring, and checks out.
+    let valid_at = |pos: u64| -> Option<(u64, Level, Vec<u8>)> {
+        let state = word(pos);
+        if state & COMMITTED == 0 || word(pos + 16) != pos {
+            return None;
+        }
+        let len = (state >> 8) as usize;
+        if footprint(len) > capacity || (len as u64) > budget.get() {
+            return None;
+        }
+        budget.set(budget.get() - len as u64);
+        let bytes = payload(pos + HEADER, len);
+        (word(pos + 24) == checksum(pos, state, &bytes)).then(|| {
+            (
+                footprint(len),
+                Level::from_index(((state >> 1) & 7) as u8),
+                bytes,
+            )
+        })
+    };
+    let mut records = Vec::new();
+    let mut torn = 0;
+    let mut pos = from;
+    let mut end = from;
+    let limit = from + capacity;
+    while pos < limit {
+        match valid_at(pos) {
+            Some((size, level, bytes)) => {
+                records.push((pos, level, bytes));
+                pos += size;
+                end = pos;
+            }
+            None => {
+                // Resynchronise: the next valid record names its own position, so stale
+                // bytes from an older lap (smaller positions) never match.
+                match (pos + 8..limit).step_by(8).find(|&q| valid_at(q).is_some()) {
+                    Some(q) => {
+                        torn += 1;
+                        pos = q;
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    Scan { records, torn, end }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,7 +462,8 @@ mod tests {
             out.clear();
             let mut levels = Vec::new();
             assert_eq!(
-                ring.pop_into(&mut out, usize::MAX, |p| levels.push(p.level)),
+                ring.pop_into(&mut out, usize::MAX, true, |p| levels.push(p.level))
+                    .0,
                 2
             );
             assert_eq!(out, [a.as_bytes(), b.as_bytes()].concat());
@@ -314,28 +474,50 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_and_limit_is_respected() {
-        let ring = Ring::new(128);
-        let rec = [b'x'; 40]; // 56 bytes of ring each
-        assert!(ring.try_push(Level::Info, &rec, 128, 0).is_ok());
+        let ring = Ring::new(256);
+        let rec = [b'x'; 40]; // 72 bytes of ring each
+        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
         assert!(
             ring.try_push(Level::Info, &rec, 100, 0).is_err(),
             "limit below capacity"
         );
-        assert!(ring.try_push(Level::Info, &rec, 128, 0).is_ok());
-        assert_eq!(ring.try_push(Level::Info, &rec, 128, 0), Err(Full));
+        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
+        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
+        assert_eq!(ring.try_push(Level::Info, &rec, 256, 0), Err(Full));
     }
 
     #[test]
     fn evict_oldest_makes_room_and_reports_victims() {
-        let ring = Ring::new(128);
-        ring.try_push(Level::Debug, &[1; 40], 128, 0).unwrap();
-        ring.try_push(Level::Info, &[2; 40], 128, 0).unwrap();
+        let ring = Ring::new(160);
+        ring.try_push(Level::Debug, &[1; 40], 160, 0).unwrap();
+        ring.try_push(Level::Info, &[2; 40], 160, 0).unwrap();
         let mut victims = Vec::new();
-        assert!(ring.evict_oldest(footprint(40), 128, |p| victims.push(p.level)));
+        assert!(ring.evict_oldest(footprint(40), 160, |p| victims.push(p.level)));
         assert_eq!(victims, [Level::Debug]);
-        ring.try_push(Level::Error, &[3; 40], 128, 0).unwrap();
+        ring.try_push(Level::Error, &[3; 40], 160, 0).unwrap();
         let mut out = Vec::new();
-        ring.pop_into(&mut out, usize::MAX, |_| {});
+        ring.pop_into(&mut out, usize::MAX, true, |_| {});
         assert_eq!(out, [[2u8; 40], [3u8; 40]].concat());
+    }
+
+    #[test]
+    fn scan_finds_valid_records_and_skips_torn_ones() {
+        let mut storage: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
+        let base = NonNull::new(storage.as_mut_ptr()).unwrap();
+        let ring = Ring::with_storage(base, 512, true, 0, Storage::Heap(Box::new([])));
+        for i in 0..5u8 {
+            ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0)
+                .unwrap();
+        }
+        // Tear the second record's payload.
+        let second = footprint(20);
+        ring.word(second + HEADER).store(0xdead, Ordering::Relaxed);
+        // SAFETY: the ring is not used concurrently.
+        let s = unsafe { scan(storage.as_ptr() as *const u8, 512, 0) };
+        let firsts: Vec<u8> = s.records.iter().map(|r| r.2[0]).collect();
+        assert_eq!(firsts, [b'a', b'c', b'd', b'e']);
+        assert_eq!(s.torn, 1);
+        assert_eq!(s.end, 5 * footprint(20));
+        drop(ring);
     }
 }

@@ -36,6 +36,8 @@ struct Writer {
     reported: [u64; 3],
     /// Whether the last write failed, so a streak of errors is reported on stderr once.
     failing: bool,
+    /// When the spool was last synced (`SpoolSync::Every`).
+    last_sync: Instant,
 }
 
 impl Writer {
@@ -48,6 +50,7 @@ impl Writer {
             sink,
             reported: [0; 3],
             failing: false,
+            last_sync: Instant::now(),
         }
     }
 
@@ -115,9 +118,16 @@ impl Writer {
             self.batch.clear();
             self.records.clear();
             let records = &mut self.records;
-            let taken = ring.pop_into(&mut self.batch, self.core.config.batch_bytes, |p| {
-                records.push((p.len, p.level))
-            });
+            let spool = core.spool.as_ref();
+            let start = ring.tail_position();
+            // With a spool the space is released only once the batch is in the sink, so
+            // a crash in between leaves the records in the file.
+            let (taken, end) = ring.pop_into(
+                &mut self.batch,
+                self.core.config.batch_bytes,
+                spool.is_none(),
+                |p| records.push((p.len, p.level)),
+            );
             if taken == 0 {
                 // A producer has reserved space but not yet published it: it is a few
                 // instructions away from doing so, unless it was preempted.
@@ -129,12 +139,23 @@ impl Writer {
                 break;
             }
             spins = 0;
-            self.core.space_released();
+            if spool.is_none() {
+                self.core.space_released();
+            }
             self.core
                 .counters
                 .note_backlog(ring.used_bytes() + self.batch.len() as u64);
+            if let Some(header) = spool {
+                header.begin_batch(end, self.sink.position(), self.batch.len() as u64);
+            }
             if !self.write_batch() {
                 return false;
+            }
+            if let Some(header) = spool {
+                self.sync_spool(header);
+                header.end_batch(end);
+                ring.release(start, end);
+                self.core.space_released();
             }
             // Under sustained load this loop may run for a while; announce drops as
             // they happen rather than when the queue finally empties.
@@ -145,6 +166,21 @@ impl Writer {
         let _ = self.sink.flush();
         self.publish_progress();
         true
+    }
+
+    /// Applies the spool's sync policy after a batch.
+    fn sync_spool(&mut self, header: &crate::spool::SpoolHeader) {
+        use crate::spool::SpoolSync;
+        let due = match header.sync {
+            SpoolSync::Never => false,
+            SpoolSync::EveryFlush => true,
+            SpoolSync::Every(d) => self.last_sync.elapsed() >= d,
+        };
+        if due {
+            let _ = self.sink.sync();
+            self.core.ring.sync_storage();
+            self.last_sync = Instant::now();
+        }
     }
 
     fn publish_progress(&self) {
@@ -278,7 +314,13 @@ impl Writer {
 
     /// Ends the thread at shutdown: counts whatever the deadline cut off.
     fn finish(mut self, drained: bool) {
-        if !drained {
+        if !drained && self.core.spool.is_some() {
+            eprintln!(
+                "loglag: shutdown deadline of {:?} passed; {} queued bytes stay in the spool for the next start",
+                self.core.config.shutdown_timeout,
+                self.core.ring.used_bytes()
+            );
+        } else if !drained {
             let counters = &self.core.counters;
             let mut cut = 0u64;
             self.core.ring.discard_committed(|p| {

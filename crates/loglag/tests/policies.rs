@@ -15,8 +15,8 @@ fn record(i: usize) -> Vec<u8> {
     format!("record {i:05} {}\n", "x".repeat(82)).into_bytes() // 96 bytes
 }
 
-/// Records of `record`'s size that fit in the budget: 16 bytes of ring header each.
-const FITS: usize = CAPACITY / (96 + 16);
+/// Records of `record`'s size that fit in the budget: 32 bytes of ring header each.
+const FITS: usize = CAPACITY / (96 + 32);
 
 fn line(i: usize) -> String {
     String::from_utf8(record(i)).unwrap().trim_end().to_owned()
@@ -139,7 +139,7 @@ fn block_waits_for_room_and_loses_nothing() {
             }
         })
     };
-    // The producer must end up waiting: the budget holds 36 records.
+    // The producer must end up waiting: the budget holds 32 records.
     while writer.metrics().queue_full_events == 0 {
         std::thread::yield_now();
     }

@@ -105,7 +105,38 @@ pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
     Ok(got as usize)
 }
 
+impl FdSink {
+    fn regular_file(&self) -> Option<&File> {
+        self._owned
+            .as_ref()
+            .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
+    }
+}
+
 impl Sink for FdSink {
+    fn position(&mut self) -> Option<u64> {
+        self.regular_file()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len())
+    }
+
+    fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+        match self.regular_file() {
+            Some(f) => f.set_len(len),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "only a regular file can be truncated",
+            )),
+        }
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        match self.regular_file() {
+            Some(f) => f.sync_data(),
+            None => Ok(()),
+        }
+    }
+
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // SAFETY: `buf` is valid for reads of its length; the descriptor is open.
         let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };

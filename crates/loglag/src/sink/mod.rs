@@ -35,6 +35,25 @@ pub trait Sink: Send + 'static {
     fn take_absorbed_errors(&mut self) -> u64 {
         0
     }
+
+    /// The sink's current length, for sinks that have one (regular files). Spool
+    /// recovery uses it to deliver an interrupted batch exactly once.
+    fn position(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// Cuts the sink back to `len` bytes (removes a partially written batch).
+    fn truncate_to(&mut self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this sink cannot be truncated",
+        ))
+    }
+
+    /// Forces written data to stable storage, where that means something.
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Sink for Box<dyn Sink> {
@@ -46,6 +65,15 @@ impl Sink for Box<dyn Sink> {
     }
     fn take_absorbed_errors(&mut self) -> u64 {
         (**self).take_absorbed_errors()
+    }
+    fn position(&mut self) -> Option<u64> {
+        (**self).position()
+    }
+    fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+        (**self).truncate_to(len)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        (**self).sync()
     }
 }
 

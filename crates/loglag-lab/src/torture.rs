@@ -1,0 +1,242 @@
+//! Fault injection for the pipeline: kill -9 at random moments during a flood, then
+//! recover and check that every record whose log call returned is there exactly once,
+//! in order. `loglag torture` prints the figures; the tests run a few trials.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use loglag::{Level, NonBlockingBuilder, Overflow};
+use serde::Serialize;
+
+/// Producers in the flooding child.
+pub const PRODUCERS: usize = 2;
+
+fn line(producer: usize, seq: u64) -> String {
+    // Varying lengths exercise wrap-around in the spool.
+    let pad = "x".repeat(((seq as usize * 7 + producer * 13) % 90) + 1);
+    format!("p{producer} s{seq} {pad}\n")
+}
+
+/// The pipeline both the child and the recovery use: a small spool, so it wraps often.
+fn builder(spool: &Path) -> NonBlockingBuilder {
+    NonBlockingBuilder::default()
+        .mode(loglag::Mode::Async)
+        .spool(spool)
+        .capacity_bytes(256 << 10)
+        .batch_bytes(16 << 10)
+        .overflow(Overflow::Block)
+        .flush_interval(Duration::from_millis(1))
+        .flush_on_panic(false)
+}
+
+/// Shared progress: per producer, how many of its calls have returned.
+struct Progress(memmap2::MmapMut);
+
+impl Progress {
+    fn create(path: &Path) -> std::io::Result<Progress> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        f.set_len(8 * PRODUCERS as u64)?;
+        // SAFETY: a file only this harness uses; read and written through atomics.
+        Ok(Progress(unsafe { memmap2::MmapMut::map_mut(&f)? }))
+    }
+
+    fn slot(&self, p: usize) -> &AtomicU64 {
+        // SAFETY: the map holds PRODUCERS aligned u64 words.
+        unsafe { &*(self.0.as_ptr() as *const AtomicU64).add(p) }
+    }
+
+    fn total(&self) -> u64 {
+        (0..PRODUCERS)
+            .map(|p| self.slot(p).load(Ordering::Acquire))
+            .sum()
+    }
+}
+
+/// The child: floods until killed. Publishes, per producer, how many calls returned.
+pub fn flood(spool: &Path, out: &Path, progress: &Path) -> std::io::Result<()> {
+    let progress = Arc::new(Progress(unsafe_map(progress)?));
+    let (writer, _guard) = builder(spool).try_finish_sink(loglag::sink::FdSink::append(out)?)?;
+    let threads: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let writer = writer.clone();
+            let progress = progress.clone();
+            std::thread::spawn(move || {
+                for seq in 0.. {
+                    writer.submit(Level::Info, line(p, seq).as_bytes());
+                    progress.slot(p).store(seq + 1, Ordering::Release);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    Ok(())
+}
+
+fn unsafe_map(path: &Path) -> std::io::Result<memmap2::MmapMut> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    // SAFETY: the progress file is only used through atomics by this harness.
+    unsafe { memmap2::MmapMut::map_mut(&f) }
+}
+
+/// One kill -9 trial's outcome.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Trial {
+    /// Calls that had returned when the child was killed.
+    pub expected: u64,
+    /// Of those, records found in the sink after recovery.
+    pub recovered: u64,
+    /// Records found more than once.
+    pub duplicates: u64,
+    /// Records out of order for their producer.
+    pub out_of_order: u64,
+    /// Lines that are not a record the child wrote (corruption).
+    pub corrupt: u64,
+    /// Records recovery delivered from the spool.
+    pub from_spool: u64,
+    /// Torn regions recovery skipped.
+    pub torn: u64,
+}
+
+/// The summary of all trials.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Kill9Report {
+    pub schema: u32,
+    pub trials: usize,
+    pub expected: u64,
+    pub recovered: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub corrupt: u64,
+    pub from_spool: u64,
+    pub torn: u64,
+    /// Every trial found every expected record exactly once, in order.
+    pub passed: bool,
+}
+
+/// A small deterministic generator, seeded per run, for kill moments.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
+
+/// Runs `trials` kill -9 trials. `child` builds the command that runs [`flood`] with
+/// (spool, out, progress) paths.
+pub fn kill9(
+    trials: usize,
+    seed: u64,
+    child: impl Fn(&Path, &Path, &Path) -> Command,
+    mut each: impl FnMut(usize, &Trial),
+) -> std::io::Result<Kill9Report> {
+    let mut rng = Lcg(seed | 1);
+    let mut results = Vec::new();
+    for i in 0..trials {
+        let dir = tempfile::tempdir()?;
+        let (spool, out, progress_path) = (
+            dir.path().join("spool"),
+            dir.path().join("out.log"),
+            dir.path().join("progress"),
+        );
+        let progress = Progress::create(&progress_path)?;
+        let mut cmd = child(&spool, &out, &progress_path);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let mut guard = crate::child::ChildGuard::spawn(cmd, "the flooding child")?;
+        // Kill at a random point: after a random number of returned calls, 1k to 60k.
+        let target = 1_000 + rng.next() % 60_000;
+        while progress.total() < target {
+            if let Some(status) = guard.exited() {
+                return Err(std::io::Error::other(format!(
+                    "the flooding child exited on its own: {status}"
+                )));
+            }
+            std::thread::yield_now();
+        }
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(guard.pid() as i32, libc::SIGKILL) };
+        let _ = guard.child.wait();
+        let returned: Vec<u64> = (0..PRODUCERS)
+            .map(|p| progress.slot(p).load(Ordering::Acquire))
+            .collect();
+        let (_writer, recovery) =
+            builder(&spool).try_finish_sink(loglag::sink::FdSink::append(&out)?)?;
+        let m = recovery.shutdown();
+        let trial = check(&out, &returned, m.recovered_records, m.torn_records)?;
+        each(i, &trial);
+        results.push(trial);
+    }
+    let sum = |f: fn(&Trial) -> u64| results.iter().map(f).sum::<u64>();
+    Ok(Kill9Report {
+        schema: 1,
+        trials,
+        expected: sum(|t| t.expected),
+        recovered: sum(|t| t.recovered),
+        duplicates: sum(|t| t.duplicates),
+        out_of_order: sum(|t| t.out_of_order),
+        corrupt: sum(|t| t.corrupt),
+        from_spool: sum(|t| t.from_spool),
+        torn: sum(|t| t.torn),
+        passed: results.iter().all(|t| {
+            t.recovered == t.expected && t.duplicates == 0 && t.out_of_order == 0 && t.corrupt == 0
+        }),
+    })
+}
+
+fn check(out: &Path, returned: &[u64], from_spool: u64, torn: u64) -> std::io::Result<Trial> {
+    let text = std::fs::read(out)?;
+    let mut next = [0u64; PRODUCERS];
+    let mut seen: Vec<std::collections::HashSet<u64>> = vec![Default::default(); PRODUCERS];
+    let mut trial = Trial {
+        expected: returned.iter().sum(),
+        recovered: 0,
+        duplicates: 0,
+        out_of_order: 0,
+        corrupt: 0,
+        from_spool,
+        torn,
+    };
+    for raw in text.split_inclusive(|&b| b == b'\n') {
+        let parsed = std::str::from_utf8(raw).ok().and_then(|l| {
+            let mut parts = l.splitn(3, ' ');
+            let p: usize = parts.next()?.strip_prefix('p')?.parse().ok()?;
+            let seq: u64 = parts.next()?.strip_prefix('s')?.parse().ok()?;
+            (p < PRODUCERS && line(p, seq) == l).then_some((p, seq))
+        });
+        let Some((p, seq)) = parsed else {
+            trial.corrupt += 1;
+            continue;
+        };
+        if !seen[p].insert(seq) {
+            trial.duplicates += 1;
+            continue;
+        }
+        if seq != next[p] {
+            trial.out_of_order += 1;
+        }
+        next[p] = seq + 1;
+        if seq < returned[p] {
+            trial.recovered += 1;
+        }
+    }
+    Ok(trial)
+}
