@@ -371,7 +371,7 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-    let seed = a.seed.unwrap_or_else(|| loglag_lab::clock::mono_ns());
+    let seed = a.seed.unwrap_or_else(loglag_lab::clock::mono_ns);
     eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
     let report = loglag_lab::torture::kill9(
         a.trials,
