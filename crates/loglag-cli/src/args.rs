@@ -37,12 +37,29 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
-    loglag torture --trials 100
-    loglag torture --trials 20 --format json")]
+    loglag torture                                # kill -9 trials, overload soak, hung sink
+    loglag torture --only kill9 --trials 100
+    loglag torture --only soak --soak 60s --format json
+
+WHAT IT MEASURES:
+    kill9  kill -9 a process flooding a spool-mode pipeline at random moments, recover,
+           and check every record whose call returned is there exactly once, in order
+    soak   offer 10x what a throttled sink takes, per overflow policy: RSS growth against
+           the byte budget, the caller's p99, and the accounting
+    hung   a sink that never returns: the caller's longest wait per policy")]
 pub struct TortureArgs {
+    /// Run only this part: kill9, soak or hung.
+    #[arg(long)]
+    pub only: Option<String>,
     /// kill -9 trials to run.
     #[arg(long, default_value_t = 20)]
     pub trials: usize,
+    /// How long each policy's overload soak runs.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub soak: Duration,
+    /// The throttled sink's rate in the soak (the offer is 10x this).
+    #[arg(long, default_value = "1MiB")]
+    pub sink_rate: String,
     /// Seed for the kill moments (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,

@@ -366,76 +366,113 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
+    use loglag::Overflow;
+    use loglag_lab::torture;
     if let Some(paths) = &a.flood {
-        loglag_lab::torture::flood(&paths[0], &paths[1], &paths[2])?;
+        torture::flood(&paths[0], &paths[1], &paths[2])?;
         return Ok(ExitCode::SUCCESS);
     }
-    let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-    let seed = a.seed.unwrap_or_else(loglag_lab::clock::mono_ns);
-    eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
-    let report = loglag_lab::torture::kill9(
-        a.trials,
-        seed,
-        |spool, out, progress| {
-            let mut cmd = std::process::Command::new(&exe);
-            cmd.args(["torture", "--flood"])
-                .arg(spool)
-                .arg(out)
-                .arg(progress);
-            cmd
-        },
-        |i, t| {
-            eprintln!(
-                "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}",
-                i + 1,
-                t.expected,
-                t.recovered,
-                t.duplicates,
-                t.from_spool,
-                t.torn
-            )
-        },
-    )?;
-    let out = &mut std::io::stdout().lock();
-    match a.format {
-        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        OutputFormat::Csv => {
-            writeln!(
-                out,
-                "trials,expected,recovered,duplicates,out_of_order,corrupt,from_spool,torn,passed"
-            )?;
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{}",
-                report.trials,
-                report.expected,
-                report.recovered,
-                report.duplicates,
-                report.out_of_order,
-                report.corrupt,
-                report.from_spool,
-                report.torn,
-                report.passed
-            )?;
-        }
-        OutputFormat::Md => {
-            writeln!(out, "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |")?;
-            writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|")?;
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                report.trials,
-                report.expected,
-                report.recovered,
-                report.duplicates,
-                report.out_of_order,
-                report.corrupt,
-                report.from_spool,
-                report.torn
-            )?;
+    let only = a.only.as_deref();
+    if let Some(o) = only {
+        if !["kill9", "soak", "hung"].contains(&o) {
+            bail!("--only {o:?}: expected kill9, soak or hung");
         }
     }
-    Ok(if report.passed {
+    let wants = |part: &str| only.is_none_or(|o| o == part);
+    let mut passed = true;
+    let mut json = serde_json::Map::new();
+    let mut md = String::new();
+    if wants("kill9") {
+        let exe = std::env::current_exe().context("cannot find the loglag executable")?;
+        let seed = a.seed.unwrap_or_else(loglag_lab::clock::mono_ns);
+        eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
+        let report = torture::kill9(
+            a.trials,
+            seed,
+            |spool, out, progress| {
+                let mut cmd = std::process::Command::new(&exe);
+                cmd.args(["torture", "--flood"])
+                    .arg(spool)
+                    .arg(out)
+                    .arg(progress);
+                cmd
+            },
+            |i, t| {
+                eprintln!(
+                    "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}",
+                    i + 1,
+                    t.expected,
+                    t.recovered,
+                    t.duplicates,
+                    t.from_spool,
+                    t.torn
+                )
+            },
+        )?;
+        passed &= report.passed;
+        md.push_str(&format!(
+            "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            report.trials, report.expected, report.recovered, report.duplicates, report.out_of_order, report.corrupt, report.from_spool, report.torn
+        ));
+        json.insert("kill9".into(), serde_json::to_value(&report)?);
+    }
+    let policies = [
+        Overflow::Block,
+        Overflow::BlockFor(Duration::from_millis(1)),
+        Overflow::DropNewest,
+        Overflow::DropOldest,
+        Overflow::ShedByLevel,
+    ];
+    if wants("soak") {
+        let rate = parse_bytes(&a.sink_rate)
+            .map_err(|e| anyhow::anyhow!("--sink-rate: {e}"))?
+            .max(1024);
+        md.push_str("| policy | seconds | offered B/s | sink B/s | accepted | written | dropped: queue full | dropped: shutdown | accounted | budget MiB | max RSS growth MiB | call p50 µs | call p99 µs | call max µs |\n|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|--:|--:|\n");
+        let mut rows = Vec::new();
+        let baseline = torture::rss_bytes();
+        for policy in policies {
+            eprintln!("loglag torture: soak {policy:?} for {:?}", a.soak);
+            let r = torture::soak(policy, a.soak, rate, baseline);
+            passed &= r.accounted;
+            md.push_str(&format!(
+                "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |\n",
+                r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted, r.written, r.dropped_queue_full, r.dropped_shutdown,
+                if r.accounted { "yes" } else { "NO" }, r.budget_bytes as f64 / 1048576.0, r.max_rss_growth_bytes as f64 / 1048576.0,
+                r.call_p50_us, r.call_p99_us, r.call_max_us
+            ));
+            rows.push(r);
+        }
+        md.push('\n');
+        json.insert("soak".into(), serde_json::to_value(&rows)?);
+    }
+    if wants("hung") {
+        md.push_str("| policy (hung sink) | calls | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|:-:|\n");
+        let mut rows = Vec::new();
+        for policy in &policies[1..] {
+            let r = torture::hung_sink(*policy, 10_000);
+            passed &= r.accounted;
+            md.push_str(&format!(
+                "| {} | {} | {:.1} | {} | {} |\n",
+                r.policy,
+                r.calls,
+                r.max_wait_us,
+                r.dropped,
+                if r.accounted { "yes" } else { "NO" }
+            ));
+            rows.push(r);
+        }
+        md.push_str("| Block | — | waits until the sink returns, by definition | 0 | yes |\n");
+        json.insert("hung".into(), serde_json::to_value(&rows)?);
+    }
+    let out = &mut std::io::stdout().lock();
+    match a.format {
+        OutputFormat::Json => {
+            json.insert("schema".into(), 1.into());
+            writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?
+        }
+        _ => out.write_all(md.as_bytes())?,
+    }
+    Ok(if passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -342,6 +342,8 @@ fn kill_9_during_a_flood_loses_and_duplicates_nothing() {
     let out = loglag()
         .args([
             "torture",
+            "--only",
+            "kill9",
             "--trials",
             &trials.to_string(),
             "--format",
@@ -354,7 +356,8 @@ fn kill_9_during_a_flood_loses_and_duplicates_nothing() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &all["kill9"];
     assert_eq!(r["trials"], trials);
     assert!(r["expected"].as_u64().unwrap() >= 1000 * trials as u64);
     assert_eq!(r["recovered"], r["expected"]);
@@ -435,4 +438,46 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
         vec![0x5a; 10_000],
         "a file that is not a spool is left alone"
     );
+}
+
+#[test]
+fn overload_soak_stays_in_budget_and_accounts_for_every_record() {
+    let secs: u64 = std::env::var("LOGLAG_SOAK_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let out = loglag()
+        .args([
+            "torture",
+            "--only",
+            "soak",
+            "--soak",
+            &format!("{secs}s"),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = r["soak"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "every policy");
+    for row in rows {
+        assert_eq!(row["accounted"], true, "{row}");
+        let budget = row["budget_bytes"].as_u64().unwrap();
+        // The ring, plus a fixed overhead: the writer's batch buffer, thread stacks,
+        // allocator slack.
+        assert!(
+            row["max_rss_growth_bytes"].as_u64().unwrap() <= budget + (24 << 20),
+            "{row}"
+        );
+        assert!(
+            row["dropped_queue_full"].as_u64().unwrap() > 0 || row["policy"] == "Block",
+            "10x overload must shed: {row}"
+        );
+    }
 }

@@ -240,3 +240,180 @@ fn check(out: &Path, returned: &[u64], from_spool: u64, torn: u64) -> std::io::R
     }
     Ok(trial)
 }
+
+/// RSS of this process in bytes, from /proc.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmRSS:")
+                    .map(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+            })
+        })
+        .flatten()
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A sink that takes at most `rate` bytes per second (the behaviour under test: a slow
+/// collector), by sleeping after each write.
+struct Throttled {
+    rate: u64,
+}
+
+impl loglag::sink::Sink for Throttled {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(64 << 10);
+        std::thread::sleep(Duration::from_secs_f64(n as f64 / self.rate as f64));
+        Ok(n)
+    }
+}
+
+/// One policy under sustained overload.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SoakResult {
+    pub policy: String,
+    pub seconds: f64,
+    pub offered_bytes_per_s: u64,
+    pub sink_bytes_per_s: u64,
+    pub accepted: u64,
+    pub written: u64,
+    pub dropped: u64,
+    /// Of the drops: refused because the budget was full.
+    pub dropped_queue_full: u64,
+    /// Of the drops: still queued when the 200 ms shutdown deadline passed.
+    pub dropped_shutdown: u64,
+    pub in_flight_after_shutdown: u64,
+    /// written + dropped + in flight == accepted, at the end.
+    pub accounted: bool,
+    pub budget_bytes: u64,
+    /// Peak RSS growth over `baseline` (the process before any pipeline was built).
+    pub max_rss_growth_bytes: u64,
+    pub call_p50_us: f64,
+    pub call_p99_us: f64,
+    pub call_max_us: f64,
+}
+
+/// Offers 10× what the sink takes, for `duration`, under `overflow`. `baseline` is the
+/// process's RSS before any pipeline existed (freed rings stay resident in the allocator,
+/// so a per-run baseline would hide them).
+pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u64) -> SoakResult {
+    const RECORD: usize = 256;
+    const BUDGET: usize = 8 << 20;
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(loglag::Mode::Async)
+        .capacity_bytes(BUDGET)
+        .overflow(overflow)
+        .shutdown_timeout(Duration::from_millis(200))
+        .flush_on_panic(false)
+        .finish_sink(Throttled { rate: sink_rate });
+    let offered = sink_rate * 10;
+    let interval = Duration::from_secs_f64(RECORD as f64 / offered as f64);
+    let record = {
+        let mut r = vec![b'x'; RECORD - 1];
+        r.push(b'\n');
+        r
+    };
+    let mut hist =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+    let mut max_rss = baseline;
+    let start = std::time::Instant::now();
+    let mut i: u64 = 0;
+    while start.elapsed() < duration {
+        // Open loop: each record is due at its slot; a slow call never delays the plan.
+        let due = start + interval.mul_f64(i as f64);
+        while std::time::Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        let level = if i % 10 == 0 {
+            Level::Warn
+        } else {
+            Level::Info
+        };
+        let t = std::time::Instant::now();
+        writer.submit(level, &record);
+        let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
+        i += 1;
+        if i % 4096 == 0 {
+            max_rss = max_rss.max(rss_bytes());
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    max_rss = max_rss.max(rss_bytes());
+    let m = guard.shutdown();
+    SoakResult {
+        policy: format!("{overflow:?}"),
+        seconds,
+        offered_bytes_per_s: offered,
+        sink_bytes_per_s: sink_rate,
+        accepted: m.accepted,
+        written: m.written_records,
+        dropped: m.dropped_records,
+        dropped_queue_full: m.queue_full,
+        dropped_shutdown: m.shutdown,
+        in_flight_after_shutdown: m.in_flight_records,
+        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+        budget_bytes: BUDGET as u64,
+        max_rss_growth_bytes: max_rss.saturating_sub(baseline),
+        call_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
+        call_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
+        call_max_us: hist.max() as f64 / 1000.0,
+    }
+}
+
+/// A sink that never returns from its first write: the reader stopped reading.
+struct Hung;
+
+impl loglag::sink::Sink for Hung {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// The caller's longest wait once the sink hangs and the budget is full.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HungResult {
+    pub policy: String,
+    pub calls: u64,
+    pub max_wait_us: f64,
+    pub dropped: u64,
+    pub accounted: bool,
+}
+
+/// Fills a small budget behind a hung sink, then times `calls` more log calls.
+/// Not for `Overflow::Block`, which waits for the sink by definition.
+pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(loglag::Mode::Async)
+        .capacity_bytes(64 << 10)
+        .overflow(overflow)
+        .shutdown_timeout(Duration::from_millis(50))
+        .flush_on_panic(false)
+        .finish_sink(Hung);
+    let record = [b'y'; 255];
+    let mut max = Duration::ZERO;
+    for i in 0..(calls + 1024) {
+        let t = std::time::Instant::now();
+        writer.submit(
+            if i % 10 == 0 {
+                Level::Error
+            } else {
+                Level::Info
+            },
+            &record,
+        );
+        if i >= 1024 {
+            max = max.max(t.elapsed());
+        }
+    }
+    let m = guard.shutdown();
+    HungResult {
+        policy: format!("{overflow:?}"),
+        calls,
+        max_wait_us: max.as_secs_f64() * 1e6,
+        dropped: m.dropped_records,
+        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+    }
+}

@@ -179,3 +179,127 @@ fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
     assert_eq!(m.io_error, 20, "{m:?}");
     assert!(m.io_errors >= 1);
 }
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_fifo_is_reopened_when_a_new_reader_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("sink.fifo");
+    mkfifo(&fifo);
+    let mut first = Command::new("head")
+        .arg("-c")
+        .arg("6")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(FdSink::fifo_reopening(&fifo, None).unwrap());
+    writer.submit(Level::Info, b"hello\n");
+    writer.flush(Duration::from_secs(30)).unwrap();
+    first.wait().unwrap();
+    // The first reader is gone: writes fail with EPIPE until a new reader opens.
+    while writer.metrics().io_errors == 0 {
+        writer.submit(Level::Info, b"nobody reads this\n");
+        writer.flush(Duration::from_secs(30)).unwrap();
+    }
+    let mut second = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(second.stdout.take().unwrap());
+    // Keep logging until the new reader gets a record: the sink reopened the FIFO.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while out.read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(std::mem::take(&mut line));
+        }
+    });
+    let got = loop {
+        writer.submit(Level::Info, b"after reopen\n");
+        writer.flush(Duration::from_secs(30)).unwrap();
+        if let Ok(line) = rx.try_recv() {
+            break line;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(got, "after reopen\n");
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert!(m.io_error >= 1, "EPIPE drops are counted: {m:?}");
+    second.wait().unwrap();
+}
+
+/// A real full filesystem: a 64 KiB tmpfs mounted for the test (needs root; skipped,
+/// with a message, where mounting is not allowed).
+#[test]
+fn enospc_uses_the_fallback_and_the_primary_comes_back_when_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root?)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    // Leave ~8 KiB free.
+    std::fs::write(mnt.join("filler"), vec![0u8; 56 << 10]).unwrap();
+    let log = mnt.join("app.log");
+    let (capture, fallback_out) = TestSink::new(Behaviour::Fast);
+    let chain = Fallback::new(FdSink::append(&log).unwrap())
+        .then(capture)
+        .backoff(Duration::from_millis(1), Duration::from_millis(5));
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(chain);
+    let record = [b'z'; 1023];
+    let mut i = 0;
+    while writer.metrics().io_errors == 0 {
+        writer.submit(Level::Info, &[&record[..], b"\n"].concat());
+        writer.flush(Duration::from_secs(30)).unwrap();
+        i += 1;
+        assert!(i < 10_000, "the tmpfs never filled");
+    }
+    assert!(
+        !fallback_out.lock().unwrap().is_empty(),
+        "the fallback took the records"
+    );
+    let full_size = std::fs::metadata(&log).unwrap().len();
+    // Space returns; the primary is re-probed and used again.
+    std::fs::remove_file(mnt.join("filler")).unwrap();
+    let mut tries = 0;
+    while std::fs::metadata(&log).unwrap().len() == full_size {
+        writer.submit(Level::Info, b"space is back\n");
+        writer.flush(Duration::from_secs(30)).unwrap();
+        tries += 1;
+        assert!(tries < 1_000_000, "the primary never came back");
+    }
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    assert_eq!(
+        m.dropped_records, 0,
+        "nothing lost: the fallback took what the primary could not"
+    );
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("space is back"));
+}

@@ -79,6 +79,7 @@ impl Sink for Fallback {
             if i != last && link.retry_at.is_some_and(|t| now < t) {
                 continue;
             }
+            let before = link.sink.position();
             match write_all_counted(link.sink.as_mut(), buf).1 {
                 Ok(()) => {
                     link.retry_at = None;
@@ -88,7 +89,12 @@ impl Sink for Fallback {
                     }
                     return Ok(buf.len());
                 }
-                Err((e, _partial)) => {
+                Err((e, partial)) => {
+                    // Cut a half-written batch back out of a file, so the records the
+                    // next sink takes are not also left torn in this one.
+                    if let (Some(len), true) = (before, partial > 0) {
+                        let _ = link.sink.truncate_to(len);
+                    }
                     link.backoff = (link.backoff * 2).clamp(self.initial_backoff, self.max_backoff);
                     link.retry_at = Some(now + link.backoff);
                     last_err = Some(e);

@@ -19,6 +19,8 @@ pub struct FdSink {
     fd: RawFd,
     /// Keeps the descriptor open for files and FIFOs; `None` for stdout/stderr.
     _owned: Option<File>,
+    /// A FIFO to reopen when its reader has gone (EPIPE) and a new one arrives.
+    reopen: Option<(std::path::PathBuf, Option<usize>)>,
 }
 
 impl FdSink {
@@ -27,6 +29,7 @@ impl FdSink {
         FdSink {
             fd: 1,
             _owned: None,
+            reopen: None,
         }
     }
 
@@ -35,6 +38,7 @@ impl FdSink {
         FdSink {
             fd: 2,
             _owned: None,
+            reopen: None,
         }
     }
 
@@ -86,11 +90,46 @@ impl FdSink {
         Ok(FdSink::from_file(file))
     }
 
+    /// Like [`fifo`](Self::fifo), but when the reader goes away (writes fail with
+    /// EPIPE, counted as I/O errors) it reopens the FIFO as soon as a new reader has it
+    /// open, without ever blocking the writer thread on the open.
+    pub fn fifo_reopening(path: impl AsRef<Path>, pipe_size: Option<usize>) -> io::Result<FdSink> {
+        let mut sink = FdSink::fifo(&path, pipe_size)?;
+        sink.reopen = Some((path.as_ref().to_owned(), pipe_size));
+        Ok(sink)
+    }
+
+    /// Opens the FIFO again if a reader has it open now (never blocks).
+    fn try_reopen(&mut self) -> bool {
+        let Some((path, pipe_size)) = &self.reopen else {
+            return false;
+        };
+        let Ok(file) = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        else {
+            return false; // ENXIO: no reader yet
+        };
+        // SAFETY: fcntl on a descriptor we own; clears O_NONBLOCK so writes block as usual.
+        unsafe {
+            let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+        if let Some(size) = pipe_size {
+            let _ = set_pipe_size(&file, *size);
+        }
+        self.fd = file.as_raw_fd();
+        self._owned = Some(file);
+        true
+    }
+
     /// Wraps an open file (or the write end of a pipe).
     pub fn from_file(file: File) -> FdSink {
         FdSink {
             fd: file.as_raw_fd(),
             _owned: Some(file),
+            reopen: None,
         }
     }
 }
@@ -138,12 +177,19 @@ impl Sink for FdSink {
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is valid for reads of its length; the descriptor is open.
-        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
+        let mut reopened = false;
+        loop {
+            // SAFETY: `buf` is valid for reads of its length; the descriptor is open.
+            let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EPIPE) && !reopened && self.try_reopen() {
+                reopened = true;
+                continue;
+            }
+            return Err(e);
         }
     }
 }
