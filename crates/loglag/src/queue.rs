@@ -52,8 +52,9 @@ pub(crate) struct Popped {
 /// Where the ring's bytes live.
 pub(crate) enum Storage {
     Heap(#[allow(dead_code)] Box<[AtomicU64]>),
-    /// A memory-mapped spool file; the ring starts `offset` bytes into it.
-    Mapped(#[allow(dead_code)] memmap2::MmapMut),
+    /// A memory-mapped spool file, and the file itself, whose lock says the spool is in
+    /// use.
+    Mapped(memmap2::MmapMut, #[allow(dead_code)] std::fs::File),
 }
 
 pub(crate) struct Ring {
@@ -126,8 +127,9 @@ impl Ring {
         capacity: u64,
         position: u64,
         map: memmap2::MmapMut,
+        file: std::fs::File,
     ) -> Ring {
-        Ring::with_storage(base, capacity, true, position, Storage::Mapped(map))
+        Ring::with_storage(base, capacity, true, position, Storage::Mapped(map, file))
     }
 
     fn with_storage(
@@ -150,7 +152,7 @@ impl Ring {
 
     /// Forces a mapped ring to stable storage (msync); nothing for a heap ring.
     pub(crate) fn sync_storage(&self) {
-        if let Storage::Mapped(map) = &self._storage {
+        if let Storage::Mapped(map, _) = &self._storage {
             let _ = map.flush();
         }
     }

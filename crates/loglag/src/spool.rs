@@ -129,6 +129,25 @@ pub(crate) fn open(
                 format!("cannot open spool {}: {e}", path.display()),
             )
         })?;
+    // One process per spool: two writers would corrupt each other. The lock goes away
+    // with the process, however it ends.
+    // SAFETY: flock on a descriptor we own.
+    if unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    } != 0
+    {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "spool {} is in use by another process ({e}); recover it after that process ends",
+                path.display()
+            ),
+        ));
+    }
     let len = file.metadata()?.len();
     let fresh = len == 0;
     let capacity = if fresh {
@@ -167,7 +186,7 @@ pub(crate) fn open(
     map.flush_async()?;
     let base = NonNull::new(ring_base as *mut AtomicU64).expect("non-null");
     // SAFETY: the ring area is zeroed and belongs to this ring only.
-    let ring = unsafe { Ring::mapped(base, capacity, position, map) };
+    let ring = unsafe { Ring::mapped(base, capacity, position, map, file) };
     Ok((ring, header, recovered))
 }
 
