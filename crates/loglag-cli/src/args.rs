@@ -46,9 +46,10 @@ WHAT IT MEASURES:
            and check every record whose call returned is there exactly once, in order
     soak   offer 10x what a throttled sink takes, per overflow policy: RSS growth against
            the byte budget, the caller's p99, and the accounting
-    hung   a sink that never returns: the caller's longest wait per policy")]
+    hung   a sink that never returns: the caller's longest wait per policy
+    faults ENOSPC (with and without a fallback) and EPIPE: the caller's longest wait")]
 pub struct TortureArgs {
-    /// Run only this part: kill9, soak or hung.
+    /// Run only this part: kill9, soak, hung or faults.
     #[arg(long)]
     pub only: Option<String>,
     /// kill -9 trials to run.

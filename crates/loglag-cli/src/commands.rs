@@ -374,8 +374,8 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     }
     let only = a.only.as_deref();
     if let Some(o) = only {
-        if !["kill9", "soak", "hung"].contains(&o) {
-            bail!("--only {o:?}: expected kill9, soak or hung");
+        if !["kill9", "soak", "hung", "faults"].contains(&o) {
+            bail!("--only {o:?}: expected kill9, soak, hung or faults");
         }
     }
     let wants = |part: &str| only.is_none_or(|o| o == part);
@@ -442,27 +442,56 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
             ));
             rows.push(r);
         }
+        eprintln!("loglag torture: soak tracing-appender for {:?}", a.soak);
+        let r = torture::soak_tracing_appender(a.soak, rate, baseline);
+        md.push_str(&format!(
+            "| {} | {:.1} | {} | {} | {} | (not reported) | {} | (not reported) | no figure | (unbounded by bytes: 128,000 lines) | {:.1} | {:.1} | {:.1} | {:.0} |\n",
+            r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted, r.dropped_queue_full,
+            r.max_rss_growth_bytes as f64 / 1048576.0, r.call_p50_us, r.call_p99_us, r.call_max_us
+        ));
         md.push('\n');
         json.insert("soak".into(), serde_json::to_value(&rows)?);
+        json.insert("soak_tracing_appender".into(), serde_json::to_value(&r)?);
     }
     if wants("hung") {
-        md.push_str("| policy (hung sink) | calls | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|:-:|\n");
+        md.push_str("| policy (hung sink) | calls | caller's p99 wait µs | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|--:|:-:|\n");
         let mut rows = Vec::new();
         for policy in &policies[1..] {
             let r = torture::hung_sink(*policy, 10_000);
             passed &= r.accounted;
             md.push_str(&format!(
-                "| {} | {} | {:.1} | {} | {} |\n",
+                "| {} | {} | {:.1} | {:.1} | {} | {} |\n",
                 r.policy,
                 r.calls,
+                r.p99_wait_us,
                 r.max_wait_us,
                 r.dropped,
                 if r.accounted { "yes" } else { "NO" }
             ));
             rows.push(r);
         }
-        md.push_str("| Block | — | waits until the sink returns, by definition | 0 | yes |\n");
+        md.push_str(
+            "| Block | — | — | waits until the sink returns, by definition | 0 | yes |\n\n",
+        );
         json.insert("hung".into(), serde_json::to_value(&rows)?);
+    }
+    if wants("faults") {
+        let rows = torture::sink_faults(100_000)?;
+        md.push_str("| sink fault | calls | caller's max wait µs | I/O errors | written | dropped | accounted |\n|---|--:|--:|--:|--:|--:|:-:|\n");
+        for r in &rows {
+            passed &= r.accounted;
+            md.push_str(&format!(
+                "| {} | {} | {:.1} | {} | {} | {} | {} |\n",
+                r.fault,
+                r.calls,
+                r.max_wait_us,
+                r.io_errors,
+                r.written,
+                r.dropped,
+                if r.accounted { "yes" } else { "NO" }
+            ));
+        }
+        json.insert("faults".into(), serde_json::to_value(&rows)?);
     }
     let out = &mut std::io::stdout().lock();
     match a.format {

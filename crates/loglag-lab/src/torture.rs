@@ -377,6 +377,7 @@ impl loglag::sink::Sink for Hung {
 pub struct HungResult {
     pub policy: String,
     pub calls: u64,
+    pub p99_wait_us: f64,
     pub max_wait_us: f64,
     pub dropped: u64,
     pub accounted: bool,
@@ -393,27 +394,187 @@ pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
         .flush_on_panic(false)
         .finish_sink(Hung);
     let record = [b'y'; 255];
-    let mut max = Duration::ZERO;
+    let mut waits = Vec::with_capacity(calls as usize);
     for i in 0..(calls + 1024) {
+        let level = if i % 10 == 0 {
+            Level::Error
+        } else {
+            Level::Info
+        };
         let t = std::time::Instant::now();
-        writer.submit(
-            if i % 10 == 0 {
-                Level::Error
-            } else {
-                Level::Info
-            },
-            &record,
-        );
+        writer.submit(level, &record);
         if i >= 1024 {
-            max = max.max(t.elapsed());
+            waits.push(t.elapsed().as_nanos() as u64);
         }
     }
+    let p99 = crate::stats::quantile(&mut waits, 0.99).unwrap_or(0);
+    let max = Duration::from_nanos(waits.iter().copied().max().unwrap_or(0));
     let m = guard.shutdown();
     HungResult {
         policy: format!("{overflow:?}"),
         calls,
+        p99_wait_us: p99 as f64 / 1000.0,
         max_wait_us: max.as_secs_f64() * 1e6,
         dropped: m.dropped_records,
         accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
     }
+}
+
+/// A throttled `io::Write` for the peers (the same behaviour as [`Throttled`]).
+struct ThrottledWriter {
+    rate: u64,
+}
+
+impl std::io::Write for ThrottledWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(64 << 10);
+        std::thread::sleep(Duration::from_secs_f64(n as f64 / self.rate as f64));
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The same soak for `tracing_appender::non_blocking` with its defaults (lossy, 128,000
+/// lines), for comparison in one harness. Drops come from its `error_counter`; records
+/// still queued at the end cannot be counted: it has no such figure.
+pub fn soak_tracing_appender(duration: Duration, sink_rate: u64, baseline: u64) -> SoakResult {
+    use std::io::Write as _;
+    const RECORD: usize = 256;
+    let (mut writer, guard) = tracing_appender::non_blocking(ThrottledWriter { rate: sink_rate });
+    let offered = sink_rate * 10;
+    let interval = Duration::from_secs_f64(RECORD as f64 / offered as f64);
+    let mut record = vec![b'x'; RECORD - 1];
+    record.push(b'\n');
+    let mut hist =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+    let mut max_rss = baseline;
+    let start = std::time::Instant::now();
+    let mut i: u64 = 0;
+    while start.elapsed() < duration {
+        let due = start + interval.mul_f64(i as f64);
+        while std::time::Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        let t = std::time::Instant::now();
+        let _ = writer.write_all(&record);
+        let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
+        i += 1;
+        if i % 4096 == 0 {
+            max_rss = max_rss.max(rss_bytes());
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    max_rss = max_rss.max(rss_bytes());
+    let dropped = writer.error_counter().dropped_lines() as u64;
+    // Its guard waits at most 1 s (hard-coded), then abandons the rest without a count.
+    drop(guard);
+    SoakResult {
+        policy: "tracing-appender (lossy, defaults)".into(),
+        seconds,
+        offered_bytes_per_s: offered,
+        sink_bytes_per_s: sink_rate,
+        accepted: i,
+        written: 0,
+        dropped,
+        dropped_queue_full: dropped,
+        dropped_shutdown: 0,
+        in_flight_after_shutdown: 0,
+        accounted: false,
+        budget_bytes: 0,
+        max_rss_growth_bytes: max_rss.saturating_sub(baseline),
+        call_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
+        call_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
+        call_max_us: hist.max() as f64 / 1000.0,
+    }
+}
+
+/// The caller's experience of a failing sink.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FaultResult {
+    pub fault: String,
+    pub calls: u64,
+    pub max_wait_us: f64,
+    pub io_errors: u64,
+    pub dropped: u64,
+    pub written: u64,
+    pub accounted: bool,
+}
+
+fn timed_calls(writer: &loglag::NonBlocking, calls: u64) -> Duration {
+    let record = [b'f'; 199];
+    let mut max = Duration::ZERO;
+    for i in 0..calls {
+        let t = std::time::Instant::now();
+        writer.submit(
+            if i % 50 == 0 {
+                Level::Error
+            } else {
+                Level::Info
+            },
+            &[&record[..], b"\n"].concat(),
+        );
+        max = max.max(t.elapsed());
+    }
+    max
+}
+
+fn fault_result(fault: &str, calls: u64, max: Duration, m: &loglag::Metrics) -> FaultResult {
+    FaultResult {
+        fault: fault.into(),
+        calls,
+        max_wait_us: max.as_secs_f64() * 1e6,
+        io_errors: m.io_errors,
+        dropped: m.dropped_records,
+        written: m.written_records,
+        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+    }
+}
+
+/// ENOSPC (`/dev/full`) with and without a fallback, and EPIPE (a FIFO whose reader
+/// exits after 100 bytes), each under the default policy.
+pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
+    use loglag::sink::{Fallback, FdSink, WriterSink};
+    let mut out = Vec::new();
+    let build = || {
+        NonBlockingBuilder::default()
+            .mode(loglag::Mode::Async)
+            .flush_on_panic(false)
+    };
+
+    let (writer, guard) = build().try_finish_sink(FdSink::append("/dev/full")?)?;
+    let max = timed_calls(&writer, calls);
+    out.push(fault_result(
+        "ENOSPC (/dev/full), no fallback",
+        calls,
+        max,
+        &guard.shutdown(),
+    ));
+
+    let chain = Fallback::new(FdSink::append("/dev/full")?).then(WriterSink::new(std::io::sink()));
+    let (writer, guard) = build().try_finish_sink(chain)?;
+    let max = timed_calls(&writer, calls);
+    out.push(fault_result(
+        "ENOSPC (/dev/full) → fallback",
+        calls,
+        max,
+        &guard.shutdown(),
+    ));
+
+    let dir = tempfile::tempdir()?;
+    let fifo = dir.path().join("sink.fifo");
+    crate::reader::ensure_fifo(&fifo)?;
+    let mut reader = Command::new("head")
+        .arg("-c")
+        .arg("100")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .spawn()?;
+    let (writer, guard) = build().try_finish_sink(FdSink::fifo(&fifo, None)?)?;
+    let max = timed_calls(&writer, calls);
+    let m = guard.shutdown();
+    let _ = reader.wait();
+    out.push(fault_result("EPIPE (FIFO reader exits)", calls, max, &m));
+    Ok(out)
 }
