@@ -246,11 +246,13 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
     let t0_mono = mono_ns() + 5_000_000;
     let give_up = t0 + config.duration + config.grace;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // Shared, so nothing is copied between a request's due time and its send.
+    let target = Arc::new(config.target.clone());
     for i in 0..count {
         let offset = Duration::from_nanos((i as f64 * interval_ns).round() as u64);
         let due = t0 + offset;
         tokio::time::sleep_until(due.into()).await;
-        let target = config.target.clone();
+        let target = target.clone();
         let pool = pool.clone();
         let tx = tx.clone();
         let mode = config.connection;
