@@ -41,6 +41,19 @@ impl LoglagLayer {
         self.format = format;
         self
     }
+
+    /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
+    pub fn metrics(&self) -> crate::Metrics {
+        self.writer.metrics()
+    }
+
+    /// Waits until every record accepted before this call is written or dropped.
+    pub fn flush(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<crate::Flushed, crate::FlushTimeout> {
+        self.writer.flush(timeout)
+    }
 }
 
 struct FieldVisitor<'a, 'b>(&'a mut LineBuilder<'b>);

@@ -43,6 +43,11 @@ impl Logger {
         self
     }
 
+    /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
+    pub fn metrics(&self) -> crate::Metrics {
+        self.writer.metrics()
+    }
+
     /// Installs this logger as the global `log` logger.
     pub fn init(self) -> Result<(), log::SetLoggerError> {
         log::set_max_level(self.max_level);

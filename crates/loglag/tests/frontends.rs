@@ -43,8 +43,9 @@ fn own_layer_escapes_injection_and_keeps_one_record_per_line() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .finish_sink(sink);
-        let subscriber =
-            tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
+        let layer = LoglagLayer::new(writer).format(format);
+        let probe = layer.clone();
+        let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
             let evil = "bob\n2026-01-01T00:00:00Z ERROR forged: admin logged in\r\u{1b}[31m\0";
             tracing::warn!(
@@ -55,6 +56,12 @@ fn own_layer_escapes_injection_and_keeps_one_record_per_line() {
                 "attempt\nsecond line"
             );
         });
+        probe.flush(Duration::from_secs(30)).unwrap();
+        assert_eq!(
+            probe.metrics().written_records,
+            1,
+            "the layer reports its pipeline"
+        );
         let m = guard.shutdown();
         assert_eq!(m.written_records, 1, "{format:?}");
         let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
@@ -76,6 +83,7 @@ fn log_crate_front_end() {
     let logger = loglag::Logger::new(writer)
         .format(Format::Logfmt)
         .max_level(log::LevelFilter::Info);
+    assert_eq!(logger.metrics().accepted, 0);
     log::Log::log(
         &logger,
         &log::Record::builder()
