@@ -148,9 +148,7 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
 fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("sink.fifo");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: mkfifo with a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo);
     // A real reader process that takes 100 bytes and exits.
     let mut reader = Command::new("head")
         .arg("-c")
