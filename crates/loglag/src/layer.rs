@@ -3,16 +3,23 @@
 use std::time::SystemTime;
 
 use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
-use crate::format::{with_line_buffer, Format, LineBuilder, Value};
+use crate::format::{escape, with_line_buffer, write_field, Format, LineBuilder, Value};
 use crate::level::Level;
 use crate::mode::Mode;
 use crate::non_blocking::NonBlocking;
 
 /// A tracing layer that renders each event in a [`Format`] (JSON by default) into a
 /// per-thread buffer and submits it, without allocating per event.
+///
+/// Events inside spans carry them, as tracing-subscriber's JSON does: `"span"` (the
+/// innermost, with its fields) and `"spans"` (root first). Text formats add
+/// `span=root>leaf` and the spans' fields. A span's fields are rendered once, when the
+/// span is created or recorded, not per event.
 ///
 /// ```
 /// use tracing_subscriber::prelude::*;
@@ -79,8 +86,118 @@ impl Visit for FieldVisitor<'_, '_> {
     }
 }
 
-impl<S: Subscriber> Layer<S> for LoglagLayer {
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+/// A span's fields, rendered in the layer's format (`,"k":v` for JSON, ` k=v` otherwise).
+struct SpanFields(Vec<u8>);
+
+struct SpanVisitor<'a> {
+    out: &'a mut Vec<u8>,
+    format: Format,
+}
+
+impl SpanVisitor<'_> {
+    fn put(&mut self, field: &Field, value: Value<'_>) {
+        write_field(self.out, self.format, true, field.name(), value);
+    }
+}
+
+impl Visit for SpanVisitor<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.put(field, Value::Debug(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.put(field, Value::Str(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.put(field, Value::I64(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.put(field, Value::U64(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.put(field, Value::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, Value::Bool(value));
+    }
+}
+
+fn span_json<S: for<'a> LookupSpan<'a>>(out: &mut Vec<u8>, span: &SpanRef<'_, S>) {
+    out.extend_from_slice(b"{\"name\":\"");
+    escape::json_str(out, span.name());
+    out.push(b'"');
+    if let Some(fields) = span.extensions().get::<SpanFields>() {
+        out.extend_from_slice(&fields.0);
+    }
+    out.push(b'}');
+}
+
+impl LoglagLayer {
+    fn write_spans<S>(&self, out: &mut Vec<u8>, event: &Event<'_>, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let (Some(leaf), Some(scope)) = (ctx.event_span(event), ctx.event_scope(event)) else {
+            return;
+        };
+        match self.format {
+            Format::Json => {
+                out.extend_from_slice(b",\"span\":");
+                span_json(out, &leaf);
+                out.extend_from_slice(b",\"spans\":[");
+                for (i, span) in scope.from_root().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    span_json(out, &span);
+                }
+                out.push(b']');
+            }
+            Format::Compact | Format::Logfmt => {
+                out.extend_from_slice(b" span=");
+                for (i, span) in scope.from_root().enumerate() {
+                    if i > 0 {
+                        out.push(b'>');
+                    }
+                    escape::text_str(out, span.name(), true);
+                }
+                if let Some(scope) = ctx.event_scope(event) {
+                    for span in scope.from_root() {
+                        if let Some(fields) = span.extensions().get::<SpanFields>() {
+                            out.extend_from_slice(&fields.0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if self.writer.mode() == Mode::Off {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = Vec::new();
+        attrs.record(&mut SpanVisitor {
+            out: &mut fields,
+            format: self.format,
+        });
+        span.extensions_mut().insert(SpanFields(fields));
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        if let Some(fields) = extensions.get_mut::<SpanFields>() {
+            values.record(&mut SpanVisitor {
+                out: &mut fields.0,
+                format: self.format,
+            });
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mode = self.writer.mode();
         if mode == Mode::Off {
             return;
@@ -91,7 +208,7 @@ impl<S: Subscriber> Layer<S> for LoglagLayer {
             let mut line =
                 LineBuilder::begin(buf, self.format, SystemTime::now(), level, meta.target());
             event.record(&mut FieldVisitor(&mut line));
-            line.finish();
+            line.finish_with(|out| self.write_spans(out, event, &ctx));
             if mode != Mode::FormatOnly {
                 self.writer.submit(level, buf);
             } else {

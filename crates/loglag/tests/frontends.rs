@@ -184,3 +184,42 @@ fn metrics_render_as_prometheus_text() {
     assert!(text.contains("loglag_written_records_total 1\n"));
     assert!(text.contains("loglag_dropped_total{reason=\"queue_full\"} 0\n"));
 }
+
+#[test]
+fn events_carry_their_spans_like_tracing_subscriber_json() {
+    let run = |format: Format| {
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(sink);
+        let subscriber =
+            tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
+        tracing::subscriber::with_default(subscriber, || {
+            let outer = tracing::info_span!("request", id = 42, path = "/buy\n");
+            let _o = outer.enter();
+            let inner = tracing::info_span!("db", table = tracing::field::Empty);
+            inner.record("table", "orders");
+            let _i = inner.enter();
+            tracing::info!(rows = 3, "query done");
+        });
+        guard.shutdown();
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        text
+    };
+    let json: serde_json::Value = serde_json::from_str(run(Format::Json).trim_end()).unwrap();
+    assert_eq!(json["fields"]["message"], "query done");
+    assert_eq!(
+        json["span"],
+        serde_json::json!({"name": "db", "table": "orders"})
+    );
+    assert_eq!(
+        json["spans"],
+        serde_json::json!([{"name": "request", "id": 42, "path": "/buy\n"}, {"name": "db", "table": "orders"}])
+    );
+    let logfmt = run(Format::Logfmt);
+    assert!(
+        logfmt.ends_with(" span=request>db id=42 path=\"/buy\\n\" table=\"orders\"\n"),
+        "{logfmt}"
+    );
+    assert_eq!(logfmt.matches('\n').count(), 1);
+}

@@ -179,56 +179,75 @@ impl<'a> LineBuilder<'a> {
 
     /// Appends a field. A field named `message` is the record's message.
     pub fn field(&mut self, name: &str, value: Value<'_>) {
-        let is_message = name == "message";
-        match self.format {
-            Format::Json => {
-                if !self.first_field {
-                    self.out.push(b',');
-                }
-                self.out.push(b'"');
-                escape::json_str(self.out, name);
-                self.out.extend_from_slice(b"\":");
-                json_value(self.out, value);
-            }
-            Format::Compact => {
-                self.out.push(b' ');
-                if !is_message {
-                    escape::text_str(self.out, name, false);
-                    self.out.push(b'=');
-                }
-                write_escaped(self.out, value, Style::Text);
-            }
-            Format::Logfmt => {
-                self.out.push(b' ');
-                if is_message {
-                    self.out.extend_from_slice(b"msg");
-                } else {
-                    key(self.out, name);
-                }
-                self.out.push(b'=');
-                let quoted = !matches!(
-                    value,
-                    Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Bool(_)
-                );
-                logfmt_value(
-                    self.out,
-                    |e| write_escaped(e.out, value, Style::Quoted),
-                    quoted,
-                );
-            }
-        }
+        write_field(self.out, self.format, !self.first_field, name, value);
         self.first_field = false;
     }
 
     /// Ends the record with a newline.
     pub fn finish(self) {
+        self.finish_with(|_| {});
+    }
+
+    /// Ends the record, letting `extra` append top-level content first: after
+    /// `"target"` in JSON (as `,"key":value`), before the newline in text formats.
+    pub fn finish_with(self, extra: impl FnOnce(&mut Vec<u8>)) {
         match self.format {
             Format::Json => {
                 self.out.extend_from_slice(b"},\"target\":\"");
                 escape::json_str(self.out, self.target);
-                self.out.extend_from_slice(b"\"}\n");
+                self.out.push(b'"');
+                extra(self.out);
+                self.out.extend_from_slice(b"}\n");
             }
-            Format::Compact | Format::Logfmt => self.out.push(b'\n'),
+            Format::Compact | Format::Logfmt => {
+                extra(self.out);
+                self.out.push(b'\n');
+            }
+        }
+    }
+}
+
+/// Appends one field in `format`'s syntax; `separated` puts a comma first in JSON. A
+/// field named `message` is the record's message. Also used for span fields.
+pub fn write_field(
+    out: &mut Vec<u8>,
+    format: Format,
+    separated: bool,
+    name: &str,
+    value: Value<'_>,
+) {
+    let is_message = name == "message";
+    match format {
+        Format::Json => {
+            if separated {
+                out.push(b',');
+            }
+            out.push(b'"');
+            escape::json_str(out, name);
+            out.extend_from_slice(b"\":");
+            json_value(out, value);
+        }
+        Format::Compact => {
+            out.push(b' ');
+            if !is_message {
+                escape::text_str(out, name, false);
+                out.push(b'=');
+            }
+            write_escaped(out, value, Style::Text);
+        }
+        Format::Logfmt => {
+            out.push(b' ');
+            if is_message {
+                out.extend_from_slice(b"msg");
+            } else {
+                key(out, name);
+            }
+            out.push(b'=');
+            let quoted = !matches!(
+                value,
+                Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Bool(_)
+            );
+            logfmt_value(out, |e| write_escaped(e.out, value, Style::Quoted), quoted);
         }
     }
 }
