@@ -491,3 +491,43 @@ fn overload_soak_stays_in_budget_and_accounts_for_every_record() {
         );
     }
 }
+
+#[test]
+fn every_extra_condition_runs_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = loglag()
+        .args([
+            "lab",
+            "--conditions",
+            "loglag,tracing-appender,memory-buffer,channel-batch,tokio-fs",
+            "--sinks",
+            "fast",
+            "--duration",
+            "1s",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(dir.path());
+    for c in [
+        "loglag",
+        "tracing-appender",
+        "memory-buffer",
+        "channel-batch",
+        "tokio-fs",
+    ] {
+        let r = run(&s, c, "fast");
+        assert_eq!(r["verified"], true, "{c}: {}", r["verify_note"]);
+        assert_eq!(
+            r["read_bytes"],
+            20 * 16_384,
+            "{c}: every request's 16 KiB line was read"
+        );
+    }
+}

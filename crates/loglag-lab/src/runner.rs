@@ -636,6 +636,11 @@ fn run_one(
             )));
         }
     }
+    if let Some(c) = &api.control {
+        // A buffering logger (memory-buffer) holds the warm-up's records until told.
+        c.flush()
+            .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
+    }
     let mut caught_up = CaughtUp::new(condition, Duration::from_millis(500));
     let warmed = wait_until(cancel, Duration::from_secs(30), || {
         let read = reader.stats()?.bytes;
