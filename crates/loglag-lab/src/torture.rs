@@ -269,6 +269,56 @@ impl loglag::sink::Sink for Throttled {
     }
 }
 
+/// What an open-loop soak driver measured.
+struct Offered {
+    calls: u64,
+    seconds: f64,
+    max_rss: u64,
+    /// Call durations in nanoseconds.
+    hist: hdrhistogram::Histogram<u64>,
+}
+
+const SOAK_RECORD: usize = 256;
+
+/// Calls `log(i, record)` on a fixed schedule (10 × `sink_rate` bytes per second of
+/// 256-byte records) for `duration`, timing each call. Open loop: each record is due at
+/// its slot, so a slow call never thins the offer.
+fn offer(
+    duration: Duration,
+    sink_rate: u64,
+    baseline: u64,
+    mut log: impl FnMut(u64, &[u8]),
+) -> Offered {
+    let interval = Duration::from_secs_f64(SOAK_RECORD as f64 / (sink_rate * 10) as f64);
+    let mut record = vec![b'x'; SOAK_RECORD - 1];
+    record.push(b'\n');
+    let mut hist =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+    let mut max_rss = baseline;
+    let start = std::time::Instant::now();
+    let mut i: u64 = 0;
+    while start.elapsed() < duration {
+        let due = start + interval.mul_f64(i as f64);
+        while std::time::Instant::now() < due {
+            std::hint::spin_loop();
+        }
+        let t = std::time::Instant::now();
+        log(i, &record);
+        let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
+        i += 1;
+        if i % 4096 == 0 {
+            max_rss = max_rss.max(rss_bytes());
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    Offered {
+        calls: i,
+        seconds,
+        max_rss: max_rss.max(rss_bytes()),
+        hist,
+    }
+}
+
 /// One policy under sustained overload.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SoakResult {
@@ -298,7 +348,6 @@ pub struct SoakResult {
 /// process's RSS before any pipeline existed (freed rings stay resident in the allocator,
 /// so a per-run baseline would hide them).
 pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u64) -> SoakResult {
-    const RECORD: usize = 256;
     const BUDGET: usize = 8 << 20;
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(loglag::Mode::Async)
@@ -307,44 +356,21 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         .shutdown_timeout(Duration::from_millis(200))
         .flush_on_panic(false)
         .finish_sink(Throttled { rate: sink_rate });
-    let offered = sink_rate * 10;
-    let interval = Duration::from_secs_f64(RECORD as f64 / offered as f64);
-    let record = {
-        let mut r = vec![b'x'; RECORD - 1];
-        r.push(b'\n');
-        r
-    };
-    let mut hist =
-        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
-    let mut max_rss = baseline;
-    let start = std::time::Instant::now();
-    let mut i: u64 = 0;
-    while start.elapsed() < duration {
-        // Open loop: each record is due at its slot; a slow call never delays the plan.
-        let due = start + interval.mul_f64(i as f64);
-        while std::time::Instant::now() < due {
-            std::hint::spin_loop();
-        }
-        let level = if i % 10 == 0 {
-            Level::Warn
-        } else {
-            Level::Info
-        };
-        let t = std::time::Instant::now();
-        writer.submit(level, &record);
-        let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
-        i += 1;
-        if i % 4096 == 0 {
-            max_rss = max_rss.max(rss_bytes());
-        }
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    max_rss = max_rss.max(rss_bytes());
+    let o = offer(duration, sink_rate, baseline, |i, record| {
+        writer.submit(
+            if i % 10 == 0 {
+                Level::Warn
+            } else {
+                Level::Info
+            },
+            record,
+        )
+    });
     let m = guard.shutdown();
     SoakResult {
         policy: format!("{overflow:?}"),
-        seconds,
-        offered_bytes_per_s: offered,
+        seconds: o.seconds,
+        offered_bytes_per_s: sink_rate * 10,
         sink_bytes_per_s: sink_rate,
         accepted: m.accepted,
         written: m.written_records,
@@ -354,10 +380,10 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         in_flight_after_shutdown: m.in_flight_records,
         accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
         budget_bytes: BUDGET as u64,
-        max_rss_growth_bytes: max_rss.saturating_sub(baseline),
-        call_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
-        call_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
-        call_max_us: hist.max() as f64 / 1000.0,
+        max_rss_growth_bytes: o.max_rss.saturating_sub(baseline),
+        call_p50_us: o.hist.value_at_quantile(0.5) as f64 / 1000.0,
+        call_p99_us: o.hist.value_at_quantile(0.99) as f64 / 1000.0,
+        call_max_us: o.hist.max() as f64 / 1000.0,
     }
 }
 
@@ -441,41 +467,19 @@ impl std::io::Write for ThrottledWriter {
 /// still queued at the end cannot be counted: it has no such figure.
 pub fn soak_tracing_appender(duration: Duration, sink_rate: u64, baseline: u64) -> SoakResult {
     use std::io::Write as _;
-    const RECORD: usize = 256;
     let (mut writer, guard) = tracing_appender::non_blocking(ThrottledWriter { rate: sink_rate });
-    let offered = sink_rate * 10;
-    let interval = Duration::from_secs_f64(RECORD as f64 / offered as f64);
-    let mut record = vec![b'x'; RECORD - 1];
-    record.push(b'\n');
-    let mut hist =
-        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
-    let mut max_rss = baseline;
-    let start = std::time::Instant::now();
-    let mut i: u64 = 0;
-    while start.elapsed() < duration {
-        let due = start + interval.mul_f64(i as f64);
-        while std::time::Instant::now() < due {
-            std::hint::spin_loop();
-        }
-        let t = std::time::Instant::now();
-        let _ = writer.write_all(&record);
-        let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
-        i += 1;
-        if i % 4096 == 0 {
-            max_rss = max_rss.max(rss_bytes());
-        }
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    max_rss = max_rss.max(rss_bytes());
+    let o = offer(duration, sink_rate, baseline, |_, record| {
+        let _ = writer.write_all(record);
+    });
     let dropped = writer.error_counter().dropped_lines() as u64;
     // Its guard waits at most 1 s (hard-coded), then abandons the rest without a count.
     drop(guard);
     SoakResult {
         policy: "tracing-appender (lossy, defaults)".into(),
-        seconds,
-        offered_bytes_per_s: offered,
+        seconds: o.seconds,
+        offered_bytes_per_s: sink_rate * 10,
         sink_bytes_per_s: sink_rate,
-        accepted: i,
+        accepted: o.calls,
         written: 0,
         dropped,
         dropped_queue_full: dropped,
@@ -483,10 +487,10 @@ pub fn soak_tracing_appender(duration: Duration, sink_rate: u64, baseline: u64) 
         in_flight_after_shutdown: 0,
         accounted: false,
         budget_bytes: 0,
-        max_rss_growth_bytes: max_rss.saturating_sub(baseline),
-        call_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
-        call_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
-        call_max_us: hist.max() as f64 / 1000.0,
+        max_rss_growth_bytes: o.max_rss.saturating_sub(baseline),
+        call_p50_us: o.hist.value_at_quantile(0.5) as f64 / 1000.0,
+        call_p99_us: o.hist.value_at_quantile(0.99) as f64 / 1000.0,
+        call_max_us: o.hist.max() as f64 / 1000.0,
     }
 }
 
