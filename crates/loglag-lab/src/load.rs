@@ -131,9 +131,8 @@ pub struct RequestSample {
 pub struct LoadResult {
     /// The first scheduled send (`CLOCK_MONOTONIC` ns).
     pub t0_mono_ns: u64,
+    /// Every request, exactly: percentiles are computed from these, not from buckets.
     pub samples: Vec<RequestSample>,
-    /// Latencies in microseconds.
-    pub histogram: hdrhistogram::Histogram<u64>,
     pub wall: Duration,
 }
 
@@ -222,10 +221,6 @@ fn classify(
         Ok(Err(_)) => (None, None, None, Outcome::IoError),
         Err(_) => (None, None, None, Outcome::Timeout),
     }
-}
-
-fn histogram() -> hdrhistogram::Histogram<u64> {
-    hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
 /// Runs the load. Must be called inside a tokio runtime.
@@ -327,18 +322,13 @@ async fn collect(
     started: Instant,
 ) -> LoadResult {
     let mut samples = Vec::new();
-    let mut hist = histogram();
     while let Some(s) = rx.recv().await {
-        if let Some(l) = s.latency_ns {
-            let _ = hist.record((l / 1000).max(1));
-        }
         samples.push(s);
     }
     samples.sort_by_key(|s| s.index);
     LoadResult {
         t0_mono_ns,
         samples,
-        histogram: hist,
         wall: started.elapsed(),
     }
 }

@@ -109,6 +109,24 @@ fn hot_path_16k(c: &mut Criterion) {
 
 const EVENTS: u64 = 1_000_000;
 
+/// A blocking loglag pipeline into a fresh file (set-up, not timed).
+fn loglag_to_file(path: &std::path::Path) -> (loglag::NonBlocking, loglag::WorkerGuard) {
+    let _ = std::fs::remove_file(path);
+    loglag::NonBlockingBuilder::default()
+        .mode(loglag::Mode::Async)
+        .overflow(loglag::Overflow::Block)
+        .finish_sink(loglag::sink::FdSink::append(path).unwrap())
+}
+
+/// Logs `EVENTS` events through `subscriber` (the timed part).
+fn flood(subscriber: impl tracing::Subscriber + Send + Sync + 'static) {
+    tracing::subscriber::with_default(subscriber, || {
+        for i in 0..EVENTS {
+            event!(i);
+        }
+    });
+}
+
 fn throughput(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let mut g = c.benchmark_group("throughput");
@@ -116,49 +134,25 @@ fn throughput(c: &mut Criterion) {
     g.throughput(criterion::Throughput::Elements(EVENTS));
     g.bench_function("loglag_fmt_writer", |b| {
         b.iter_batched(
-            || {
-                let path = dir.path().join("loglag.log");
-                let _ = std::fs::remove_file(&path);
-                loglag::NonBlockingBuilder::default()
-                    .mode(loglag::Mode::Async)
-                    .overflow(loglag::Overflow::Block)
-                    .finish_sink(loglag::sink::FdSink::append(&path).unwrap())
-            },
+            || loglag_to_file(&dir.path().join("loglag.log")),
             |(writer, guard)| {
-                let sub = tracing_subscriber::fmt()
-                    .json()
-                    .with_writer(writer)
-                    .finish();
-                tracing::subscriber::with_default(sub, || {
-                    for i in 0..EVENTS {
-                        event!(i);
-                    }
-                });
-                let m = guard.shutdown();
-                assert_eq!(m.written_records, EVENTS);
+                flood(
+                    tracing_subscriber::fmt()
+                        .json()
+                        .with_writer(writer)
+                        .finish(),
+                );
+                assert_eq!(guard.shutdown().written_records, EVENTS);
             },
             BatchSize::PerIteration,
         )
     });
     g.bench_function("loglag_layer", |b| {
         b.iter_batched(
-            || {
-                let path = dir.path().join("loglag-layer.log");
-                let _ = std::fs::remove_file(&path);
-                loglag::NonBlockingBuilder::default()
-                    .mode(loglag::Mode::Async)
-                    .overflow(loglag::Overflow::Block)
-                    .finish_sink(loglag::sink::FdSink::append(&path).unwrap())
-            },
+            || loglag_to_file(&dir.path().join("loglag-layer.log")),
             |(writer, guard)| {
-                let sub = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
-                tracing::subscriber::with_default(sub, || {
-                    for i in 0..EVENTS {
-                        event!(i);
-                    }
-                });
-                let m = guard.shutdown();
-                assert_eq!(m.written_records, EVENTS);
+                flood(tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer)));
+                assert_eq!(guard.shutdown().written_records, EVENTS);
             },
             BatchSize::PerIteration,
         )
@@ -178,15 +172,12 @@ fn throughput(c: &mut Criterion) {
                     .finish(file)
             },
             |(writer, guard)| {
-                let sub = tracing_subscriber::fmt()
-                    .json()
-                    .with_writer(writer)
-                    .finish();
-                tracing::subscriber::with_default(sub, || {
-                    for i in 0..EVENTS {
-                        event!(i);
-                    }
-                });
+                flood(
+                    tracing_subscriber::fmt()
+                        .json()
+                        .with_writer(writer)
+                        .finish(),
+                );
                 drop(guard);
             },
             BatchSize::PerIteration,

@@ -13,7 +13,7 @@ use crate::metrics::{Counters, DropReason, Metrics};
 use crate::mode::Mode;
 use crate::overflow::Overflow;
 use crate::queue::{footprint, Ring};
-use crate::sink::{write_all_counted, Sink};
+use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
 
 /// Everything the builder decided.
@@ -135,7 +135,7 @@ impl Core {
     ) -> Core {
         let cap = ring.capacity();
         // A record must always fit with room to spare, or a policy could wait forever.
-        let max_fit = (cap / 2).saturating_sub(16) as usize;
+        let max_fit = (cap / 2).saturating_sub(crate::queue::HEADER) as usize;
         config.max_record_bytes = config.max_record_bytes.clamp(64.min(max_fit), max_fit);
         let reserve = (cap as f64 * config.reserve_fraction.clamp(0.0, 0.45)) as u64;
         let level_limit = match config.overflow {
@@ -386,16 +386,7 @@ impl Core {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         };
-        let started = Instant::now();
-        let (calls, result) = write_all_counted(sink.as_mut(), record);
-        self.counters.write_latency.record(started.elapsed());
-        self.counters
-            .write_syscalls
-            .fetch_add(calls, Ordering::Relaxed);
-        self.counters
-            .io_errors
-            .fetch_add(sink.take_absorbed_errors(), Ordering::Relaxed);
-        match result {
+        match self.counters.measured_write(sink.as_mut(), record) {
             Ok(()) => {
                 self.counters
                     .written_bytes

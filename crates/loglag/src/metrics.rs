@@ -105,6 +105,22 @@ impl Counters {
         self.dropped[reason as usize][level as usize].fetch_add(n, Ordering::AcqRel);
     }
 
+    /// Writes all of `bytes` to `sink`, recording the write's latency, its system calls
+    /// and any errors a fallback absorbed. Used by the writer thread and by `sync` mode.
+    pub(crate) fn measured_write(
+        &self,
+        sink: &mut dyn crate::sink::Sink,
+        bytes: &[u8],
+    ) -> Result<(), (std::io::Error, usize)> {
+        let started = std::time::Instant::now();
+        let (calls, result) = crate::sink::write_all_counted(sink, bytes);
+        self.write_latency.record(started.elapsed());
+        self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+        self.io_errors
+            .fetch_add(sink.take_absorbed_errors(), Ordering::Relaxed);
+        result
+    }
+
     pub(crate) fn note_backlog(&self, bytes: u64) {
         self.max_backlog_bytes.fetch_max(bytes, Ordering::Relaxed);
     }

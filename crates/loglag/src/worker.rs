@@ -204,13 +204,7 @@ impl Writer {
             slot.store(n, Ordering::Release);
         }
 
-        let started = Instant::now();
-        let (calls, result) = write_all_counted(self.sink.as_mut(), &self.batch);
-        counters.write_latency.record(started.elapsed());
-        counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
-        counters
-            .io_errors
-            .fetch_add(self.sink.take_absorbed_errors(), Ordering::Relaxed);
+        let result = counters.measured_write(self.sink.as_mut(), &self.batch);
 
         // Accounting happens under the progress lock so it cannot race with a guard
         // that gives up on us at the deadline and counts the batch as lost.

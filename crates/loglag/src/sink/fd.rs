@@ -154,9 +154,8 @@ impl FdSink {
 
 impl Sink for FdSink {
     fn position(&mut self) -> Option<u64> {
-        self.regular_file()
-            .and_then(|f| f.metadata().ok())
-            .map(|m| m.len())
+        let meta = self._owned.as_ref()?.metadata().ok()?;
+        meta.is_file().then_some(meta.len())
     }
 
     fn truncate_to(&mut self, len: u64) -> io::Result<()> {
