@@ -197,8 +197,18 @@ impl NonBlockingBuilder {
     ///
     /// # Panics
     /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
+    ///
+    /// A `std::fs::File` becomes a file sink ([`FdSink`](crate::sink::FdSink)): one
+    /// `write(2)` per batch, and with a spool, exactly-once recovery into it.
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
-        self.finish_sink(WriterSink::new(writer))
+        let writer: Box<dyn std::any::Any> = Box::new(writer);
+        match writer.downcast::<std::fs::File>() {
+            Ok(file) => self.finish_sink(crate::sink::FdSink::from_file(*file)),
+            Err(other) => {
+                let writer = *other.downcast::<W>().expect("the type we boxed");
+                self.finish_sink(WriterSink::new(writer))
+            }
+        }
     }
 
     /// Builds the pipeline over a [`Sink`].
@@ -219,6 +229,12 @@ impl NonBlockingBuilder {
                 Mode::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         }
         let mode = self.config.mode;
+        if let (true, Some((path, _))) = (mode != Mode::Async, &self.config.spool) {
+            eprintln!(
+                "loglag: mode {mode:?} has no queue, so the spool {} is not used",
+                path.display()
+            );
+        }
         let mut sink: Box<dyn Sink> = Box::new(sink);
         let (core, worker) =
             if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {

@@ -1,7 +1,7 @@
 //! The shared state behind every front-end: the producer path, accounting, flush and
 //! shutdown. The writer thread's loop is in `worker.rs`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
@@ -83,6 +83,8 @@ pub(crate) struct Core {
     /// plain store, not a shared read-modify-write.
     accepted_slots: Mutex<Vec<Arc<AtomicU64>>>,
     accepted_retired: AtomicU64,
+    /// Slot-list length at which exited threads' slots are next folded away.
+    fold_at: std::sync::atomic::AtomicUsize,
     /// Limits in ring bytes per level (the reserve for `ShedByLevel`).
     level_limit: [u64; 5],
     pub(crate) closed: AtomicBool,
@@ -116,6 +118,33 @@ thread_local! {
     static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
     /// Scratch for records that must be truncated.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The id of the pipeline whose sink this thread is inside right now: the writer
+    /// thread (for its whole life) or a `sync`-mode write. 0 outside any sink. A record
+    /// logged here must never wait: only this thread can make the room it would wait for.
+    static INSIDE_SINK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks this thread as inside `core`'s sink until dropped.
+pub(crate) struct InsideSink {
+    previous: u64,
+}
+
+impl InsideSink {
+    pub(crate) fn enter(core_id: u64) -> InsideSink {
+        let previous = INSIDE_SINK.try_with(|c| c.replace(core_id)).unwrap_or(0);
+        InsideSink { previous }
+    }
+}
+
+impl Drop for InsideSink {
+    fn drop(&mut self) {
+        let _ = INSIDE_SINK.try_with(|c| c.set(self.previous));
+    }
+}
+
+/// Whether this thread is inside some loglag sink (any pipeline's).
+pub(crate) fn inside_any_sink() -> bool {
+    INSIDE_SINK.try_with(|c| c.get() != 0).unwrap_or(false)
 }
 
 static NEXT_CORE_ID: AtomicU64 = AtomicU64::new(1);
@@ -155,6 +184,7 @@ impl Core {
             counters: Counters::default(),
             accepted_slots: Mutex::new(Vec::new()),
             accepted_retired: AtomicU64::new(0),
+            fold_at: std::sync::atomic::AtomicUsize::new(64),
             level_limit,
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
@@ -183,10 +213,19 @@ impl Core {
                 return;
             }
             let slot = Arc::new(AtomicU64::new(1));
-            self.accepted_slots
+            let mut all = self
+                .accepted_slots
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(slot.clone());
+                .unwrap_or_else(|e| e.into_inner());
+            // Threads come and go; fold the slots of exited ones into the total whenever
+            // the list doubles, so memory follows the live threads, not all threads ever.
+            if all.len() >= self.fold_at.load(Ordering::Relaxed) {
+                self.fold_retired(&mut all);
+                self.fold_at
+                    .store((all.len() * 2).max(64), Ordering::Relaxed);
+            }
+            all.push(slot.clone());
+            drop(all);
             slots.push((self.id, slot));
         });
         if counted.is_err() {
@@ -200,7 +239,14 @@ impl Core {
             .accepted_slots
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        // Fold the counters of threads that have exited so the list does not grow.
+        self.fold_retired(&mut slots);
+        self.accepted_retired.load(Ordering::Acquire)
+            + slots.iter().map(|s| s.load(Ordering::Acquire)).sum::<u64>()
+    }
+
+    /// Moves the counts of threads that have exited (their thread-local reference is
+    /// gone) into `accepted_retired` and forgets their slots.
+    fn fold_retired(&self, slots: &mut Vec<Arc<AtomicU64>>) {
         let mut retired = 0;
         slots.retain(|s| {
             if Arc::strong_count(s) == 1 {
@@ -213,8 +259,20 @@ impl Core {
         if retired > 0 {
             self.accepted_retired.fetch_add(retired, Ordering::AcqRel);
         }
-        self.accepted_retired.load(Ordering::Acquire)
-            + slots.iter().map(|s| s.load(Ordering::Acquire)).sum::<u64>()
+    }
+
+    /// This pipeline's id, for [`InsideSink`].
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Live per-thread counter slots (for the test that threads do not leak them).
+    #[cfg(test)]
+    pub(crate) fn slot_count(&self) -> usize {
+        self.accepted_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     pub(crate) fn metrics(&self) -> Metrics {
@@ -271,6 +329,23 @@ impl Core {
             return;
         }
         let limit = self.level_limit[level as usize];
+        if inside_any_sink() {
+            // A sink that logs: queue it if it fits now, never wait (only this thread,
+            // or one waiting on it, could free the room).
+            match self
+                .ring
+                .try_push(level, record, limit, coarse_monotonic_ns())
+            {
+                Ok(_) => self.unpark_writer(),
+                Err(_) => {
+                    self.counters
+                        .queue_full_events
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.counters.count_drop(DropReason::Reentrant, level, 1);
+                }
+            }
+            return;
+        }
         let mut deadline = None;
         loop {
             match self
@@ -381,11 +456,26 @@ impl Core {
     }
 
     fn write_sync(&self, level: Level, record: &[u8]) {
-        let mut sink = self.sync_sink.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sink = if inside_any_sink() {
+            // This thread may already hold this very lock (a sink that logs); waiting
+            // for it, or for another pipeline's sink held by a thread waiting on us,
+            // could deadlock. Write only if the sink is free now.
+            match self.sync_sink.try_lock() {
+                Ok(sink) => sink,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    self.counters.count_drop(DropReason::Reentrant, level, 1);
+                    return;
+                }
+            }
+        } else {
+            self.sync_sink.lock().unwrap_or_else(|e| e.into_inner())
+        };
         let Some(sink) = sink.as_mut() else {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         };
+        let _inside = InsideSink::enter(self.id);
         match self.counters.measured_write(sink.as_mut(), record) {
             Ok(()) => {
                 self.counters
@@ -400,22 +490,54 @@ impl Core {
         }
     }
 
+    /// The panic hook's flush. It runs on the panicking thread, which may hold the
+    /// `sync` sink's lock or be inside a sink, so it never waits for that lock.
+    pub(crate) fn flush_from_panic_hook(&self) {
+        if inside_any_sink() {
+            return;
+        }
+        if self.config.mode != Mode::Async {
+            if let Ok(mut sink) = self.sync_sink.try_lock() {
+                if let Some(sink) = sink.as_mut() {
+                    let _ = crate::sink::call_sink(|| sink.flush());
+                }
+            }
+            return;
+        }
+        let _ = self.flush(self.config.shutdown_timeout);
+    }
+
     /// Waits until every record accepted before the call is written or dropped.
     pub(crate) fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
         let started = Instant::now();
         let before = self.counters.written_records.load(Ordering::Acquire);
         if self.config.mode != Mode::Async {
-            if let Some(sink) = self
+            if inside_any_sink() {
+                // A sink that flushes its own pipeline: the lock may be ours already.
+                if let Ok(mut sink) = self.sync_sink.try_lock() {
+                    if let Some(sink) = sink.as_mut() {
+                        let _ = crate::sink::call_sink(|| sink.flush());
+                    }
+                }
+            } else if let Some(sink) = self
                 .sync_sink
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .as_mut()
             {
-                let _ = sink.flush();
+                let _ = crate::sink::call_sink(|| sink.flush());
             }
             return Ok(Flushed {
                 written_records: 0,
                 metrics: self.metrics(),
+            });
+        }
+        if inside_any_sink() {
+            // Called from inside a sink (on the writer thread, or under another
+            // pipeline's sink): waiting here could wait for this very thread.
+            return Err(FlushTimeout {
+                waited: Duration::ZERO,
+                metrics: Box::new(self.metrics()),
             });
         }
         let target = self.ring.head_position();
@@ -462,7 +584,7 @@ impl Core {
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
             {
-                let _ = sink.flush();
+                let _ = crate::sink::call_sink(|| sink.flush());
             }
             return self.metrics();
         }

@@ -12,12 +12,10 @@ pub(crate) fn flush_on_panic(core: &Arc<Core>) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         previous(info);
-        // The writer cannot wait for itself.
-        if std::thread::current().name() == Some("loglag-writer") {
-            return;
-        }
+        // The writer cannot wait for itself, and a thread inside a sink (or holding
+        // the sync sink's lock) must not wait for that lock: both are checked inside.
         if let Some(core) = weak.upgrade() {
-            let _ = core.flush(core.config.shutdown_timeout);
+            core.flush_from_panic_hook();
         }
     }));
 }

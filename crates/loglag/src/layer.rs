@@ -86,17 +86,42 @@ impl Visit for FieldVisitor<'_, '_> {
     }
 }
 
-/// A span's fields, rendered in the layer's format (`,"k":v` for JSON, ` k=v` otherwise).
-struct SpanFields(Vec<u8>);
+/// A span's fields, each rendered once in the layer's format (`,"k":v` for JSON,
+/// ` k=v` otherwise), and their concatenation, which events copy. A field recorded
+/// again replaces its old value, so the buffer is bounded by the span's field set.
+#[derive(Default)]
+struct SpanFields {
+    entries: Vec<(&'static str, Vec<u8>)>,
+    rendered: Vec<u8>,
+}
+
+impl SpanFields {
+    fn rebuild(&mut self) {
+        self.rendered.clear();
+        for (_, bytes) in &self.entries {
+            self.rendered.extend_from_slice(bytes);
+        }
+    }
+}
 
 struct SpanVisitor<'a> {
-    out: &'a mut Vec<u8>,
+    fields: &'a mut SpanFields,
     format: Format,
 }
 
 impl SpanVisitor<'_> {
     fn put(&mut self, field: &Field, value: Value<'_>) {
-        write_field(self.out, self.format, true, field.name(), value);
+        let name = field.name();
+        let index = match self.fields.entries.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                self.fields.entries.push((name, Vec::new()));
+                self.fields.entries.len() - 1
+            }
+        };
+        let out = &mut self.fields.entries[index].1;
+        out.clear();
+        write_field(out, self.format, true, name, value);
     }
 }
 
@@ -126,7 +151,7 @@ fn span_json<S: for<'a> LookupSpan<'a>>(out: &mut Vec<u8>, span: &SpanRef<'_, S>
     escape::json_str(out, span.name());
     out.push(b'"');
     if let Some(fields) = span.extensions().get::<SpanFields>() {
-        out.extend_from_slice(&fields.0);
+        out.extend_from_slice(&fields.rendered);
     }
     out.push(b'}');
 }
@@ -163,7 +188,7 @@ impl LoglagLayer {
                 if let Some(scope) = ctx.event_scope(event) {
                     for span in scope.from_root() {
                         if let Some(fields) = span.extensions().get::<SpanFields>() {
-                            out.extend_from_slice(&fields.0);
+                            out.extend_from_slice(&fields.rendered);
                         }
                     }
                 }
@@ -178,12 +203,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
             return;
         }
         let Some(span) = ctx.span(id) else { return };
-        let mut fields = Vec::new();
+        let mut fields = SpanFields::default();
         attrs.record(&mut SpanVisitor {
-            out: &mut fields,
+            fields: &mut fields,
             format: self.format,
         });
-        span.extensions_mut().insert(SpanFields(fields));
+        fields.rebuild();
+        span.extensions_mut().insert(fields);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
@@ -191,9 +217,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
         let mut extensions = span.extensions_mut();
         if let Some(fields) = extensions.get_mut::<SpanFields>() {
             values.record(&mut SpanVisitor {
-                out: &mut fields.0,
+                fields,
                 format: self.format,
             });
+            fields.rebuild();
         }
     }
 

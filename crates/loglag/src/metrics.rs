@@ -16,14 +16,19 @@ pub enum DropReason {
     IoError = 1,
     /// The shutdown deadline passed before it was written.
     Shutdown = 2,
+    /// Logged from inside the pipeline's own sink (a sink that logs, on the writer
+    /// thread or while a `sync`-mode write holds the sink) when it could not be queued
+    /// without waiting: waiting there would deadlock.
+    Reentrant = 3,
 }
 
 impl DropReason {
     /// Every reason, in the order of the counters.
-    pub const ALL: [DropReason; 3] = [
+    pub const ALL: [DropReason; 4] = [
         DropReason::QueueFull,
         DropReason::IoError,
         DropReason::Shutdown,
+        DropReason::Reentrant,
     ];
 
     /// The snake_case name used in reports and in Prometheus labels.
@@ -32,6 +37,7 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::IoError => "io_error",
             DropReason::Shutdown => "shutdown",
+            DropReason::Reentrant => "reentrant",
         }
     }
 }
@@ -91,7 +97,7 @@ impl LatencyBuckets {
 pub(crate) struct Counters {
     pub(crate) written_records: AtomicU64,
     pub(crate) written_bytes: AtomicU64,
-    pub(crate) dropped: [[AtomicU64; 5]; 3],
+    pub(crate) dropped: [[AtomicU64; 5]; 4],
     pub(crate) truncated: AtomicU64,
     pub(crate) write_syscalls: AtomicU64,
     pub(crate) io_errors: AtomicU64,
@@ -116,8 +122,8 @@ impl Counters {
         let (calls, result) = crate::sink::write_all_counted(sink, bytes);
         self.write_latency.record(started.elapsed());
         self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
-        self.io_errors
-            .fetch_add(sink.take_absorbed_errors(), Ordering::Relaxed);
+        let absorbed = crate::sink::call_sink(|| Ok(sink.take_absorbed_errors())).unwrap_or(0);
+        self.io_errors.fetch_add(absorbed, Ordering::Relaxed);
         result
     }
 
@@ -135,7 +141,7 @@ impl Counters {
         oldest_age: Option<Duration>,
     ) -> Metrics {
         let written_records = self.written_records.load(Ordering::Acquire);
-        let by: [[u64; 5]; 3] = std::array::from_fn(|r| {
+        let by: [[u64; 5]; 4] = std::array::from_fn(|r| {
             std::array::from_fn(|l| self.dropped[r][l].load(Ordering::Acquire))
         });
         let accepted = accepted();
@@ -154,6 +160,7 @@ impl Counters {
             queue_full: reason(DropReason::QueueFull),
             io_error: reason(DropReason::IoError),
             shutdown: reason(DropReason::Shutdown),
+            reentrant: reason(DropReason::Reentrant),
             truncated: self.truncated.load(Ordering::Relaxed),
             queue_full_events: self.queue_full_events.load(Ordering::Relaxed),
             dropped_by_level: std::array::from_fn(|l| by.iter().map(|r| r[l]).sum()),
@@ -218,6 +225,9 @@ pub struct Metrics {
     pub io_error: u64,
     /// Drops because the shutdown deadline passed.
     pub shutdown: u64,
+    /// Drops of records logged from inside the sink that could not be queued without
+    /// waiting (see [`DropReason::Reentrant`]).
+    pub reentrant: u64,
     /// Records cut to `max_record_bytes` (they are still written, with a marker).
     pub truncated: u64,
     /// Times a producer found the budget full (including waits that later succeeded).
@@ -283,6 +293,7 @@ impl Metrics {
             ("queue_full", self.queue_full),
             ("io_error", self.io_error),
             ("shutdown", self.shutdown),
+            ("reentrant", self.reentrant),
         ] {
             let _ = writeln!(s, "{prefix}_dropped_total{{reason=\"{reason}\"}} {v}");
         }

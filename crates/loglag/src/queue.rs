@@ -220,7 +220,17 @@ impl Ring {
         let mut head = self.head.0.load(Ordering::Relaxed);
         loop {
             let tail = self.tail.0.load(Ordering::Acquire);
-            let used_after = head - tail + need;
+            // `head` may be stale: if this thread was preempted after reading it, the
+            // writer may since have released past it, so `head < tail` is possible.
+            // Wrapping keeps that from panicking (debug) or reading as "full" (release);
+            // a result beyond the capacity means exactly that, so re-read and retry.
+            let used = head.wrapping_sub(tail);
+            if used > self.capacity {
+                head = self.head.0.load(Ordering::Relaxed);
+                std::hint::spin_loop();
+                continue;
+            }
+            let used_after = used + need;
             if used_after > limit {
                 return Err(Full);
             }
@@ -402,7 +412,7 @@ pub(crate) unsafe fn scan(base: *const u8, capacity: u64, from: u64) -> Scan {
             return None;
         }
         let len = (state >> 8) as usize;
-        if footprint(len) > capacity || (len as u64) > budget.get() {
+        if (len as u64) > capacity - HEADER || (len as u64) > budget.get() {
             return None;
         }
         budget.set(budget.get() - len as u64);

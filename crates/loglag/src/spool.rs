@@ -14,12 +14,21 @@
 //! | 4 | pending end: a batch up to here was being written (0: none) |
 //! | 5 | the sink's length before that batch (files only) |
 //! | 6 | that batch's length in bytes |
+//! | 7, 8 | the sink file's device and inode (0, 0: not a file) |
 //!
-//! Exactly once: before a batch is written the writer records where it ends and how long
-//! the sink file was; after the write it advances the tail. If the process dies in
-//! between, recovery looks at the sink file: if the whole batch is there it is not
-//! written again; if part of it is, the part is cut off and the batch rewritten. Sinks
-//! that cannot report a length (pipes, sockets) get the batch again: at least once.
+//! Exactly once: before a batch is written the writer records where it ends, which file
+//! it goes to and how long that file was; after the write it advances the tail. If the
+//! process dies in between, recovery looks at the sink: if it is the same file (same
+//! device and inode) and the whole batch is there, the batch is not written again; if
+//! part of it is, the part is cut off and the batch rewritten. Any other sink (a pipe,
+//! a socket, a different file) gets the batch again: at least once, with a warning.
+//! Recovery journals itself the same way, a chunk at a time, so a recovery that is
+//! itself killed resumes exactly once.
+//!
+//! The header is validated before anything is trusted (magic, version, a capacity of at
+//! most [`MAX_CAPACITY`], an aligned tail far from wrapping, a pending batch inside the
+//! ring); a spool that fails is refused as corrupt. Spools are created `0600` without
+//! following symlinks, and one owned by another user or readable by others is refused.
 //!
 //! Not covered: power loss or a kernel crash without [`SpoolSync`] (the page cache is
 //! lost), and corruption of the disk itself beyond what the per-record checksum detects.
@@ -33,11 +42,15 @@ use std::time::Duration;
 
 use crate::level::Level;
 use crate::queue::{self, Ring};
-use crate::sink::{write_all_counted, Sink};
+use crate::sink::{call_sink, write_all_counted, Sink};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"LOGLAGSP");
 const VERSION: u64 = 1;
 const HEADER_BYTES: u64 = 4096;
+/// The largest ring a spool may hold (4 GiB). A header claiming more is corrupt.
+pub const MAX_CAPACITY: u64 = 4 << 30;
+/// Recovery delivers and journals at most this many bytes at a time.
+const RECOVERY_CHUNK: usize = 64 << 10;
 
 /// When the spool (and the sink) are forced to stable storage.
 ///
@@ -66,6 +79,12 @@ pub struct Recovered {
     pub torn: u64,
     /// Records of an interrupted batch that the sink already had, not written again.
     pub already_delivered: u64,
+    /// Bytes of a partly written batch cut from the end of the sink file before the
+    /// batch was written again.
+    pub cut_bytes: u64,
+    /// An interrupted batch went to a different sink than the one recovering (or one
+    /// that cannot tell its length): it was delivered again, at least once.
+    pub at_least_once: bool,
 }
 
 /// The header words of an open spool. Points into the mapping the ring owns.
@@ -87,11 +106,20 @@ impl SpoolHeader {
         unsafe { &*self.words.as_ptr().add(i) }
     }
 
-    /// Records the batch about to be written.
-    pub(crate) fn begin_batch(&self, end: u64, sink_len: Option<u64>, bytes: u64) {
+    /// Records the batch about to be written, and the file it goes to.
+    pub(crate) fn begin_batch(
+        &self,
+        end: u64,
+        sink_len: Option<u64>,
+        sink_identity: Option<(u64, u64)>,
+        bytes: u64,
+    ) {
+        let (dev, ino) = sink_identity.unwrap_or((0, 0));
         self.word(5)
             .store(sink_len.unwrap_or(u64::MAX), Ordering::Relaxed);
         self.word(6).store(bytes, Ordering::Relaxed);
+        self.word(7).store(dev, Ordering::Relaxed);
+        self.word(8).store(ino, Ordering::Relaxed);
         self.word(4).store(end, Ordering::Release);
     }
 
@@ -117,18 +145,38 @@ pub(crate) fn open(
     sink: &mut dyn Sink,
     sync: SpoolSync,
 ) -> io::Result<(Ring, SpoolHeader, Recovered)> {
+    open_with(path, Some(capacity), sink, sync)
+}
+
+/// `create`: the capacity of a new spool; `None` only opens an existing one.
+fn open_with(
+    path: &Path,
+    create: Option<usize>,
+    sink: &mut dyn Sink,
+    sync: SpoolSync,
+) -> io::Result<(Ring, SpoolHeader, Recovered)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // 0600 and no symlinks: a spool holds every queued record, secrets included.
     let file = OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
+        .create(create.is_some())
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                " (it is a symlink; a spool must be a regular file)"
+            } else {
+                ""
+            };
             io::Error::new(
                 e.kind(),
-                format!("cannot open spool {}: {e}", path.display()),
+                format!("cannot open spool {}: {e}{hint}", path.display()),
             )
         })?;
+    check_ownership(&file, path)?;
     // One process per spool: two writers would corrupt each other. The lock goes away
     // with the process, however it ends.
     // SAFETY: flock on a descriptor we own.
@@ -150,14 +198,28 @@ pub(crate) fn open(
     }
     let len = file.metadata()?.len();
     let fresh = len == 0;
-    let capacity = if fresh {
-        ((capacity as u64) / 8).max(8) * 8
-    } else {
-        read_capacity(&file, path)?
+    let capacity = match (fresh, create) {
+        (true, Some(capacity)) => {
+            let capacity = ((capacity as u64) / 8).max(8) * 8;
+            if capacity > MAX_CAPACITY {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "spool capacity {capacity} bytes is above the maximum of {MAX_CAPACITY}"
+                    ),
+                ));
+            }
+            capacity
+        }
+        (true, None) => {
+            return Err(invalid(
+                path,
+                "not a loglag spool (the file is empty); nothing to recover",
+            ))
+        }
+        (false, _) => read_capacity(&file, path)?,
     };
-    if fresh {
-        file.set_len(HEADER_BYTES + capacity)?;
-    } else if len < HEADER_BYTES + capacity {
+    if !fresh && len < HEADER_BYTES + capacity {
         return Err(invalid(
             path,
             format!(
@@ -166,8 +228,20 @@ pub(crate) fn open(
             ),
         ));
     }
-    // SAFETY: the spool file is ours; the header documents that it must not be shared
-    // by two live processes.
+    // Allocate every block now: a mapped file that cannot get a block later kills the
+    // process with SIGBUS on a full disk. An error here is an ordinary error.
+    allocate(&file, HEADER_BYTES + capacity).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot allocate {} bytes for spool {}: {e}",
+                HEADER_BYTES + capacity,
+                path.display()
+            ),
+        )
+    })?;
+    // SAFETY: the spool file is ours (flocked); the header documents that it must not
+    // be shared by two live processes.
     let mut map = unsafe { memmap2::MmapMut::map_mut(&file)? };
     let words = NonNull::new(map.as_mut_ptr() as *mut AtomicU64).expect("mapping is non-null");
     let header = SpoolHeader { words, sync };
@@ -176,13 +250,20 @@ pub(crate) fn open(
         header.word(1).store(VERSION, Ordering::Relaxed);
         header.word(2).store(capacity, Ordering::Relaxed);
     }
+    validate_positions(&header, capacity).map_err(|why| invalid(path, why))?;
     // SAFETY: the ring area follows the header inside the mapping.
     let ring_base = unsafe { map.as_mut_ptr().add(HEADER_BYTES as usize) };
-    let recovered = recover_into(&header, ring_base, capacity, sink)?;
+    let recovered = recover_into(&header, ring_base, capacity, sink, path)?;
     let position = header.word(3).load(Ordering::Acquire);
     // Start clean: a zeroed ring, so no stale word can look like a committed record.
-    // SAFETY: `capacity` bytes of the mapping after the header.
-    unsafe { std::ptr::write_bytes(ring_base, 0, capacity as usize) };
+    // Only words that are not zero are written: a fresh or already clean spool costs
+    // reads, not a write of the whole file.
+    // SAFETY: `capacity` bytes of the mapping after the header, 8-aligned (page + 4096).
+    let ring_words =
+        unsafe { std::slice::from_raw_parts_mut(ring_base as *mut u64, (capacity / 8) as usize) };
+    for w in ring_words.iter_mut().filter(|w| **w != 0) {
+        *w = 0;
+    }
     map.flush_async()?;
     let base = NonNull::new(ring_base as *mut AtomicU64).expect("non-null");
     // SAFETY: the ring area is zeroed and belongs to this ring only.
@@ -190,11 +271,62 @@ pub(crate) fn open(
     Ok((ring, header, recovered))
 }
 
+/// Refuses a spool owned by someone else or open to other users.
+fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(invalid(path, "a spool must be a regular file"));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "spool {} is owned by uid {}, not by this user (uid {me}); refusing to trust it. Recover it as its owner, or `chown` it",
+                path.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "spool {} has mode {mode:04o}: other users can read the queued records. Run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reserves the file's blocks (`posix_fallocate`), growing it to `len` if shorter.
+fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "spool too large"))?;
+    // SAFETY: fallocate on a descriptor we own.
+    let rc = unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(file), 0, len) };
+    match rc {
+        0 => Ok(()),
+        // A file system without fallocate: fall back to a sparse file (and SIGBUS risk).
+        libc::EOPNOTSUPP | libc::EINVAL => file.set_len(len as u64),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; 24];
-    file.read_exact_at(&mut head, 0)
-        .map_err(|e| invalid(path, format!("cannot read spool header: {e}")))?;
+    file.read_exact_at(&mut head, 0).map_err(|e| {
+        invalid(
+            path,
+            format!("not a loglag spool (cannot read a spool header: {e})"),
+        )
+    })?;
     let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     if word(0) != MAGIC {
         return Err(invalid(
@@ -212,21 +344,53 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
         ));
     }
     let capacity = word(2);
-    if capacity < 64 || capacity % 8 != 0 || capacity > 1 << 40 {
+    if capacity < 64 || capacity % 8 != 0 || capacity > MAX_CAPACITY {
         return Err(invalid(
             path,
-            format!("implausible spool capacity {capacity}"),
+            format!("corrupt spool: implausible capacity {capacity}"),
         ));
     }
     Ok(capacity)
 }
 
+/// Checks the header's positions before anything trusts them. Returns why not.
+fn validate_positions(header: &SpoolHeader, capacity: u64) -> Result<(), String> {
+    let tail = header.word(3).load(Ordering::Acquire);
+    let pending_end = header.word(4).load(Ordering::Acquire);
+    let batch_bytes = header.word(6).load(Ordering::Acquire);
+    if tail % 8 != 0 {
+        return Err(format!("corrupt spool: unaligned tail {tail}"));
+    }
+    // Positions only grow; leave room for many laps before u64 could wrap.
+    if tail > u64::MAX - 16 * capacity {
+        return Err(format!(
+            "corrupt spool: tail {tail} is too close to wrapping around"
+        ));
+    }
+    if pending_end != 0 {
+        if pending_end % 8 != 0 || pending_end <= tail || pending_end - tail > capacity {
+            return Err(format!(
+                "corrupt spool: a pending batch ends at {pending_end}, outside the ring after tail {tail}"
+            ));
+        }
+        if batch_bytes > capacity {
+            return Err(format!(
+                "corrupt spool: a pending batch of {batch_bytes} bytes is larger than the ring"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Delivers the records after the persisted tail to `sink`, then advances the tail.
+/// Journals its own progress chunk by chunk, with the writer's protocol, so being killed
+/// part-way loses and repeats nothing for the same file.
 fn recover_into(
     header: &SpoolHeader,
     ring_base: *mut u8,
     capacity: u64,
     sink: &mut dyn Sink,
+    path: &Path,
 ) -> io::Result<Recovered> {
     let tail = header.word(3).load(Ordering::Acquire);
     // SAFETY: nobody else uses the mapping yet.
@@ -240,29 +404,74 @@ fn recover_into(
     if pending_end != 0 {
         let sink_len_before = header.word(5).load(Ordering::Acquire);
         let batch_bytes = header.word(6).load(Ordering::Acquire);
+        let recorded = (
+            header.word(7).load(Ordering::Acquire),
+            header.word(8).load(Ordering::Acquire),
+        );
         let in_batch = records.iter().take_while(|r| r.0 < pending_end).count();
-        if let (Some(now), true) = (sink.position(), sink_len_before != u64::MAX) {
-            if now >= sink_len_before + batch_bytes {
-                recovered.already_delivered = in_batch as u64;
-                records = &records[in_batch..];
-            } else if now > sink_len_before {
-                sink.truncate_to(sink_len_before)?;
+        let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+        let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
+        let same_file = recorded != (0, 0) && identity == Some(recorded);
+        match (same_file, position, sink_len_before.checked_add(batch_bytes)) {
+            (true, Some(now), Some(batch_end)) if sink_len_before != u64::MAX => {
+                if now >= batch_end {
+                    recovered.already_delivered = in_batch as u64;
+                    records = &records[in_batch..];
+                    header.end_batch(pending_end);
+                } else if now > sink_len_before {
+                    call_sink(|| sink.truncate_to(sink_len_before))?;
+                    recovered.cut_bytes = now - sink_len_before;
+                }
+            }
+            _ => {
+                recovered.at_least_once = true;
+                eprintln!(
+                    "loglag: spool {}: a batch of {in_batch} records was being written when the process ended, to a sink other than this one (or one that cannot tell its length); delivering it again (at least once)",
+                    path.display()
+                );
             }
         }
     }
-    for (_, _, bytes) in records {
-        if let (_, Err((e, _))) = write_all_counted(sink, bytes) {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot deliver recovered records: {e}"),
-            ));
+    let mut delivered_to = tail;
+    while !records.is_empty() {
+        let mut bytes = 0;
+        let take = records
+            .iter()
+            .take_while(|r| {
+                let fits = bytes == 0 || bytes + r.2.len() <= RECOVERY_CHUNK;
+                bytes += r.2.len();
+                fits
+            })
+            .count()
+            .max(1);
+        let (chunk, rest) = records.split_at(take);
+        let last = chunk.last().expect("a chunk has a record");
+        let end = last.0 + queue::footprint(last.2.len());
+        let chunk_bytes: u64 = chunk.iter().map(|r| r.2.len() as u64).sum();
+        let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
+        let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+        header.begin_batch(end, position, identity, chunk_bytes);
+        for (_, _, bytes) in chunk {
+            if let (_, Err((e, _))) = write_all_counted(sink, bytes) {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot deliver recovered records from {}: {e}; run recovery again to resume",
+                        path.display()
+                    ),
+                ));
+            }
+            recovered.records += 1;
+            recovered.bytes += bytes.len() as u64;
         }
-        recovered.records += 1;
-        recovered.bytes += bytes.len() as u64;
+        call_sink(|| sink.flush())?;
+        header.end_batch(end);
+        delivered_to = end;
+        records = rest;
     }
-    sink.flush()?;
-    let _ = sink.sync();
-    header.end_batch(scan.end.max(tail));
+    call_sink(|| sink.flush())?;
+    let _ = call_sink(|| sink.sync());
+    header.end_batch(scan.end.max(tail).max(delivered_to));
     Ok(recovered)
 }
 
@@ -282,6 +491,6 @@ pub fn recover(path: impl AsRef<Path>, mut sink: impl Sink) -> io::Result<Recove
             format!("no spool at {}", path.display()),
         ));
     }
-    let (_ring, _header, recovered) = open(path, 0, &mut sink, SpoolSync::Never)?;
+    let (_ring, _header, recovered) = open_with(path, None, &mut sink, SpoolSync::Never)?;
     Ok(recovered)
 }

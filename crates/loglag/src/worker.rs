@@ -7,23 +7,56 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Instant, SystemTime};
 
-use crate::core::Core;
+use crate::core::{Core, InsideSink};
 use crate::format::{Format, LineBuilder, Value};
 use crate::level::Level;
 use crate::metrics::DropReason;
-use crate::sink::{write_all_counted, Sink};
+use crate::sink::{call_sink, write_all_counted, Sink};
 
 pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHandle<()>> {
     let for_thread = core.clone();
     let handle = thread::Builder::new()
         .name("loglag-writer".into())
         .spawn(move || {
+            // Everything this thread logs (a sink instrumented with `tracing`) must not
+            // wait for room that only this thread can make.
+            let _inside = InsideSink::enter(for_thread.id());
             // Producers only unpark once the handle is published; until then the writer
             // polls at `flush_interval`, so nothing is lost in between.
-            Writer::new(for_thread, sink).run()
+            let core = for_thread.clone();
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Writer::new(for_thread, sink).run()
+            }));
+            if run.is_err() {
+                writer_died(&core);
+            }
         })?;
     let _ = core.writer.set(handle.thread().clone());
     Ok(handle)
+}
+
+/// The writer thread panicked outside any sink call (sink panics are caught per call):
+/// a bug in loglag itself. Nobody may wait for it any more: close the pipeline, count
+/// what it held as lost, and wake every waiter.
+fn writer_died(core: &Core) {
+    core.closed.store(true, Ordering::Release);
+    let (lock, cv) = &core.progress;
+    let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if !progress.abandoned && core.spool.is_none() {
+        let counters = &core.counters;
+        for level in Level::ALL {
+            let n = core.batch_levels_in_flight[level as usize].swap(0, Ordering::AcqRel);
+            counters.count_drop(DropReason::IoError, level, n);
+        }
+        core.batch_bytes_in_flight.store(0, Ordering::Relaxed);
+        core.ring
+            .discard_committed(|p| counters.count_drop(DropReason::IoError, p.level, 1));
+    }
+    progress.exited = true;
+    cv.notify_all();
+    drop(progress);
+    core.space_released();
+    eprintln!("loglag: the writer thread panicked; the pipeline is closed and further records are dropped (shutdown)");
 }
 
 struct Writer {
@@ -33,7 +66,7 @@ struct Writer {
     /// (length, level) of each record in `batch`, to account for partial failures.
     records: Vec<(usize, Level)>,
     /// Drops by reason already announced in-band.
-    reported: [u64; 3],
+    reported: [u64; 4],
     /// Whether the last write failed, so a streak of errors is reported on stderr once.
     failing: bool,
     /// When the spool was last synced (`SpoolSync::Every`).
@@ -48,7 +81,7 @@ impl Writer {
             records: Vec::with_capacity(1024),
             core,
             sink,
-            reported: [0; 3],
+            reported: [0; 4],
             failing: false,
             last_sync: Instant::now(),
         }
@@ -146,7 +179,10 @@ impl Writer {
                 .counters
                 .note_backlog(ring.used_bytes() + self.batch.len() as u64);
             if let Some(header) = spool {
-                header.begin_batch(end, self.sink.position(), self.batch.len() as u64);
+                let sink = &mut self.sink;
+                let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
+                let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+                header.begin_batch(end, position, identity, self.batch.len() as u64);
             }
             if !self.write_batch() {
                 return false;
@@ -163,7 +199,7 @@ impl Writer {
             self.publish_progress();
         }
         self.report_drops();
-        let _ = self.sink.flush();
+        let _ = call_sink(|| self.sink.flush());
         self.publish_progress();
         true
     }
@@ -177,7 +213,7 @@ impl Writer {
             SpoolSync::Every(d) => self.last_sync.elapsed() >= d,
         };
         if due {
-            let _ = self.sink.sync();
+            let _ = call_sink(|| self.sink.sync());
             self.core.ring.sync_storage();
             self.last_sync = Instant::now();
         }
@@ -265,19 +301,19 @@ impl Writer {
     /// is never lost.
     fn report_drops(&mut self) {
         let counters = &self.core.counters;
-        let now: [u64; 3] = DropReason::ALL.map(|r| {
+        let now: [u64; 4] = DropReason::ALL.map(|r| {
             (0..5)
                 .map(|l| counters.dropped[r as usize][l].load(Ordering::Acquire))
                 .sum()
         });
-        let delta: [u64; 3] = std::array::from_fn(|i| now[i] - self.reported[i]);
+        let delta: [u64; 4] = std::array::from_fn(|i| now[i] - self.reported[i]);
         let total: u64 = delta.iter().sum();
         if total == 0 {
             return;
         }
         let message = format!(
-            "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={})",
-            delta[0], delta[1], delta[2]
+            "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={}, reentrant={})",
+            delta[0], delta[1], delta[2], delta[3]
         );
         let mut line = Vec::with_capacity(256);
         let mut builder = LineBuilder::begin(
@@ -327,7 +363,7 @@ impl Writer {
             );
             self.report_drops();
         }
-        let _ = self.sink.flush();
+        let _ = call_sink(|| self.sink.flush());
         let (lock, cv) = &self.core.progress;
         let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
         progress.done_pos = progress.done_pos.max(self.core.ring.tail_position());

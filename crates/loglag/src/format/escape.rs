@@ -4,7 +4,8 @@
 use std::fmt;
 
 /// Bytes that may start something to escape: ASCII controls, DEL, `"`, `\\`, and the
-/// lead bytes of C1 controls (0xC2) and of U+2028/U+2029 (0xE2). Everything else is
+/// lead bytes of C1 controls (0xC2), of U+2028/U+2029 and the bidi controls U+200E,
+/// U+200F, U+202A–U+202E, U+2066–U+2069 (0xE2), and of U+061C (0xD8). Everything else is
 /// copied in bulk, which keeps long clean strings at memcpy speed.
 const fn suspicious_table() -> [bool; 256] {
     let mut t = [false; 256];
@@ -17,6 +18,7 @@ const fn suspicious_table() -> [bool; 256] {
     t[b'"' as usize] = true;
     t[b'\\' as usize] = true;
     t[0xC2] = true;
+    t[0xD8] = true;
     t[0xE2] = true;
     t
 }
@@ -93,8 +95,15 @@ pub fn lossy(bytes: &[u8], mut each: impl FnMut(&str)) {
     }
 }
 
-fn is_control(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+/// Characters that are escaped wherever they appear: controls (C0, DEL, C1), the line
+/// and paragraph separators, and the bidirectional formatting characters, which can make
+/// a log line read differently from what it holds ("Trojan Source").
+pub(crate) fn is_control(c: char) -> bool {
+    c.is_control() || c == '\u{2028}' || c == '\u{2029}' || is_bidi(c)
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 fn push_fmt(out: &mut Vec<u8>, args: fmt::Arguments<'_>) {
@@ -163,16 +172,60 @@ mod tests {
         assert_eq!(s, "ok\u{FFFD}\u{FFFD}end");
     }
 
+    /// Strings rich in what escaping is for: every kind of control, quotes, backslashes,
+    /// separators, bidi controls, and ordinary text, in any mix.
+    fn hostile_string() -> impl Strategy<Value = String> {
+        let special = prop::sample::select(vec![
+            '\n', '\r', '\t', '\0', '\u{1b}', '\u{7f}', '\u{80}', '\u{85}', '\u{9b}', '\u{9f}',
+            '"', '\\', '\u{2028}', '\u{2029}', '\u{202e}', '\u{2066}', '\u{200f}', '\u{61c}',
+            'é', '✓', '\u{1F600}',
+        ]);
+        let any_control = prop::char::range('\0', '\u{a0}');
+        prop::collection::vec(
+            prop_oneof![special, any_control, any::<char>(), Just('a')],
+            0..64,
+        )
+        .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    fn visible(c: char) -> bool {
+        !c.is_control() && !matches!(c, '\u{2028}' | '\u{2029}') && !is_bidi(c)
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2048)
+        ))]
         #[test]
-        fn escaped_output_is_one_line_and_valid_json(s in any::<String>()) {
+        fn escaped_output_is_one_line_and_valid_json(s in hostile_string()) {
             let j = json(&s);
-            prop_assert!(!j.bytes().any(|b| b < 0x20 || b == 0x7f));
-            let parsed: String = serde_json_like_unescape(&j);
-            prop_assert_eq!(parsed, s.clone());
+            // Checked against the standard library's idea of a control, not ours.
+            prop_assert!(j.chars().all(visible), "{j:?}");
+            let parsed: String = serde_json::from_str(&format!("\"{j}\"")).unwrap();
+            prop_assert_eq!(&parsed, &s);
+            prop_assert_eq!(serde_json_like_unescape(&j), s.clone());
             let t = text(&s);
-            prop_assert!(!t.chars().any(is_control));
+            prop_assert!(t.chars().all(visible), "{t:?}");
+            prop_assert!(!t.contains('\n'));
+            let mut q = Vec::new();
+            text_str(&mut q, &s, true);
+            let q = String::from_utf8(q).unwrap();
+            // A quoted logfmt value never contains an unescaped quote.
+            let unescaped_quote = q.char_indices().any(|(i, c)| {
+                c == '"' && q[..i].chars().rev().take_while(|&b| b == '\\').count() % 2 == 0
+            });
+            prop_assert!(!unescaped_quote, "{q:?}");
         }
+    }
+
+    #[test]
+    fn c1_and_bidi_controls_are_escaped() {
+        assert_eq!(json("a\u{85}b\u{9b}c"), "a\\u0085b\\u009bc");
+        assert_eq!(text("a\u{85}b"), "a\\x85b");
+        assert_eq!(json("x\u{202e}y\u{2066}z"), "x\\u202ey\\u2066z");
+        assert_eq!(text("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(json("\u{2028}\u{2029}"), "\\u2028\\u2029");
+        assert_eq!(text("\u{61c}"), "\\u{61c}");
     }
 
     /// A minimal JSON-string unescaper for the round-trip property (no serde in this crate).

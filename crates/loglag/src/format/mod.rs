@@ -320,6 +320,9 @@ fn push_display(out: &mut Vec<u8>, v: impl fmt::Display) {
 /// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
 /// boundary) and ended with a visible `…[truncated N bytes]` marker and a newline.
 pub(crate) fn truncate_into(out: &mut Vec<u8>, record: &[u8], max: usize) {
+    if truncate_json_into(out, record, max) {
+        return;
+    }
     // The marker's length depends on the number it carries; size it for the worst case.
     let reserve = "…[truncated  bytes]\n".len() + 20;
     let mut cut = max.saturating_sub(reserve).min(record.len());
@@ -333,9 +336,161 @@ pub(crate) fn truncate_into(out: &mut Vec<u8>, record: &[u8], max: usize) {
     );
 }
 
+/// A JSON record stays valid JSON: its longest string values are shortened (at an
+/// escape and character boundary) and each ends in the marker, everything else is kept.
+/// Returns false (and writes nothing) if `record` is not one JSON object per line or
+/// its string values are too short to make it fit.
+fn truncate_json_into(out: &mut Vec<u8>, record: &[u8], max: usize) -> bool {
+    let body = record.strip_suffix(b"\n").unwrap_or(record);
+    if body.first() != Some(&b'{') || body.last() != Some(&b'}') {
+        return false;
+    }
+    let Some(mut values) = json_string_values(body) else {
+        return false;
+    };
+    // Worst case per shortened value: the marker with a 20-digit count.
+    const MARKER_MAX: usize = "…[truncated  bytes]".len() + 20;
+    let mut excess = record.len().saturating_sub(max);
+    values.sort_by_key(|&(a, b)| std::cmp::Reverse(b - a));
+    // (content start, kept end, content end) of each value to shorten.
+    let mut cuts: Vec<(usize, usize, usize)> = Vec::new();
+    for &(start, end) in &values {
+        if excess == 0 {
+            break;
+        }
+        let len = end - start;
+        if len <= MARKER_MAX {
+            break;
+        }
+        let remove = (excess + MARKER_MAX).min(len);
+        let kept = escape_boundary_at_most(&body[start..end], len - remove);
+        let removed = len - kept;
+        cuts.push((start, start + kept, end));
+        excess = excess.saturating_sub(removed.saturating_sub(MARKER_MAX));
+    }
+    if excess > 0 {
+        return false;
+    }
+    cuts.sort_unstable();
+    let mut at = 0;
+    for (_, kept_end, end) in cuts {
+        out.extend_from_slice(&body[at..kept_end]);
+        let _ = std::io::Write::write_fmt(
+            out,
+            format_args!("…[truncated {} bytes]", end - kept_end),
+        );
+        at = end;
+    }
+    out.extend_from_slice(&body[at..]);
+    out.push(b'\n');
+    true
+}
+
+/// The largest prefix length of escaped JSON string content `s` that is at most `at`
+/// and ends neither inside an escape sequence nor inside a UTF-8 character.
+fn escape_boundary_at_most(s: &[u8], at: usize) -> usize {
+    let mut i = 0;
+    let mut last = 0;
+    while i < s.len() {
+        let step = match s[i] {
+            b'\\' if s.get(i + 1) == Some(&b'u') => 6,
+            b'\\' => 2,
+            b if b < 0x80 => 1,
+            b if b >= 0xF0 => 4,
+            b if b >= 0xE0 => 3,
+            _ => 2,
+        };
+        if i + step > at {
+            break;
+        }
+        i += step;
+        last = i;
+    }
+    last.min(s.len())
+}
+
+/// The content ranges (between the quotes) of every string *value* in a JSON object,
+/// keys excluded. `None` if the text is not a complete, balanced object.
+fn json_string_values(body: &[u8]) -> Option<Vec<(usize, usize)>> {
+    let mut values = Vec::new();
+    let mut stack: Vec<u8> = Vec::new();
+    let mut expect_key = false;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'{' => {
+                stack.push(b'{');
+                expect_key = true;
+            }
+            b'[' => {
+                stack.push(b'[');
+                expect_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop()?;
+                expect_key = false;
+                if stack.is_empty() && i + 1 != body.len() {
+                    return None;
+                }
+            }
+            b',' => expect_key = stack.last() == Some(&b'{'),
+            b':' => expect_key = false,
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                loop {
+                    match body.get(j)? {
+                        b'\\' => j += 2,
+                        b'"' => break,
+                        _ => j += 1,
+                    }
+                }
+                if !expect_key {
+                    values.push((start, j));
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    stack.is_empty().then_some(values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncated_json_stays_valid_json() {
+        let long = "x\\\"é".repeat(5000);
+        let mut record = Vec::new();
+        let mut line = LineBuilder::begin(&mut record, Format::Json, SystemTime::UNIX_EPOCH, Level::Info, "app");
+        line.field("message", Value::Str(&long));
+        line.field("n", Value::U64(7));
+        line.field("short", Value::Str("keep me"));
+        line.finish();
+        for max in [200, 1000, 4096, 20_000] {
+            let mut out = Vec::new();
+            truncate_into(&mut out, &record, max);
+            assert!(out.len() <= max, "{} > {max}", out.len());
+            assert!(out.ends_with(b"}\n"));
+            let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            let message = v["fields"]["message"].as_str().unwrap();
+            assert!(message.contains("…[truncated "), "{message}");
+            assert_eq!(v["fields"]["n"], 7);
+            assert_eq!(v["fields"]["short"], "keep me");
+        }
+    }
+
+    #[test]
+    fn text_truncation_keeps_the_marker() {
+        let record = format!("{}\n", "y".repeat(500));
+        let mut out = Vec::new();
+        truncate_into(&mut out, record.as_bytes(), 100);
+        assert!(out.len() <= 100);
+        assert!(String::from_utf8(out).unwrap().ends_with("bytes]\n"));
+    }
 
     fn render(format: Format) -> String {
         let mut buf = Vec::new();

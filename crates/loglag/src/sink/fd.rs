@@ -153,6 +153,25 @@ impl FdSink {
 }
 
 impl Sink for FdSink {
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = self.regular_file()?.metadata().ok()?;
+        Some((meta.dev(), meta.ino()))
+    }
+
+    fn wait_writable(&mut self, timeout: std::time::Duration) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        // EINTR (n < 0) is worth a retry too; the caller's deadline still bounds it.
+        n != 0 && pfd.revents & libc::POLLNVAL == 0
+    }
+
     fn position(&mut self) -> Option<u64> {
         let meta = self._owned.as_ref()?.metadata().ok()?;
         meta.is_file().then_some(meta.len())

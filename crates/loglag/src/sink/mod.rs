@@ -54,6 +54,20 @@ pub trait Sink: Send + 'static {
     fn sync(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// The identity of the file behind the sink (device, inode), for sinks that are
+    /// regular files. Spool recovery cuts or skips an interrupted batch only in the very
+    /// file it was being written to; any other sink gets the batch again (at least once).
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// After a write failed with `WouldBlock` (a non-blocking descriptor that is full),
+    /// waits up to `timeout` for room. Returns whether a retry makes sense. The default
+    /// does not wait.
+    fn wait_writable(&mut self, _timeout: std::time::Duration) -> bool {
+        false
+    }
 }
 
 impl Sink for Box<dyn Sink> {
@@ -74,6 +88,12 @@ impl Sink for Box<dyn Sink> {
     }
     fn sync(&mut self) -> io::Result<()> {
         (**self).sync()
+    }
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        (**self).identity()
+    }
+    fn wait_writable(&mut self, timeout: std::time::Duration) -> bool {
+        (**self).wait_writable(timeout)
     }
 }
 
@@ -104,26 +124,75 @@ impl<W: io::Write + Send + 'static> Sink for WriterSink<W> {
     }
 }
 
-/// Writes all of `buf`, retrying on EINTR and continuing after short writes.
+/// Calls into a sink, turning a panic into an error: a sink is user code, and a panic
+/// in it must cost the batch, not the writer thread (which every producer and every
+/// flush depends on).
+pub(crate) fn call_sink<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".into());
+            Err(io::Error::other(format!("the sink panicked: {what}")))
+        }
+    }
+}
+
+/// How long a write to a non-blocking descriptor that is full (`WouldBlock`) waits for
+/// room before it counts as failed. The writer thread is the only caller that waits, so
+/// producers are never held by it; the bound keeps a stuck reader from stalling the
+/// writer forever.
+pub(crate) const WOULD_BLOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Writes all of `buf`, retrying on EINTR, continuing after short writes and waiting
+/// (bounded by `would_block_wait`) for room when a non-blocking sink is full.
 /// Returns the number of `write` calls made, or the error with the bytes written so far.
 pub(crate) fn write_all_counted(
     sink: &mut dyn Sink,
+    buf: &[u8],
+) -> (u64, Result<(), (io::Error, usize)>) {
+    write_all_waiting(sink, buf, WOULD_BLOCK_WAIT)
+}
+
+pub(crate) fn write_all_waiting(
+    sink: &mut dyn Sink,
     mut buf: &[u8],
+    would_block_wait: std::time::Duration,
 ) -> (u64, Result<(), (io::Error, usize)>) {
     let mut calls = 0;
     let total = buf.len();
+    let mut blocked_since: Option<std::time::Instant> = None;
     while !buf.is_empty() {
         calls += 1;
-        match sink.write(buf) {
-            Ok(0) => {
-                return (
-                    calls,
-                    Err((io::ErrorKind::WriteZero.into(), total - buf.len())),
-                )
+        let written = total - buf.len();
+        match call_sink(|| sink.write(buf)) {
+            Ok(0) => return (calls, Err((io::ErrorKind::WriteZero.into(), written))),
+            Ok(n) if n > buf.len() => {
+                let e = io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the sink reported writing {n} bytes of a {}-byte buffer",
+                        buf.len()
+                    ),
+                );
+                return (calls, Err((e, written)));
             }
-            Ok(n) => buf = &buf[n..],
+            Ok(n) => {
+                buf = &buf[n..];
+                blocked_since = None;
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (calls, Err((e, total - buf.len()))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let since = *blocked_since.get_or_insert_with(std::time::Instant::now);
+                let left = would_block_wait.saturating_sub(since.elapsed());
+                if left.is_zero() || !sink.wait_writable(left) {
+                    return (calls, Err((e, written)));
+                }
+            }
+            Err(e) => return (calls, Err((e, written))),
         }
     }
     (calls, Ok(()))
