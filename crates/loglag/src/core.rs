@@ -266,8 +266,7 @@ impl Core {
         self.id
     }
 
-    /// Live per-thread counter slots (for the test that threads do not leak them).
-    #[cfg(test)]
+    /// Per-thread counter slots held (for the test that exited threads do not leak them).
     pub(crate) fn slot_count(&self) -> usize {
         self.accepted_slots
             .lock()

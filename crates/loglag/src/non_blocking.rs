@@ -50,6 +50,12 @@ impl NonBlocking {
         self.core.metrics()
     }
 
+    /// Per-thread counter slots currently held; for tests of the pipeline itself.
+    #[doc(hidden)]
+    pub fn debug_counter_slots(&self) -> usize {
+        self.core.slot_count()
+    }
+
     /// The mode in force (`LOGLAG_MODE` or the builder's).
     pub fn mode(&self) -> Mode {
         self.core.mode()

@@ -176,7 +176,6 @@ fn open_with(
                 format!("cannot open spool {}: {e}{hint}", path.display()),
             )
         })?;
-    check_ownership(&file, path)?;
     // One process per spool: two writers would corrupt each other. The lock goes away
     // with the process, however it ends.
     // SAFETY: flock on a descriptor we own.
@@ -219,6 +218,8 @@ fn open_with(
         }
         (false, _) => read_capacity(&file, path)?,
     };
+    // After the header checks, so that a file that is no spool at all says so first.
+    check_ownership(&file, path)?;
     if !fresh && len < HEADER_BYTES + capacity {
         return Err(invalid(
             path,
@@ -493,4 +494,228 @@ pub fn recover(path: impl AsRef<Path>, mut sink: impl Sink) -> io::Result<Recove
     }
     let (_ring, _header, recovered) = open_with(path, None, &mut sink, SpoolSync::Never)?;
     Ok(recovered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::FdSink;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    const RECORDS: usize = 40;
+
+    fn record(i: usize) -> Vec<u8> {
+        format!("record {i:03}\n").into_bytes()
+    }
+
+    /// Leaves a spool as a process killed mid-batch would: `RECORDS` queued records, the
+    /// first `in_batch` of them in a batch to `sink_path` that had written `written` of
+    /// its bytes when the process died. Returns the spool's path.
+    fn crashed_spool(dir: &Path, sink_path: &Path, in_batch: usize, written: usize) -> PathBuf {
+        let spool = dir.join("app.spool");
+        let mut sink = FdSink::append(sink_path).unwrap();
+        let (ring, header, _) = open(&spool, 1 << 16, &mut sink, SpoolSync::Never).unwrap();
+        for i in 0..RECORDS {
+            ring.try_push(Level::Info, &record(i), u64::MAX, 0).unwrap();
+        }
+        let batch: Vec<u8> = (0..in_batch).flat_map(record).collect();
+        let end = (0..in_batch)
+            .map(|i| queue::footprint(record(i).len()))
+            .sum::<u64>();
+        header.begin_batch(end, sink.position(), sink.identity(), batch.len() as u64);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(sink_path)
+            .unwrap()
+            .write_all(&batch[..written])
+            .unwrap();
+        spool
+    }
+
+    fn expected(prefix: &str) -> String {
+        let all: String = (0..RECORDS)
+            .map(|i| String::from_utf8(record(i)).unwrap())
+            .collect();
+        format!("{prefix}{all}")
+    }
+
+    #[test]
+    fn a_whole_interrupted_batch_is_not_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(&log, "before\n").unwrap();
+        let batch_len = (0..10).map(|i| record(i).len()).sum();
+        let spool = crashed_spool(dir.path(), &log, 10, batch_len);
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!(r.already_delivered, 10);
+        assert_eq!(r.records, (RECORDS - 10) as u64);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected("before\n"));
+    }
+
+    #[test]
+    fn a_torn_batch_is_cut_and_written_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(&log, "before\n").unwrap();
+        let spool = crashed_spool(dir.path(), &log, 10, 25);
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!(r.cut_bytes, 25);
+        assert_eq!(r.records, RECORDS as u64);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected("before\n"));
+    }
+
+    #[test]
+    fn recovering_into_another_file_never_cuts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(&log, "before\n").unwrap();
+        let spool = crashed_spool(dir.path(), &log, 10, 25);
+        // An unrelated, longer file: its bytes are not the batch's to cut.
+        let other = dir.path().join("other.log");
+        let unrelated = "unrelated content that must survive\n".repeat(50);
+        std::fs::write(&other, &unrelated).unwrap();
+        let r = recover(&spool, FdSink::append(&other).unwrap()).unwrap();
+        assert!(r.at_least_once);
+        assert_eq!(r.cut_bytes, 0);
+        assert_eq!(r.records, RECORDS as u64);
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), expected(&unrelated));
+    }
+
+    /// Writes `left` records, then half of one, then fails: what a recovery killed
+    /// part-way leaves behind.
+    struct DiesAfter {
+        inner: FdSink,
+        left: usize,
+    }
+    impl Sink for DiesAfter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                let half = buf.len() / 2;
+                self.inner.write(&buf[..half])?;
+                return Err(io::Error::other("killed"));
+            }
+            self.left -= 1;
+            self.inner.write(buf)
+        }
+        fn position(&mut self) -> Option<u64> {
+            self.inner.position()
+        }
+        fn identity(&mut self) -> Option<(u64, u64)> {
+            self.inner.identity()
+        }
+        fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+            self.inner.truncate_to(len)
+        }
+    }
+
+    #[test]
+    fn a_recovery_killed_part_way_resumes_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = crashed_spool(dir.path(), &log, 10, 25);
+        for dies_after in [3, 17] {
+            let sink = DiesAfter {
+                inner: FdSink::append(&log).unwrap(),
+                left: dies_after,
+            };
+            assert!(recover(&spool, sink).is_err());
+        }
+        recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
+        // A recovery of the now empty spool delivers nothing more.
+        assert_eq!(
+            recover(&spool, FdSink::append(&log).unwrap())
+                .unwrap()
+                .records,
+            0
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
+    }
+
+    fn set_word(path: &Path, i: u64, v: u64) {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&v.to_le_bytes(), i * 8).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_header_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let cases: [(u64, u64, &str); 5] = [
+            (3, 3, "unaligned tail"),
+            (3, u64::MAX - 15, "wrapping"),
+            (4, 1 << 40, "pending batch"),
+            (6, 1 << 40, "larger than the ring"),
+            (2, 1 << 50, "implausible capacity"),
+        ];
+        for (word, value, why) in cases {
+            let spool = crashed_spool(dir.path(), &log, 10, 0);
+            std::fs::write(&log, "keep\n").unwrap();
+            set_word(&spool, word, value);
+            let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+            assert!(e.to_string().contains(why), "{why}: {e}");
+            assert_eq!(std::fs::read_to_string(&log).unwrap(), "keep\n");
+            std::fs::remove_file(&spool).unwrap();
+        }
+    }
+
+    #[test]
+    fn spools_are_private_and_foreign_ones_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = crashed_spool(dir.path(), &log, 0, 0);
+        // Created with an explicit 0600, whatever the umask allows.
+        let mode = std::fs::metadata(&spool).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A symlink is not followed.
+        let link = dir.path().join("link.spool");
+        std::os::unix::fs::symlink(&spool, &link).unwrap();
+        let mut sink = FdSink::append(&log).unwrap();
+        let e = open(&link, 4096, &mut sink, SpoolSync::Never).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        // Another owner is refused (chown needs root, which CI has).
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&spool, Some(65534), None).unwrap();
+            let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+            assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_empty_or_foreign_file_is_not_a_spool() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::File::create(&empty).unwrap();
+        let e = recover(&empty, FdSink::stdout()).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "left untouched");
+        let text = dir.path().join("text");
+        std::fs::write(&text, "hello, this is a log file, not a spool").unwrap();
+        let e = recover(&text, FdSink::stdout()).unwrap_err();
+        assert!(e.to_string().contains("not a loglag spool"), "{e}");
+    }
+
+    #[test]
+    fn a_new_spool_has_all_its_blocks() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.spool");
+        let mut sink = FdSink::stdout();
+        drop(open(&path, 8 << 20, &mut sink, SpoolSync::Never).unwrap());
+        let meta = std::fs::metadata(&path).unwrap();
+        assert!(
+            meta.blocks() * 512 >= meta.len(),
+            "fallocated, not sparse: {} blocks for {} bytes",
+            meta.blocks(),
+            meta.len()
+        );
+    }
 }

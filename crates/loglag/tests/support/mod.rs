@@ -139,3 +139,61 @@ pub fn assert_accounted(m: &loglag::Metrics) {
         "{m:#?}"
     );
 }
+
+/// Runs `f` on its own thread and fails the test if it has not finished within `limit`:
+/// a regression that hangs fails in bounded time instead of stalling CI. (The stuck
+/// thread is left behind; the test binary still exits.)
+pub fn within<T: Send + 'static>(
+    limit: std::time::Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(v)) => v,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("{what}: did not finish within {limit:?} (hang)"),
+    }
+}
+
+/// Waits for a child process with a bound; kills it and fails if it does not exit.
+pub fn wait_child_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    std::thread::spawn(move || {
+        let read = |p: Option<Box<dyn io::Read + Send>>| {
+            let mut v = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut v);
+            }
+            v
+        };
+        let err_reader = std::thread::spawn(move || read(stderr.map(|s| Box::new(s) as _)));
+        let out = read(stdout.map(|s| Box::new(s) as _));
+        let err = err_reader.join().unwrap();
+        let status = child.wait().unwrap();
+        let _ = tx.send(std::process::Output {
+            status,
+            stdout: out,
+            stderr: err,
+        });
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out,
+        Err(_) => {
+            // SAFETY: kill(2) on our own child, which has not been reaped (the waiter
+            // thread is still blocked on it).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: child did not exit within {limit:?} (hang)");
+        }
+    }
+}

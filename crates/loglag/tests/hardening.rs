@@ -1,0 +1,340 @@
+//! Regression tests for the adversarial review (issue 9): sinks that log, sinks that
+//! panic or lie, the panic hook in sync mode, non-blocking descriptors, span fields
+//! recorded again, and many short-lived threads. Every wait is bounded.
+
+mod support;
+
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use loglag::sink::{FdSink, Sink};
+use loglag::{Level, Mode, NonBlocking, NonBlockingBuilder, Overflow};
+use support::*;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A sink that logs one DEBUG record into `log` (its own pipeline) on every write, as an
+/// HTTP or OTLP client instrumented with `tracing` would.
+struct LoggingSink {
+    log: Arc<OnceLock<NonBlocking>>,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Sink for LoggingSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(w) = self.log.get() {
+            w.submit(Level::Debug, b"sink: wrote a batch\n");
+        }
+        self.out.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+}
+
+fn logging_sink() -> (LoggingSink, Arc<OnceLock<NonBlocking>>, Arc<Mutex<Vec<u8>>>) {
+    let log = Arc::new(OnceLock::new());
+    let out = Arc::new(Mutex::new(Vec::new()));
+    (
+        LoggingSink {
+            log: log.clone(),
+            out: out.clone(),
+        },
+        log,
+        out,
+    )
+}
+
+fn producer_lines(out: &[u8]) -> Vec<String> {
+    record_lines(out)
+        .into_iter()
+        .filter(|l| l.starts_with('p'))
+        .collect()
+}
+
+#[test]
+fn a_sink_that_logs_never_deadlocks_a_blocking_pipeline() {
+    within(LIMIT, "reentrant sink with Overflow::Block", || {
+        let (sink, log, out) = logging_sink();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::Block)
+            .capacity_bytes(4096)
+            .batch_bytes(256)
+            .finish_sink(sink);
+        let _ = log.set(writer.clone());
+        let threads: Vec<_> = (0..4)
+            .map(|p| {
+                let w = writer.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5_000 {
+                        w.submit(Level::Info, format!("p{p} {i}\n").as_bytes());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        guard.flush(LIMIT).expect("flush");
+        let m = writer.metrics();
+        assert_accounted(&m);
+        // Block never drops a producer's record; only the sink's own may go.
+        let lines = producer_lines(&out.lock().unwrap());
+        assert_eq!(lines.len(), 20_000, "{m:#?}");
+        assert_eq!(m.queue_full + m.io_error + m.shutdown, 0, "{m:#?}");
+        assert_eq!(m.dropped_records, m.reentrant);
+        drop(log); // the sink holds a writer; the guard's shutdown ends the cycle
+        guard.shutdown();
+    });
+}
+
+#[test]
+fn a_sink_that_logs_in_sync_mode_drops_as_reentrant_instead_of_self_deadlocking() {
+    within(LIMIT, "reentrant sink in sync mode", || {
+        let (sink, log, out) = logging_sink();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Sync)
+            .finish_sink(sink);
+        let _ = log.set(writer.clone());
+        for i in 0..100 {
+            writer.submit(Level::Info, format!("p {i}\n").as_bytes());
+        }
+        let m = writer.metrics();
+        assert_accounted(&m);
+        assert_eq!(producer_lines(&out.lock().unwrap()).len(), 100);
+        assert_eq!(m.reentrant, 100, "one reentrant record per write: {m:#?}");
+        assert_eq!(m.dropped_by_level[Level::Debug as usize], 100);
+        guard.shutdown();
+    });
+}
+
+/// Panics on the `panic_on`-th write call; otherwise writes, or returns `lie` bytes more
+/// than it was given.
+struct BadSink {
+    calls: u32,
+    panic_on: u32,
+    overclaim: bool,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Sink for BadSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.calls == self.panic_on {
+            panic!("sink exploded on call {}", self.calls);
+        }
+        self.out.lock().unwrap().extend_from_slice(buf);
+        if self.overclaim && self.calls == 2 {
+            return Ok(buf.len() + 1);
+        }
+        Ok(buf.len())
+    }
+}
+
+#[test]
+fn the_writer_survives_a_panicking_sink_and_reports_the_batch() {
+    within(LIMIT, "panicking sink", || {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::Block)
+            .capacity_bytes(8192)
+            .batch_bytes(512)
+            .flush_on_panic(false)
+            .finish_sink(BadSink {
+                calls: 0,
+                panic_on: 3,
+                overclaim: false,
+                out: out.clone(),
+            });
+        for i in 0..10_000 {
+            writer.submit(Level::Info, format!("p {i}\n").as_bytes());
+        }
+        guard.flush(LIMIT).expect("a flush after a sink panic completes");
+        let m = writer.metrics();
+        assert_accounted(&m);
+        assert_eq!(m.in_flight_records, 0);
+        assert!(m.io_error > 0, "the panicking batch is counted: {m:#?}");
+        assert_eq!(m.written_records + m.io_error, 10_000, "{m:#?}");
+        // Records after the panic were written, and the loss was announced in-band.
+        let out = out.lock().unwrap();
+        assert!(record_lines(&out).iter().any(|l| l == "p 9999"));
+        assert_eq!(reported_drops(&out), m.io_error, "in-band report");
+        guard.shutdown();
+    });
+}
+
+#[test]
+fn a_sink_claiming_more_bytes_than_given_is_an_io_error_not_a_panic() {
+    within(LIMIT, "over-claiming sink", || {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .flush_on_panic(false)
+            .finish_sink(BadSink {
+                calls: 0,
+                panic_on: 0,
+                overclaim: true,
+                out,
+            });
+        for round in 0..3 {
+            writer.submit(Level::Info, format!("r {round}\n").as_bytes());
+            guard.flush(LIMIT).expect("flush");
+        }
+        let m = writer.metrics();
+        assert_accounted(&m);
+        assert_eq!(m.io_errors, 1, "{m:#?}");
+        assert_eq!(m.io_error, 1, "{m:#?}");
+        assert_eq!(m.written_records, 2, "{m:#?}");
+        guard.shutdown();
+    });
+}
+
+#[test]
+fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
+    within(LIMIT, "O_NONBLOCK pipe", || {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors we then own.
+        assert_eq!(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) },
+            0
+        );
+        // SAFETY: both descriptors are fresh and owned here.
+        let (read_end, write_end) = unsafe {
+            use std::os::fd::FromRawFd;
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        };
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::Block)
+            .capacity_bytes(256 << 10)
+            .finish_sink(FdSink::from_file(write_end));
+        let line = format!("{}\n", "z".repeat(99));
+        // 100 KB: fits the ring (256 KiB), not the pipe (64 KiB).
+        for _ in 0..1_000 {
+            writer.submit(Level::Info, line.as_bytes());
+        }
+        guard.flush(Duration::ZERO).ok(); // wake the writer now
+        // Wait (bounded by `within`) until the pipe is full: from then on every write
+        // the writer makes gets EAGAIN until someone reads.
+        let queued = |fd: i32| {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD into a c_int we own.
+            unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+            n
+        };
+        let writable = |fd: i32| {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            // SAFETY: one pollfd, no wait.
+            unsafe { libc::poll(&mut p, 1, 0) != 0 }
+        };
+        while queued(fds[0]) == 0 || writable(fds[1]) {
+            std::thread::yield_now();
+        }
+        let reader = std::thread::spawn(move || {
+            // SAFETY: clear O_NONBLOCK on our read end so reads block.
+            unsafe { libc::fcntl(fds[0], libc::F_SETFL, 0) };
+            let mut all = Vec::new();
+            io::Read::read_to_end(&mut &read_end, &mut all).unwrap();
+            all
+        });
+        for _ in 1_000..5_000 {
+            writer.submit(Level::Info, line.as_bytes());
+        }
+        guard.flush(LIMIT).expect("flush");
+        let m = writer.metrics();
+        assert_accounted(&m);
+        assert_eq!(m.io_error, 0, "EAGAIN is not an I/O error: {m:#?}");
+        assert_eq!(m.written_records, 5_000);
+        guard.shutdown(); // closes the write end, so the reader sees EOF
+        let all = reader.join().unwrap();
+        assert_eq!(all.len(), 5_000 * 100);
+    });
+}
+
+#[test]
+fn many_short_lived_threads_do_not_grow_the_counter_slots() {
+    within(LIMIT, "short-lived threads", || {
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish(io::sink());
+        for _ in 0..2_000 {
+            let w = writer.clone();
+            std::thread::spawn(move || w.submit(Level::Info, b"x\n"))
+                .join()
+                .unwrap();
+        }
+        let m = writer.metrics();
+        assert_eq!(m.accepted, 2_000);
+        assert!(
+            writer.debug_counter_slots() <= 128,
+            "slots of exited threads are folded away: {}",
+            writer.debug_counter_slots()
+        );
+        guard.shutdown();
+    });
+}
+
+#[test]
+fn a_span_field_recorded_again_replaces_its_value() {
+    use tracing_subscriber::prelude::*;
+    let out = Arc::new(Mutex::new(Vec::new()));
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl io::Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish(Shared(out.clone()));
+    let subscriber = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("req", step = tracing::field::Empty);
+        for step in 0..1_000u64 {
+            span.record("step", step);
+        }
+        let _enter = span.enter();
+        tracing::info!("done");
+    });
+    guard.flush(LIMIT).unwrap();
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    let line = text.lines().last().unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["span"]["step"], 999, "{line}");
+    assert_eq!(line.matches("\"step\"").count(), 2, "once in span, once in spans: {line}");
+}
+
+#[test]
+fn a_json_record_over_the_limit_is_still_json() {
+    use tracing_subscriber::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.log");
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .max_record_bytes(1024)
+        .finish(std::fs::File::create(&path).unwrap());
+    let subscriber = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer.clone()));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(payload = %"\"q\"\n".repeat(2_000), n = 3, "big");
+    });
+    guard.flush(LIMIT).unwrap();
+    assert_eq!(writer.metrics().truncated, 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().next().unwrap();
+    assert!(line.len() < 1024);
+    let v: serde_json::Value = serde_json::from_str(line).expect("valid JSON after truncation");
+    assert_eq!(v["fields"]["n"], 3);
+    assert!(v["fields"]["payload"].as_str().unwrap().contains("…[truncated "));
+}
