@@ -413,7 +413,11 @@ fn recover_into(
         let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
         let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
         let same_file = recorded != (0, 0) && identity == Some(recorded);
-        match (same_file, position, sink_len_before.checked_add(batch_bytes)) {
+        match (
+            same_file,
+            position,
+            sink_len_before.checked_add(batch_bytes),
+        ) {
             (true, Some(now), Some(batch_end)) if sink_len_before != u64::MAX => {
                 if now >= batch_end {
                     recovered.already_delivered = in_batch as u64;
@@ -579,7 +583,10 @@ mod tests {
         assert!(r.at_least_once);
         assert_eq!(r.cut_bytes, 0);
         assert_eq!(r.records, RECORDS as u64);
-        assert_eq!(std::fs::read_to_string(&other).unwrap(), expected(&unrelated));
+        assert_eq!(
+            std::fs::read_to_string(&other).unwrap(),
+            expected(&unrelated)
+        );
     }
 
     /// Writes `left` records, then half of one, then fails: what a recovery killed
@@ -696,7 +703,11 @@ mod tests {
         std::fs::File::create(&empty).unwrap();
         let e = recover(&empty, FdSink::stdout()).unwrap_err();
         assert!(e.to_string().contains("empty"), "{e}");
-        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "left untouched");
+        assert_eq!(
+            std::fs::metadata(&empty).unwrap().len(),
+            0,
+            "left untouched"
+        );
         let text = dir.path().join("text");
         std::fs::write(&text, "hello, this is a log file, not a spool").unwrap();
         let e = recover(&text, FdSink::stdout()).unwrap_err();

@@ -150,7 +150,9 @@ fn the_writer_survives_a_panicking_sink_and_reports_the_batch() {
         for i in 0..10_000 {
             writer.submit(Level::Info, format!("p {i}\n").as_bytes());
         }
-        guard.flush(LIMIT).expect("a flush after a sink panic completes");
+        guard
+            .flush(LIMIT)
+            .expect("a flush after a sink panic completes");
         let m = writer.metrics();
         assert_accounted(&m);
         assert_eq!(m.in_flight_records, 0);
@@ -218,8 +220,8 @@ fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
             writer.submit(Level::Info, line.as_bytes());
         }
         guard.flush(Duration::ZERO).ok(); // wake the writer now
-        // Wait (bounded by `within`) until the pipe is full: from then on every write
-        // the writer makes gets EAGAIN until someone reads.
+                                          // Wait (bounded by `within`) until the pipe is full: from then on every write
+                                          // the writer makes gets EAGAIN until someone reads.
         let queued = |fd: i32| {
             let mut n: libc::c_int = 0;
             // SAFETY: FIONREAD into a c_int we own.
@@ -313,7 +315,11 @@ fn a_span_field_recorded_again_replaces_its_value() {
     let line = text.lines().last().unwrap();
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(v["span"]["step"], 999, "{line}");
-    assert_eq!(line.matches("\"step\"").count(), 2, "once in span, once in spans: {line}");
+    assert_eq!(
+        line.matches("\"step\"").count(),
+        2,
+        "once in span, once in spans: {line}"
+    );
 }
 
 #[test]
@@ -336,5 +342,106 @@ fn a_json_record_over_the_limit_is_still_json() {
     assert!(line.len() < 1024);
     let v: serde_json::Value = serde_json::from_str(line).expect("valid JSON after truncation");
     assert_eq!(v["fields"]["n"], 3);
-    assert!(v["fields"]["payload"].as_str().unwrap().contains("…[truncated "));
+    assert!(v["fields"]["payload"]
+        .as_str()
+        .unwrap()
+        .contains("…[truncated "));
+}
+
+const CHILD_ENV: &str = "LOGLAG_HARDENING_CHILD";
+
+fn child(role: &str, arg: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "hardening_child_main",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, role)
+        .env("LOGLAG_HARDENING_ARG", arg)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Not a test of its own: the child processes' entry point.
+#[test]
+fn hardening_child_main() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let arg = std::env::var("LOGLAG_HARDENING_ARG").unwrap();
+    match role.as_str() {
+        // Sync mode, the default panic hook on, and a sink that panics: the hook must
+        // not wait for the sink lock this very thread holds.
+        "sync-panicking-sink" => {
+            let out = Arc::new(Mutex::new(Vec::new()));
+            let (writer, guard) =
+                NonBlockingBuilder::default()
+                    .mode(Mode::Sync)
+                    .finish_sink(BadSink {
+                        calls: 0,
+                        panic_on: 2,
+                        overclaim: false,
+                        out,
+                    });
+            for i in 0..10 {
+                writer.submit(Level::Info, format!("r {i}\n").as_bytes());
+            }
+            let m = guard.shutdown();
+            println!("io_error={} written={}", m.io_error, m.written_records);
+        }
+        // A spool larger than the file system: an error, never SIGBUS.
+        "spool-on-full-fs" => {
+            let spool = std::path::Path::new(&arg).join("app.spool");
+            let result = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .capacity_bytes(8 << 20)
+                .spool(&spool)
+                .try_finish_sink(FdSink::stderr());
+            match result {
+                Ok(_) => println!("opened"),
+                Err(e) => println!("error: {e}"),
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn sync_mode_with_a_panicking_sink_neither_hangs_nor_dies() {
+    let out = wait_child_within(
+        child("sync-panicking-sink", std::path::Path::new("")),
+        LIMIT,
+        "sync + panicking sink",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("io_error=1 written=9"), "{stdout}");
+}
+
+#[test]
+fn a_spool_on_a_full_file_system_is_an_error_not_sigbus() {
+    let Some(tmpfs) = mount_tmpfs("1m", "a_spool_on_a_full_file_system") else {
+        return;
+    };
+    let out = wait_child_within(
+        child("spool-on-full-fs", &tmpfs.path),
+        LIMIT,
+        "spool on full fs",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}: {stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("error: cannot allocate"), "{stdout}");
 }

@@ -258,25 +258,10 @@ fn a_fifo_is_reopened_when_a_new_reader_arrives() {
 /// with a message, where mounting is not allowed).
 #[test]
 fn enospc_uses_the_fallback_and_the_primary_comes_back_when_space_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("SKIPPED: cannot mount a tmpfs here (not root?)");
+    let Some(tmpfs) = mount_tmpfs("64k", "enospc_uses_the_fallback") else {
         return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mnt.clone());
+    };
+    let mnt = tmpfs.path.clone();
     // Leave ~8 KiB free.
     std::fs::write(mnt.join("filler"), vec![0u8; 56 << 10]).unwrap();
     let log = mnt.join("app.log");

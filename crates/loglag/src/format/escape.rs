@@ -176,9 +176,27 @@ mod tests {
     /// separators, bidi controls, and ordinary text, in any mix.
     fn hostile_string() -> impl Strategy<Value = String> {
         let special = prop::sample::select(vec![
-            '\n', '\r', '\t', '\0', '\u{1b}', '\u{7f}', '\u{80}', '\u{85}', '\u{9b}', '\u{9f}',
-            '"', '\\', '\u{2028}', '\u{2029}', '\u{202e}', '\u{2066}', '\u{200f}', '\u{61c}',
-            'é', '✓', '\u{1F600}',
+            '\n',
+            '\r',
+            '\t',
+            '\0',
+            '\u{1b}',
+            '\u{7f}',
+            '\u{80}',
+            '\u{85}',
+            '\u{9b}',
+            '\u{9f}',
+            '"',
+            '\\',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{200f}',
+            '\u{61c}',
+            'é',
+            '✓',
+            '\u{1F600}',
         ]);
         let any_control = prop::char::range('\0', '\u{a0}');
         prop::collection::vec(

@@ -375,10 +375,8 @@ fn truncate_json_into(out: &mut Vec<u8>, record: &[u8], max: usize) -> bool {
     let mut at = 0;
     for (_, kept_end, end) in cuts {
         out.extend_from_slice(&body[at..kept_end]);
-        let _ = std::io::Write::write_fmt(
-            out,
-            format_args!("…[truncated {} bytes]", end - kept_end),
-        );
+        let _ =
+            std::io::Write::write_fmt(out, format_args!("…[truncated {} bytes]", end - kept_end));
         at = end;
     }
     out.extend_from_slice(&body[at..]);
@@ -465,7 +463,13 @@ mod tests {
     fn truncated_json_stays_valid_json() {
         let long = "x\\\"é".repeat(5000);
         let mut record = Vec::new();
-        let mut line = LineBuilder::begin(&mut record, Format::Json, SystemTime::UNIX_EPOCH, Level::Info, "app");
+        let mut line = LineBuilder::begin(
+            &mut record,
+            Format::Json,
+            SystemTime::UNIX_EPOCH,
+            Level::Info,
+            "app",
+        );
         line.field("message", Value::Str(&long));
         line.field("n", Value::U64(7));
         line.field("short", Value::Str("keep me"));

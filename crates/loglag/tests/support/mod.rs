@@ -197,3 +197,40 @@ pub fn wait_child_within(
         }
     }
 }
+
+/// A small tmpfs mounted for one test, unmounted (and its directory removed) on drop.
+pub struct Tmpfs {
+    pub path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+/// Mounts a tmpfs of `size` (e.g. "64k"). Needs root. Where mounting is not allowed the
+/// test is skipped with a message naming it, unless `LOGLAG_REQUIRE_MOUNT=1` (set by
+/// `.ci/run`), where it fails instead.
+pub fn mount_tmpfs(size: &str, test: &str) -> Option<Tmpfs> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small");
+    std::fs::create_dir(&path).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            std::env::var_os("LOGLAG_REQUIRE_MOUNT").is_none(),
+            "{test}: cannot mount a tmpfs, and LOGLAG_REQUIRE_MOUNT is set"
+        );
+        eprintln!("SKIPPED {test}: cannot mount a tmpfs here (needs root); set LOGLAG_REQUIRE_MOUNT=1 to make this a failure");
+        return None;
+    }
+    Some(Tmpfs { path, _dir: dir })
+}
