@@ -1,10 +1,13 @@
 //! The API's untimed side channel: a plain TCP listener on its own OS thread, so it
 //! answers even while the API's event loop is blocked in a log write.
 //!
-//! Protocol: connect, send one command line (`stats`, `reset` or `flush`), read one JSON
-//! line back.
+//! Protocol: connect, send one line `TOKEN COMMAND` (`stats`, `reset` or `flush`), read
+//! one JSON line back. The token is random per API process and printed only in its ready
+//! line, so another local user cannot reset or read the counters; each connection has
+//! its own thread, a read timeout and a bounded line, so an idle or hostile client
+//! cannot stall `stats` or grow memory.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -140,24 +143,67 @@ pub struct ApiStats {
 /// application would at exit).
 pub type FlushHook = Box<dyn Fn() + Send + Sync>;
 
-/// Serves the control channel on a new thread; returns its address.
-pub fn serve(produced: Arc<Produced>, flush: FlushHook) -> std::io::Result<SocketAddr> {
+/// The longest command line accepted (token, space, command, newline).
+const MAX_LINE: u64 = 256;
+/// How long a connection may take to send its command.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the control channel listens, and the token every command must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlEndpoint {
+    pub addr: SocketAddr,
+    pub token: String,
+}
+
+/// 128 random bits from the kernel, as hex.
+fn random_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Serves the control channel on a new thread; returns its address and token.
+pub fn serve(produced: Arc<Produced>, flush: FlushHook) -> std::io::Result<ControlEndpoint> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
+    let token = random_token()?;
+    let expected = Arc::new(token.clone());
+    let flush = Arc::new(flush);
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
             for stream in listener.incoming().flatten() {
-                let _ = answer(stream, &produced, &flush);
+                let (produced, flush, expected) =
+                    (produced.clone(), flush.clone(), expected.clone());
+                // One thread per connection: a client that never sends cannot block
+                // the next one.
+                let _ = std::thread::Builder::new()
+                    .name("control-conn".into())
+                    .spawn(move || answer(stream, &produced, &flush, &expected));
             }
         })?;
-    Ok(addr)
+    Ok(ControlEndpoint { addr, token })
 }
 
-fn answer(stream: TcpStream, produced: &Produced, flush: &FlushHook) -> std::io::Result<()> {
+fn answer(
+    stream: TcpStream,
+    produced: &Produced,
+    flush: &FlushHook,
+    token: &str,
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(READ_TIMEOUT))?;
     let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match line.trim() {
+    BufReader::new((&stream).take(MAX_LINE)).read_line(&mut line)?;
+    if !line.ends_with('\n') {
+        (&stream).write_all(b"{\"error\":\"command line too long or incomplete\"}\n")?;
+        return Ok(());
+    }
+    let (given, command) = line.trim().split_once(' ').unwrap_or(("", line.trim()));
+    if given != token {
+        (&stream).write_all(b"{\"error\":\"bad or missing token\"}\n")?;
+        return Ok(());
+    }
+    let reply = match command {
         "stats" => serde_json::to_string(&produced.stats())?,
         "reset" => {
             produced.reset();
@@ -167,25 +213,31 @@ fn answer(stream: TcpStream, produced: &Produced, flush: &FlushHook) -> std::io:
             flush();
             "{\"ok\":true}".to_owned()
         }
-        other => format!("{{\"error\":\"unknown command {other:?}\"}}"),
+        other => serde_json::json!({ "error": format!("unknown command {other:?}") }).to_string(),
     };
     (&stream).write_all(reply.as_bytes())?;
     (&stream).write_all(b"\n")
 }
 
 /// A client of the control channel.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ControlClient {
-    pub addr: SocketAddr,
+    pub endpoint: ControlEndpoint,
 }
 
 impl ControlClient {
     fn call(&self, command: &str) -> std::io::Result<String> {
-        let stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5))?;
+        let stream = TcpStream::connect_timeout(&self.endpoint.addr, Duration::from_secs(5))?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        (&stream).write_all(format!("{command}\n").as_bytes())?;
+        (&stream).write_all(format!("{} {command}\n", self.endpoint.token).as_bytes())?;
         let mut reply = String::new();
-        BufReader::new(&stream).read_line(&mut reply)?;
+        BufReader::new((&stream).take(64 << 10)).read_line(&mut reply)?;
+        if reply.starts_with("{\"error\"") {
+            return Err(std::io::Error::other(format!(
+                "the API's control channel refused {command:?}: {}",
+                reply.trim()
+            )));
+        }
         Ok(reply)
     }
 
@@ -204,5 +256,55 @@ impl ControlClient {
     /// Asks the API to write what it buffers.
     pub fn flush(&self) -> std::io::Result<()> {
         self.call("flush").map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint() -> ControlEndpoint {
+        serve(Arc::new(Produced::default()), Box::new(|| {})).unwrap()
+    }
+
+    fn raw(addr: SocketAddr, line: &[u8]) -> String {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let _ = (&stream).write_all(line);
+        let mut reply = String::new();
+        let _ = BufReader::new(&stream).read_line(&mut reply);
+        reply
+    }
+
+    #[test]
+    fn commands_need_the_token() {
+        let e = endpoint();
+        assert_eq!(e.token.len(), 32);
+        assert!(raw(e.addr, b"reset\n").contains("bad or missing token"));
+        assert!(raw(e.addr, b"0000 stats\n").contains("bad or missing token"));
+        let client = ControlClient {
+            endpoint: e.clone(),
+        };
+        assert_eq!(client.stats().unwrap().requests, 0);
+        client.reset().unwrap();
+    }
+
+    #[test]
+    fn an_idle_connection_does_not_block_stats() {
+        let e = endpoint();
+        // Connected, sending nothing, held open for the rest of the test.
+        let _idle = TcpStream::connect(e.addr).unwrap();
+        let client = ControlClient { endpoint: e };
+        assert_eq!(client.stats().unwrap().requests, 0);
+    }
+
+    #[test]
+    fn an_endless_line_is_cut_off() {
+        let e = endpoint();
+        let long = vec![b'a'; 1 << 20];
+        let reply = raw(e.addr, &long);
+        assert!(reply.contains("too long"), "{reply}");
     }
 }

@@ -435,7 +435,9 @@ impl ApiProc {
                 Ok(ApiProc {
                     guard,
                     http: l.http,
-                    control: Some(ControlClient { addr: l.control }),
+                    control: Some(ControlClient {
+                        endpoint: l.control,
+                    }),
                     stderr_path,
                 })
             }
@@ -662,12 +664,13 @@ fn run_one(
     let stop_sampling = Arc::new(AtomicBool::new(false));
     let sampler = {
         let reader = reader.clone();
-        let control = api.control;
+        let control = api.control.clone();
         let stop = stop_sampling.clone();
         std::thread::spawn(move || {
             let mut series = Vec::new();
             while !stop.load(Ordering::SeqCst) {
                 let produced = control
+                    .as_ref()
                     .and_then(|c| c.stats().ok())
                     .map(|s| s.handed_off_bytes);
                 let read = reader

@@ -42,18 +42,19 @@ pub struct ServeConfig {
 }
 
 /// Where the API ended up listening.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Listening {
     pub http: SocketAddr,
-    pub control: SocketAddr,
+    pub control: control::ControlEndpoint,
 }
 
 /// The single line `serve` prints when ready; the runner parses it.
 pub fn ready_line(l: &Listening, condition: Condition) -> String {
     format!(
-        "listening http://{} control={} condition={condition} pid={}",
+        "listening http://{} control={} token={} condition={condition} pid={}",
         l.http,
-        l.control,
+        l.control.addr,
+        l.control.token,
         std::process::id()
     )
 }
@@ -65,12 +66,19 @@ pub fn parse_ready_line(line: &str) -> Option<Listening> {
         .find_map(|w| w.strip_prefix("http://"))?
         .parse()
         .ok()?;
-    let control = line
+    let addr = line
         .split_whitespace()
         .find_map(|w| w.strip_prefix("control="))?
         .parse()
         .ok()?;
-    Some(Listening { http, control })
+    let token = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("token="))?
+        .to_owned();
+    Some(Listening {
+        http,
+        control: control::ControlEndpoint { addr, token },
+    })
 }
 
 /// A writer that records what reached the sink, for verification.
@@ -446,7 +454,10 @@ mod tests {
     fn ready_line_round_trips() {
         let l = Listening {
             http: "127.0.0.1:8080".parse().unwrap(),
-            control: "127.0.0.1:9090".parse().unwrap(),
+            control: control::ControlEndpoint {
+                addr: "127.0.0.1:9090".parse().unwrap(),
+                token: "00ff".into(),
+            },
         };
         let parsed = parse_ready_line(&ready_line(&l, Condition::JsonSync)).unwrap();
         assert_eq!(parsed.http, l.http);

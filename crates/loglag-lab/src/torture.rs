@@ -580,5 +580,59 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
     let m = guard.shutdown();
     let _ = reader.wait();
     out.push(fault_result("EPIPE (FIFO reader exits)", calls, max, &m));
+
+    // A sink that logs into its own pipeline on every write (an instrumented HTTP or
+    // OTLP client), under `Block` with a 4 KiB budget: it must not deadlock.
+    let log = std::sync::Arc::new(std::sync::OnceLock::<loglag::NonBlocking>::new());
+    let sink = LoggingSink(log.clone());
+    let (writer, guard) = build()
+        .overflow(Overflow::Block)
+        .capacity_bytes(4096)
+        .try_finish_sink(sink)?;
+    let _ = log.set(writer.clone());
+    let max = timed_calls(&writer, calls);
+    let m = guard.shutdown();
+    out.push(fault_result(
+        "sink logs into its own pipeline (Block, 4 KiB)",
+        calls,
+        max,
+        &m,
+    ));
+
+    // A sink that panics on every 100th write: each panic costs its batch (io_error),
+    // never the writer thread.
+    let (writer, guard) = build()
+        .overflow(Overflow::Block)
+        .try_finish_sink(PanickingSink(0))?;
+    let max = timed_calls(&writer, calls);
+    out.push(fault_result(
+        "sink panics every 100th write (Block)",
+        calls,
+        max,
+        &guard.shutdown(),
+    ));
     Ok(out)
+}
+
+struct LoggingSink(std::sync::Arc<std::sync::OnceLock<loglag::NonBlocking>>);
+
+impl loglag::sink::Sink for LoggingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(w) = self.0.get() {
+            w.submit(Level::Debug, b"sink: wrote a batch\n");
+        }
+        Ok(buf.len())
+    }
+}
+
+struct PanickingSink(u64);
+
+impl loglag::sink::Sink for PanickingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += 1;
+        if self.0 % 100 == 0 {
+            panic!("torture: the sink panics on write {}", self.0);
+        }
+        Ok(buf.len())
+    }
 }

@@ -31,7 +31,9 @@ impl Sink for LoggingSink {
     }
 }
 
-fn logging_sink() -> (LoggingSink, Arc<OnceLock<NonBlocking>>, Arc<Mutex<Vec<u8>>>) {
+type SinkOutput = Arc<Mutex<Vec<u8>>>;
+
+fn logging_sink() -> (LoggingSink, Arc<OnceLock<NonBlocking>>, SinkOutput) {
     let log = Arc::new(OnceLock::new());
     let out = Arc::new(Mutex::new(Vec::new()));
     (
@@ -196,8 +198,8 @@ fn a_sink_claiming_more_bytes_than_given_is_an_io_error_not_a_panic() {
 fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
     within(LIMIT, "O_NONBLOCK pipe", || {
         let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors we then own.
         assert_eq!(
+            // SAFETY: pipe2 fills two descriptors we then own.
             unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) },
             0
         );
