@@ -22,5 +22,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(s.matches('\n').count(), 1, "{format:?}: one record, one line");
         assert!(s.ends_with('\n'));
         assert!(!s[..s.len() - 1].chars().any(|c| c.is_control()), "{format:?}: raw control character in {s:?}");
+        if format == Format::Json {
+            let v: serde_json::Value = serde_json::from_str(s).expect("the JSON format is valid JSON");
+            assert_eq!(v["fields"]["message"].as_str(), Some(&*text), "the message round-trips");
+        }
     }
 });

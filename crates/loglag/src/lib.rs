@@ -3,7 +3,7 @@
 //! `loglag` moves log writes to a writer thread through a queue bounded in **bytes**,
 //! with an explicit [`Overflow`] policy, so the caller's wait is bounded by a number you
 //! choose. Every record is accounted for: it is written, or it is dropped and counted
-//! with a reason (queue full, I/O error, shutdown deadline) and its level, and the drop
+//! with a reason (queue full, I/O error, shutdown deadline, reentrant) and its level, and the drop
 //! is announced in-band in the sink. At any snapshot
 //! `written + dropped + in_flight == accepted` ([`Metrics`]).
 //!
