@@ -181,15 +181,16 @@ fn an_error_flushes_the_context_before_it_without_waiting_for_the_interval() {
     writer.submit(Level::Info, b"context 1\n");
     writer.submit(Level::Warn, b"context 2\n");
     writer.submit(Level::Error, b"the error\n");
-    let mut got = Vec::new();
-    while !got.ends_with(b"the error\n") {
-        got.extend(
-            wrote
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the ERROR triggered a write"),
-        );
-    }
-    assert_eq!(got, b"context 1\ncontext 2\nthe error\n");
+    // Nothing may be written before the ERROR (no interval, no full batch): the first
+    // write is the context and the error together. A writer that wrote each record at
+    // once would deliver "context 1" alone first.
+    let first = wrote
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the ERROR triggered a write");
+    assert_eq!(
+        String::from_utf8_lossy(&first),
+        "context 1\ncontext 2\nthe error\n"
+    );
 }
 
 #[test]
@@ -252,6 +253,10 @@ fn the_interval_fires_under_constant_load_below_the_batch_size() {
     let (sink, wrote) = sink.observed();
     let (writer, guard) = NonBlockingBuilder::default()
         .batch_bytes(1 << 30) // never reached: only the interval can trigger a write
+        // A budget the producer cannot fill before three intervals pass, so no queue-full
+        // wake-up can stand in for the interval (asserted below).
+        .capacity_bytes(1 << 30)
+        .max_record_bytes(1 << 10)
         .flush_interval(Duration::from_millis(5))
         .mode(loglag::Mode::Async)
         .finish_sink(sink);
@@ -281,4 +286,5 @@ fn the_interval_fires_under_constant_load_below_the_batch_size() {
     let m = guard.shutdown();
     assert_accounted(&m);
     assert!(m.write_syscalls >= 3);
+    assert_eq!(m.queue_full_events, 0, "only the interval woke the writer");
 }
