@@ -328,23 +328,6 @@ impl Core {
             return;
         }
         let limit = self.level_limit[level as usize];
-        if inside_any_sink() {
-            // A sink that logs: queue it if it fits now, never wait (only this thread,
-            // or one waiting on it, could free the room).
-            match self
-                .ring
-                .try_push(level, record, limit, coarse_monotonic_ns())
-            {
-                Ok(_) => self.unpark_writer(),
-                Err(_) => {
-                    self.counters
-                        .queue_full_events
-                        .fetch_add(1, Ordering::Relaxed);
-                    self.counters.count_drop(DropReason::Reentrant, level, 1);
-                }
-            }
-            return;
-        }
         let mut deadline = None;
         loop {
             match self
@@ -369,6 +352,13 @@ impl Core {
                         .fetch_add(1, Ordering::Relaxed);
                     self.counters.note_backlog(self.ring.used_bytes());
                     self.wake_writer();
+                    // A sink that logs (on the writer thread, or inside a sync write):
+                    // it must never wait, nor evict under the writer; only this thread
+                    // could make the room. Checked here, off the non-full hot path.
+                    if inside_any_sink() {
+                        self.counters.count_drop(DropReason::Reentrant, level, 1);
+                        return;
+                    }
                     match self.config.overflow {
                         Overflow::Block => {
                             self.wait_for_space(record.len(), limit, None);
