@@ -486,14 +486,28 @@ impl Core {
             return;
         }
         if self.config.mode != Mode::Async {
-            if let Ok(mut sink) = self.sync_sink.try_lock() {
-                if let Some(sink) = sink.as_mut() {
-                    let _ = crate::sink::call_sink(|| sink.flush());
-                }
-            }
-            return;
+            return self.flush_sync_sink(false);
         }
         let _ = self.flush(self.config.shutdown_timeout);
+    }
+
+    /// Flushes the `sync`-mode sink. Without `may_wait` only if its lock is free now:
+    /// this thread may hold it already (a panic or a flush from inside the sink).
+    fn flush_sync_sink(&self, may_wait: bool) {
+        let sink = if may_wait {
+            Some(self.sync_sink.lock().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            match self.sync_sink.try_lock() {
+                Ok(sink) => Some(sink),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        };
+        if let Some(mut guard) = sink {
+            if let Some(sink) = guard.as_mut() {
+                let _ = crate::sink::call_sink(|| sink.flush());
+            }
+        }
     }
 
     /// Waits until every record accepted before the call is written or dropped.
@@ -501,21 +515,8 @@ impl Core {
         let started = Instant::now();
         let before = self.counters.written_records.load(Ordering::Acquire);
         if self.config.mode != Mode::Async {
-            if inside_any_sink() {
-                // A sink that flushes its own pipeline: the lock may be ours already.
-                if let Ok(mut sink) = self.sync_sink.try_lock() {
-                    if let Some(sink) = sink.as_mut() {
-                        let _ = crate::sink::call_sink(|| sink.flush());
-                    }
-                }
-            } else if let Some(sink) = self
-                .sync_sink
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-            {
-                let _ = crate::sink::call_sink(|| sink.flush());
-            }
+            // A sink that flushes its own pipeline may hold the lock already.
+            self.flush_sync_sink(!inside_any_sink());
             return Ok(Flushed {
                 written_records: 0,
                 metrics: self.metrics(),

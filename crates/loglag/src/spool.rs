@@ -410,8 +410,7 @@ fn recover_into(
             header.word(8).load(Ordering::Acquire),
         );
         let in_batch = records.iter().take_while(|r| r.0 < pending_end).count();
-        let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
-        let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
+        let (position, identity) = crate::sink::place(sink);
         let same_file = recorded != (0, 0) && identity == Some(recorded);
         match (
             same_file,
@@ -453,8 +452,7 @@ fn recover_into(
         let last = chunk.last().expect("a chunk has a record");
         let end = last.0 + queue::footprint(last.2.len());
         let chunk_bytes: u64 = chunk.iter().map(|r| r.2.len() as u64).sum();
-        let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
-        let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+        let (position, identity) = crate::sink::place(sink);
         header.begin_batch(end, position, identity, chunk_bytes);
         for (_, _, bytes) in chunk {
             if let (_, Err((e, _))) = write_all_counted(sink, bytes) {

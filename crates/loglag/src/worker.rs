@@ -179,9 +179,7 @@ impl Writer {
                 .counters
                 .note_backlog(ring.used_bytes() + self.batch.len() as u64);
             if let Some(header) = spool {
-                let sink = &mut self.sink;
-                let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
-                let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+                let (position, identity) = crate::sink::place(self.sink.as_mut());
                 header.begin_batch(end, position, identity, self.batch.len() as u64);
             }
             if !self.write_batch() {

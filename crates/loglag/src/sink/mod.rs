@@ -148,19 +148,11 @@ pub(crate) fn call_sink<T>(f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
 pub(crate) const WOULD_BLOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Writes all of `buf`, retrying on EINTR, continuing after short writes and waiting
-/// (bounded by `would_block_wait`) for room when a non-blocking sink is full.
+/// (bounded by [`WOULD_BLOCK_WAIT`]) for room when a non-blocking sink is full.
 /// Returns the number of `write` calls made, or the error with the bytes written so far.
 pub(crate) fn write_all_counted(
     sink: &mut dyn Sink,
-    buf: &[u8],
-) -> (u64, Result<(), (io::Error, usize)>) {
-    write_all_waiting(sink, buf, WOULD_BLOCK_WAIT)
-}
-
-pub(crate) fn write_all_waiting(
-    sink: &mut dyn Sink,
     mut buf: &[u8],
-    would_block_wait: std::time::Duration,
 ) -> (u64, Result<(), (io::Error, usize)>) {
     let mut calls = 0;
     let total = buf.len();
@@ -187,8 +179,8 @@ pub(crate) fn write_all_waiting(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let since = *blocked_since.get_or_insert_with(std::time::Instant::now);
-                let left = would_block_wait.saturating_sub(since.elapsed());
-                if left.is_zero() || !sink.wait_writable(left) {
+                let left = WOULD_BLOCK_WAIT.saturating_sub(since.elapsed());
+                if left.is_zero() || !call_sink(|| Ok(sink.wait_writable(left))).unwrap_or(false) {
                     return (calls, Err((e, written)));
                 }
             }
@@ -196,4 +188,12 @@ pub(crate) fn write_all_waiting(
         }
     }
     (calls, Ok(()))
+}
+
+/// Where the next byte written to `sink` lands: its length and file identity, for the
+/// spool's exactly-once record of a batch. Both are `None` for sinks that are not files.
+pub(crate) fn place(sink: &mut dyn Sink) -> (Option<u64>, Option<(u64, u64)>) {
+    let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
+    let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
+    (position, identity)
 }
