@@ -167,16 +167,36 @@ pub struct LabArgs {
     /// Longest wait for the log to drain after the last response.
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// Flag runs whose load generator's p99 send lateness exceeds this: their
+    /// latencies include the instrument's own delay.
+    #[arg(long, default_value = "100us", value_parser = parse_duration)]
+    pub lateness_limit: Duration,
 }
 
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
     loglag load http://127.0.0.1:8080/ --rate 20 --duration 8s
     loglag load http://127.0.0.1:8080/ --rate 20000 --duration 5s --connection keepalive
-    loglag load http://127.0.0.1:8080/ --closed 64 --duration 5s --connection keepalive")]
+    loglag load http://127.0.0.1:8080/ --closed 64 --duration 5s --connection keepalive
+    loglag load --calibrate --rate 500 --connection keepalive     # the generator's own floor
+    loglag load http://127.0.0.1:8080/ --calibrate                # the floor, then your API
+
+TIMING:
+    Request i is due at i/rate after the start and is timed from then, not from when it
+    was sent, so a slow server cannot hide behind a slow client. The generator's own
+    lateness (actual send - due time) is reported; a p99 over --lateness-limit is
+    flagged, because every latency includes it. --calibrate measures the same load
+    against a null server, so your API's latency can be told from the instrument's.")]
 pub struct LoadArgs {
-    /// The URL to GET (http:// only).
-    pub url: String,
+    /// The URL to GET (http:// only). May be left out with --calibrate.
+    pub url: Option<String>,
+    /// First run the same load against a null server (a child `loglag serve` doing no
+    /// work) and print its latency as the floor, next to the URL's.
+    #[arg(long)]
+    pub calibrate: bool,
+    /// Flag the run when the generator's p99 send lateness exceeds this.
+    #[arg(long, default_value = "100us", value_parser = parse_duration)]
+    pub lateness_limit: Duration,
     /// Requests per second, on a fixed schedule.
     #[arg(long, default_value_t = 20.0)]
     pub rate: f64,

@@ -12,7 +12,7 @@ use loglag_lab::condition::Condition;
 use loglag_lab::export::{self, Exporter};
 use loglag_lab::load::{self, Connection, LoadConfig, Outcome, Target};
 use loglag_lab::reader::{self, parse_bytes, ReadConfig, SharedState};
-use loglag_lab::report::{LoadSummary, SinkSummary, Summary, SCHEMA};
+use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, SCHEMA};
 use loglag_lab::runner::{self, LabError, LabPlan, SinkKind};
 use loglag_lab::server::{self, ServeConfig};
 use loglag_lab::stats::quantile;
@@ -100,6 +100,7 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
         app: a.app.clone(),
         exe: std::env::current_exe().context("cannot find the loglag executable")?,
         drain_timeout: a.drain_timeout,
+        lateness_limit_us: a.lateness_limit.as_secs_f64() * 1e6,
     })
 }
 
@@ -169,33 +170,84 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
-    let target = Target::parse(&a.url).map_err(anyhow::Error::msg)?;
     if a.closed.is_none() && !(a.rate > 0.0 && a.rate.is_finite()) {
         bail!("--rate must be a positive number of requests per second");
     }
-    let config = LoadConfig {
-        target,
-        rate: a.rate,
-        duration: a.duration,
-        connection: a.connection.parse().map_err(anyhow::Error::msg)?,
-        closed: a.closed,
-        grace: a.grace,
+    let Some(url) = a.url.as_deref().or(a.calibrate.then_some("")) else {
+        bail!("give a URL to load, or --calibrate to measure only the generator's floor");
     };
-    // Fail fast with a clear message if nothing listens there.
-    std::net::TcpStream::connect_timeout(&config.target.addr, Duration::from_secs(5))
-        .with_context(|| format!("cannot connect to {} ({})", a.url, config.target.addr))?;
+    let connection: Connection = a.connection.parse().map_err(anyhow::Error::msg)?;
+    let lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(load::run(&config));
+    let run = |target: Target| {
+        runtime.block_on(load::run(&LoadConfig {
+            target,
+            rate: a.rate,
+            duration: a.duration,
+            connection,
+            closed: a.closed,
+            grace: a.grace,
+        }))
+    };
+    let floor = if a.calibrate {
+        let exe = std::env::current_exe().context("cannot find the loglag executable")?;
+        let server = load::NullServer::start(&exe).context("--calibrate")?;
+        let label = format!("floor: null server at http://{}/", server.addr);
+        eprintln!("calibrating: the same load against a null server ({label})");
+        let result = run(server.target());
+        Some(summarize(&a, &label, &result, lateness_limit_us))
+    } else {
+        None
+    };
+    let mut summary = if url.is_empty() {
+        floor.expect("--calibrate without a URL")
+    } else {
+        let target = Target::parse(url).map_err(anyhow::Error::msg)?;
+        // Fail fast with a clear message if nothing listens there.
+        std::net::TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))
+            .with_context(|| format!("cannot connect to {url} ({})", target.addr))?;
+        let result = run(target);
+        if let Some(path) = &a.requests_csv {
+            write_to(path, requests_csv(&result).as_bytes())?;
+        }
+        let mut summary = summarize(&a, url, &result, lateness_limit_us);
+        summary.floor = floor.map(Box::new);
+        summary
+    };
+    summary.schema = SCHEMA;
+    stdout_exporter(a.format).export_load(&summary, &mut std::io::stdout().lock())?;
+    for s in std::iter::once(&summary).chain(summary.floor.as_deref()) {
+        if let Some(w) = &s.lateness_warning {
+            eprintln!("warning: {}: {w}", s.url);
+        }
+    }
+    let all_ok = std::iter::once(&summary)
+        .chain(summary.floor.as_deref())
+        .all(|s| s.ok == s.requests);
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn summarize(a: &LoadArgs, url: &str, result: &load::LoadResult, limit_us: f64) -> LoadSummary {
     let count = |o: Outcome| result.samples.iter().filter(|s| s.outcome == o).count() as u64;
     let mut latencies: Vec<u64> = result.samples.iter().filter_map(|s| s.latency_ns).collect();
     let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
-    let lateness: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let lateness_ns: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
+    // A closed loop has no schedule, so nothing can be late.
+    let send_lateness = a
+        .closed
+        .is_none()
+        .then(|| Lateness::of(&lateness_ns))
+        .flatten();
     let ok = count(Outcome::Ok);
-    let summary = LoadSummary {
+    LoadSummary {
         schema: SCHEMA,
-        url: a.url.clone(),
+        url: url.to_owned(),
         mode: if a.closed.is_some() {
             "closed".into()
         } else {
@@ -215,35 +267,33 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         p99_ms: ms(quantile(&mut latencies, 0.99)),
         p999_ms: ms(quantile(&mut latencies, 0.999)),
         max_ms: ms(quantile(&mut latencies, 1.0)),
-        mean_send_lateness_ms: loglag_lab::stats::mean(lateness.iter().map(|&l| l as f64 / 1e6)),
-        max_send_lateness_ms: lateness.iter().max().map(|&l| l as f64 / 1e6),
-    };
-    if let Some(path) = &a.requests_csv {
-        let mut rows = String::from(
-            "index,scheduled_ms,send_lateness_ms,connect_ms,latency_ms,status,outcome\n",
-        );
-        for s in &result.samples {
-            let opt =
-                |v: Option<u64>| v.map_or(String::new(), |v| format!("{:.3}", v as f64 / 1e6));
-            rows.push_str(&format!(
-                "{},{:.3},{:.3},{},{},{},{:?}\n",
-                s.index,
-                s.scheduled_ns as f64 / 1e6,
-                s.send_lateness_ns as f64 / 1e6,
-                opt(s.connect_ns),
-                opt(s.latency_ns),
-                s.status.map_or(String::new(), |s| s.to_string()),
-                s.outcome
-            ));
-        }
-        write_to(path, rows.as_bytes())?;
+        send_lateness,
+        lateness_warning: send_lateness.and_then(|l| l.warning(limit_us)),
+        floor: None,
     }
-    stdout_exporter(a.format).export_load(&summary, &mut std::io::stdout().lock())?;
-    Ok(if summary.ok == summary.requests {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+}
+
+fn requests_csv(result: &load::LoadResult) -> String {
+    let mut rows =
+        String::from("index,scheduled_ms,send_lateness_ms,connect_ms,latency_ms,status,outcome\n");
+    for s in &result.samples {
+        let opt = |v: Option<u64>| v.map_or(String::new(), |v| format!("{:.3}", v as f64 / 1e6));
+        let outcome = serde_json::to_value(s.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        rows.push_str(&format!(
+            "{},{:.3},{:.3},{},{},{},{}\n",
+            s.index,
+            s.scheduled_ns as f64 / 1e6,
+            s.send_lateness_ns as f64 / 1e6,
+            opt(s.connect_ns),
+            opt(s.latency_ns),
+            s.status.map_or(String::new(), |s| s.to_string()),
+            outcome
+        ));
+    }
+    rows
 }
 
 fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {

@@ -45,6 +45,74 @@ fn run<'a>(s: &'a Value, condition: &str, sink: &str) -> &'a Value {
 }
 
 #[test]
+fn load_calibrate_measures_the_generators_floor_against_a_null_server() {
+    let out = loglag()
+        .args([
+            "load",
+            "--calibrate",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "--connection",
+            "keepalive",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let floor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(floor["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("floor: null server"));
+    assert_eq!(floor["requests"], 200);
+    assert_eq!(floor["ok"], 200);
+    assert!(floor["p50_ms"].as_f64().unwrap() > 0.0);
+    let late = &floor["send_lateness"];
+    assert!(late["mean_us"].as_f64().unwrap() <= late["max_us"].as_f64().unwrap());
+    // With a URL, the floor rides along with the URL's own figures.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in server.incoming() {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let out = loglag()
+        .args(["load", &format!("http://{addr}/"), "--calibrate"])
+        .args(["--rate", "50", "--duration", "500ms"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("| floor: null server at http://"), "{table}");
+    assert!(
+        table.contains(&format!("| http://{addr}/ | 25 | 25 |")),
+        "{table}"
+    );
+    assert!(table.contains("send late p99 µs"), "{table}");
+    // And without either, a clear error.
+    let out = loglag().arg("load").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--calibrate"));
+}
+
+#[test]
 fn lab_reproduces_the_mechanism_on_a_slow_sink() {
     let dir = tempfile::tempdir().unwrap();
     let out = loglag()
@@ -92,6 +160,28 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
     assert!(queue["drain_s"].as_f64().unwrap() > 0.0, "{queue}");
     // 16 KiB x 20/s exceeds 256 KiB/s: reading all logs takes longer than the load.
     assert!(queue["rps_logs_read"].as_f64().unwrap() < queue["rps_api"].as_f64().unwrap());
+    // The headline: waiting on the slow sink in the request path costs the tail, handing
+    // off does not. 20 x 16 KiB/s against 256 KiB/s makes sync requests queue for
+    // seconds; the queue's p99 is the API's own work.
+    let (sync_p99, queue_p99) = (
+        sync["p99_ms"].as_f64().unwrap(),
+        queue["p99_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        sync_p99 > 10.0 * queue_p99,
+        "sync p99 {sync_p99} ms should exceed 10x queue p99 {queue_p99} ms"
+    );
+    // The generator's own lateness is reported for every run and pair.
+    for c in ["none", "json-sync", "json-queue"] {
+        let late = &pair(&s, c, "slow")["send_lateness"];
+        assert!(late["p99_us"].as_f64().unwrap() >= 0.0, "{c}: {late}");
+        assert!(
+            late["max_us"].as_f64() >= late["mean_us"].as_f64(),
+            "{c}: {late}"
+        );
+        assert!(run(&s, c, "slow")["send_lateness"]["p99_us"].is_number());
+    }
+    assert_eq!(s["params"]["lateness_limit_us"], 100.0);
     // Every file is there, and requests.csv has exact scheduled offsets.
     for f in ["pairs.csv", "runs.csv", "requests.csv", "timeseries.csv"] {
         assert!(dir.path().join(f).exists(), "{f}");

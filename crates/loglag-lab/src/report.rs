@@ -38,6 +38,9 @@ pub struct Params {
     pub cpu_limit: Option<f64>,
     /// Whether the CPU limit could be applied (cgroups may be unavailable).
     pub cpu_limit_applied: bool,
+    /// Runs whose p99 send lateness exceeds this are flagged.
+    #[serde(default = "default_lateness_limit")]
+    pub lateness_limit_us: f64,
     pub app: Option<String>,
     pub loglag_version: String,
     /// The git revision loglag was built from, when known.
@@ -45,6 +48,10 @@ pub struct Params {
     pub git_revision: Option<String>,
     pub started_unix_s: u64,
     pub machine: Machine,
+}
+
+fn default_lateness_limit() -> f64 {
+    Lateness::DEFAULT_LIMIT_US
 }
 
 /// The machine the lab ran on.
@@ -119,6 +126,12 @@ pub struct RunSummary {
     pub verified: bool,
     /// Why verification failed, or what it was based on.
     pub verify_note: String,
+    /// How late the generator sent this run's requests.
+    #[serde(default)]
+    pub send_lateness: Option<Lateness>,
+    /// Set when the generator's p99 lateness exceeds `Params::lateness_limit_us`.
+    #[serde(default)]
+    pub lateness_warning: Option<String>,
 }
 
 /// One (condition, sink) pair pooled over its rounds.
@@ -147,6 +160,11 @@ pub struct PairSummary {
     pub dropped: Option<u64>,
     pub queue_full: Option<u64>,
     pub verified: bool,
+    /// Pooled over every request of every round.
+    #[serde(default)]
+    pub send_lateness: Option<Lateness>,
+    #[serde(default)]
+    pub lateness_warning: Option<String>,
 }
 
 /// One request.
@@ -171,6 +189,42 @@ pub struct TimeseriesRow {
     pub read_bytes: u64,
 }
 
+/// How late the generator sent requests, measured from each one's due time. Every
+/// latency includes this delay, so a large figure means the instrument, not the API,
+/// set the floor.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Lateness {
+    pub mean_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl Lateness {
+    /// The default limit on p99 lateness before a run is flagged.
+    pub const DEFAULT_LIMIT_US: f64 = 100.0;
+
+    /// From per-request lateness in ns; `None` for no requests.
+    pub fn of(lateness_ns: &[u64]) -> Option<Lateness> {
+        let mut sorted = lateness_ns.to_vec();
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(Lateness {
+            mean_us: crate::stats::mean(lateness_ns.iter().map(|&l| us(l)))?,
+            p99_us: us(crate::stats::quantile(&mut sorted, 0.99)?),
+            max_us: us(crate::stats::quantile(&mut sorted, 1.0)?),
+        })
+    }
+
+    /// A sentence for runs whose p99 lateness exceeds `limit_us`.
+    pub fn warning(&self, limit_us: f64) -> Option<String> {
+        (self.p99_us > limit_us).then(|| {
+            format!(
+                "the load generator sent late (p99 {:.0} µs, max {:.0} µs, over the {limit_us:.0} µs limit): these latencies include its own delay",
+                self.p99_us, self.max_us
+            )
+        })
+    }
+}
+
 /// What `loglag load` measured.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LoadSummary {
@@ -191,8 +245,13 @@ pub struct LoadSummary {
     pub p99_ms: Option<f64>,
     pub p999_ms: Option<f64>,
     pub max_ms: Option<f64>,
-    pub mean_send_lateness_ms: Option<f64>,
-    pub max_send_lateness_ms: Option<f64>,
+    /// How late the generator sent (open loop only).
+    pub send_lateness: Option<Lateness>,
+    /// Set when `send_lateness.p99_us` exceeds the limit.
+    pub lateness_warning: Option<String>,
+    /// With `--calibrate`: the same load against a null server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Box<LoadSummary>>,
 }
 
 /// What `loglag sink` read.

@@ -17,7 +17,7 @@ use crate::control::{ApiStats, ControlClient};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
 use crate::reader::{self, FinalReport, ReaderStats};
 use crate::report::{
-    Machine, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
+    Lateness, Machine, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
 };
 use crate::server;
 use crate::stats::{self, quantile};
@@ -72,6 +72,8 @@ pub struct LabPlan {
     pub exe: PathBuf,
     /// How long to wait for the log to drain after the last response.
     pub drain_timeout: Duration,
+    /// Runs whose p99 send lateness exceeds this (µs) are flagged.
+    pub lateness_limit_us: f64,
 }
 
 impl LabPlan {
@@ -135,6 +137,7 @@ impl From<std::io::Error> for LabError {
 struct RunOutput {
     summary: RunSummary,
     latencies_ns: Vec<u64>,
+    lateness_ns: Vec<u64>,
     time_a_s: f64,
     time_b_s: f64,
     requests: Vec<RequestRow>,
@@ -165,6 +168,7 @@ pub fn run_lab(
         warmup_requests: plan.warmup,
         cpu_limit: plan.cpu_limit,
         cpu_limit_applied: false,
+        lateness_limit_us: plan.lateness_limit_us,
         app: plan.app.clone(),
         loglag_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_revision: option_env!("LOGLAG_GIT_REVISION").map(str::to_owned),
@@ -265,6 +269,11 @@ fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
         let completed: u64 = runs.iter().map(|o| o.summary.completed).sum();
         let time_a: f64 = runs.iter().map(|o| o.time_a_s).sum();
         let time_b: f64 = runs.iter().map(|o| o.time_b_s).sum();
+        let lateness_ns: Vec<u64> = runs
+            .iter()
+            .flat_map(|o| o.lateness_ns.iter().copied())
+            .collect();
+        let pooled_lateness = Lateness::of(&lateness_ns);
         pairs.push(PairSummary {
             runs: runs.len(),
             requests: runs.iter().map(|o| o.summary.requests).sum(),
@@ -294,6 +303,8 @@ fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             dropped: opt_sum(&|r| r.dropped),
             queue_full: opt_sum(&|r| r.queue_full),
             verified: runs.iter().all(|o| o.summary.verified),
+            send_lateness: pooled_lateness,
+            lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
             condition,
             sink,
         });
@@ -810,6 +821,8 @@ fn run_one(
         .iter()
         .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
         .collect();
+    let lateness_ns: Vec<u64> = load.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let send_lateness = Lateness::of(&lateness_ns);
     let per_request =
         |total: u64, count: u64| (count > 0).then(|| total as f64 / count as f64 / 1000.0);
     let summary = RunSummary {
@@ -846,6 +859,8 @@ fn run_one(
         read_sha256: read.sha256.clone(),
         verified,
         verify_note,
+        send_lateness,
+        lateness_warning: send_lateness.and_then(|l| l.warning(plan.lateness_limit_us)),
     };
     let requests = load
         .samples
@@ -877,6 +892,7 @@ fn run_one(
     Ok(RunOutput {
         summary,
         latencies_ns,
+        lateness_ns,
         time_a_s: time_a,
         time_b_s: time_b,
         requests,
@@ -912,6 +928,7 @@ mod tests {
             app: None,
             exe: PathBuf::new(),
             drain_timeout: Duration::from_secs(1),
+            lateness_limit_us: Lateness::DEFAULT_LIMIT_US,
         };
         let s = plan.schedule();
         assert_eq!(s.len(), 8);

@@ -87,3 +87,114 @@ fn latency_from_the_schedule_includes_a_server_stall() {
         "the stalled request itself: {worst} ns"
     );
 }
+
+/// The generator itself falls behind: a task hogs the load's only thread for 200 ms.
+/// Requests due meanwhile go out late, and each one's latency still runs from its due
+/// time, so it is at least its lateness. Timing from the actual send would report
+/// sub-millisecond latencies for them.
+#[test]
+fn a_late_generator_reports_its_lateness_and_times_from_the_due_time() {
+    const HOG: Duration = Duration::from_millis(200);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (hog_tx, hog_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut hog_tx = Some(hog_tx);
+        for (n, stream) in listener.incoming().enumerate() {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 1024];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let k = stream.read(&mut buf).unwrap();
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..k]);
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            if n == 10 {
+                if let Some(tx) = hog_tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+    });
+    let config = LoadConfig {
+        target: Target::parse(&format!("http://{addr}/")).unwrap(),
+        rate: 100.0,
+        duration: Duration::from_secs(1),
+        connection: Connection::New,
+        closed: None,
+        grace: Duration::from_secs(10),
+    };
+    // One thread: while the hog spins, the generator cannot send.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = runtime.block_on(async {
+        tokio::spawn(async move {
+            if hog_rx.await.is_ok() {
+                let until = std::time::Instant::now() + HOG;
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        load::run(&config).await
+    });
+    assert_eq!(result.samples.len(), 100);
+    assert!(result.samples.iter().all(|s| s.outcome == Outcome::Ok));
+    for s in &result.samples {
+        assert_eq!(s.scheduled_ns, s.index * 10_000_000);
+        let latency = s.latency_ns.unwrap();
+        assert!(
+            latency >= s.send_lateness_ns,
+            "request {}: latency {latency} ns < its send lateness {} ns",
+            s.index,
+            s.send_lateness_ns
+        );
+        // The finish time agrees with due + latency: both are on the same clock.
+        assert_eq!(
+            s.done_mono_ns,
+            result.t0_mono_ns + s.scheduled_ns + latency,
+            "request {}",
+            s.index
+        );
+    }
+    let late: Vec<_> = result
+        .samples
+        .iter()
+        .filter(|s| s.send_lateness_ns >= 50_000_000)
+        .collect();
+    assert!(
+        late.len() >= 10,
+        "about 20 requests were due during the 200 ms hog; {} were sent ≥ 50 ms late",
+        late.len()
+    );
+    let worst = result
+        .samples
+        .iter()
+        .map(|s| s.send_lateness_ns)
+        .max()
+        .unwrap();
+    assert!(
+        worst >= HOG.as_nanos() as u64 / 2,
+        "the first request due during the hog waited most of it: {worst} ns"
+    );
+    let lateness = loglag_lab::report::Lateness::of(
+        &result
+            .samples
+            .iter()
+            .map(|s| s.send_lateness_ns)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(lateness.max_us * 1e3 >= worst as f64 - 1.0);
+    assert!(
+        lateness.warning(100.0).is_some(),
+        "a p99 lateness of {} µs must be flagged",
+        lateness.p99_us
+    );
+}

@@ -102,6 +102,19 @@ fn bad_input_names_the_file() {
 
 fn load_summary() -> loglag_lab::report::LoadSummary {
     loglag_lab::report::LoadSummary {
+        floor: Some(Box::new(loglag_lab::report::LoadSummary {
+            url: "floor: null server at http://127.0.0.1:9/".into(),
+            p50_ms: Some(0.08),
+            send_lateness: None,
+            lateness_warning: None,
+            ..load_summary_without_floor()
+        })),
+        ..load_summary_without_floor()
+    }
+}
+
+fn load_summary_without_floor() -> loglag_lab::report::LoadSummary {
+    loglag_lab::report::LoadSummary {
         schema: 1,
         url: "http://127.0.0.1:8080/".into(),
         mode: "open".into(),
@@ -119,8 +132,13 @@ fn load_summary() -> loglag_lab::report::LoadSummary {
         p99_ms: Some(2912.0),
         p999_ms: Some(3005.0),
         max_ms: Some(3005.0),
-        mean_send_lateness_ms: Some(0.1),
-        max_send_lateness_ms: Some(1.2),
+        send_lateness: Some(loglag_lab::report::Lateness {
+            mean_us: 12.5,
+            p99_us: 140.0,
+            max_us: 1200.0,
+        }),
+        lateness_warning: Some("the load generator sent late (p99 140 µs)".into()),
+        floor: None,
     }
 }
 

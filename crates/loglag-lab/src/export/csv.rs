@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::{cell, Exporter};
-use crate::report::{LoadSummary, SinkSummary, Summary};
+use crate::report::{Lateness, LoadSummary, SinkSummary, Summary};
 
 fn quote(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -27,11 +27,11 @@ impl Exporter for PairsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified")?;
+        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified,send_late_mean_us,send_late_p99_us,send_late_max_us")?;
         for p in &s.pairs {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{}",
                 quote(&p.condition),
                 quote(&p.sink),
                 p.runs,
@@ -50,32 +50,42 @@ impl Exporter for PairsCsv {
                 cell(p.cpu_cores, 4),
                 opt_u64(p.dropped),
                 opt_u64(p.queue_full),
-                p.verified
+                p.verified,
+                cell(p.send_lateness.map(|l| l.mean_us), 1),
+                cell(p.send_lateness.map(|l| l.p99_us), 1),
+                cell(p.send_lateness.map(|l| l.max_us), 1),
             )?;
         }
         Ok(())
     }
 
     fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,max_send_lateness_ms")?;
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{:.2},{},{},{},{},{},{}",
-            quote(&s.url),
-            s.mode,
-            s.requests,
-            s.ok,
-            s.http_errors,
-            s.io_errors,
-            s.timeouts,
-            s.achieved_rps,
-            cell(s.p50_ms, 3),
-            cell(s.p90_ms, 3),
-            cell(s.p99_ms, 3),
-            cell(s.p999_ms, 3),
-            cell(s.max_ms, 3),
-            cell(s.max_send_lateness_ms, 3)
-        )
+        writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,send_late_mean_us,send_late_p99_us,send_late_max_us,lateness_warning")?;
+        for s in s.floor.as_deref().into_iter().chain(std::iter::once(s)) {
+            let late = |f: fn(&Lateness) -> f64| cell(s.send_lateness.as_ref().map(f), 1);
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{}",
+                quote(&s.url),
+                s.mode,
+                s.requests,
+                s.ok,
+                s.http_errors,
+                s.io_errors,
+                s.timeouts,
+                s.achieved_rps,
+                cell(s.p50_ms, 3),
+                cell(s.p90_ms, 3),
+                cell(s.p99_ms, 3),
+                cell(s.p999_ms, 3),
+                cell(s.max_ms, 3),
+                late(|l| l.mean_us),
+                late(|l| l.p99_us),
+                late(|l| l.max_us),
+                quote(s.lateness_warning.as_deref().unwrap_or(""))
+            )?;
+        }
+        Ok(())
     }
 
     fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
@@ -107,11 +117,11 @@ impl Exporter for RunsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note")?;
+        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us")?;
         for r in &s.runs {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.run,
                 r.round,
                 quote(&r.condition),
@@ -137,7 +147,10 @@ impl Exporter for RunsCsv {
                 r.read_newlines,
                 r.read_sha256,
                 r.verified,
-                quote(&r.verify_note)
+                quote(&r.verify_note),
+                cell(r.send_lateness.map(|l| l.mean_us), 1),
+                cell(r.send_lateness.map(|l| l.p99_us), 1),
+                cell(r.send_lateness.map(|l| l.max_us), 1),
             )?;
         }
         Ok(())
