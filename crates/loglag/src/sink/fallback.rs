@@ -168,4 +168,48 @@ mod tests {
             "primary is re-probed and used again"
         );
     }
+
+    #[test]
+    fn the_backoff_doubles_from_50_ms_to_5_s_and_skips_the_failed_sink_meanwhile() {
+        let fail = Arc::new(Mutex::new(true));
+        let primary = Arc::new(Mutex::new(Vec::new()));
+        let backup = Arc::new(Mutex::new(Vec::new()));
+        let mut chain = Fallback::new(Flaky {
+            fail: fail.clone(),
+            got: primary.clone(),
+        })
+        .then(Flaky {
+            fail: Arc::new(Mutex::new(false)),
+            got: backup.clone(),
+        });
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            chain.write(b"x\n").unwrap();
+            seen.push(chain.links[0].backoff);
+            // Inside the backoff the primary is not tried: the batch goes straight on.
+            chain.write(b"y\n").unwrap();
+            assert_eq!(chain.links[0].backoff, *seen.last().unwrap());
+            // Let the backoff expire, as time would.
+            chain.links[0].retry_at = Some(Instant::now() - Duration::from_millis(1));
+        }
+        let ms: Vec<u128> = seen.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(
+            ms,
+            [50, 100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000],
+            "doubling from 50 ms, capped at 5 s"
+        );
+        assert_eq!(
+            backup.lock().unwrap().len(),
+            40,
+            "every batch reached the backup"
+        );
+        *fail.lock().unwrap() = false;
+        chain.write(b"z\n").unwrap();
+        assert_eq!(*primary.lock().unwrap(), b"z\n");
+        assert_eq!(
+            chain.links[0].backoff,
+            Duration::ZERO,
+            "a success resets it"
+        );
+    }
 }

@@ -24,6 +24,9 @@ impl Gate {
         *self.0 .0.lock().unwrap() = true;
         self.0 .1.notify_all();
     }
+    pub fn wait_open(&self) {
+        self.wait()
+    }
     fn wait(&self) {
         let mut open = self.0 .0.lock().unwrap();
         while !*open {

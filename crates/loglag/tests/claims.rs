@@ -1,0 +1,454 @@
+//! The documented defaults and sink contracts, each checked by what the pipeline does:
+//! the 8 MiB budget with 1/8 reserved, 64 KiB records and batches, few write calls per
+//! record, EINTR retried, partial writes accounted, the 5 s shutdown, `SpoolSync`,
+//! `DropOldest` becoming `DropNewest` with a spool, and `LOGLAG_MODE`.
+//! Every wait is bounded by `support::within`.
+
+mod support;
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use loglag::sink::Sink;
+use loglag::{Level, Mode, NonBlockingBuilder, Overflow};
+use support::*;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Records each write's size; counts `sync` calls; optionally fails in scripted ways.
+#[derive(Clone, Default)]
+struct Recorder {
+    out: Arc<Mutex<Vec<u8>>>,
+    writes: Arc<Mutex<Vec<usize>>>,
+    syncs: Arc<AtomicU64>,
+    /// Return EINTR on every odd call (before writing anything).
+    interrupt: bool,
+    /// Accept this many bytes of the n-th call, then fail the next call with EIO.
+    partial_then_fail: Option<(usize, usize)>,
+    calls: usize,
+}
+
+impl Sink for Recorder {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.interrupt && self.calls % 2 == 1 {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        let mut n = buf.len();
+        if let Some((call, bytes)) = self.partial_then_fail {
+            if self.calls == call {
+                n = bytes.min(buf.len());
+            } else if self.calls == call + 1 {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+        }
+        self.writes.lock().unwrap().push(n);
+        self.out.lock().unwrap().extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A sink that holds the writer in its first write until the gate opens.
+fn gated_recorder() -> (Recorder, Gate, mpsc::Receiver<()>, impl Sink) {
+    let recorder = Recorder::default();
+    let gate = Gate::closed();
+    let (tx, rx) = mpsc::channel();
+    struct Held {
+        inner: Recorder,
+        gate: Gate,
+        entered: mpsc::Sender<()>,
+    }
+    impl Sink for Held {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let _ = self.entered.send(());
+            self.gate.wait_open();
+            self.inner.write(buf)
+        }
+    }
+    let held = Held {
+        inner: recorder.clone(),
+        gate: gate.clone(),
+        entered: tx,
+    };
+    (recorder, gate, rx, held)
+}
+
+#[test]
+fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
+    within(LIMIT, "default budget", || {
+        let (_recorder, gate, entered, sink) = gated_recorder();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(sink);
+        writer.submit(Level::Error, b"hold the writer\n");
+        entered.recv().unwrap();
+        // INFO records of 1 KiB until the default policy (ShedByLevel) sheds one.
+        let record = [b'i'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        let mut accepted_info = 0u64;
+        while writer.metrics().dropped_records == 0 {
+            writer.submit(Level::Info, &record);
+            accepted_info += 1;
+            assert!(accepted_info < 100_000, "the budget never filled");
+        }
+        accepted_info -= 1; // the one that was shed
+        let info_bytes = writer.metrics().in_flight_bytes;
+        // WARN may still use the reserved eighth.
+        let mut accepted_warn = 0u64;
+        while writer.metrics().dropped_records == 1 {
+            writer.submit(Level::Warn, &record);
+            accepted_warn += 1;
+            assert!(accepted_warn < 100_000, "the reserve never filled");
+        }
+        let total_bytes = writer.metrics().in_flight_bytes;
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        // INFO stops at 7/8 of 8 MiB, everything at 8 MiB (within a record and the
+        // ring's per-record header).
+        assert!(
+            (6.9..=7.01).contains(&mib(info_bytes)),
+            "INFO filled {:.3} MiB ({accepted_info} records)",
+            mib(info_bytes)
+        );
+        assert!(
+            (7.9..=8.01).contains(&mib(total_bytes)),
+            "WARN filled to {:.3} MiB ({accepted_warn} more records)",
+            mib(total_bytes)
+        );
+        assert_eq!(writer.metrics().dropped_by_level[Level::Info as usize], 1);
+        gate.open();
+        guard.flush(Duration::from_secs(30)).unwrap();
+    });
+}
+
+#[test]
+fn records_over_64_kib_are_truncated_by_default_and_smaller_ones_are_not() {
+    within(LIMIT, "default max record", || {
+        let recorder = Recorder::default();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(recorder.clone());
+        let mut fits = vec![b'a'; (64 << 10) - 1];
+        fits.push(b'\n');
+        let mut over = vec![b'b'; 64 << 10];
+        over.push(b'\n');
+        writer.submit(Level::Info, &fits);
+        writer.submit(Level::Info, &over);
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let m = writer.metrics();
+        assert_eq!(m.truncated, 1, "{m:#?}");
+        let out = recorder.out.lock().unwrap().clone();
+        let lines: Vec<&[u8]> = out
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[0].len(),
+            (64 << 10) - 1,
+            "64 KiB with its newline is kept whole"
+        );
+        assert!(
+            lines[1].len() < 64 << 10,
+            "cut to fit 64 KiB with its newline"
+        );
+        assert!(lines[1].starts_with(b"bbbb"));
+    });
+}
+
+#[test]
+fn batches_are_at_most_64_kib_and_1000_records_take_at_most_5_write_calls() {
+    within(LIMIT, "batching", || {
+        let recorder = Recorder::default();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .overflow(Overflow::Block)
+            .mode(Mode::Async)
+            .finish_sink(recorder.clone());
+        const RECORDS: usize = 200_000;
+        let mut record = format!("{{\"level\":\"INFO\",\"msg\":\"{}\"}}", "x".repeat(94));
+        record.push('\n');
+        assert_eq!(record.len(), 120);
+        for _ in 0..RECORDS {
+            writer.submit(Level::Info, record.as_bytes());
+        }
+        drop(guard);
+        let m = writer.metrics();
+        assert_eq!(m.written_records, RECORDS as u64, "{m:#?}");
+        let writes = recorder.writes.lock().unwrap().clone();
+        assert!(
+            writes.iter().all(|&w| w <= 64 << 10),
+            "a write exceeded 64 KiB: {:?}",
+            writes.iter().max()
+        );
+        let per_1000 = writes.len() as f64 * 1000.0 / RECORDS as f64;
+        assert!(
+            per_1000 <= 5.0,
+            "{} write calls for {RECORDS} records: {per_1000:.2} per 1,000",
+            writes.len()
+        );
+        assert_eq!(m.write_syscalls, writes.len() as u64);
+    });
+}
+
+#[test]
+fn an_interrupted_write_is_retried_and_is_not_an_error() {
+    within(LIMIT, "EINTR", || {
+        let recorder = Recorder {
+            interrupt: true,
+            ..Recorder::default()
+        };
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(recorder.clone());
+        for i in 0..1000 {
+            writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+            if i % 100 == 0 {
+                guard.flush(Duration::from_secs(30)).unwrap();
+            }
+        }
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let m = writer.metrics();
+        assert_eq!(m.written_records, 1000, "{m:#?}");
+        assert_eq!(m.io_errors, 0, "EINTR is retried, not counted");
+        assert_eq!(m.dropped_records, 0);
+        let out = String::from_utf8(recorder.out.lock().unwrap().clone()).unwrap();
+        let expected: String = (0..1000).map(|i| format!("record {i}\n")).collect();
+        assert_eq!(out, expected, "every record once, in order");
+    });
+}
+
+#[test]
+fn a_sink_that_writes_part_of_a_batch_then_fails_is_accounted_record_by_record() {
+    within(LIMIT, "partial write", || {
+        // 10 records of 10 bytes in one batch; the sink takes 35 bytes, then fails.
+        let recorder = Recorder {
+            partial_then_fail: Some((1, 35)),
+            ..Recorder::default()
+        };
+        let (writer, guard) = NonBlockingBuilder::default()
+            .flush_interval(Duration::from_secs(3600))
+            .mode(Mode::Async)
+            .finish_sink(recorder.clone());
+        for i in 0..9 {
+            writer.submit(Level::Info, format!("record {i:02}\n").as_bytes());
+        }
+        writer.submit(Level::Error, b"record 09\n");
+        guard.flush(Duration::from_secs(30)).unwrap();
+        // The next batch goes through and carries the in-band report.
+        writer.submit(Level::Error, b"after\n");
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let m = writer.metrics();
+        assert_accounted(&m);
+        assert_eq!(
+            m.written_records,
+            3 + 1,
+            "3 whole records of the first batch, then one"
+        );
+        assert_eq!(m.io_error, 7, "the 7 records not (wholly) written: {m:#?}");
+        assert_eq!(m.io_errors, 1);
+        let out = recorder.out.lock().unwrap().clone();
+        assert_eq!(reported_drops(&out), 7, "{}", String::from_utf8_lossy(&out));
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("record 00\nrecord 01\nrecord 02\nrecor"),
+            "{text}"
+        );
+        assert!(
+            text.contains("io_error=7"),
+            "per-reason figure in-band: {text}"
+        );
+    });
+}
+
+#[test]
+fn block_for_waits_its_bound_and_not_much_longer() {
+    within(LIMIT, "BlockFor", || {
+        let (_recorder, gate, entered, sink) = gated_recorder();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .capacity_bytes(4096)
+            .overflow(Overflow::BlockFor(Duration::from_millis(200)))
+            .flush_interval(Duration::from_secs(3600))
+            .mode(Mode::Async)
+            .finish_sink(sink);
+        writer.submit(Level::Error, b"hold\n");
+        entered.recv().unwrap();
+        while writer.metrics().queue_full_events == 0 {
+            let started = Instant::now();
+            writer.submit(Level::Info, &[b'x'; 95]);
+            let waited = started.elapsed();
+            if writer.metrics().queue_full_events > 0 {
+                assert!(
+                    waited >= Duration::from_millis(200),
+                    "gave up early: {waited:?}"
+                );
+                // Generous: the bound is a promise to the caller, so a wait of many
+                // times it is a bug, not noise.
+                assert!(waited < Duration::from_secs(10), "waited {waited:?}");
+            }
+        }
+        assert_eq!(writer.metrics().queue_full, 1);
+        gate.open();
+        guard.flush(Duration::from_secs(30)).unwrap();
+    });
+}
+
+#[test]
+fn spool_sync_every_flush_syncs_after_each_batch_and_never_does_not() {
+    for (sync, expect_all) in [
+        (loglag::spool::SpoolSync::EveryFlush, true),
+        (loglag::spool::SpoolSync::Never, false),
+        (
+            loglag::spool::SpoolSync::Every(Duration::from_secs(3600)),
+            false,
+        ),
+    ] {
+        within(LIMIT, "SpoolSync", move || {
+            let dir = tempfile::tempdir().unwrap();
+            let recorder = Recorder::default();
+            let (writer, guard) = NonBlockingBuilder::default()
+                .spool(dir.path().join("app.spool"))
+                .spool_sync(sync)
+                .mode(Mode::Async)
+                .finish_sink(recorder.clone());
+            // Opening a spool runs recovery, which syncs the sink once whatever the
+            // setting: what it delivered must be durable before the spool forgets it.
+            let at_open = recorder.syncs.load(Ordering::Relaxed);
+            for i in 0..5 {
+                writer.submit(Level::Error, format!("batch {i}\n").as_bytes());
+                guard.flush(Duration::from_secs(30)).unwrap();
+            }
+            let batches = recorder.writes.lock().unwrap().len() as u64;
+            let syncs = recorder.syncs.load(Ordering::Relaxed) - at_open;
+            assert!(batches >= 5);
+            if expect_all {
+                assert_eq!(syncs, batches, "{sync:?}: one sync per batch");
+            } else {
+                assert_eq!(syncs, 0, "{sync:?}");
+            }
+        });
+    }
+}
+
+#[test]
+fn drop_oldest_becomes_drop_newest_with_a_spool() {
+    within(LIMIT, "DropOldest in spool mode", || {
+        let dir = tempfile::tempdir().unwrap();
+        let (recorder, gate, entered, sink) = gated_recorder();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .capacity_bytes(4096)
+            .overflow(Overflow::DropOldest)
+            .flush_interval(Duration::from_secs(3600))
+            .spool(dir.path().join("app.spool"))
+            .mode(Mode::Async)
+            .finish_sink(sink);
+        writer.submit(Level::Error, b"hold\n");
+        entered.recv().unwrap();
+        let mut i = 0;
+        while writer.metrics().dropped_records < 10 {
+            writer.submit(Level::Info, format!("record {i:05}\n").as_bytes());
+            i += 1;
+            assert!(i < 10_000);
+        }
+        gate.open();
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let out = recorder.out.lock().unwrap().clone();
+        let lines = record_lines(&out);
+        // The spool's records are already in the file: dropping the oldest would
+        // break its ring, so the newest are the ones dropped.
+        assert_eq!(lines[0], "hold");
+        assert_eq!(lines[1], "record 00000", "the oldest were kept");
+        let last: usize = lines.last().unwrap()[7..].parse().unwrap();
+        assert!(
+            last < i - 1,
+            "the newest were dropped (last kept {last} of {i})"
+        );
+    });
+}
+
+#[test]
+fn loglag_mode_parses_every_name_and_refuses_others() {
+    for (name, mode) in [
+        ("off", Mode::Off),
+        ("format-only", Mode::FormatOnly),
+        ("sync", Mode::Sync),
+        ("async", Mode::Async),
+    ] {
+        assert_eq!(name.parse::<Mode>().unwrap(), mode);
+        assert_eq!(mode.as_str(), name);
+    }
+    let err = "fast".parse::<Mode>().unwrap_err().to_string();
+    assert!(
+        err.contains("LOGLAG_MODE") && err.contains("\"fast\""),
+        "{err}"
+    );
+    assert!(err.contains("off, format-only, sync or async"), "{err}");
+}
+
+/// A field whose `Debug` counts how often it is formatted.
+struct Counted(Arc<AtomicU64>);
+
+impl std::fmt::Debug for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        f.write_str("counted")
+    }
+}
+
+#[test]
+fn format_only_builds_the_record_and_off_does_not_and_neither_writes() {
+    use tracing_subscriber::layer::SubscriberExt;
+    for (mode, formats) in [(Mode::Off, false), (Mode::FormatOnly, true)] {
+        let recorder = Recorder::default();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(mode)
+            .finish_sink(recorder.clone());
+        let subscriber =
+            tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer.clone()));
+        let formatted = Arc::new(AtomicU64::new(0));
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..10 {
+                tracing::info!(field = ?Counted(formatted.clone()), "hello");
+            }
+        });
+        drop(guard);
+        assert_eq!(
+            formatted.load(Ordering::Relaxed) > 0,
+            formats,
+            "{mode:?}: formatted {} times",
+            formatted.load(Ordering::Relaxed)
+        );
+        assert!(
+            recorder.out.lock().unwrap().is_empty(),
+            "{mode:?} writes nothing"
+        );
+        assert_eq!(writer.metrics().accepted, 0, "{mode:?} counts nothing");
+    }
+}
+
+#[test]
+fn the_default_shutdown_waits_5_s_for_a_hung_sink_then_counts_the_loss() {
+    let (_recorder, _gate, entered, sink) = gated_recorder();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(sink);
+    writer.submit(Level::Error, b"stuck in the sink\n");
+    entered.recv().unwrap();
+    writer.submit(Level::Info, b"queued behind it\n");
+    let started = Instant::now();
+    let metrics = within(LIMIT, "guard drop", move || guard.shutdown());
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(5), "gave up after {waited:?}");
+    assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+    assert_eq!(metrics.shutdown, 2, "{metrics:#?}");
+    assert_accounted(&metrics);
+}
