@@ -482,7 +482,19 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
         u64::from_le_bytes(p[..8].try_into().unwrap())
             + u64::from_le_bytes(p[8..].try_into().unwrap())
     };
+    // Bounded, and the child must stay alive: a flooder that died or stalled fails
+    // the test in minutes instead of hanging CI.
+    let started = std::time::Instant::now();
     while returned() < 5000 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the flooding child exited early"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the flooder returned only {} calls in 120 s",
+            returned()
+        );
         std::thread::yield_now();
     }
     // ...cannot be recovered under its feet...
@@ -493,15 +505,20 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
         "{}",
         String::from_utf8_lossy(&busy.stderr)
     );
-    // ...but once it is killed, recover delivers what it had queued.
+    // ...but once it is killed, recover delivers what it had queued, into the same
+    // file: exactly once, so every call that returned is there once, in order.
     child.kill().unwrap();
     child.wait().unwrap();
-    let recovered = dir.path().join("recovered.log");
+    let p = std::fs::read(&progress).unwrap();
+    let returned_by = [
+        u64::from_le_bytes(p[..8].try_into().unwrap()),
+        u64::from_le_bytes(p[8..].try_into().unwrap()),
+    ];
     let out = loglag()
         .arg("recover")
         .arg(&spool)
         .arg("-o")
-        .arg(&recovered)
+        .arg(&sink)
         .output()
         .unwrap();
     assert!(
@@ -509,12 +526,26 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let delivered = std::fs::read_to_string(&sink).unwrap().lines().count()
-        + std::fs::read_to_string(&recovered).unwrap().lines().count();
-    assert!(
-        delivered as u64 >= 5000,
-        "every returned call is in the sink or the recovery: {delivered}"
-    );
+    let text = std::fs::read_to_string(&sink).unwrap();
+    let mut next = [0u64; 2];
+    for line in text.lines() {
+        let mut words = line.split(' ');
+        let producer: usize = words.next().unwrap()[1..].parse().unwrap();
+        let seq: u64 = words.next().unwrap()[1..].parse().unwrap();
+        assert_eq!(
+            seq, next[producer],
+            "producer {producer}: a record duplicated, lost or out of order"
+        );
+        next[producer] += 1;
+    }
+    for producer in 0..2 {
+        assert!(
+            next[producer] >= returned_by[producer],
+            "producer {producer}: {} calls returned, {} records delivered",
+            returned_by[producer],
+            next[producer]
+        );
+    }
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("records"),
         "a summary on stderr"
