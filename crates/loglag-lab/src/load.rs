@@ -259,8 +259,10 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
     let started = Instant::now();
     // A short lead so the first request is not already late.
     let t0_mono = mono_ns() + 5_000_000;
-    let give_up =
-        Instant::now() + Duration::from_nanos(t0_mono - mono_ns()) + config.duration + config.grace;
+    let give_up = Instant::now()
+        + Duration::from_nanos(t0_mono.saturating_sub(mono_ns()))
+        + config.duration
+        + config.grace;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // Shared, so nothing is copied between a request's due time and its send.
     let target = Arc::new(config.target.clone());
