@@ -198,23 +198,24 @@ pub struct LoadArgs {
     #[arg(long, default_value = "100us", value_parser = parse_duration)]
     pub lateness_limit: Duration,
     /// Requests per second, on a fixed schedule.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(short = 'r', long, default_value_t = 20.0)]
     pub rate: f64,
     /// How long to send.
-    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    #[arg(short = 'd', long, default_value = "8s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// new (a connection per request) or keepalive.
-    #[arg(long, default_value = "new")]
+    /// keepalive (reuse connections, as oha, wrk and vegeta do) or new (a connection
+    /// per request, as the lab's reference experiment does).
+    #[arg(short = 'c', long, default_value = "keepalive")]
     pub connection: String,
     /// Closed loop with N connections instead of a schedule (for throughput).
-    #[arg(long)]
-    pub closed: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub closed: Option<u64>,
     /// How long unfinished requests may take after the schedule ends before they
     /// count as timeouts.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    #[arg(short = 'f', long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
     /// Also write one row per request as CSV here ('-' for stdout).
     #[arg(long)]

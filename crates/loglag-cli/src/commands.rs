@@ -58,6 +58,30 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
     if sinks.is_empty() {
         bail!("--sinks: give at least one of fast, slow");
     }
+    let conditions: Vec<Condition> = conditions;
+    if let Some(twice) = conditions
+        .iter()
+        .enumerate()
+        .find(|(i, c)| conditions[..*i].contains(c))
+    {
+        bail!(
+            "--conditions lists {} twice: each pair is run once per round (use --rounds for repeats)",
+            twice.1
+        );
+    }
+    if let Some(twice) = sinks
+        .iter()
+        .enumerate()
+        .find(|(i, s)| sinks[..*i].contains(s))
+    {
+        bail!("--sinks lists {} twice", twice.1.as_str());
+    }
+    if a.read_size == 0 {
+        bail!("--read-size must be at least 1 byte");
+    }
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
     if a.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
@@ -92,9 +116,9 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
             .parse::<Connection>()
             .map_err(anyhow::Error::msg)?,
         slow_rate,
-        read_size: a.read_size.max(1),
+        read_size: a.read_size,
         pipe_size: size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize),
-        threads: a.threads.max(1),
+        threads: a.threads,
         warmup: a.warmup,
         cpu_limit: a.cpu_limit,
         app: a.app.clone(),
@@ -102,6 +126,21 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
         drain_timeout: a.drain_timeout,
         lateness_limit_us: a.lateness_limit.as_secs_f64() * 1e6,
     })
+}
+
+/// Creates `--out` and proves it writable before any run, so a typo costs seconds,
+/// not a whole lab run.
+fn check_out_dir(out: &Path) -> anyhow::Result<()> {
+    if out.is_file() {
+        bail!("--out {} is a file; give a directory", out.display());
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create --out directory {}", out.display()))?;
+    let probe = out.join(format!(".loglag-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out directory {} is not writable", out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 fn write_outputs(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
@@ -124,9 +163,7 @@ fn write_outputs(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
 pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     let plan = lab_plan(&a)?;
     if let Some(out) = &a.out {
-        if out.is_file() {
-            bail!("--out {} is a file; give a directory", out.display());
-        }
+        check_out_dir(out)?;
     }
     let cancel = cancel_flag()?;
     let total = plan.schedule().len();
@@ -141,18 +178,28 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::new(total);
     let (summary, error) = runner::run_lab(&plan, &progress, &cancel);
     progress.finish();
-    if let Some(out) = &a.out {
-        write_outputs(out, &summary)?;
-        if a.report {
-            let path = out.join("report.html");
-            let html = loglag_lab::html::render(&loglag_lab::html::load_dir(out)?);
-            write_to(&path, html.as_bytes())?;
-        }
-        eprintln!("loglag lab: results in {}", out.display());
+    // The table first: if writing the files fails, the measurements are still shown.
+    {
+        let stdout = &mut std::io::stdout().lock();
+        stdout_exporter(a.format).export(&summary, stdout)?;
+        stdout.flush()?;
     }
-    let stdout = &mut std::io::stdout().lock();
-    stdout_exporter(a.format).export(&summary, stdout)?;
-    stdout.flush()?;
+    if let Some(out) = &a.out {
+        if summary.runs.is_empty() {
+            eprintln!(
+                "loglag lab: no run completed; nothing written to {}",
+                out.display()
+            );
+        } else {
+            write_outputs(out, &summary)?;
+            if a.report {
+                let path = out.join("report.html");
+                let html = loglag_lab::html::render(&loglag_lab::html::load_dir(out)?);
+                write_to(&path, html.as_bytes())?;
+            }
+            eprintln!("loglag lab: results in {}", out.display());
+        }
+    }
     match error {
         None => Ok(ExitCode::SUCCESS),
         Some(LabError::Cancelled) => {
@@ -181,15 +228,28 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Ctrl-C stops the load and prints what was measured so far; a second one exits.
+    let stop = cancel_flag()?;
     let run = |target: Target| {
-        runtime.block_on(load::run(&LoadConfig {
-            target,
-            rate: a.rate,
-            duration: a.duration,
-            connection,
-            closed: a.closed,
-            grace: a.grace,
-        }))
+        let progress = load::LoadProgress::stopped_by(stop.clone());
+        let expected = a
+            .closed
+            .is_none()
+            .then(|| (a.rate * a.duration.as_secs_f64()).round() as u64);
+        let display = crate::progress::LoadDisplay::start(progress.clone(), expected);
+        let result = runtime.block_on(load::run_observed(
+            &LoadConfig {
+                target,
+                rate: a.rate,
+                duration: a.duration,
+                connection,
+                closed: a.closed.map(|n| n as usize),
+                grace: a.grace,
+            },
+            progress,
+        ));
+        display.finish();
+        result
     };
     let floor = if a.calibrate {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
@@ -200,6 +260,18 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         Some(summarize(&a, &label, &result, lateness_limit_us))
     } else {
         None
+    };
+    let floor = match floor {
+        // Interrupted while calibrating: report the floor alone.
+        Some(f) if f.interrupted.is_some() => {
+            stdout_exporter(a.format).export_load(&f, &mut std::io::stdout().lock())?;
+            eprintln!(
+                "loglag load: {}",
+                f.interrupted.as_deref().unwrap_or_default()
+            );
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        other => other,
     };
     let mut summary = if url.is_empty() {
         floor.expect("--calibrate without a URL")
@@ -218,6 +290,10 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     summary.schema = SCHEMA;
     stdout_exporter(a.format).export_load(&summary, &mut std::io::stdout().lock())?;
+    if let Some(note) = &summary.interrupted {
+        eprintln!("loglag load: {note}");
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
     for s in std::iter::once(&summary).chain(summary.floor.as_deref()) {
         if let Some(w) = &s.lateness_warning {
             eprintln!("warning: {}: {w}", s.url);
@@ -254,7 +330,7 @@ fn summarize(a: &LoadArgs, url: &str, result: &load::LoadResult, limit_us: f64) 
             "open".into()
         },
         rate: a.closed.is_none().then_some(a.rate),
-        connections: a.closed,
+        connections: a.closed.map(|n| n as usize),
         duration_s: a.duration.as_secs_f64(),
         requests: result.samples.len() as u64,
         ok,
@@ -269,6 +345,12 @@ fn summarize(a: &LoadArgs, url: &str, result: &load::LoadResult, limit_us: f64) 
         max_ms: ms(quantile(&mut latencies, 1.0)),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(limit_us)),
+        interrupted: result.interrupted.then(|| {
+            format!(
+                "interrupted: {} requests finished before Ctrl-C are summarised; requests still in flight are not",
+                result.samples.len()
+            )
+        }),
         floor: None,
     }
 }
@@ -316,7 +398,7 @@ fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
     let config = ReadConfig {
-        read_size: a.read_size.max(1),
+        read_size: a.read_size,
         rate: size(&a.rate, "--rate")?,
     };
     let pipe_size = size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize);
@@ -393,7 +475,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let condition: Condition = a.condition.parse().map_err(anyhow::Error::msg)?;
     let config = ServeConfig {
         port: a.port,
-        threads: a.threads.max(1),
+        threads: a.threads,
         condition,
         log_path: a.log,
         hash_rounds: a.hash_rounds,

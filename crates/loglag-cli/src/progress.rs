@@ -77,3 +77,68 @@ impl Observer for Progress {
         self.line(&format!("loglag lab: warning: {message}"));
     }
 }
+
+/// `loglag load`'s progress on a terminal: sent and finished requests, refreshed by a
+/// thread until [`LoadDisplay::finish`]. Nothing when stderr is not a terminal.
+pub struct LoadDisplay {
+    bar: Option<ProgressBar>,
+    updater: Option<std::thread::JoinHandle<()>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LoadDisplay {
+    pub fn start(
+        progress: std::sync::Arc<loglag_lab::load::LoadProgress>,
+        expected: Option<u64>,
+    ) -> LoadDisplay {
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if !std::io::stderr().is_terminal() {
+            return LoadDisplay {
+                bar: None,
+                updater: None,
+                done,
+            };
+        }
+        let bar = match expected {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} sent  {msg}  (Ctrl-C: stop and summarise)",
+            )
+            .expect("valid template"),
+        );
+        let updater = {
+            let bar = bar.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    bar.set_position(progress.sent.load(Ordering::Relaxed));
+                    bar.set_message(format!(
+                        "{} finished",
+                        progress.finished.load(Ordering::Relaxed)
+                    ));
+                    bar.tick();
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            })
+        };
+        LoadDisplay {
+            bar: Some(bar),
+            updater: Some(updater),
+            done,
+        }
+    }
+
+    pub fn finish(mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(u) = self.updater.take() {
+            let _ = u.join();
+        }
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

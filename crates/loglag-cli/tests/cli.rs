@@ -312,6 +312,37 @@ fn bad_input_is_refused_clearly() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
 
+    // Values that would make a run meaningless are refused before anything starts.
+    for (args, expect) in [
+        (
+            &["load", "http://127.0.0.1:1/", "--closed", "0"][..],
+            "--closed",
+        ),
+        (&["lab", "--read-size", "0"][..], "--read-size"),
+        (&["lab", "--conditions", "none,json-sync,none"][..], "twice"),
+        (&["lab", "--sinks", "slow,slow"][..], "twice"),
+        (&["lab", "--threads", "0"][..], "--threads"),
+    ] {
+        let out = loglag().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    }
+    // An --out that cannot be written fails before the first run, not after it.
+    let blocked = dir.path().join("a-file");
+    std::fs::write(&blocked, b"x").unwrap();
+    let started = std::time::Instant::now();
+    let out = loglag()
+        .args(["lab", "--out"])
+        .arg(blocked.join("results"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot create --out directory"), "{stderr}");
+    assert!(!stderr.contains("run 1/"), "no run started: {stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = busy.local_addr().unwrap().port().to_string();
     let out = loglag().args(["serve", "--port", &port]).output().unwrap();
@@ -661,4 +692,58 @@ fn every_extra_condition_runs_and_verifies() {
             "{c}: every request's 16 KiB line was read"
         );
     }
+}
+
+#[test]
+fn ctrl_c_during_load_prints_what_was_measured_so_far() {
+    use std::io::{Read, Write};
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    let (served_tx, served) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in server.incoming() {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            let _ = served_tx.send(());
+        }
+    });
+    let child = loglag()
+        .args(["load", &format!("http://{addr}/"), "--rate", "100"])
+        .args(["--duration", "60s", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..20 {
+        served
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the load reached the server");
+    }
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("loglag load exits promptly after Ctrl-C")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let requests = summary["requests"].as_u64().unwrap();
+    assert!(
+        (20..6000).contains(&requests),
+        "a partial summary: {requests}"
+    );
+    assert_eq!(summary["ok"], requests);
+    assert!(summary["interrupted"]
+        .as_str()
+        .unwrap()
+        .contains("interrupted"));
+    assert!(stderr.contains("interrupted"), "{stderr}");
 }

@@ -135,6 +135,36 @@ pub struct LoadResult {
     /// Every request, exactly: percentiles are computed from these, not from buckets.
     pub samples: Vec<RequestSample>,
     pub wall: Duration,
+    /// Stopped early through [`LoadProgress::stop`]: `samples` holds the requests that
+    /// had finished by then.
+    pub interrupted: bool,
+}
+
+/// Live counters of a load run, and a way to stop it early (Ctrl-C). Shared with
+/// whoever shows progress.
+#[derive(Debug, Default)]
+pub struct LoadProgress {
+    /// Set to stop: no further request is sent, and the result is returned at once
+    /// with the requests finished so far.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Requests sent (or, in the open loop, scheduled and handed to a connection).
+    pub sent: AtomicU64,
+    /// Requests finished, whatever their outcome.
+    pub finished: AtomicU64,
+}
+
+impl LoadProgress {
+    /// Progress that stops when `stop` is set.
+    pub fn stopped_by(stop: Arc<std::sync::atomic::AtomicBool>) -> Arc<LoadProgress> {
+        Arc::new(LoadProgress {
+            stop,
+            ..LoadProgress::default()
+        })
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 impl LoadResult {
@@ -226,15 +256,22 @@ fn classify(
 
 /// Runs the load. Must be called inside a tokio runtime with I/O and time enabled.
 pub async fn run(config: &LoadConfig) -> LoadResult {
+    run_observed(config, Arc::default()).await
+}
+
+/// [`run`], counting into `progress` and stopping early when it says so.
+pub async fn run_observed(config: &LoadConfig, progress: Arc<LoadProgress>) -> LoadResult {
     match config.closed {
-        Some(n) => run_closed(config, n.max(1)).await,
+        Some(n) => run_closed(config, n.max(1), progress).await,
         None => {
             // The schedule runs as a task on a worker thread, not on the thread that
             // called `block_on`: a task spawned from a worker starts on that worker
             // at its next yield, while one spawned from outside must wake a parked
             // worker first (measured: +25 to 45 µs per request on this VM).
             let config = config.clone();
-            let mut task = AbortOnDrop(tokio::spawn(async move { run_open(&config).await }));
+            let mut task = AbortOnDrop(tokio::spawn(
+                async move { run_open(&config, progress).await },
+            ));
             match (&mut task.0).await {
                 Ok(result) => result,
                 Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -252,7 +289,7 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-async fn run_open(config: &LoadConfig) -> LoadResult {
+async fn run_open(config: &LoadConfig, progress: Arc<LoadProgress>) -> LoadResult {
     let count = (config.rate * config.duration.as_secs_f64()).round() as u64;
     let interval_ns = 1e9 / config.rate.max(1e-9);
     let pool: Pool = Arc::default();
@@ -270,6 +307,9 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
         .ok()
         .map(|p| p.for_interval(Duration::from_nanos(interval_ns as u64)));
     for i in 0..count {
+        if progress.stopping() {
+            break;
+        }
         let offset = (i as f64 * interval_ns).round() as u64;
         let due = t0_mono + offset;
         match &pacer {
@@ -284,6 +324,8 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
         let pool = pool.clone();
         let tx = tx.clone();
         let mode = config.connection;
+        let progress_of_one = progress.clone();
+        progress.sent.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             // Lateness and latency are both taken from the due time: a request the
             // generator sent late is still timed from when it should have gone.
@@ -293,6 +335,7 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
             let done = mono_ns();
             let (connect_ns, latency_ns, status, outcome) =
                 classify(result, Some(done.saturating_sub(due)));
+            progress_of_one.finished.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send(RequestSample {
                 index: i,
                 scheduled_ns: offset,
@@ -306,10 +349,14 @@ async fn run_open(config: &LoadConfig) -> LoadResult {
         });
     }
     drop(tx);
-    collect(&mut rx, t0_mono, started).await
+    collect(&mut rx, t0_mono, started, &progress).await
 }
 
-async fn run_closed(config: &LoadConfig, connections: usize) -> LoadResult {
+async fn run_closed(
+    config: &LoadConfig,
+    connections: usize,
+    progress: Arc<LoadProgress>,
+) -> LoadResult {
     let started = Instant::now();
     let t0 = Instant::now();
     let t0_mono = mono_ns();
@@ -322,15 +369,18 @@ async fn run_closed(config: &LoadConfig, connections: usize) -> LoadResult {
         let tx = tx.clone();
         let next = next.clone();
         let mode = config.connection;
+        let progress = progress.clone();
         tokio::spawn(async move {
             let pool: Pool = Arc::default();
-            while Instant::now() < end {
+            while Instant::now() < end && !progress.stopping() {
                 let sent = Instant::now();
+                progress.sent.fetch_add(1, Ordering::Relaxed);
                 let result =
                     tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool))
                         .await;
                 let latency = Some(sent.elapsed().as_nanos() as u64);
                 let (connect_ns, latency_ns, status, outcome) = classify(result, latency);
+                progress.finished.fetch_add(1, Ordering::Relaxed);
                 let _ = tx.send(RequestSample {
                     index: next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     scheduled_ns: sent.duration_since(t0).as_nanos() as u64,
@@ -348,23 +398,47 @@ async fn run_closed(config: &LoadConfig, connections: usize) -> LoadResult {
         });
     }
     drop(tx);
-    collect(&mut rx, t0_mono, started).await
+    collect(&mut rx, t0_mono, started, &progress).await
 }
 
 async fn collect(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<RequestSample>,
     t0_mono_ns: u64,
     started: Instant,
+    progress: &LoadProgress,
 ) -> LoadResult {
     let mut samples = Vec::new();
-    while let Some(s) = rx.recv().await {
-        samples.push(s);
+    let mut interrupted = false;
+    // One interval for the whole loop: a sleep made per iteration would restart with
+    // every sample and never fire under a steady stream of responses.
+    let mut check = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            sample = rx.recv() => match sample {
+                Some(s) => samples.push(s),
+                None => break,
+            },
+            // Polled, not notified: the flag is set from a signal handler.
+            _ = check.tick() => {
+                if progress.stopping() {
+                    interrupted = true;
+                    // What has finished is in the channel; what is in flight is not
+                    // waited for.
+                    while let Ok(s) = rx.try_recv() {
+                        samples.push(s);
+                    }
+                    break;
+                }
+            }
+        }
     }
     samples.sort_by_key(|s| s.index);
     LoadResult {
         t0_mono_ns,
         samples,
         wall: started.elapsed(),
+        // The schedule may have stopped and its last requests finished before a check.
+        interrupted: interrupted || progress.stopping(),
     }
 }
 

@@ -249,6 +249,9 @@ pub struct LoadSummary {
     pub send_lateness: Option<Lateness>,
     /// Set when `send_lateness.p99_us` exceeds the limit.
     pub lateness_warning: Option<String>,
+    /// Set when Ctrl-C stopped the load early, saying what the figures cover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     /// With `--calibrate`: the same load against a null server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Box<LoadSummary>>,
