@@ -138,6 +138,7 @@ fn load_summary_without_floor() -> loglag_lab::report::LoadSummary {
             max_us: 1200.0,
         }),
         lateness_warning: Some("the load generator sent late (p99 140 µs)".into()),
+        interrupted: None,
         floor: None,
     }
 }
