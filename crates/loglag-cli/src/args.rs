@@ -33,6 +33,16 @@ pub enum Command {
     Torture(TortureArgs),
     /// Deliver what a spool file still holds, without the application.
     Recover(RecoverArgs),
+    /// A process the lab starts (reader, API, flooder), configured by a JSON spec that
+    /// only the lab writes. Not for use by hand.
+    #[command(hide = true)]
+    Child(ChildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ChildArgs {
+    /// A `loglag_lab::sys::spawn::ChildSpec` as JSON.
+    pub spec: String,
 }
 
 #[derive(Debug, Args)]
@@ -67,9 +77,6 @@ pub struct TortureArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
-    /// Run as the flooding child (used by torture itself): SPOOL OUT PROGRESS.
-    #[arg(long, hide = true, num_args = 3)]
-    pub flood: Option<Vec<PathBuf>>,
 }
 
 #[derive(Debug, Args)]
@@ -245,9 +252,6 @@ pub struct SinkArgs {
     /// Write (seconds, bytes read) samples, 20 a second, as CSV to this file.
     #[arg(long)]
     pub samples: Option<PathBuf>,
-    /// Take commands on stdin (used by `loglag lab`).
-    #[arg(long, hide = true)]
-    pub control_stdio: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
@@ -268,7 +272,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub log: Option<PathBuf>,
     /// SHA-256 rounds of fixed work per request; 0 makes a trivial server.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = loglag_lab::api::server::DEFAULT_HASH_ROUNDS)]
     pub hash_rounds: u32,
 }
 

@@ -8,17 +8,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use loglag_lab::condition::Condition;
+use loglag_lab::api::condition::Condition;
+use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
+use loglag_lab::lab::{self, LabError, LabPlan, SinkKind};
 use loglag_lab::load::{self, Connection, LoadConfig, Outcome, Target};
 use loglag_lab::reader::{self, parse_bytes, ReadConfig, SharedState};
 use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, SCHEMA};
-use loglag_lab::runner::{self, LabError, LabPlan, SinkKind};
-use loglag_lab::server::{self, ServeConfig};
 use loglag_lab::stats::quantile;
 
+use loglag_lab::sys::spawn::ChildSpec;
+
 use crate::args::{
-    LabArgs, LoadArgs, OutputFormat, RecoverArgs, ReportArgs, ServeArgs, SinkArgs, TortureArgs,
+    ChildArgs, LabArgs, LoadArgs, OutputFormat, RecoverArgs, ReportArgs, ServeArgs, SinkArgs,
+    TortureArgs,
 };
 use crate::progress::Progress;
 
@@ -176,7 +179,7 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         expected
     );
     let progress = Progress::new(total);
-    let (summary, error) = runner::run_lab(&plan, &progress, &cancel);
+    let (summary, error) = lab::run_lab(&plan, &progress, &cancel);
     progress.finish();
     // The table first: if writing the files fails, the measurements are still shown.
     {
@@ -402,14 +405,9 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
         rate: size(&a.rate, "--rate")?,
     };
     let pipe_size = size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize);
-    if a.control_stdio {
-        let fifo = a.fifo.context("--control-stdio needs --fifo")?;
-        reader::control_stdio(&fifo, config, pipe_size)?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let state = SharedState::default();
     let started = Instant::now();
-    let started_mono = loglag_lab::clock::mono_ns();
+    let started_mono = loglag_lab::sys::clock::mono_ns();
     reader::spawn_sampler(&state)?;
     let source = match (&a.fifo, &a.listen) {
         (Some(fifo), _) => {
@@ -487,6 +485,14 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A child the lab started: becomes what its spec says.
+pub fn child(a: ChildArgs) -> anyhow::Result<ExitCode> {
+    ChildSpec::parse(&a.spec)
+        .map_err(anyhow::Error::msg)?
+        .run()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let summary = loglag_lab::html::load_dir(&a.dir)?;
     let output = a.output.unwrap_or_else(|| a.dir.join("report.html"));
@@ -500,10 +506,6 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
 pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     use loglag::Overflow;
     use loglag_lab::torture;
-    if let Some(paths) = &a.flood {
-        torture::flood(&paths[0], &paths[1], &paths[2])?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let only = a.only.as_deref();
     if let Some(o) = only {
         if !["kill9", "soak", "hung", "faults"].contains(&o) {
@@ -516,18 +518,18 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     let mut md = String::new();
     if wants("kill9") {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-        let seed = a.seed.unwrap_or_else(loglag_lab::clock::mono_ns);
+        let seed = a.seed.unwrap_or_else(loglag_lab::sys::clock::mono_ns);
         eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
         let report = torture::kill9(
             a.trials,
             seed,
             |spool, out, progress| {
-                let mut cmd = std::process::Command::new(&exe);
-                cmd.args(["torture", "--flood"])
-                    .arg(spool)
-                    .arg(out)
-                    .arg(progress);
-                cmd
+                ChildSpec::Flood {
+                    spool: spool.to_owned(),
+                    out: out.to_owned(),
+                    progress: progress.to_owned(),
+                }
+                .command(&exe)
             },
             |i, t| {
                 eprintln!(

@@ -35,5 +35,6 @@ fn run() -> anyhow::Result<ExitCode> {
         args::Command::Report(a) => commands::report(a),
         args::Command::Torture(a) => commands::torture(a),
         args::Command::Recover(a) => commands::recover(a),
+        args::Command::Child(a) => commands::child(a),
     }
 }

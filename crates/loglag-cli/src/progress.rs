@@ -3,8 +3,8 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use loglag_lab::lab::Observer;
 use loglag_lab::report::RunSummary;
-use loglag_lab::runner::Observer;
 
 pub struct Progress {
     bar: Option<ProgressBar>,

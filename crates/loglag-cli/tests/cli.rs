@@ -511,11 +511,14 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
     );
     std::fs::write(&progress, [0u8; 16]).unwrap();
     // A process flooding a spool-mode pipeline...
-    let mut child = loglag()
-        .args(["torture", "--flood"])
-        .arg(&spool)
-        .arg(&sink)
-        .arg(&progress)
+    // Started as the torture starts it: through the child contract.
+    let spec = loglag_lab::sys::spawn::ChildSpec::Flood {
+        spool: spool.clone(),
+        out: sink.clone(),
+        progress: progress.clone(),
+    };
+    let mut child = spec
+        .command(&assert_cmd::cargo::cargo_bin("loglag"))
         .spawn()
         .unwrap();
     let returned = || {

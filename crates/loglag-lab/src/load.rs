@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use tokio::net::TcpStream;
 
-use crate::clock::mono_ns;
+use crate::sys::clock::mono_ns;
 
 /// An `http://host:port/path` target.
 #[derive(Debug, Clone)]
@@ -442,37 +442,35 @@ async fn collect(
     }
 }
 
-/// A null HTTP server (`loglag serve --condition none --hash-rounds 0`) in a child
+/// A null HTTP server (the built-in API, condition `none`, no hash work) in a child
 /// process, for measuring the generator's own floor: whatever latency the load shows
 /// against it is the instrument's, not an API's.
 #[derive(Debug)]
 pub struct NullServer {
-    guard: crate::child::ChildGuard,
+    guard: crate::sys::child::ChildGuard,
     pub addr: SocketAddr,
 }
 
 impl NullServer {
-    /// Starts `exe serve` as a child; it dies with us.
+    /// Starts `exe` as the null server; it dies with us.
     pub fn start(exe: &std::path::Path) -> std::io::Result<NullServer> {
         use std::io::BufRead;
-        let mut cmd = std::process::Command::new(exe);
-        cmd.args([
-            "serve",
-            "--port",
-            "0",
-            "--condition",
-            "none",
-            "--hash-rounds",
-            "0",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit());
-        let mut guard = crate::child::ChildGuard::spawn(cmd, "the calibration server")?;
+        let mut cmd = crate::sys::spawn::ChildSpec::Api(crate::api::server::ServeConfig {
+            port: 0,
+            threads: 1,
+            condition: crate::api::condition::Condition::None,
+            log_path: None,
+            hash_rounds: 0,
+        })
+        .command(exe);
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        let mut guard = crate::sys::child::ChildGuard::spawn(cmd, "the calibration server")?;
         let mut line = String::new();
         let stdout = guard.child.stdout.take().expect("piped");
         std::io::BufReader::new(stdout).read_line(&mut line)?;
-        let listening = crate::server::parse_ready_line(&line).ok_or_else(|| {
+        let listening = crate::api::server::parse_ready_line(&line).ok_or_else(|| {
             std::io::Error::other(format!(
                 "the calibration server did not start (it printed {line:?})"
             ))

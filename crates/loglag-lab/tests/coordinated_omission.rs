@@ -5,8 +5,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use loglag_lab::clock::mono_ns;
 use loglag_lab::load::{self, Connection, LoadConfig, Outcome, Target};
+use loglag_lab::sys::clock::mono_ns;
 
 const STALL: Duration = Duration::from_millis(500);
 

@@ -2,7 +2,7 @@
 
 use super::svg::{self, Axis, BarGroup, Mark, Marker, Scale, Series, PALETTE};
 use super::Section;
-use crate::condition::Condition;
+use crate::api::condition::Condition;
 use crate::report::Summary;
 use crate::stats::quantile;
 

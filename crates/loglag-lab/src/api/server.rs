@@ -23,12 +23,15 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use crate::clock::mono_ns;
-use crate::condition::{build_json_line, json_payload, short_line, Condition};
-use crate::control::{self, Produced};
+use crate::api::condition::{build_json_line, json_payload, short_line, Condition};
+use crate::api::control::{self, Produced};
+use crate::sys::clock::mono_ns;
+
+/// SHA-256 rounds of fixed work per request in the reference setup.
+pub const DEFAULT_HASH_ROUNDS: u32 = 100;
 
 /// How to run the API.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServeConfig {
     /// 0 picks a free port.
     pub port: u16,

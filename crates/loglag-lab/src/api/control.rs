@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::clock::mono_ns;
+use crate::sys::clock::mono_ns;
 
 /// What the API has produced and written, shared by handlers, writer threads and the
 /// control thread.

@@ -161,7 +161,7 @@ pub fn kill9(
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        let mut guard = crate::child::ChildGuard::spawn(cmd, "the flooding child")?;
+        let mut guard = crate::sys::child::ChildGuard::spawn(cmd, "the flooding child")?;
         // Kill at a random point: after a random number of returned calls, 1k to 60k.
         let target = 1_000 + rng.next() % 60_000;
         while progress.total() < target {

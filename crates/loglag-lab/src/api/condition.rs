@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of the short fixed line, newline included.
 pub const SHORT_LINE_BYTES: usize = 128;
@@ -11,7 +11,7 @@ pub const SHORT_LINE_BYTES: usize = 128;
 pub const JSON_LINE_BYTES: usize = 16_384;
 
 /// One way of logging per request. Only this differs between runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Condition {
     /// Nothing.
@@ -181,7 +181,7 @@ mod tests {
         let payload = json_payload();
         let mut line = Vec::new();
         for id in [0, 7, 123_456_789] {
-            build_json_line(&mut line, id, crate::clock::mono_ns(), &payload);
+            build_json_line(&mut line, id, crate::sys::clock::mono_ns(), &payload);
             assert_eq!(line.len(), JSON_LINE_BYTES);
             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         }

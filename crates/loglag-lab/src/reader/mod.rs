@@ -1,6 +1,8 @@
 //! The sink reader: reads a FIFO (or a TCP stream) in fixed-size reads, optionally
 //! capped in rate, and counts bytes, newlines and a SHA-256 of everything it read.
 
+pub mod client;
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -11,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::clock::mono_ns;
+use crate::sys::clock::mono_ns;
 
 /// How often the sampler records (time, bytes read): 20 times a second.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
@@ -121,7 +123,7 @@ pub fn open_fifo(path: &Path, hold_open: bool) -> io::Result<File> {
 }
 
 /// The reader's settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadConfig {
     /// Bytes per `read` call (4096 in the reference).
     pub read_size: usize,

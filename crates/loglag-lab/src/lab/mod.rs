@@ -2,25 +2,24 @@
 //! fresh API and reader, and measures what the spec lists. The runner knows nothing of
 //! any one experiment beyond the plan it is given.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::cgroup::CpuLimit;
-use crate::child::{cpu_seconds, ChildGuard};
-use crate::clock::mono_ns;
-use crate::condition::{Condition, SHORT_LINE_BYTES};
-use crate::control::{ApiStats, ControlClient};
+use crate::api::condition::{Condition, SHORT_LINE_BYTES};
+use crate::api::control::ApiStats;
+use crate::api::launch::{ApiKind, ApiProc};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
-use crate::reader::{self, FinalReport, ReaderStats};
+use crate::reader::client::ReaderProc;
+use crate::reader::{self, ReadConfig};
 use crate::report::{
     Lateness, Machine, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
 };
-use crate::server;
 use crate::stats::{self, quantile};
+use crate::sys::cgroup::CpuLimit;
+use crate::sys::child::cpu_seconds;
+use crate::sys::clock::mono_ns;
 
 /// The reader's speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,216 +326,6 @@ fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
     }
 }
 
-/// The reader child under stdio control.
-struct ReaderProc {
-    guard: ChildGuard,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ReaderProc {
-    fn start(plan: &LabPlan, fifo: &Path, sink: SinkKind) -> Result<ReaderProc, LabError> {
-        let mut cmd = Command::new(&plan.exe);
-        cmd.arg("sink")
-            .arg("--fifo")
-            .arg(fifo)
-            .arg("--read-size")
-            .arg(plan.read_size.to_string())
-            .arg("--control-stdio");
-        if sink == SinkKind::Slow {
-            cmd.arg("--rate").arg(plan.slow_rate.to_string());
-        }
-        if let Some(size) = plan.pipe_size {
-            cmd.arg("--pipe-size").arg(size.to_string());
-        }
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut guard = ChildGuard::spawn(cmd, "the sink reader")?;
-        let stdin = guard.child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(guard.child.stdout.take().expect("piped"));
-        let mut line = String::new();
-        stdout.read_line(&mut line)?;
-        if line.trim() != "ready" {
-            return Err(fail(format!(
-                "the sink reader did not start (said {:?})",
-                line.trim()
-            )));
-        }
-        Ok(ReaderProc {
-            guard,
-            stdin,
-            stdout,
-        })
-    }
-
-    fn call(&mut self, command: &str) -> Result<String, LabError> {
-        writeln!(self.stdin, "{command}")
-            .map_err(|e| fail(format!("the sink reader is gone: {e}")))?;
-        let mut line = String::new();
-        if self.stdout.read_line(&mut line)? == 0 {
-            return Err(fail("the sink reader exited unexpectedly"));
-        }
-        Ok(line)
-    }
-
-    fn stats(&mut self) -> Result<ReaderStats, LabError> {
-        let line = self.call("stats")?;
-        serde_json::from_str(&line).map_err(|e| fail(format!("bad reader reply {line:?}: {e}")))
-    }
-
-    fn reset(&mut self) -> Result<(), LabError> {
-        self.call("reset").map(drop)
-    }
-
-    fn finish(mut self) -> Result<FinalReport, LabError> {
-        let line = self.call("exit")?;
-        let report =
-            serde_json::from_str(&line).map_err(|e| fail(format!("bad reader report: {e}")))?;
-        let _ = self.guard.child.wait();
-        Ok(report)
-    }
-}
-
-/// The API under test: the built-in server, or the user's `--app`.
-struct ApiProc {
-    guard: ChildGuard,
-    http: std::net::SocketAddr,
-    control: Option<ControlClient>,
-    stderr_path: PathBuf,
-}
-
-impl ApiProc {
-    fn start(
-        plan: &LabPlan,
-        condition: Condition,
-        fifo: &Path,
-        dir: &Path,
-        run: usize,
-    ) -> Result<ApiProc, LabError> {
-        let stderr_path = dir.join(format!("api-{run}.stderr"));
-        let stderr = std::fs::File::create(&stderr_path)?;
-        match &plan.app {
-            None => {
-                let mut cmd = Command::new(&plan.exe);
-                cmd.arg("serve")
-                    .args([
-                        "--port",
-                        "0",
-                        "--condition",
-                        condition.as_str(),
-                        "--threads",
-                        &plan.threads.to_string(),
-                    ])
-                    .arg("--log")
-                    .arg(fifo)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(stderr);
-                let mut guard = ChildGuard::spawn(cmd, "the API")?;
-                let mut line = String::new();
-                BufReader::new(guard.child.stdout.take().expect("piped")).read_line(&mut line)?;
-                let Some(l) = server::parse_ready_line(&line) else {
-                    let _ = guard.child.wait();
-                    return Err(fail(format!(
-                        "the API did not start: {}",
-                        tail(&stderr_path)
-                    )));
-                };
-                Ok(ApiProc {
-                    guard,
-                    http: l.http,
-                    control: Some(ControlClient {
-                        endpoint: l.control,
-                    }),
-                    stderr_path,
-                })
-            }
-            Some(template) => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                    .local_addr()?
-                    .port();
-                let command = template
-                    .replace("{port}", &port.to_string())
-                    .replace("{log_path}", &fifo.display().to_string())
-                    .replace("{condition}", condition.as_str());
-                let mut cmd = Command::new("sh");
-                cmd.arg("-c")
-                    .arg(format!("exec {command}"))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(stderr);
-                let mut guard = ChildGuard::spawn(cmd, "the --app command")?;
-                let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-                let deadline = Instant::now() + Duration::from_secs(20);
-                loop {
-                    if let Some(status) = guard.exited() {
-                        return Err(fail(format!(
-                            "--app exited early ({status}) before listening on port {port}: {}",
-                            tail(&stderr_path)
-                        )));
-                    }
-                    if std::net::TcpStream::connect_timeout(&http, Duration::from_millis(200))
-                        .is_ok()
-                    {
-                        break;
-                    }
-                    if Instant::now() > deadline {
-                        return Err(fail(format!(
-                            "--app did not listen on 127.0.0.1:{port} within 20 s: {}",
-                            tail(&stderr_path)
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(ApiProc {
-                    guard,
-                    http,
-                    control: None,
-                    stderr_path,
-                })
-            }
-        }
-    }
-
-    fn stats(&self) -> Result<Option<ApiStats>, LabError> {
-        match &self.control {
-            None => Ok(None),
-            Some(c) => c.stats().map(Some).map_err(|e| {
-                fail(format!(
-                    "the API's control channel failed: {e}; {}",
-                    tail(&self.stderr_path)
-                ))
-            }),
-        }
-    }
-
-    fn check_alive(&mut self) -> Result<(), LabError> {
-        match self.guard.exited() {
-            Some(status) => Err(fail(format!(
-                "the API exited during the run ({status}): {}",
-                tail(&self.stderr_path)
-            ))),
-            None => Ok(()),
-        }
-    }
-}
-
-/// The last lines of a child's stderr, for error messages.
-fn tail(path: &Path) -> String {
-    let mut text = String::new();
-    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-    let lines: Vec<&str> = text.lines().rev().take(5).collect();
-    if lines.is_empty() {
-        "(no output on stderr)".into()
-    } else {
-        format!(
-            "stderr: {}",
-            lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
-        )
-    }
-}
-
 fn wait_until(
     cancel: &AtomicBool,
     timeout: Duration,
@@ -618,8 +407,20 @@ fn run_one(
 ) -> Result<RunOutput, LabError> {
     let fifo = dir.join(format!("run-{run}.fifo"));
     reader::ensure_fifo(&fifo)?;
-    let mut reader = ReaderProc::start(plan, &fifo, sink)?;
-    let mut api = ApiProc::start(plan, condition, &fifo, dir, run)?;
+    let read = ReadConfig {
+        read_size: plan.read_size,
+        rate: (sink == SinkKind::Slow).then_some(plan.slow_rate),
+    };
+    let mut reader = ReaderProc::start(&plan.exe, &fifo, read, plan.pipe_size)?;
+    let kind = match &plan.app {
+        Some(app) => ApiKind::App(app),
+        None => ApiKind::BuiltIn {
+            exe: &plan.exe,
+            threads: plan.threads,
+        },
+    };
+    let stderr_path = dir.join(format!("api-{run}.stderr"));
+    let mut api = ApiProc::start(kind, condition, &fifo, &stderr_path)?;
     if let Some((api_limit, io_limit)) = limits {
         api_limit.add(api.guard.pid())?;
         io_limit.add(reader.guard.pid())?;

@@ -1,0 +1,164 @@
+//! Starting the API under test for one run: the built-in server as a child (through
+//! the [`ChildSpec`] contract), or the user's `--app` command with its placeholders
+//! filled in. Either way the API dies with the lab.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::api::condition::Condition;
+use crate::api::control::{ApiStats, ControlClient};
+use crate::api::server::{self, ServeConfig};
+use crate::sys::child::ChildGuard;
+use crate::sys::spawn::ChildSpec;
+
+/// Which API to start.
+#[derive(Debug, Clone)]
+pub enum ApiKind<'a> {
+    /// `loglag`'s own server, run from this executable.
+    BuiltIn { exe: &'a Path, threads: usize },
+    /// A shell command with `{port}`, `{log_path}` and `{condition}` placeholders.
+    App(&'a str),
+}
+
+/// A running API.
+#[derive(Debug)]
+pub struct ApiProc {
+    pub guard: ChildGuard,
+    pub http: std::net::SocketAddr,
+    /// Only the built-in API has a control channel.
+    pub control: Option<ControlClient>,
+    stderr_path: PathBuf,
+}
+
+impl ApiProc {
+    /// Starts the API logging to `log_path`, its stderr going to `stderr_path`, and
+    /// returns once it accepts connections.
+    pub fn start(
+        kind: ApiKind<'_>,
+        condition: Condition,
+        log_path: &Path,
+        stderr_path: &Path,
+    ) -> io::Result<ApiProc> {
+        let stderr = std::fs::File::create(stderr_path)?;
+        let stderr_path = stderr_path.to_owned();
+        match kind {
+            ApiKind::BuiltIn { exe, threads } => {
+                let mut cmd = ChildSpec::Api(ServeConfig {
+                    port: 0,
+                    threads,
+                    condition,
+                    log_path: Some(log_path.to_owned()),
+                    hash_rounds: server::DEFAULT_HASH_ROUNDS,
+                })
+                .command(exe);
+                cmd.stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(stderr);
+                let mut guard = ChildGuard::spawn(cmd, "the API")?;
+                let mut line = String::new();
+                BufReader::new(guard.child.stdout.take().expect("piped")).read_line(&mut line)?;
+                let Some(l) = server::parse_ready_line(&line) else {
+                    let _ = guard.child.wait();
+                    return Err(io::Error::other(format!(
+                        "the API did not start: {}",
+                        tail(&stderr_path)
+                    )));
+                };
+                Ok(ApiProc {
+                    guard,
+                    http: l.http,
+                    control: Some(ControlClient {
+                        endpoint: l.control,
+                    }),
+                    stderr_path,
+                })
+            }
+            ApiKind::App(template) => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                let command = template
+                    .replace("{port}", &port.to_string())
+                    .replace("{log_path}", &log_path.display().to_string())
+                    .replace("{condition}", condition.as_str());
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c")
+                    .arg(format!("exec {command}"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(stderr);
+                let mut guard = ChildGuard::spawn(cmd, "the --app command")?;
+                let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    if let Some(status) = guard.exited() {
+                        return Err(io::Error::other(format!(
+                            "--app exited early ({status}) before listening on port {port}: {}",
+                            tail(&stderr_path)
+                        )));
+                    }
+                    if std::net::TcpStream::connect_timeout(&http, Duration::from_millis(200))
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    if Instant::now() > deadline {
+                        return Err(io::Error::other(format!(
+                            "--app did not listen on 127.0.0.1:{port} within 20 s: {}",
+                            tail(&stderr_path)
+                        )));
+                    }
+                    // Polling a port another program opens: there is nothing to wait on.
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(ApiProc {
+                    guard,
+                    http,
+                    control: None,
+                    stderr_path,
+                })
+            }
+        }
+    }
+
+    /// The built-in API's counters; `None` for an `--app`.
+    pub fn stats(&self) -> io::Result<Option<ApiStats>> {
+        match &self.control {
+            None => Ok(None),
+            Some(c) => c.stats().map(Some).map_err(|e| {
+                io::Error::other(format!(
+                    "the API's control channel failed: {e}; {}",
+                    tail(&self.stderr_path)
+                ))
+            }),
+        }
+    }
+
+    /// An error naming the exit status and the API's last stderr lines if it exited.
+    pub fn check_alive(&mut self) -> io::Result<()> {
+        match self.guard.exited() {
+            Some(status) => Err(io::Error::other(format!(
+                "the API exited during the run ({status}): {}",
+                tail(&self.stderr_path)
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The last lines of a child's stderr, for error messages.
+fn tail(path: &Path) -> String {
+    let mut text = String::new();
+    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    if lines.is_empty() {
+        "(no output on stderr)".into()
+    } else {
+        format!(
+            "stderr: {}",
+            lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        )
+    }
+}

@@ -1,0 +1,7 @@
+//! The API under test: the built-in server and its conditions, and the control channel
+//! through which the lab asks it for counters (server and client together), and
+//! starting it (built in, or any `--app`).
+pub mod condition;
+pub mod control;
+pub mod launch;
+pub mod server;
