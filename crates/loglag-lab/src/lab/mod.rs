@@ -2,97 +2,26 @@
 //! fresh API and reader, and measures what the spec lists. The runner knows nothing of
 //! any one experiment beyond the plan it is given.
 
-use std::path::{Path, PathBuf};
+pub mod measure;
+pub mod plan;
+
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::api::condition::{Condition, SHORT_LINE_BYTES};
+pub use plan::{LabPlan, SinkKind};
+
+use crate::api::condition::Condition;
 use crate::api::control::ApiStats;
 use crate::api::launch::{ApiKind, ApiProc};
-use crate::load::{self, Connection, LoadConfig, Outcome, Target};
+use crate::load::{self, LoadConfig, Outcome, Target};
 use crate::reader::client::ReaderProc;
 use crate::reader::{self, ReadConfig};
-use crate::report::{
-    Lateness, Machine, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
-};
-use crate::stats::{self, quantile};
+use crate::report::{Machine, Params, RunSummary, Summary};
 use crate::sys::cgroup::CpuLimit;
 use crate::sys::child::cpu_seconds;
 use crate::sys::clock::mono_ns;
-
-/// The reader's speed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SinkKind {
-    /// No artificial limit.
-    Fast,
-    /// Capped at the plan's `slow_rate`.
-    Slow,
-}
-
-impl SinkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SinkKind::Fast => "fast",
-            SinkKind::Slow => "slow",
-        }
-    }
-}
-
-impl std::str::FromStr for SinkKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SinkKind, String> {
-        match s.trim() {
-            "fast" => Ok(SinkKind::Fast),
-            "slow" => Ok(SinkKind::Slow),
-            other => Err(format!("unknown sink {other:?}: expected fast or slow")),
-        }
-    }
-}
-
-/// A validated lab plan.
-#[derive(Debug, Clone)]
-pub struct LabPlan {
-    pub conditions: Vec<Condition>,
-    pub sinks: Vec<SinkKind>,
-    pub rounds: usize,
-    pub rate: f64,
-    pub duration: Duration,
-    pub connection: Connection,
-    pub slow_rate: u64,
-    pub read_size: usize,
-    pub pipe_size: Option<usize>,
-    pub threads: usize,
-    pub warmup: usize,
-    pub cpu_limit: Option<f64>,
-    /// An external API command with `{port}`, `{log_path}` and `{condition}` placeholders.
-    pub app: Option<String>,
-    /// The `loglag` executable, used to start `serve` and `sink` children.
-    pub exe: PathBuf,
-    /// How long to wait for the log to drain after the last response.
-    pub drain_timeout: Duration,
-    /// Runs whose p99 send lateness exceeds this (µs) are flagged.
-    pub lateness_limit_us: f64,
-}
-
-impl LabPlan {
-    /// The runs in order: every pair each round, each round starting one pair later.
-    pub fn schedule(&self) -> Vec<(usize, Condition, SinkKind)> {
-        let pairs: Vec<(Condition, SinkKind)> = self
-            .conditions
-            .iter()
-            .flat_map(|&c| self.sinks.iter().map(move |&s| (c, s)))
-            .collect();
-        let mut out = Vec::new();
-        for round in 0..self.rounds {
-            for k in 0..pairs.len() {
-                let (c, s) = pairs[(round + k) % pairs.len()];
-                out.push((round, c, s));
-            }
-        }
-        out
-    }
-}
 
 /// Told about progress; the CLI draws a progress bar with it.
 pub trait Observer {
@@ -130,17 +59,6 @@ impl From<std::io::Error> for LabError {
     fn from(e: std::io::Error) -> LabError {
         LabError::Failed(e.to_string())
     }
-}
-
-/// Everything one run produced.
-struct RunOutput {
-    summary: RunSummary,
-    latencies_ns: Vec<u64>,
-    lateness_ns: Vec<u64>,
-    time_a_s: f64,
-    time_b_s: f64,
-    requests: Vec<RequestRow>,
-    timeseries: Vec<TimeseriesRow>,
 }
 
 /// Runs the whole plan. Returns what was measured, and the error that stopped it, if
@@ -229,101 +147,7 @@ pub fn run_lab(
         }
         Ok(())
     })();
-    (summarise(params, outputs), result.err())
-}
-
-fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
-    let mut pairs: Vec<PairSummary> = Vec::new();
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for o in &outputs {
-        let key = (o.summary.condition.clone(), o.summary.sink.clone());
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
-    // Keep the plan's order: conditions first, then sinks.
-    keys.sort_by_key(|(c, s)| {
-        (
-            params.conditions.iter().position(|x| x == c),
-            params.sinks.iter().position(|x| x == s),
-        )
-    });
-    for (condition, sink) in keys {
-        let runs: Vec<&RunOutput> = outputs
-            .iter()
-            .filter(|o| o.summary.condition == condition && o.summary.sink == sink)
-            .collect();
-        let mut latencies: Vec<u64> = runs
-            .iter()
-            .flat_map(|o| o.latencies_ns.iter().copied())
-            .collect();
-        let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
-        let opt_mean = |f: &dyn Fn(&RunSummary) -> Option<f64>| {
-            stats::mean(runs.iter().filter_map(|o| f(&o.summary)))
-        };
-        let opt_sum = |f: &dyn Fn(&RunSummary) -> Option<u64>| {
-            let v: Vec<u64> = runs.iter().filter_map(|o| f(&o.summary)).collect();
-            (!v.is_empty()).then(|| v.iter().sum())
-        };
-        let completed: u64 = runs.iter().map(|o| o.summary.completed).sum();
-        let time_a: f64 = runs.iter().map(|o| o.time_a_s).sum();
-        let time_b: f64 = runs.iter().map(|o| o.time_b_s).sum();
-        let lateness_ns: Vec<u64> = runs
-            .iter()
-            .flat_map(|o| o.lateness_ns.iter().copied())
-            .collect();
-        let pooled_lateness = Lateness::of(&lateness_ns);
-        pairs.push(PairSummary {
-            runs: runs.len(),
-            requests: runs.iter().map(|o| o.summary.requests).sum(),
-            p50_ms: ms(quantile(&mut latencies, 0.50)),
-            p99_ms: ms(quantile(&mut latencies, 0.99)),
-            max_ms: ms(quantile(&mut latencies, 1.0)),
-            http_errors: runs.iter().map(|o| o.summary.http_errors).sum(),
-            timeouts: runs.iter().map(|o| o.summary.timeouts).sum(),
-            gen_us: opt_mean(&|r| r.gen_us),
-            log_call_us: opt_mean(&|r| r.log_call_us),
-            max_backlog_kib: runs
-                .iter()
-                .filter_map(|o| o.summary.max_backlog_kib)
-                .reduce(f64::max),
-            drain_s: stats::mean(runs.iter().map(|o| o.summary.drain_s)).unwrap_or(0.0),
-            rps_api: if time_a > 0.0 {
-                completed as f64 / time_a
-            } else {
-                0.0
-            },
-            rps_logs_read: if time_b > 0.0 {
-                completed as f64 / time_b
-            } else {
-                0.0
-            },
-            cpu_cores: opt_mean(&|r| r.cpu_cores),
-            dropped: opt_sum(&|r| r.dropped),
-            queue_full: opt_sum(&|r| r.queue_full),
-            verified: runs.iter().all(|o| o.summary.verified),
-            send_lateness: pooled_lateness,
-            lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
-            condition,
-            sink,
-        });
-    }
-    let mut requests = Vec::new();
-    let mut timeseries = Vec::new();
-    let mut runs = Vec::new();
-    for o in outputs {
-        requests.extend(o.requests);
-        timeseries.extend(o.timeseries);
-        runs.push(o.summary);
-    }
-    Summary {
-        schema: SCHEMA,
-        params,
-        runs,
-        pairs,
-        requests,
-        timeseries,
-    }
+    (measure::summarise(params, outputs), result.err())
 }
 
 fn wait_until(
@@ -382,17 +206,6 @@ impl CaughtUp {
     }
 }
 
-/// Bytes (and lines) the reference conditions write per request; used to verify an
-/// `--app` that cannot report what it produced.
-fn expected_per_request(c: Condition) -> (u64, u64) {
-    match c {
-        Condition::Short1 => (SHORT_LINE_BYTES as u64, 1),
-        Condition::Short10 => (10 * SHORT_LINE_BYTES as u64, 10),
-        c if c.bytes_per_request() > 0 => (c.bytes_per_request() as u64, 1),
-        _ => (0, 0),
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     plan: &LabPlan,
@@ -404,7 +217,7 @@ fn run_one(
     runtime: &tokio::runtime::Runtime,
     limits: Option<&(CpuLimit, CpuLimit)>,
     cancel: &AtomicBool,
-) -> Result<RunOutput, LabError> {
+) -> Result<measure::RunOutput, LabError> {
     let fifo = dir.join(format!("run-{run}.fifo"));
     reader::ensure_fifo(&fifo)?;
     let read = ReadConfig {
@@ -547,198 +360,26 @@ fn run_one(
     let report = reader.finish()?;
     let _ = std::fs::remove_file(&fifo);
 
-    // Compute.
-    let t0 = load.t0_mono_ns;
-    let duration_s = plan.duration.as_secs_f64();
-    let completed = load
-        .samples
-        .iter()
-        .filter(|s| s.outcome == Outcome::Ok)
-        .count() as u64;
-    let http_errors = load
-        .samples
-        .iter()
-        .filter(|s| matches!(s.outcome, Outcome::HttpError | Outcome::IoError))
-        .count() as u64;
-    let timeouts = load
-        .samples
-        .iter()
-        .filter(|s| s.outcome == Outcome::Timeout)
-        .count() as u64;
-    let latencies_ns: Vec<u64> = load.samples.iter().filter_map(|s| s.latency_ns).collect();
-    let mut sorted = latencies_ns.clone();
-    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
-    let last_response = load.last_response_mono_ns().unwrap_or(t0);
-    let last_byte = report.stats.last_byte_mono_ns;
-    let since_t0 = |t: u64| t.saturating_sub(t0) as f64 / 1e9;
-    let time_a = duration_s.max(since_t0(last_response));
-    let time_b = time_a.max(last_byte.map_or(0.0, since_t0));
-    let drain_s = last_byte.map_or(0.0, |b| b.saturating_sub(last_response) as f64 / 1e9);
-    let read = &report.stats;
-    let (verified, verify_note) = match (&api_stats, drained) {
-        (_, false) => (
-            false,
-            format!("log not drained within {:?}", plan.drain_timeout),
-        ),
-        (Some(a), true) => {
-            let ok = a.written_bytes == read.bytes
-                && a.written_newlines == read.newlines
-                && a.sha256 == read.sha256;
-            let note = if ok {
-                format!(
-                    "{} bytes, {} lines, sha256 match",
-                    read.bytes, read.newlines
-                )
-            } else {
-                format!(
-                    "mismatch: API wrote {} bytes / {} lines / {}, reader read {} / {} / {}",
-                    a.written_bytes,
-                    a.written_newlines,
-                    a.sha256,
-                    read.bytes,
-                    read.newlines,
-                    read.sha256
-                )
-            };
-            (ok, note)
-        }
-        (None, true) => {
-            let (bytes, lines) = expected_per_request(condition);
-            let served = completed + http_errors;
-            let ok = read.bytes == bytes * served && read.newlines == lines * served;
-            (
-                ok,
-                format!(
-                    "reader only: {} bytes / {} lines for {served} requests (expected {} / {})",
-                    read.bytes,
-                    read.newlines,
-                    bytes * served,
-                    lines * served
-                ),
-            )
-        }
-    };
-    let backlog: Vec<(u64, u64, u64)> = series
-        .iter()
-        .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
-        .collect();
-    let lateness_ns: Vec<u64> = load.samples.iter().map(|s| s.send_lateness_ns).collect();
-    let send_lateness = Lateness::of(&lateness_ns);
-    let per_request =
-        |total: u64, count: u64| (count > 0).then(|| total as f64 / count as f64 / 1000.0);
-    let summary = RunSummary {
+    Ok(measure::measure(&measure::RawRun {
         run,
         round,
-        condition: condition.to_string(),
-        sink: sink.as_str().to_owned(),
-        requests: load.samples.len() as u64,
-        completed,
-        p50_ms: ms(quantile(&mut sorted, 0.50)),
-        p99_ms: ms(quantile(&mut sorted, 0.99)),
-        max_ms: ms(quantile(&mut sorted, 1.0)),
-        http_errors,
-        timeouts,
-        gen_us: api_stats
-            .as_ref()
-            .and_then(|a| per_request(a.gen_ns, a.gen_count)),
-        log_call_us: api_stats
-            .as_ref()
-            .and_then(|a| per_request(a.log_ns, a.log_count)),
-        max_backlog_kib: (!backlog.is_empty())
-            .then(|| stats::max_backlog(&backlog) as f64 / 1024.0),
-        drain_s,
-        last_response_s: load.last_response_mono_ns().map(since_t0),
-        last_byte_s: last_byte.map(since_t0),
-        rps_api: completed as f64 / time_a,
-        rps_logs_read: completed as f64 / time_b,
-        cpu_cores: cpu_before.zip(cpu_after).map(|(b, a)| (a - b) / cpu_window),
-        dropped: api_stats.as_ref().map(|a| a.dropped),
-        queue_full: api_stats.as_ref().map(|a| a.queue_full),
-        produced_bytes: api_stats.as_ref().map(|a| a.written_bytes),
-        read_bytes: read.bytes,
-        read_newlines: read.newlines,
-        read_sha256: read.sha256.clone(),
-        verified,
-        verify_note,
-        send_lateness,
-        lateness_warning: send_lateness.and_then(|l| l.warning(plan.lateness_limit_us)),
-    };
-    let requests = load
-        .samples
-        .iter()
-        .map(|s| RequestRow {
-            run,
-            condition: summary.condition.clone(),
-            sink: summary.sink.clone(),
-            scheduled_ms: s.scheduled_ns as f64 / 1e6,
-            send_lateness_ms: s.send_lateness_ns as f64 / 1e6,
-            latency_ms: s.latency_ns.map(|l| l as f64 / 1e6),
-            status: s.status,
-            outcome: serde_json::to_value(s.outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-        })
-        .collect();
-    let timeseries = series
-        .iter()
-        .filter(|&&(t, _, _)| t >= t0)
-        .map(|&(t, produced, read)| TimeseriesRow {
-            run,
-            t_s: since_t0(t),
-            produced_bytes: produced,
-            read_bytes: read,
-        })
-        .collect();
-    Ok(RunOutput {
-        summary,
-        latencies_ns,
-        lateness_ns,
-        time_a_s: time_a,
-        time_b_s: time_b,
-        requests,
-        timeseries,
-    })
+        condition,
+        sink,
+        duration: plan.duration,
+        drain_timeout: plan.drain_timeout,
+        lateness_limit_us: plan.lateness_limit_us,
+        load,
+        api: api_stats,
+        read: report.stats,
+        drained,
+        series,
+        cpu_seconds: cpu_before.zip(cpu_after),
+        cpu_window_s: cpu_window,
+    }))
 }
 
 async fn watch(cancel: &AtomicBool) {
     while !cancel.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rounds_rotate_their_starting_pair() {
-        let plan = LabPlan {
-            conditions: vec![Condition::None, Condition::JsonSync],
-            sinks: vec![SinkKind::Fast, SinkKind::Slow],
-            rounds: 2,
-            rate: 20.0,
-            duration: Duration::from_secs(1),
-            connection: Connection::New,
-            slow_rate: 1,
-            read_size: 4096,
-            pipe_size: None,
-            threads: 1,
-            warmup: 2,
-            cpu_limit: None,
-            app: None,
-            exe: PathBuf::new(),
-            drain_timeout: Duration::from_secs(1),
-            lateness_limit_us: Lateness::DEFAULT_LIMIT_US,
-        };
-        let s = plan.schedule();
-        assert_eq!(s.len(), 8);
-        assert_eq!((s[0].1, s[0].2), (Condition::None, SinkKind::Fast));
-        assert_eq!(
-            (s[4].1, s[4].2),
-            (Condition::None, SinkKind::Slow),
-            "round 2 starts one pair later"
-        );
-        assert_eq!((s[7].1, s[7].2), (Condition::None, SinkKind::Fast));
     }
 }

@@ -1,0 +1,439 @@
+//! The pure step of a lab run: raw results in, [`RunSummary`] out; and the pooling of
+//! runs into pairs. No I/O, no clock: the same input always gives the same summary,
+//! which the snapshot tests below pin down.
+
+use std::time::Duration;
+
+use super::plan::SinkKind;
+use crate::api::condition::{Condition, SHORT_LINE_BYTES};
+use crate::api::control::ApiStats;
+use crate::load::{LoadResult, Outcome};
+use crate::reader::ReaderStats;
+use crate::report::{
+    Lateness, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
+};
+use crate::stats::{self, quantile};
+
+/// What one run recorded, before any computation.
+#[derive(Debug, Clone)]
+pub struct RawRun {
+    pub run: usize,
+    pub round: usize,
+    pub condition: Condition,
+    pub sink: SinkKind,
+    pub duration: Duration,
+    pub drain_timeout: Duration,
+    pub lateness_limit_us: f64,
+    pub load: LoadResult,
+    /// The built-in API's counters after the drain; `None` for an `--app`.
+    pub api: Option<ApiStats>,
+    /// What the reader read in all.
+    pub read: ReaderStats,
+    /// Whether everything written was read within `drain_timeout`.
+    pub drained: bool,
+    /// (time, produced bytes, read bytes) samples taken during the run.
+    pub series: Vec<(u64, Option<u64>, u64)>,
+    /// The API's CPU seconds before and after the load, and the wall time between.
+    pub cpu_seconds: Option<(f64, f64)>,
+    pub cpu_window_s: f64,
+}
+
+/// Everything one run produced.
+pub(crate) struct RunOutput {
+    pub(crate) summary: RunSummary,
+    pub(crate) latencies_ns: Vec<u64>,
+    pub(crate) lateness_ns: Vec<u64>,
+    pub(crate) time_a_s: f64,
+    pub(crate) time_b_s: f64,
+    pub(crate) requests: Vec<RequestRow>,
+    pub(crate) timeseries: Vec<TimeseriesRow>,
+}
+
+/// Computes one run's summary, per-request rows and time series.
+pub(crate) fn measure(raw: &RawRun) -> RunOutput {
+    let RawRun {
+        run,
+        round,
+        condition,
+        sink,
+        load,
+        drained,
+        ..
+    } = raw;
+    let (run, round, condition, sink, drained) = (*run, *round, *condition, *sink, *drained);
+    let api_stats = &raw.api;
+    let series = &raw.series;
+    let t0 = load.t0_mono_ns;
+    let duration_s = raw.duration.as_secs_f64();
+    let completed = load
+        .samples
+        .iter()
+        .filter(|s| s.outcome == Outcome::Ok)
+        .count() as u64;
+    let http_errors = load
+        .samples
+        .iter()
+        .filter(|s| matches!(s.outcome, Outcome::HttpError | Outcome::IoError))
+        .count() as u64;
+    let timeouts = load
+        .samples
+        .iter()
+        .filter(|s| s.outcome == Outcome::Timeout)
+        .count() as u64;
+    let latencies_ns: Vec<u64> = load.samples.iter().filter_map(|s| s.latency_ns).collect();
+    let mut sorted = latencies_ns.clone();
+    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+    let last_response = load.last_response_mono_ns().unwrap_or(t0);
+    let last_byte = raw.read.last_byte_mono_ns;
+    let since_t0 = |t: u64| t.saturating_sub(t0) as f64 / 1e9;
+    let time_a = duration_s.max(since_t0(last_response));
+    let time_b = time_a.max(last_byte.map_or(0.0, since_t0));
+    let drain_s = last_byte.map_or(0.0, |b| b.saturating_sub(last_response) as f64 / 1e9);
+    let read = &raw.read;
+    let (verified, verify_note) = match (&api_stats, drained) {
+        (_, false) => (
+            false,
+            format!("log not drained within {:?}", raw.drain_timeout),
+        ),
+        (Some(a), true) => {
+            let ok = a.written_bytes == read.bytes
+                && a.written_newlines == read.newlines
+                && a.sha256 == read.sha256;
+            let note = if ok {
+                format!(
+                    "{} bytes, {} lines, sha256 match",
+                    read.bytes, read.newlines
+                )
+            } else {
+                format!(
+                    "mismatch: API wrote {} bytes / {} lines / {}, reader read {} / {} / {}",
+                    a.written_bytes,
+                    a.written_newlines,
+                    a.sha256,
+                    read.bytes,
+                    read.newlines,
+                    read.sha256
+                )
+            };
+            (ok, note)
+        }
+        (None, true) => {
+            let (bytes, lines) = expected_per_request(condition);
+            let served = completed + http_errors;
+            let ok = read.bytes == bytes * served && read.newlines == lines * served;
+            (
+                ok,
+                format!(
+                    "reader only: {} bytes / {} lines for {served} requests (expected {} / {})",
+                    read.bytes,
+                    read.newlines,
+                    bytes * served,
+                    lines * served
+                ),
+            )
+        }
+    };
+    let backlog: Vec<(u64, u64, u64)> = series
+        .iter()
+        .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
+        .collect();
+    let lateness_ns: Vec<u64> = load.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let send_lateness = Lateness::of(&lateness_ns);
+    let per_request =
+        |total: u64, count: u64| (count > 0).then(|| total as f64 / count as f64 / 1000.0);
+    let summary = RunSummary {
+        run,
+        round,
+        condition: condition.to_string(),
+        sink: sink.as_str().to_owned(),
+        requests: load.samples.len() as u64,
+        completed,
+        p50_ms: ms(quantile(&mut sorted, 0.50)),
+        p99_ms: ms(quantile(&mut sorted, 0.99)),
+        max_ms: ms(quantile(&mut sorted, 1.0)),
+        http_errors,
+        timeouts,
+        gen_us: api_stats
+            .as_ref()
+            .and_then(|a| per_request(a.gen_ns, a.gen_count)),
+        log_call_us: api_stats
+            .as_ref()
+            .and_then(|a| per_request(a.log_ns, a.log_count)),
+        max_backlog_kib: (!backlog.is_empty())
+            .then(|| stats::max_backlog(&backlog) as f64 / 1024.0),
+        drain_s,
+        last_response_s: load.last_response_mono_ns().map(since_t0),
+        last_byte_s: last_byte.map(since_t0),
+        rps_api: completed as f64 / time_a,
+        rps_logs_read: completed as f64 / time_b,
+        cpu_cores: raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s),
+        dropped: api_stats.as_ref().map(|a| a.dropped),
+        queue_full: api_stats.as_ref().map(|a| a.queue_full),
+        produced_bytes: api_stats.as_ref().map(|a| a.written_bytes),
+        read_bytes: read.bytes,
+        read_newlines: read.newlines,
+        read_sha256: read.sha256.clone(),
+        verified,
+        verify_note,
+        send_lateness,
+        lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
+    };
+    let requests = load
+        .samples
+        .iter()
+        .map(|s| RequestRow {
+            run,
+            condition: summary.condition.clone(),
+            sink: summary.sink.clone(),
+            scheduled_ms: s.scheduled_ns as f64 / 1e6,
+            send_lateness_ms: s.send_lateness_ns as f64 / 1e6,
+            latency_ms: s.latency_ns.map(|l| l as f64 / 1e6),
+            status: s.status,
+            outcome: serde_json::to_value(s.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        })
+        .collect();
+    let timeseries = series
+        .iter()
+        .filter(|&&(t, _, _)| t >= t0)
+        .map(|&(t, produced, read)| TimeseriesRow {
+            run,
+            t_s: since_t0(t),
+            produced_bytes: produced,
+            read_bytes: read,
+        })
+        .collect();
+    RunOutput {
+        summary,
+        latencies_ns,
+        lateness_ns,
+        time_a_s: time_a,
+        time_b_s: time_b,
+        requests,
+        timeseries,
+    }
+}
+
+/// Pools runs into pairs, in the plan's order.
+pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
+    let mut pairs: Vec<PairSummary> = Vec::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for o in &outputs {
+        let key = (o.summary.condition.clone(), o.summary.sink.clone());
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    // Keep the plan's order: conditions first, then sinks.
+    keys.sort_by_key(|(c, s)| {
+        (
+            params.conditions.iter().position(|x| x == c),
+            params.sinks.iter().position(|x| x == s),
+        )
+    });
+    for (condition, sink) in keys {
+        let runs: Vec<&RunOutput> = outputs
+            .iter()
+            .filter(|o| o.summary.condition == condition && o.summary.sink == sink)
+            .collect();
+        let mut latencies: Vec<u64> = runs
+            .iter()
+            .flat_map(|o| o.latencies_ns.iter().copied())
+            .collect();
+        let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+        let opt_mean = |f: &dyn Fn(&RunSummary) -> Option<f64>| {
+            stats::mean(runs.iter().filter_map(|o| f(&o.summary)))
+        };
+        let opt_sum = |f: &dyn Fn(&RunSummary) -> Option<u64>| {
+            let v: Vec<u64> = runs.iter().filter_map(|o| f(&o.summary)).collect();
+            (!v.is_empty()).then(|| v.iter().sum())
+        };
+        let completed: u64 = runs.iter().map(|o| o.summary.completed).sum();
+        let time_a: f64 = runs.iter().map(|o| o.time_a_s).sum();
+        let time_b: f64 = runs.iter().map(|o| o.time_b_s).sum();
+        let lateness_ns: Vec<u64> = runs
+            .iter()
+            .flat_map(|o| o.lateness_ns.iter().copied())
+            .collect();
+        let pooled_lateness = Lateness::of(&lateness_ns);
+        pairs.push(PairSummary {
+            runs: runs.len(),
+            requests: runs.iter().map(|o| o.summary.requests).sum(),
+            p50_ms: ms(quantile(&mut latencies, 0.50)),
+            p99_ms: ms(quantile(&mut latencies, 0.99)),
+            max_ms: ms(quantile(&mut latencies, 1.0)),
+            http_errors: runs.iter().map(|o| o.summary.http_errors).sum(),
+            timeouts: runs.iter().map(|o| o.summary.timeouts).sum(),
+            gen_us: opt_mean(&|r| r.gen_us),
+            log_call_us: opt_mean(&|r| r.log_call_us),
+            max_backlog_kib: runs
+                .iter()
+                .filter_map(|o| o.summary.max_backlog_kib)
+                .reduce(f64::max),
+            drain_s: stats::mean(runs.iter().map(|o| o.summary.drain_s)).unwrap_or(0.0),
+            rps_api: if time_a > 0.0 {
+                completed as f64 / time_a
+            } else {
+                0.0
+            },
+            rps_logs_read: if time_b > 0.0 {
+                completed as f64 / time_b
+            } else {
+                0.0
+            },
+            cpu_cores: opt_mean(&|r| r.cpu_cores),
+            dropped: opt_sum(&|r| r.dropped),
+            queue_full: opt_sum(&|r| r.queue_full),
+            verified: runs.iter().all(|o| o.summary.verified),
+            send_lateness: pooled_lateness,
+            lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
+            condition,
+            sink,
+        });
+    }
+    let mut requests = Vec::new();
+    let mut timeseries = Vec::new();
+    let mut runs = Vec::new();
+    for o in outputs {
+        requests.extend(o.requests);
+        timeseries.extend(o.timeseries);
+        runs.push(o.summary);
+    }
+    Summary {
+        schema: SCHEMA,
+        params,
+        runs,
+        pairs,
+        requests,
+        timeseries,
+    }
+}
+
+/// Bytes (and lines) the reference conditions write per request; used to verify an
+/// `--app` that cannot report what it produced.
+fn expected_per_request(c: Condition) -> (u64, u64) {
+    match c {
+        Condition::Short1 => (SHORT_LINE_BYTES as u64, 1),
+        Condition::Short10 => (10 * SHORT_LINE_BYTES as u64, 10),
+        c if c.bytes_per_request() > 0 => (c.bytes_per_request() as u64, 1),
+        _ => (0, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::RequestSample;
+
+    const T0: u64 = 1_000_000_000_000;
+    const MS: u64 = 1_000_000;
+
+    /// Ten requests at 20/s, the i-th taking (i + 1) ms, the last sent 2 ms late; the
+    /// API wrote 10 lines of 100 bytes and the reader read them, the last byte 1.2 s
+    /// after the first scheduled send.
+    fn raw(api_written: u64, read_bytes: u64, drained: bool) -> RawRun {
+        let samples = (0..10u64)
+            .map(|i| RequestSample {
+                index: i,
+                scheduled_ns: i * 50 * MS,
+                send_lateness_ns: if i == 9 { 2 * MS } else { 10_000 },
+                connect_ns: Some(100_000),
+                latency_ns: Some((i + 1) * MS),
+                status: Some(200),
+                outcome: Outcome::Ok,
+                done_mono_ns: T0 + i * 50 * MS + (i + 1) * MS,
+            })
+            .collect();
+        RawRun {
+            run: 3,
+            round: 1,
+            condition: Condition::JsonQueue,
+            sink: SinkKind::Slow,
+            duration: Duration::from_millis(500),
+            drain_timeout: Duration::from_secs(120),
+            lateness_limit_us: 100.0,
+            load: LoadResult {
+                t0_mono_ns: T0,
+                samples,
+                wall: Duration::from_millis(520),
+                interrupted: false,
+            },
+            api: Some(ApiStats {
+                mono_ns: T0 + 2_000 * MS,
+                requests: 10,
+                handed_off_bytes: 1000,
+                written_bytes: api_written,
+                written_newlines: 10,
+                sha256: "ab".repeat(32),
+                gen_ns: 10 * 20_000,
+                gen_count: 10,
+                log_ns: 10 * 5_000,
+                log_count: 10,
+                dropped: 0,
+                queue_full: 0,
+            }),
+            read: ReaderStats {
+                mono_ns: T0 + 2_000 * MS,
+                bytes: read_bytes,
+                newlines: 10,
+                reads: 3,
+                sha256: "ab".repeat(32),
+                last_byte_mono_ns: Some(T0 + 1_200 * MS),
+                eof: false,
+            },
+            drained,
+            series: vec![
+                (T0 - 10 * MS, Some(0), 0),
+                (T0 + 100 * MS, Some(300), 100),
+                (T0 + 600 * MS, Some(1000), 400),
+                (T0 + 1_300 * MS, Some(1000), 1000),
+            ],
+            cpu_seconds: Some((1.0, 1.25)),
+            cpu_window_s: 2.5,
+        }
+    }
+
+    #[test]
+    fn a_verified_run() {
+        let out = measure(&raw(1000, 1000, true));
+        insta::assert_snapshot!(serde_json::to_string_pretty(&out.summary).unwrap());
+        assert_eq!(out.requests.len(), 10);
+        assert_eq!(out.requests[9].send_lateness_ms, 2.0);
+        assert_eq!(out.timeseries.len(), 3, "samples before t0 are left out");
+        assert_eq!(out.latencies_ns.len(), 10);
+    }
+
+    #[test]
+    fn a_short_read_and_an_undrained_log_are_not_verified() {
+        let short = measure(&raw(1000, 900, true)).summary;
+        assert!(!short.verified);
+        assert!(
+            short.verify_note.starts_with("mismatch"),
+            "{}",
+            short.verify_note
+        );
+        let undrained = measure(&raw(1000, 1000, false)).summary;
+        assert!(!undrained.verified);
+        assert_eq!(undrained.verify_note, "log not drained within 120s");
+    }
+
+    #[test]
+    fn pairs_pool_their_rounds() {
+        let mut second = raw(1000, 1000, true);
+        second.run = 4;
+        second.round = 2;
+        for s in &mut second.load.samples {
+            s.latency_ns = s.latency_ns.map(|l| l + 10 * MS);
+        }
+        let outputs = vec![measure(&raw(1000, 1000, true)), measure(&second)];
+        let params: Params =
+            serde_json::from_str(include_str!("../../tests/fixtures/lab/summary.json"))
+                .map(|s: Summary| s.params)
+                .unwrap();
+        let summary = summarise(params, outputs);
+        assert_eq!(summary.runs.len(), 2);
+        insta::assert_snapshot!(serde_json::to_string_pretty(&summary.pairs).unwrap());
+    }
+}
