@@ -11,9 +11,9 @@ use anyhow::{bail, Context};
 use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
-use loglag_lab::lab::{self, LabError, LabPlan, SinkKind};
-use loglag_lab::load::{self, Connection, LoadConfig, Outcome, Target};
-use loglag_lab::reader::{self, parse_bytes, ReadConfig, SharedState};
+use loglag_lab::lab::{self, LabError, LabPlan};
+use loglag_lab::load::{self, LoadConfig, Outcome, Target};
+use loglag_lab::reader::{self, ReadConfig, SharedState};
 use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, SCHEMA};
 use loglag_lab::stats::quantile;
 
@@ -38,12 +38,6 @@ fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-fn size(s: &Option<String>, what: &str) -> anyhow::Result<Option<u64>> {
-    s.as_deref()
-        .map(|s| parse_bytes(s).map_err(|e| anyhow::anyhow!("{what}: {e}")))
-        .transpose()
-}
-
 fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
     let conditions = if a.conditions.is_empty() {
         Condition::REFERENCE.to_vec()
@@ -53,11 +47,7 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
             .map(|c| c.parse::<Condition>().map_err(anyhow::Error::msg))
             .collect::<anyhow::Result<_>>()?
     };
-    let sinks = a
-        .sinks
-        .iter()
-        .map(|s| s.parse::<SinkKind>().map_err(anyhow::Error::msg))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sinks = a.sinks.clone();
     if sinks.is_empty() {
         bail!("--sinks: give at least one of fast, slow");
     }
@@ -104,7 +94,7 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
             bail!("--app must contain {{port}} and {{log_path}} so the lab can reach it and read its log: {app:?}");
         }
     }
-    let slow_rate = parse_bytes(&a.slow_rate).map_err(|e| anyhow::anyhow!("--slow-rate: {e}"))?;
+    let slow_rate = a.slow_rate;
     if slow_rate == 0 {
         bail!("--slow-rate must be positive");
     }
@@ -114,13 +104,10 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
         rounds: a.rounds,
         rate: a.rate,
         duration: a.duration,
-        connection: a
-            .connection
-            .parse::<Connection>()
-            .map_err(anyhow::Error::msg)?,
+        connection: a.connection,
         slow_rate,
         read_size: a.read_size,
-        pipe_size: size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize),
+        pipe_size: a.pipe_size.map(|v| v as usize),
         threads: a.threads,
         warmup: a.warmup,
         cpu_limit: a.cpu_limit,
@@ -226,7 +213,7 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let Some(url) = a.url.as_deref().or(a.calibrate.then_some("")) else {
         bail!("give a URL to load, or --calibrate to measure only the generator's floor");
     };
-    let connection: Connection = a.connection.parse().map_err(anyhow::Error::msg)?;
+    let connection = a.connection;
     let lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -402,9 +389,9 @@ fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
     let config = ReadConfig {
         read_size: a.read_size,
-        rate: size(&a.rate, "--rate")?,
+        rate: a.rate,
     };
-    let pipe_size = size(&a.pipe_size, "--pipe-size")?.map(|v| v as usize);
+    let pipe_size = a.pipe_size.map(|v| v as usize);
     let state = SharedState::default();
     let started = Instant::now();
     let started_mono = loglag_lab::sys::clock::mono_ns();
@@ -558,9 +545,7 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         Overflow::ShedByLevel,
     ];
     if wants("soak") {
-        let rate = parse_bytes(&a.sink_rate)
-            .map_err(|e| anyhow::anyhow!("--sink-rate: {e}"))?
-            .max(1024);
+        let rate = a.sink_rate.max(1024);
         md.push_str("| policy | seconds | offered B/s | sink B/s | accepted | written | dropped: queue full | dropped: shutdown | accounted | budget MiB | max RSS growth MiB | call p50 µs | call p99 µs | call max µs |\n|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|--:|--:|\n");
         let mut rows = Vec::new();
         let baseline = torture::rss_bytes();

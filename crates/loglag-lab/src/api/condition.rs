@@ -68,6 +68,34 @@ impl Condition {
         Condition::TokioFs,
     ];
 
+    /// What the condition writes per request, and when: for `--help` and the README.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Condition::None => "writes nothing (the baseline)",
+            Condition::Short1 => "one fixed 128-byte line, written before the response",
+            Condition::Short10 => "that line ten times, written before the response",
+            Condition::JsonGen => "builds the 16 KiB JSON record, then discards it",
+            Condition::JsonPreSync => {
+                "writes a 16 KiB JSON line built at startup, before the response"
+            }
+            Condition::JsonSync => "builds and writes the 16 KiB JSON line before the response",
+            Condition::JsonQueue => {
+                "builds it and hands it to a 256-record queue; a thread writes it later"
+            }
+            Condition::Loglag => "builds it and submits it to this crate's pipeline (defaults)",
+            Condition::TracingAppender => {
+                "builds it and writes it through tracing-appender's non_blocking (defaults)"
+            }
+            Condition::MemoryBuffer => {
+                "buffers 100 records in memory; the request that fills it writes them all"
+            }
+            Condition::ChannelBatch => {
+                "sends it on a channel; a writer flushes at 32 KiB or every 100 ms (ref. 003)"
+            }
+            Condition::TokioFs => "builds it and awaits one tokio::fs write per request",
+        }
+    }
+
     /// The name used on the command line and in reports.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -124,6 +152,27 @@ impl FromStr for Condition {
                     names.join(", ")
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_serialise_the_same_way() {
+        for c in Condition::ALL {
+            assert_eq!(c.as_str().parse::<Condition>().unwrap(), c);
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::Value::String(c.as_str().into())
+            );
+            assert!(!c.describe().is_empty());
+        }
+        assert!("json_sync"
+            .parse::<Condition>()
+            .unwrap_err()
+            .contains("json-sync"));
     }
 }
 

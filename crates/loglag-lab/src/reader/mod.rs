@@ -6,7 +6,7 @@ pub mod client;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -184,48 +184,9 @@ pub fn spawn_sampler(state: &SharedState) -> io::Result<()> {
     Ok(())
 }
 
-/// Where the reader reads from.
-#[derive(Debug, Clone)]
-pub enum Source {
-    /// A FIFO path (created if missing).
-    Fifo(PathBuf),
-    /// A TCP address to listen on; the first connection is read.
-    Listen(std::net::SocketAddr),
-}
-
-/// Parses sizes and rates such as `256KiB`, `1MiB`, `4096`, `64k`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
-        format!("invalid size {s:?}: expected a number with an optional unit, like 256KiB")
-    })?;
-    let unit = unit.trim().trim_end_matches("/s");
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" | "kb" => 1024.0,
-        "m" | "mib" | "mb" => 1024.0 * 1024.0,
-        "g" | "gib" | "gb" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("invalid unit in {s:?}: use B, KiB, MiB or GiB")),
-    };
-    Ok((value * mult).round() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_bytes("256KiB").unwrap(), 262_144);
-        assert_eq!(parse_bytes("4096").unwrap(), 4096);
-        assert_eq!(parse_bytes("1.5MiB/s").unwrap(), 1_572_864);
-        assert!(parse_bytes("fast").is_err());
-        assert!(parse_bytes("10 parsecs").is_err());
-    }
 
     #[test]
     fn counts_and_hashes_what_it_reads() {

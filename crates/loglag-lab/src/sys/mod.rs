@@ -1,6 +1,7 @@
 //! What talks to the operating system: child processes and the contract with them,
-//! cgroups, the shared clock.
+//! cgroups, the shared clock, and the units users type.
 pub mod cgroup;
 pub mod child;
 pub mod clock;
 pub mod spawn;
+pub mod units;
