@@ -155,27 +155,6 @@ impl FromStr for Condition {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_parse_back_and_serialise_the_same_way() {
-        for c in Condition::ALL {
-            assert_eq!(c.as_str().parse::<Condition>().unwrap(), c);
-            assert_eq!(
-                serde_json::to_value(c).unwrap(),
-                serde_json::Value::String(c.as_str().into())
-            );
-            assert!(!c.describe().is_empty());
-        }
-        assert!("json_sync"
-            .parse::<Condition>()
-            .unwrap_err()
-            .contains("json-sync"));
-    }
-}
-
 /// The fixed 128-byte line.
 pub fn short_line() -> Vec<u8> {
     let mut line =
@@ -223,6 +202,22 @@ pub fn json_payload() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_parse_back_and_serialise_the_same_way() {
+        for c in Condition::ALL {
+            assert_eq!(c.as_str().parse::<Condition>().unwrap(), c);
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::Value::String(c.as_str().into())
+            );
+            assert!(!c.describe().is_empty());
+        }
+        assert!("json_sync"
+            .parse::<Condition>()
+            .unwrap_err()
+            .contains("json-sync"));
+    }
 
     #[test]
     fn lines_have_the_reference_sizes() {
