@@ -246,6 +246,21 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Whether every accepted record is accounted for: written, dropped with a reason,
+    /// or still in flight, and the drops add up to their reasons. True of every
+    /// snapshot the pipeline hands out.
+    ///
+    /// ```
+    /// assert!(loglag::Metrics::default().is_accounted());
+    /// ```
+    pub fn is_accounted(&self) -> bool {
+        let by_reason = self.queue_full + self.io_error + self.shutdown + self.reentrant;
+        let by_level: u64 = self.dropped_by_level.iter().sum();
+        self.written_records + self.dropped_records + self.in_flight_records == self.accepted
+            && by_reason == self.dropped_records
+            && by_level == self.dropped_records
+    }
+
     /// The same numbers in the Prometheus text exposition format.
     ///
     /// ```

@@ -141,6 +141,10 @@ pub fn assert_accounted(m: &loglag::Metrics) {
         m.accepted,
         "{m:#?}"
     );
+    assert!(
+        m.is_accounted(),
+        "drops do not add up to their reasons: {m:#?}"
+    );
 }
 
 /// Runs `f` on its own thread and fails the test if it has not finished within `limit`:
