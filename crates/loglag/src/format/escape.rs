@@ -246,6 +246,19 @@ mod tests {
         assert_eq!(text("\u{61c}"), "\\u{61c}");
     }
 
+    /// Found by `cargo mutants`: nothing pinned the short escapes for tab, or that a
+    /// printable character sharing a lead byte with the controls (0xC2: U+0080–U+00BF,
+    /// 0xD8: U+0600–U+063F, 0xE2: U+2000–U+2FFF) is copied as it is.
+    #[test]
+    fn tabs_get_their_short_escape_and_printable_neighbours_of_controls_are_kept() {
+        assert_eq!(json("a\tb"), "a\\tb");
+        assert_eq!(text("a\tb"), "a\\tb");
+        for kept in ["\u{a9}\u{bf}", "\u{600}\u{634}\u{63f}", "\u{20ac}\u{2192}\u{2013}"] {
+            assert_eq!(json(kept), kept);
+            assert_eq!(text(kept), kept);
+        }
+    }
+
     /// A minimal JSON-string unescaper for the round-trip property (no serde in this crate).
     fn serde_json_like_unescape(s: &str) -> String {
         let mut out = String::new();
