@@ -750,3 +750,64 @@ fn ctrl_c_during_load_prints_what_was_measured_so_far() {
         .contains("interrupted"));
     assert!(stderr.contains("interrupted"), "{stderr}");
 }
+
+/// Ctrl-C at 10 moments spread over a `--cpu-limit` run (start-up, warm-up, load,
+/// drain): each time, no cgroup, FIFO, temporary directory or child process remains.
+#[test]
+fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
+    use std::io::{BufRead, BufReader};
+    let cgroups_usable = std::path::Path::new("/sys/fs/cgroup/cpu").is_dir()
+        || std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    // A fixed spread of moments, not random: the same ten every run, from the first
+    // instant to the second run's drain.
+    for delay_ms in [0u64, 40, 120, 250, 400, 600, 800, 1100, 1500, 2100] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = loglag()
+            .args(["lab", "--conditions", "json-sync", "--sinks", "fast,slow"])
+            .args(["--duration", "1s", "--cpu-limit", "0.5"])
+            .env("TMPDIR", tmp.path())
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        // Synchronise on the lab having started its first run, then let it go on for
+        // `delay_ms`: the moment of the interrupt is what varies, by design.
+        while !line.contains("run 1/2") {
+            line.clear();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "lab ended early");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+            let _ = tx.send((child.wait().unwrap(), rest));
+        });
+        let (status, rest) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the lab exits after Ctrl-C");
+        assert!(
+            status.code() == Some(130) || status.success(),
+            "at {delay_ms} ms: {status:?} {rest}"
+        );
+        for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"] {
+            for name in [format!("loglag-{pid}-api"), format!("loglag-{pid}-io")] {
+                assert!(
+                    !Path::new(root).join(&name).exists(),
+                    "at {delay_ms} ms: {root}/{name} left behind (cgroups usable: {cgroups_usable}); {rest}"
+                );
+            }
+        }
+        assert_eq!(processes_using(tmp.path()), "", "at {delay_ms} ms");
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "at {delay_ms} ms: leftover files"
+        );
+    }
+}

@@ -60,7 +60,7 @@ impl ApiProc {
                 let mut line = String::new();
                 BufReader::new(guard.child.stdout.take().expect("piped")).read_line(&mut line)?;
                 let Some(l) = server::parse_ready_line(&line) else {
-                    let _ = guard.child.wait();
+                    guard.stop(Duration::from_secs(1));
                     return Err(io::Error::other(format!(
                         "the API did not start: {}",
                         tail(&stderr_path)

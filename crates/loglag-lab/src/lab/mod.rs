@@ -98,6 +98,12 @@ pub fn run_lab(
         let limits = match plan.cpu_limit {
             None => None,
             Some(cores) => {
+                let stale = CpuLimit::remove_stale();
+                if stale > 0 {
+                    observer.warn(&format!(
+                        "removed {stale} cgroup(s) left behind by an earlier lab that was killed"
+                    ));
+                }
                 let tag = std::process::id();
                 match (
                     CpuLimit::create(&format!("loglag-{tag}-api"), cores),
@@ -148,6 +154,67 @@ pub fn run_lab(
         Ok(())
     })();
     (measure::summarise(params, outputs), result.err())
+}
+
+/// Samples (time, produced, read) every 25 ms on its own thread. Stopped and joined
+/// when finished or dropped, so that on every exit path, Ctrl-C included, it lets go of
+/// the reader before the reader's process is killed and its cgroup removed.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<(u64, Option<u64>, u64)>>>,
+}
+
+impl Sampler {
+    fn start(
+        reader: Arc<Mutex<ReaderProc>>,
+        control: Option<crate::api::control::ControlClient>,
+    ) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut series = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    let produced = control
+                        .as_ref()
+                        .and_then(|c| c.stats().ok())
+                        .map(|s| s.handed_off_bytes);
+                    let read = reader
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .stats()
+                        .map(|s| s.bytes)
+                        .unwrap_or(0);
+                    series.push((mono_ns(), produced, read));
+                    // Sampling at a fixed period is the purpose, not a synchronisation.
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                series
+            })
+        };
+        Sampler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> Vec<(u64, Option<u64>, u64)> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Vec<(u64, Option<u64>, u64)> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
 }
 
 fn wait_until(
@@ -286,30 +353,7 @@ fn run_one(
 
     // Measure: sample produced and read bytes while the load runs.
     let reader = Arc::new(Mutex::new(reader));
-    let stop_sampling = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let reader = reader.clone();
-        let control = api.control.clone();
-        let stop = stop_sampling.clone();
-        std::thread::spawn(move || {
-            let mut series = Vec::new();
-            while !stop.load(Ordering::SeqCst) {
-                let produced = control
-                    .as_ref()
-                    .and_then(|c| c.stats().ok())
-                    .map(|s| s.handed_off_bytes);
-                let read = reader
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .stats()
-                    .map(|s| s.bytes)
-                    .unwrap_or(0);
-                series.push((mono_ns(), produced, read));
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            series
-        })
-    };
+    let sampler = Sampler::start(reader.clone(), api.control.clone());
     let cpu_before = cpu_seconds(api.guard.pid());
     let cpu_clock = Instant::now();
     let config = LoadConfig {
@@ -329,7 +373,6 @@ fn run_one(
     let cpu_after = cpu_seconds(api.guard.pid());
     let cpu_window = cpu_clock.elapsed().as_secs_f64();
     let Some(load) = load else {
-        stop_sampling.store(true, Ordering::SeqCst);
         return Err(LabError::Cancelled);
     };
     api.check_alive()?;
@@ -349,8 +392,7 @@ fn run_one(
             .bytes;
         Ok(caught_up.check(read, api.stats()?.as_ref()))
     })?;
-    stop_sampling.store(true, Ordering::SeqCst);
-    let series = sampler.join().unwrap_or_default();
+    let series = sampler.finish();
     let api_stats = api.stats()?;
     api.guard.stop(Duration::from_secs(2));
     let reader = Arc::try_unwrap(reader)

@@ -78,7 +78,7 @@ impl ReaderProc {
         let line = self.call("exit")?;
         let report = serde_json::from_str(&line)
             .map_err(|e| io::Error::other(format!("bad reader report: {e}")))?;
-        let _ = self.guard.child.wait();
+        let _ = self.guard.wait();
         Ok(report)
     }
 }

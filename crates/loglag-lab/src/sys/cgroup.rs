@@ -65,9 +65,47 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
     })
 }
 
+impl CpuLimit {
+    /// Removes `loglag-PID-*` cgroups left by a lab whose process `PID` is gone (one
+    /// killed with SIGKILL cannot clean up). Returns how many it removed.
+    pub fn remove_stale() -> usize {
+        let mut removed = 0;
+        for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"] {
+            let Ok(entries) = std::fs::read_dir(root) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(pid) = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("loglag-"))
+                    .and_then(|rest| rest.split('-').next())
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if !Path::new(&format!("/proc/{pid}")).exists()
+                    && std::fs::remove_dir(entry.path()).is_ok()
+                {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+}
+
 impl Drop for CpuLimit {
     fn drop(&mut self) {
-        // Fails while a process is still inside; the owner kills its children first.
-        let _ = std::fs::remove_dir(&self.dir);
+        // The owner kills its children first, but a killed process leaves the cgroup
+        // only once the kernel has finished tearing it down: retry EBUSY briefly.
+        for _ in 0..100 {
+            match std::fs::remove_dir(&self.dir) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                _ => return,
+            }
+        }
     }
 }

@@ -7,10 +7,15 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// A running child, killed with its process group on drop.
+///
+/// The group is only ever signalled while its leader is unreaped (running, or a zombie
+/// that still holds the group id): once reaped, the id may belong to someone else. So
+/// an exit is first seen without reaping (`waitid` with `WNOWAIT`), the group is killed
+/// (taking any grandchildren with it), and only then is the leader reaped.
 #[derive(Debug)]
 pub struct ChildGuard {
     pub child: Child,
-    pub what: String,
+    reaped: Option<std::process::ExitStatus>,
 }
 
 impl ChildGuard {
@@ -32,7 +37,7 @@ impl ChildGuard {
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
         Ok(ChildGuard {
             child,
-            what: what.to_owned(),
+            reaped: None,
         })
     }
 
@@ -40,41 +45,92 @@ impl ChildGuard {
         self.child.id()
     }
 
-    /// `Some(status)` if it has exited.
+    /// Whether the leader has exited, without reaping it.
+    fn has_exited(&self) -> bool {
+        if self.reaped.is_some() {
+            return true;
+        }
+        // SAFETY: `info` is a valid out-pointer; WNOWAIT leaves the child waitable.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let rc = libc::waitid(
+                libc::P_PID,
+                self.child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            rc == 0 && info.si_pid() != 0
+        }
+    }
+
+    /// Kills what is left of the group and reaps the leader, if it has exited.
+    fn reap_if_exited(&mut self) -> Option<std::process::ExitStatus> {
+        if self.reaped.is_none() && self.has_exited() {
+            self.kill_group(libc::SIGKILL);
+            self.reaped = self.child.wait().ok();
+        }
+        self.reaped
+    }
+
+    /// `Some(status)` if it has exited (then it is reaped, and its group killed).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.reap_if_exited()
     }
 
     /// SIGTERM to the group, then SIGKILL after `grace`; reaps the child.
     pub fn stop(&mut self, grace: Duration) {
-        if self.exited().is_some() {
-            self.kill_group(libc::SIGKILL);
+        if self.reap_if_exited().is_some() {
             return;
         }
         self.kill_group(libc::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if self.exited().is_some() {
-                self.kill_group(libc::SIGKILL);
+            if self.reap_if_exited().is_some() {
                 return;
             }
+            // A child's exit has no file descriptor to wait on here.
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_group(libc::SIGKILL);
-        let _ = self.child.wait();
+        self.reaped = self.child.wait().ok();
+    }
+
+    /// Waits for the leader to exit on its own, then kills what is left of its group.
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        if let Some(status) = self.reaped {
+            return Ok(status);
+        }
+        // SAFETY: as in `has_exited`; blocks until the leader exits, without reaping.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                self.child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            );
+        }
+        self.kill_group(libc::SIGKILL);
+        let status = self.child.wait()?;
+        self.reaped = Some(status);
+        Ok(status)
     }
 
     fn kill_group(&self, signal: i32) {
-        // SAFETY: kill(2) on the child's own process group.
+        if self.reaped.is_some() {
+            return; // the group id may have been reused
+        }
+        // SAFETY: kill(2) on the group of our unreaped child, whose id it still holds.
         unsafe { libc::kill(-(self.child.id() as i32), signal) };
     }
 }
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        self.kill_group(libc::SIGKILL);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if self.reaped.is_none() {
+            self.kill_group(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -174,7 +174,7 @@ pub fn kill9(
         }
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(guard.pid() as i32, libc::SIGKILL) };
-        let _ = guard.child.wait();
+        let _ = guard.wait();
         let returned: Vec<u64> = (0..PRODUCERS)
             .map(|p| progress.slot(p).load(Ordering::Acquire))
             .collect();

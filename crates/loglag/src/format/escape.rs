@@ -253,7 +253,11 @@ mod tests {
     fn tabs_get_their_short_escape_and_printable_neighbours_of_controls_are_kept() {
         assert_eq!(json("a\tb"), "a\\tb");
         assert_eq!(text("a\tb"), "a\\tb");
-        for kept in ["\u{a9}\u{bf}", "\u{600}\u{634}\u{63f}", "\u{20ac}\u{2192}\u{2013}"] {
+        for kept in [
+            "\u{a9}\u{bf}",
+            "\u{600}\u{634}\u{63f}",
+            "\u{20ac}\u{2192}\u{2013}",
+        ] {
             assert_eq!(json(kept), kept);
             assert_eq!(text(kept), kept);
         }
