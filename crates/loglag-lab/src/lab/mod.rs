@@ -156,12 +156,15 @@ pub fn run_lab(
     (measure::summarise(params, outputs), result.err())
 }
 
+/// (time, produced bytes, read bytes) samples of one run.
+type Series = Vec<(u64, Option<u64>, u64)>;
+
 /// Samples (time, produced, read) every 25 ms on its own thread. Stopped and joined
 /// when finished or dropped, so that on every exit path, Ctrl-C included, it lets go of
 /// the reader before the reader's process is killed and its cgroup removed.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<(u64, Option<u64>, u64)>>>,
+    thread: Option<std::thread::JoinHandle<Series>>,
 }
 
 impl Sampler {
@@ -198,11 +201,11 @@ impl Sampler {
         }
     }
 
-    fn finish(mut self) -> Vec<(u64, Option<u64>, u64)> {
+    fn finish(mut self) -> Series {
         self.stop_and_join()
     }
 
-    fn stop_and_join(&mut self) -> Vec<(u64, Option<u64>, u64)> {
+    fn stop_and_join(&mut self) -> Series {
         self.stop.store(true, Ordering::SeqCst);
         self.thread
             .take()
