@@ -104,9 +104,42 @@ pub(crate) struct Counters {
     pub(crate) max_backlog_bytes: AtomicU64,
     pub(crate) queue_full_events: AtomicU64,
     pub(crate) write_latency: LatencyBuckets,
+    /// A write failed part-way through a line: the sink holds a fragment with no
+    /// newline, which would glue itself to the next record.
+    pub(crate) torn_line: std::sync::atomic::AtomicBool,
 }
 
 impl Counters {
+    /// If a failed write left a fragment, ends its line first, so that the next record
+    /// starts on a line of its own (the fragment's record is already counted as lost).
+    /// False if the sink refused even that.
+    pub(crate) fn end_torn_line(
+        &self,
+        sink: &mut dyn crate::sink::Sink,
+    ) -> Result<(), std::io::Error> {
+        if !self.torn_line.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (calls, result) = crate::sink::write_all_counted(sink, b"\n");
+        self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+        match result {
+            Ok(()) => {
+                self.written_bytes.fetch_add(1, Ordering::Relaxed);
+                self.torn_line.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+            Err((e, _)) => Err(e),
+        }
+    }
+
+    /// Remembers whether a write that failed after `partial` bytes of `bytes` left an
+    /// unterminated line behind.
+    pub(crate) fn note_partial(&self, bytes: &[u8], partial: usize) {
+        if partial > 0 && bytes[partial - 1] != b'\n' {
+            self.torn_line.store(true, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn count_drop(&self, reason: DropReason, level: Level, n: u64) {
         self.dropped[reason as usize][level as usize].fetch_add(n, Ordering::AcqRel);
     }
@@ -119,11 +152,17 @@ impl Counters {
         bytes: &[u8],
     ) -> Result<(), (std::io::Error, usize)> {
         let started = std::time::Instant::now();
+        if let Err(e) = self.end_torn_line(sink) {
+            return Err((e, 0));
+        }
         let (calls, result) = crate::sink::write_all_counted(sink, bytes);
         self.write_latency.record(started.elapsed());
         self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
         let absorbed = crate::sink::call_sink(|| Ok(sink.take_absorbed_errors())).unwrap_or(0);
         self.io_errors.fetch_add(absorbed, Ordering::Relaxed);
+        if let Err((_, partial)) = &result {
+            self.note_partial(bytes, *partial);
+        }
         result
     }
 

@@ -330,8 +330,14 @@ impl Writer {
             }
         }
         builder.finish();
+        if counters.end_torn_line(self.sink.as_mut()).is_err() {
+            return; // retried after the next batch
+        }
         let (calls, result) = write_all_counted(self.sink.as_mut(), &line);
         counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+        if let Err((_, partial)) = &result {
+            counters.note_partial(&line, *partial);
+        }
         if result.is_ok() {
             counters
                 .written_bytes

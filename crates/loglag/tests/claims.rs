@@ -263,6 +263,11 @@ fn a_sink_that_writes_part_of_a_batch_then_fails_is_accounted_record_by_record()
             text.starts_with("record 00\nrecord 01\nrecord 02\nrecor"),
             "{text}"
         );
+        // The fragment is ended before anything else is written, so it cannot glue
+        // itself to the next line: every later line is whole.
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[3], "recor", "{text}");
+        assert!(lines.contains(&"after"), "{text}");
         assert!(
             text.contains("io_error=7"),
             "per-reason figure in-band: {text}"

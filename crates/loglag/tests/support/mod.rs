@@ -45,6 +45,20 @@ pub enum Behaviour {
     FailEvery(u32),
     /// Yield the thread before each write.
     Slow,
+    /// Return EINTR (writing nothing) on every n-th call.
+    Interrupted(u32),
+    /// On every n-th call accept half the buffer; fail the call after it with EIO.
+    PartialThenFail(u32),
+}
+
+impl Behaviour {
+    /// Whether the sink ever reports a real error (EINTR is not one).
+    pub fn fails(self) -> bool {
+        matches!(
+            self,
+            Behaviour::FailEvery(_) | Behaviour::PartialThenFail(_)
+        )
+    }
 }
 
 pub struct TestSink {
@@ -108,6 +122,15 @@ impl Sink for TestSink {
                 std::thread::yield_now();
                 buf.len()
             }
+            Behaviour::Interrupted(k) if self.calls % k.max(1) == 0 => {
+                return Err(io::ErrorKind::Interrupted.into())
+            }
+            Behaviour::Interrupted(_) => buf.len(),
+            Behaviour::PartialThenFail(k) if self.calls % k.max(2) == 0 => buf.len().div_ceil(2),
+            Behaviour::PartialThenFail(k) if self.calls % k.max(2) == 1 && self.calls > 1 => {
+                return Err(io::Error::from_raw_os_error(libc::EIO))
+            }
+            Behaviour::PartialThenFail(_) => buf.len(),
         };
         self.out.lock().unwrap().extend_from_slice(&buf[..n]);
         if let Some(tx) = &self.wrote {
@@ -126,10 +149,34 @@ pub fn record_lines(out: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// Sum of one reason's figures (`queue_full=N`, ...) over the in-band reports.
+pub fn reported_for_reason(out: &[u8], reason: &str) -> u64 {
+    let key = format!("{reason}=");
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| is_whole_report(l))
+        .filter_map(|l| {
+            let at = l.find(&key)? + key.len();
+            l[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// An in-band report line that was written whole (a sink failing mid-line can leave a
+/// fragment of one, which the pipeline then writes again in full).
+fn is_whole_report(line: &str) -> bool {
+    line.contains("loglag: dropped ") && line.contains("reentrant=")
+}
+
 /// Sum of the counts in in-band "loglag: dropped N records" reports.
 pub fn reported_drops(out: &[u8]) -> u64 {
     String::from_utf8_lossy(out)
         .lines()
+        .filter(|l| is_whole_report(l))
         .filter_map(|l| l.split_once("loglag: dropped ").map(|(_, rest)| rest))
         .filter_map(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
