@@ -404,6 +404,25 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    /// The reason names are an interface: Prometheus labels, in-band fields, the docs.
+    #[test]
+    fn drop_reasons_have_stable_names_in_prometheus_text() {
+        let names: Vec<&str> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names, ["queue_full", "io_error", "shutdown", "reentrant"]);
+        let m = Metrics {
+            queue_full: 3,
+            io_error: 2,
+            shutdown: 1,
+            reentrant: 4,
+            ..Metrics::default()
+        };
+        let text = m.to_prometheus("loglag");
+        for (name, n) in names.iter().zip([3, 2, 1, 4]) {
+            let line = format!("loglag_dropped_total{{reason=\"{name}\"}} {n}");
+            assert!(text.contains(&line), "{line} not in:\n{text}");
+        }
+    }
+
     /// Found by `cargo mutants`: nothing checked the write-latency figures.
     #[test]
     fn write_latency_percentiles_are_bucket_upper_bounds() {
