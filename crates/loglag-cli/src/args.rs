@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag_lab::api::condition::Condition;
-use loglag_lab::lab::SinkKind;
+use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
 use loglag_lab::load::Connection;
 use loglag_lab::sys::units::{parse_bytes, parse_duration};
 
@@ -201,6 +201,19 @@ pub struct LabArgs {
     /// latencies include the instrument's own delay.
     #[arg(long, default_value = "100us", value_parser = parse_duration)]
     pub lateness_limit: Duration,
+    /// With --app: log lines each request writes, for every condition (3) or per
+    /// condition (stream=3,memory=3). Warm-up requests are counted too. Lines read
+    /// against lines expected gives each run's lost_records.
+    #[arg(long)]
+    pub expect_lines: Option<ExpectLines>,
+    /// With --app: how each run stops the app, as a deployment would: term, int or
+    /// kill. What it writes while shutting down counts; what it never writes is lost.
+    #[arg(long, default_value = "term")]
+    pub stop_signal: StopSignal,
+    /// With --app: how long the app may take to exit after the stop signal before it
+    /// is killed.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub stop_timeout: Duration,
 }
 
 #[derive(Debug, Args)]

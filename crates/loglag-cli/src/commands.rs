@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
-use loglag_lab::lab::{self, LabError, LabPlan};
+use loglag_lab::lab::{self, LabError, LabPlan, RunCondition};
 use loglag_lab::load::{self, LoadConfig, Outcome, Target};
 use loglag_lab::reader::{self, ReadConfig, SharedState};
 use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, SCHEMA};
@@ -39,19 +39,24 @@ fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
-    let conditions = if a.conditions.is_empty() {
-        Condition::REFERENCE.to_vec()
+    let conditions: Vec<RunCondition> = if a.conditions.is_empty() {
+        Condition::REFERENCE
+            .iter()
+            .map(|&c| RunCondition::BuiltIn(c))
+            .collect()
     } else {
         a.conditions
             .iter()
-            .map(|c| c.parse::<Condition>().map_err(anyhow::Error::msg))
+            .map(|c| {
+                RunCondition::parse(c, a.app.is_some())
+                    .map_err(|e| anyhow::anyhow!("--conditions: {e}"))
+            })
             .collect::<anyhow::Result<_>>()?
     };
     let sinks = a.sinks.clone();
     if sinks.is_empty() {
         bail!("--sinks: give at least one of fast, slow");
     }
-    let conditions: Vec<Condition> = conditions;
     if let Some(twice) = conditions
         .iter()
         .enumerate()
@@ -68,6 +73,16 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
         .find(|(i, s)| sinks[..*i].contains(s))
     {
         bail!("--sinks lists {} twice", twice.1.as_str());
+    }
+    if let Some(expect) = &a.expect_lines {
+        if a.app.is_none() {
+            bail!("--expect-lines verifies an --app; the built-in API reports what it wrote");
+        }
+        for name in expect.names() {
+            if !conditions.iter().any(|c| c.name() == name) {
+                bail!("--expect-lines names {name:?}, which is not in --conditions");
+            }
+        }
     }
     if a.read_size == 0 {
         bail!("--read-size must be at least 1 byte");
@@ -115,6 +130,9 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
         exe: std::env::current_exe().context("cannot find the loglag executable")?,
         drain_timeout: a.drain_timeout,
         lateness_limit_us: a.lateness_limit.as_secs_f64() * 1e6,
+        expect_lines: a.expect_lines.clone().unwrap_or_default(),
+        stop_signal: a.stop_signal,
+        stop_timeout: a.stop_timeout,
     })
 }
 

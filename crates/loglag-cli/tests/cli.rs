@@ -811,3 +811,86 @@ fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
         );
     }
 }
+
+/// Runs `examples/python/buffer_api.py` through `--app` with `extra` arguments for the
+/// app and for the lab; returns summary.json.
+fn buffer_app_lab(app_extra: &str, conditions: &str, lab_extra: &[&str]) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = root.join("examples/python/buffer_api.py");
+    let dir = tempfile::tempdir().unwrap();
+    let app = format!(
+        "python3 {} --port {{port}} --log {{log_path}} --mode {{condition}} {app_extra}",
+        script.display()
+    );
+    let out = loglag()
+        .args(["lab", "--app", &app, "--conditions", conditions])
+        .args(["--expect-lines", "3", "--sinks", "fast", "--duration", "2s"])
+        .args(lab_extra)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    // A loss makes the lab exit 0 still: it measured what it was asked to.
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    summary(dir.path())
+}
+
+#[test]
+fn an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss() {
+    // 2 warm-up + 40 measured requests x 3 records = 126; a 100-record MemoryHandler
+    // flushes once at 100 and holds 26 when the app stops.
+    let flushed = buffer_app_lab("", "stream,memory,queue-memory", &[]);
+    for c in ["stream", "memory", "queue-memory"] {
+        let r = run(&flushed, c, "fast");
+        assert_eq!(r["lost_records"], 0, "{c} flushes at SIGTERM: {r}");
+        assert_eq!(r["expected_records"], 126, "{c}: {r}");
+        assert_eq!(r["verified"], true, "{c}: {r}");
+        assert!(
+            r["app_exit"].as_str().unwrap().contains("exit status: 0"),
+            "{r}"
+        );
+    }
+    let unflushed = buffer_app_lab("--no-flush-at-exit", "stream,memory", &[]);
+    assert_eq!(run(&unflushed, "stream", "fast")["lost_records"], 0);
+    let memory = run(&unflushed, "memory", "fast");
+    assert_eq!(memory["lost_records"], 26, "{memory}");
+    assert_eq!(memory["verified"], false);
+    let note = memory["verify_note"].as_str().unwrap();
+    assert!(note.contains("26 records lost"), "{note}");
+    assert_eq!(
+        pair(&unflushed, "memory", "fast")["verify_note"],
+        memory["verify_note"],
+        "the pair says why"
+    );
+    // SIGKILL loses the buffer even when the app would flush at a clean stop.
+    let killed = buffer_app_lab("", "memory", &["--stop-signal", "kill"]);
+    let memory = run(&killed, "memory", "fast");
+    assert_eq!(memory["lost_records"], 26, "{memory}");
+    assert!(
+        memory["app_exit"].as_str().unwrap().contains("SIGKILL"),
+        "{memory}"
+    );
+    // Names the built-in API does not know need --app; --expect-lines needs names
+    // that are being run.
+    let out = loglag()
+        .args(["lab", "--conditions", "memory"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs --app"));
+    let out = loglag()
+        .args([
+            "lab",
+            "--app",
+            "x {port} {log_path}",
+            "--conditions",
+            "memory",
+        ])
+        .args(["--expect-lines", "stream=3"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not in --conditions"));
+}

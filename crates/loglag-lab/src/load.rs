@@ -197,6 +197,7 @@ async fn one_request(
     target: &Target,
     mode: Connection,
     pool: &Pool,
+    id: u64,
 ) -> std::io::Result<(Option<u64>, u16)> {
     let pooled = if mode == Connection::Keepalive {
         pool.lock().unwrap_or_else(|e| e.into_inner()).pop()
@@ -211,8 +212,10 @@ async fn one_request(
             (s, Some(started.elapsed().as_nanos() as u64))
         }
     };
-    let mut request =
-        Request::get(target.path.as_str()).header(hyper::header::HOST, target.host.as_str());
+    // The request's index, so an app can log it and a loss can be placed in time.
+    let mut request = Request::get(target.path.as_str())
+        .header(hyper::header::HOST, target.host.as_str())
+        .header("x-request-id", id);
     if mode == Connection::New {
         request = request.header(hyper::header::CONNECTION, "close");
     }
@@ -331,7 +334,7 @@ async fn run_open(config: &LoadConfig, progress: Arc<LoadProgress>) -> LoadResul
             // generator sent late is still timed from when it should have gone.
             let sent = mono_ns();
             let result =
-                tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool)).await;
+                tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool, i)).await;
             let done = mono_ns();
             let (connect_ns, latency_ns, status, outcome) =
                 classify(result, Some(done.saturating_sub(due)));
@@ -375,14 +378,15 @@ async fn run_closed(
             while Instant::now() < end && !progress.stopping() {
                 let sent = Instant::now();
                 progress.sent.fetch_add(1, Ordering::Relaxed);
+                let id = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let result =
-                    tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool))
+                    tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool, id))
                         .await;
                 let latency = Some(sent.elapsed().as_nanos() as u64);
                 let (connect_ns, latency_ns, status, outcome) = classify(result, latency);
                 progress.finished.fetch_add(1, Ordering::Relaxed);
                 let _ = tx.send(RequestSample {
-                    index: next.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    index: id,
                     scheduled_ns: sent.duration_since(t0).as_nanos() as u64,
                     send_lateness_ns: 0,
                     connect_ns,

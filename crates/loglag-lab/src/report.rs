@@ -126,6 +126,16 @@ pub struct RunSummary {
     pub verified: bool,
     /// Why verification failed, or what it was based on.
     pub verify_note: String,
+    /// Log lines the API should have written (an `--app`: warm-up included).
+    #[serde(default)]
+    pub expected_records: Option<u64>,
+    /// Expected − read: records lost (negative: extra lines). `None` when nothing
+    /// says what to expect.
+    #[serde(default)]
+    pub lost_records: Option<i64>,
+    /// How an `--app` ended when stopped at the end of the run.
+    #[serde(default)]
+    pub app_exit: Option<String>,
     /// How late the generator sent this run's requests.
     #[serde(default)]
     pub send_lateness: Option<Lateness>,
@@ -160,6 +170,12 @@ pub struct PairSummary {
     pub dropped: Option<u64>,
     pub queue_full: Option<u64>,
     pub verified: bool,
+    /// Summed over rounds; `None` when nothing says what to expect.
+    #[serde(default)]
+    pub lost_records: Option<i64>,
+    /// Why a round was not verified (the first such reason).
+    #[serde(default)]
+    pub verify_note: Option<String>,
     /// Pooled over every request of every round.
     #[serde(default)]
     pub send_lateness: Option<Lateness>,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::api::condition::Condition;
 use crate::api::control::{ApiStats, ControlClient};
 use crate::api::server::{self, ServeConfig};
+use crate::lab::RunCondition;
 use crate::sys::child::ChildGuard;
 use crate::sys::spawn::ChildSpec;
 
@@ -37,7 +37,7 @@ impl ApiProc {
     /// returns once it accepts connections.
     pub fn start(
         kind: ApiKind<'_>,
-        condition: Condition,
+        condition: &RunCondition,
         log_path: &Path,
         stderr_path: &Path,
     ) -> io::Result<ApiProc> {
@@ -45,6 +45,11 @@ impl ApiProc {
         let stderr_path = stderr_path.to_owned();
         match kind {
             ApiKind::BuiltIn { exe, threads } => {
+                let Some(condition) = condition.built_in() else {
+                    return Err(io::Error::other(format!(
+                        "{condition:?} is not a condition of the built-in API: give --app"
+                    )));
+                };
                 let mut cmd = ChildSpec::Api(ServeConfig {
                     port: 0,
                     threads,
@@ -82,7 +87,7 @@ impl ApiProc {
                 let command = template
                     .replace("{port}", &port.to_string())
                     .replace("{log_path}", &log_path.display().to_string())
-                    .replace("{condition}", condition.as_str());
+                    .replace("{condition}", condition.name());
                 let mut cmd = Command::new("sh");
                 cmd.arg("-c")
                     .arg(format!("exec {command}"))
@@ -133,6 +138,27 @@ impl ApiProc {
                     tail(&self.stderr_path)
                 ))
             }),
+        }
+    }
+
+    /// Stops the API as a deployment does: `signal` to the process, then up to
+    /// `timeout` for it to exit, then SIGKILL. Returns what happened, in words.
+    pub fn stop(&mut self, signal: i32, timeout: Duration) -> String {
+        if let Some(status) = self.guard.exited() {
+            return format!("had already exited ({status})");
+        }
+        self.guard.signal(signal);
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.guard.exited() {
+                return format!("exited ({status})");
+            }
+            if Instant::now() >= deadline {
+                self.guard.stop(Duration::ZERO);
+                return format!("did not exit within {timeout:?} of the signal; killed");
+            }
+            // An exit has no descriptor to wait on here.
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 

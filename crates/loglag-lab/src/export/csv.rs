@@ -27,11 +27,11 @@ impl Exporter for PairsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified,send_late_mean_us,send_late_p99_us,send_late_max_us")?;
+        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified,send_late_mean_us,send_late_p99_us,send_late_max_us,lost_records")?;
         for p in &s.pairs {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{}",
                 quote(&p.condition),
                 quote(&p.sink),
                 p.runs,
@@ -54,6 +54,7 @@ impl Exporter for PairsCsv {
                 cell(p.send_lateness.map(|l| l.mean_us), 1),
                 cell(p.send_lateness.map(|l| l.p99_us), 1),
                 cell(p.send_lateness.map(|l| l.max_us), 1),
+                p.lost_records.map_or_else(String::new, |v| v.to_string()),
             )?;
         }
         Ok(())
@@ -117,11 +118,11 @@ impl Exporter for RunsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us")?;
+        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us,expected_records,lost_records,app_exit")?;
         for r in &s.runs {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.run,
                 r.round,
                 quote(&r.condition),
@@ -151,6 +152,9 @@ impl Exporter for RunsCsv {
                 cell(r.send_lateness.map(|l| l.mean_us), 1),
                 cell(r.send_lateness.map(|l| l.p99_us), 1),
                 cell(r.send_lateness.map(|l| l.max_us), 1),
+                opt_u64(r.expected_records),
+                r.lost_records.map_or_else(String::new, |v| v.to_string()),
+                quote(r.app_exit.as_deref().unwrap_or("")),
             )?;
         }
         Ok(())

@@ -15,16 +15,16 @@ impl Exporter for Markdown {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
-            "| condition | sink | p50 ms | p99 ms | max ms | errors | timeouts | gen µs | log call µs | max backlog KiB | drain s | rps API | rps logs read | CPU cores | dropped | send late p99 µs | verified |"
+            "| condition | sink | p50 ms | p99 ms | max ms | errors | timeouts | gen µs | log call µs | max backlog KiB | drain s | rps API | rps logs read | CPU cores | dropped | lost | send late p99 µs | verified |"
         )?;
         writeln!(
             out,
-            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"
         )?;
         for p in &s.pairs {
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
                 p.condition,
                 p.sink,
                 cell(p.p50_ms, 2),
@@ -40,9 +40,19 @@ impl Exporter for Markdown {
                 p.rps_logs_read,
                 cell(p.cpu_cores, 3),
                 p.dropped.map_or_else(String::new, |d| d.to_string()),
+                p.lost_records.map_or_else(String::new, |d| d.to_string()),
                 cell(p.send_lateness.map(|l| l.p99_us), 0),
                 if p.verified { "yes" } else { "NO" },
             )?;
+        }
+        for p in &s.pairs {
+            if let (false, Some(note)) = (p.verified, &p.verify_note) {
+                writeln!(
+                    out,
+                    "\n**Not verified** ({} / {}): {note}.",
+                    p.condition, p.sink
+                )?;
+            }
         }
         for p in &s.pairs {
             if let Some(w) = &p.lateness_warning {

@@ -205,12 +205,12 @@ pub fn render(s: &Summary) -> String {
             (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
         },
     );
-    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr><th class=\"l\">condition</th><th class=\"l\">sink</th><th>runs</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>HTTP errors</th><th>timeouts</th><th>gen (µs)</th><th>log call (µs)</th><th>max backlog (KiB)</th><th>drain (s)</th><th>throughput A (req/s)</th><th>throughput B (req/s)</th><th>CPU (cores)</th><th>dropped</th><th>send late p99 (µs)</th><th>verified</th></tr></thead><tbody>");
+    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr><th class=\"l\">condition</th><th class=\"l\">sink</th><th>runs</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>HTTP errors</th><th>timeouts</th><th>gen (µs)</th><th>log call (µs)</th><th>max backlog (KiB)</th><th>drain (s)</th><th>throughput A (req/s)</th><th>throughput B (req/s)</th><th>CPU (cores)</th><th>dropped</th><th>lost</th><th>send late p99 (µs)</th><th>verified</th></tr></thead><tbody>");
     let f = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
     for r in &s.pairs {
         let _ = write!(
             h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td{}>{}</td><td{}>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td><td{}>{}</td></tr>",
             esc(&r.condition),
             esc(&r.sink),
             r.runs,
@@ -227,6 +227,7 @@ pub fn render(s: &Summary) -> String {
             r.rps_logs_read,
             f(r.cpu_cores, 3),
             r.dropped.map_or(String::new(), |d| d.to_string()),
+            r.lost_records.map_or(String::new(), |d| d.to_string()),
             if r.lateness_warning.is_some() { " class=\"bad\"" } else { "" },
             f(r.send_lateness.map(|l| l.p99_us), 0),
             if r.verified { "" } else { " class=\"bad\"" },
@@ -234,6 +235,17 @@ pub fn render(s: &Summary) -> String {
         );
     }
     h.push_str("</tbody></table>");
+    for r in &s.pairs {
+        if let (false, Some(note)) = (r.verified, &r.verify_note) {
+            let _ = write!(
+                h,
+                "<p class=\"bad\"><b>Not verified</b> ({} / {}): {}.</p>",
+                esc(&r.condition),
+                esc(&r.sink),
+                esc(note)
+            );
+        }
+    }
     for r in &s.pairs {
         if let Some(w) = &r.lateness_warning {
             let _ = write!(

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::plan::SinkKind;
+use super::plan::{ExpectLines, RunCondition, SinkKind};
 use crate::api::condition::{Condition, SHORT_LINE_BYTES};
 use crate::api::control::ApiStats;
 use crate::load::{LoadResult, Outcome};
@@ -19,7 +19,7 @@ use crate::stats::{self, quantile};
 pub struct RawRun {
     pub run: usize,
     pub round: usize,
-    pub condition: Condition,
+    pub condition: RunCondition,
     pub sink: SinkKind,
     pub duration: Duration,
     pub drain_timeout: Duration,
@@ -36,6 +36,14 @@ pub struct RawRun {
     /// The API's CPU seconds before and after the load, and the wall time between.
     pub cpu_seconds: Option<(f64, f64)>,
     pub cpu_window_s: f64,
+    /// Warm-up requests the API served before the counters were reset.
+    pub warmup_served: u64,
+    /// Log lines the reader had read when it was reset after the warm-up.
+    pub warmup_lines: u64,
+    /// `--expect-lines`: how an `--app`'s log is verified.
+    pub expect_lines: ExpectLines,
+    /// How the `--app` ended, in words (`None` for the built-in API).
+    pub app_exit: Option<String>,
 }
 
 /// Everything one run produced.
@@ -60,7 +68,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         drained,
         ..
     } = raw;
-    let (run, round, condition, sink, drained) = (*run, *round, *condition, *sink, *drained);
+    let (run, round, sink, drained) = (*run, *round, *sink, *drained);
     let api_stats = &raw.api;
     let series = &raw.series;
     let t0 = load.t0_mono_ns;
@@ -117,21 +125,22 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
             };
             (ok, note)
         }
-        (None, true) => {
-            let (bytes, lines) = expected_per_request(condition);
-            let served = completed + http_errors;
-            let ok = read.bytes == bytes * served && read.newlines == lines * served;
-            (
-                ok,
-                format!(
-                    "reader only: {} bytes / {} lines for {served} requests (expected {} / {})",
-                    read.bytes,
-                    read.newlines,
-                    bytes * served,
-                    lines * served
-                ),
-            )
-        }
+        (None, true) => verify_app(raw, completed + http_errors),
+    };
+    // Lines the logger was expected to write against lines read: a positive figure is
+    // records lost, a negative one extra lines.
+    let (expected_records, lost_records) = match (api_stats, drained) {
+        (Some(a), _) => (
+            Some(a.written_newlines + a.dropped),
+            Some((a.written_newlines + a.dropped) as i64 - read.newlines as i64),
+        ),
+        (None, _) => match app_expected_lines(raw, completed + http_errors) {
+            Some(expected) => (
+                Some(expected),
+                Some(expected as i64 - (read.newlines + raw.warmup_lines) as i64),
+            ),
+            None => (None, None),
+        },
     };
     let backlog: Vec<(u64, u64, u64)> = series
         .iter()
@@ -144,7 +153,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let summary = RunSummary {
         run,
         round,
-        condition: condition.to_string(),
+        condition: condition.name().to_owned(),
         sink: sink.as_str().to_owned(),
         requests: load.samples.len() as u64,
         completed,
@@ -175,6 +184,9 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         read_sha256: read.sha256.clone(),
         verified,
         verify_note,
+        expected_records,
+        lost_records,
+        app_exit: raw.app_exit.clone(),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
     };
@@ -287,6 +299,14 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             dropped: opt_sum(&|r| r.dropped),
             queue_full: opt_sum(&|r| r.queue_full),
             verified: runs.iter().all(|o| o.summary.verified),
+            lost_records: {
+                let lost: Vec<i64> = runs.iter().filter_map(|o| o.summary.lost_records).collect();
+                (!lost.is_empty()).then(|| lost.iter().sum())
+            },
+            verify_note: runs
+                .iter()
+                .find(|o| !o.summary.verified)
+                .map(|o| o.summary.verify_note.clone()),
             send_lateness: pooled_lateness,
             lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
             condition,
@@ -309,6 +329,69 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
         requests,
         timeseries,
     }
+}
+
+/// Lines an `--app` should have written for `served` measured requests plus the
+/// warm-up: `--expect-lines` for its condition, else the built-in condition's figure.
+fn app_expected_lines(raw: &RawRun, served: u64) -> Option<u64> {
+    let per_request = raw
+        .expect_lines
+        .for_condition(raw.condition.name())
+        .or_else(|| raw.condition.built_in().map(|c| expected_per_request(c).1))?;
+    Some(per_request * (served + raw.warmup_served))
+}
+
+/// Verifies an `--app` from what the reader read, since the app reports nothing.
+fn verify_app(raw: &RawRun, served: u64) -> (bool, String) {
+    let read = &raw.read;
+    let lines_read = read.newlines + raw.warmup_lines;
+    let exit = raw
+        .app_exit
+        .as_deref()
+        .map_or(String::new(), |e| format!("; the app {e}"));
+    let Some(expected) = app_expected_lines(raw, served) else {
+        return (
+            false,
+            format!(
+                "cannot verify {:?}: the app reports nothing and no --expect-lines was given for it ({lines_read} lines read){exit}",
+                raw.condition.name()
+            ),
+        );
+    };
+    let requests = served + raw.warmup_served;
+    if lines_read == expected {
+        // A built-in condition's bytes are known too.
+        if let Some(c) = raw.condition.built_in() {
+            let (bytes, _) = expected_per_request(c);
+            if read.bytes != bytes * served {
+                return (
+                    false,
+                    format!(
+                        "{lines_read} lines as expected, but {} bytes where {} were expected{exit}",
+                        read.bytes,
+                        bytes * served
+                    ),
+                );
+            }
+        }
+        return (
+            true,
+            format!(
+                "{lines_read} lines for {requests} requests (warm-up included), as expected{exit}"
+            ),
+        );
+    }
+    let (what, n) = if lines_read < expected {
+        ("lost", expected - lines_read)
+    } else {
+        ("extra", lines_read - expected)
+    };
+    (
+        false,
+        format!(
+            "{n} records {what}: {lines_read} lines read, {expected} expected for {requests} requests (warm-up included){exit}"
+        ),
+    )
 }
 
 /// Bytes (and lines) the reference conditions write per request; used to verify an
@@ -349,7 +432,7 @@ mod tests {
         RawRun {
             run: 3,
             round: 1,
-            condition: Condition::JsonQueue,
+            condition: RunCondition::BuiltIn(Condition::JsonQueue),
             sink: SinkKind::Slow,
             duration: Duration::from_millis(500),
             drain_timeout: Duration::from_secs(120),
@@ -392,6 +475,10 @@ mod tests {
             ],
             cpu_seconds: Some((1.0, 1.25)),
             cpu_window_s: 2.5,
+            warmup_served: 2,
+            warmup_lines: 0,
+            expect_lines: ExpectLines::default(),
+            app_exit: None,
         }
     }
 

@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use plan::{LabPlan, SinkKind};
+pub use plan::{ExpectLines, LabPlan, RunCondition, SinkKind, StopSignal};
 
-use crate::api::condition::Condition;
 use crate::api::control::ApiStats;
 use crate::api::launch::{ApiKind, ApiProc};
 use crate::load::{self, LoadConfig, Outcome, Target};
@@ -123,7 +122,7 @@ pub fn run_lab(
             .enable_all()
             .build()?;
         let schedule = plan.schedule();
-        for (index, &(round, condition, sink)) in schedule.iter().enumerate() {
+        for (index, (round, condition, sink)) in schedule.iter().cloned().enumerate() {
             if cancel.load(Ordering::SeqCst) {
                 return Err(LabError::Cancelled);
             }
@@ -242,7 +241,8 @@ fn wait_until(
 
 /// Decides when the reader has read everything the API wrote.
 struct CaughtUp {
-    condition: Condition,
+    /// Bytes a dropped record would have had (built-in conditions).
+    record_bytes: u64,
     /// For an `--app` that cannot report what it wrote: how long the reader must see no
     /// new bytes.
     quiet: Duration,
@@ -250,9 +250,11 @@ struct CaughtUp {
 }
 
 impl CaughtUp {
-    fn new(condition: Condition, quiet: Duration) -> CaughtUp {
+    fn new(condition: &RunCondition, quiet: Duration) -> CaughtUp {
         CaughtUp {
-            condition,
+            record_bytes: condition
+                .built_in()
+                .map_or(0, |c| c.bytes_per_request() as u64),
             quiet,
             last_change: (u64::MAX, Instant::now()),
         }
@@ -263,8 +265,7 @@ impl CaughtUp {
             // Everything handed off was written or dropped, and everything written was read.
             Some(a) => {
                 read >= a.written_bytes
-                    && a.written_bytes + a.dropped * self.condition.bytes_per_request() as u64
-                        >= a.handed_off_bytes
+                    && a.written_bytes + a.dropped * self.record_bytes >= a.handed_off_bytes
             }
             None => {
                 if read != self.last_change.0 {
@@ -281,7 +282,7 @@ fn run_one(
     plan: &LabPlan,
     run: usize,
     round: usize,
-    condition: Condition,
+    condition: RunCondition,
     sink: SinkKind,
     dir: &Path,
     runtime: &tokio::runtime::Runtime,
@@ -303,7 +304,7 @@ fn run_one(
         },
     };
     let stderr_path = dir.join(format!("api-{run}.stderr"));
-    let mut api = ApiProc::start(kind, condition, &fifo, &stderr_path)?;
+    let mut api = ApiProc::start(kind, &condition, &fifo, &stderr_path)?;
     if let Some((api_limit, io_limit)) = limits {
         api_limit.add(api.guard.pid())?;
         io_limit.add(reader.guard.pid())?;
@@ -338,7 +339,7 @@ fn run_one(
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
-    let mut caught_up = CaughtUp::new(condition, Duration::from_millis(500));
+    let mut caught_up = CaughtUp::new(&condition, Duration::from_millis(500));
     let warmed = wait_until(cancel, Duration::from_secs(30), || {
         let read = reader.stats()?.bytes;
         Ok(caught_up.check(read, api.stats()?.as_ref()))
@@ -352,6 +353,9 @@ fn run_one(
         c.reset()
             .map_err(|e| fail(format!("cannot reset the API's counters: {e}")))?;
     }
+    // An --app cannot be reset: what its warm-up wrote is counted here, and whatever
+    // it still buffers arrives later, so verification counts every request it served.
+    let warmup_lines = reader.stats()?.newlines;
     reader.reset()?;
 
     // Measure: sample produced and read bytes while the load runs.
@@ -384,9 +388,15 @@ fn run_one(
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
+    // An --app is stopped as a deployment stops it; what it writes while shutting
+    // down counts, and what it never writes shows up as lost records.
+    let app_exit = match api.control {
+        Some(_) => None,
+        None => Some(api.stop(plan.stop_signal.number(), plan.stop_timeout)),
+    };
 
     // Drain: wait until every byte the API wrote has been read.
-    let mut caught_up = CaughtUp::new(condition, Duration::from_secs(1));
+    let mut caught_up = CaughtUp::new(&condition, Duration::from_secs(1));
     let drained = wait_until(cancel, plan.drain_timeout, || {
         let read = reader
             .lock()
@@ -420,6 +430,10 @@ fn run_one(
         series,
         cpu_seconds: cpu_before.zip(cpu_after),
         cpu_window_s: cpu_window,
+        warmup_served: plan.warmup as u64,
+        warmup_lines,
+        expect_lines: plan.expect_lines.clone(),
+        app_exit,
     }))
 }
 

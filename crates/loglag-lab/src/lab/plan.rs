@@ -35,10 +35,146 @@ impl std::str::FromStr for SinkKind {
     }
 }
 
+/// One run's condition: the built-in API's, or any name an `--app` understands (passed
+/// to it through `{condition}`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RunCondition {
+    BuiltIn(Condition),
+    /// A name only the `--app` knows; verified against `--expect-lines`.
+    Named(String),
+}
+
+impl RunCondition {
+    /// A built-in name is always the built-in condition (with its expectations); any
+    /// other name is accepted only for an `--app`.
+    pub fn parse(name: &str, app: bool) -> Result<RunCondition, String> {
+        let name = name.trim();
+        match name.parse::<Condition>() {
+            Ok(c) => Ok(RunCondition::BuiltIn(c)),
+            Err(_) if app && !name.is_empty() && !name.contains(['{', '}', '\'', '"']) => {
+                Ok(RunCondition::Named(name.to_owned()))
+            }
+            Err(e) if app => Err(format!("invalid condition name {name:?}: {e}")),
+            Err(e) => Err(format!("{e} (any other name needs --app)")),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            RunCondition::BuiltIn(c) => c.as_str(),
+            RunCondition::Named(n) => n,
+        }
+    }
+
+    pub fn built_in(&self) -> Option<Condition> {
+        match self {
+            RunCondition::BuiltIn(c) => Some(*c),
+            RunCondition::Named(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RunCondition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--expect-lines`: how many log lines each request writes, for all conditions (`3`)
+/// or per condition (`stream=3,memory=3`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpectLines {
+    all: Option<u64>,
+    per_condition: Vec<(String, u64)>,
+}
+
+impl ExpectLines {
+    pub fn for_condition(&self, name: &str) -> Option<u64> {
+        self.per_condition
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, v)| v)
+            .or(self.all)
+    }
+
+    /// Names given per condition, to check against the plan's conditions.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.per_condition.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+impl std::str::FromStr for ExpectLines {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ExpectLines, String> {
+        let bad = || {
+            format!(
+                "--expect-lines {s:?}: expected a number (3) or NAME=N pairs (stream=3,memory=3)"
+            )
+        };
+        if let Ok(n) = s.trim().parse::<u64>() {
+            return Ok(ExpectLines {
+                all: Some(n),
+                per_condition: Vec::new(),
+            });
+        }
+        let mut per_condition = Vec::new();
+        for pair in s.split(',') {
+            let (name, n) = pair.split_once('=').ok_or_else(bad)?;
+            let n = n.trim().parse::<u64>().map_err(|_| bad())?;
+            per_condition.push((name.trim().to_owned(), n));
+        }
+        Ok(ExpectLines {
+            all: None,
+            per_condition,
+        })
+    }
+}
+
+/// How each run stops an `--app`, as a deployment would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopSignal {
+    #[default]
+    Term,
+    Int,
+    Kill,
+}
+
+impl StopSignal {
+    pub fn number(self) -> i32 {
+        match self {
+            StopSignal::Term => libc::SIGTERM,
+            StopSignal::Int => libc::SIGINT,
+            StopSignal::Kill => libc::SIGKILL,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopSignal::Term => "term",
+            StopSignal::Int => "int",
+            StopSignal::Kill => "kill",
+        }
+    }
+}
+
+impl std::str::FromStr for StopSignal {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StopSignal, String> {
+        match s.trim().to_ascii_lowercase().trim_start_matches("sig") {
+            "term" => Ok(StopSignal::Term),
+            "int" => Ok(StopSignal::Int),
+            "kill" => Ok(StopSignal::Kill),
+            other => Err(format!(
+                "unknown stop signal {other:?}: expected term, int or kill"
+            )),
+        }
+    }
+}
+
 /// A validated lab plan.
 #[derive(Debug, Clone)]
 pub struct LabPlan {
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<RunCondition>,
     pub sinks: Vec<SinkKind>,
     pub rounds: usize,
     pub rate: f64,
@@ -58,21 +194,26 @@ pub struct LabPlan {
     pub drain_timeout: Duration,
     /// Runs whose p99 send lateness exceeds this (µs) are flagged.
     pub lateness_limit_us: f64,
+    /// Lines per request an `--app` writes, to verify it.
+    pub expect_lines: ExpectLines,
+    /// How an `--app` is stopped at the end of each run, and how long it may take.
+    pub stop_signal: StopSignal,
+    pub stop_timeout: Duration,
 }
 
 impl LabPlan {
     /// The runs in order: every pair each round, each round starting one pair later.
-    pub fn schedule(&self) -> Vec<(usize, Condition, SinkKind)> {
-        let pairs: Vec<(Condition, SinkKind)> = self
+    pub fn schedule(&self) -> Vec<(usize, RunCondition, SinkKind)> {
+        let pairs: Vec<(&RunCondition, SinkKind)> = self
             .conditions
             .iter()
-            .flat_map(|&c| self.sinks.iter().map(move |&s| (c, s)))
+            .flat_map(|c| self.sinks.iter().map(move |&s| (c, s)))
             .collect();
         let mut out = Vec::new();
         for round in 0..self.rounds {
             for k in 0..pairs.len() {
                 let (c, s) = pairs[(round + k) % pairs.len()];
-                out.push((round, c, s));
+                out.push((round, c.clone(), s));
             }
         }
         out
@@ -87,7 +228,10 @@ mod tests {
     #[test]
     fn rounds_rotate_their_starting_pair() {
         let plan = LabPlan {
-            conditions: vec![Condition::None, Condition::JsonSync],
+            conditions: vec![
+                RunCondition::BuiltIn(Condition::None),
+                RunCondition::BuiltIn(Condition::JsonSync),
+            ],
             sinks: vec![SinkKind::Fast, SinkKind::Slow],
             rounds: 2,
             rate: 20.0,
@@ -103,15 +247,43 @@ mod tests {
             exe: PathBuf::new(),
             drain_timeout: Duration::from_secs(1),
             lateness_limit_us: Lateness::DEFAULT_LIMIT_US,
+            expect_lines: ExpectLines::default(),
+            stop_signal: StopSignal::Term,
+            stop_timeout: Duration::from_secs(10),
         };
         let s = plan.schedule();
         assert_eq!(s.len(), 8);
-        assert_eq!((s[0].1, s[0].2), (Condition::None, SinkKind::Fast));
+        let none = RunCondition::BuiltIn(Condition::None);
+        assert_eq!((s[0].1.clone(), s[0].2), (none.clone(), SinkKind::Fast));
         assert_eq!(
-            (s[4].1, s[4].2),
-            (Condition::None, SinkKind::Slow),
+            (s[4].1.clone(), s[4].2),
+            (none.clone(), SinkKind::Slow),
             "round 2 starts one pair later"
         );
-        assert_eq!((s[7].1, s[7].2), (Condition::None, SinkKind::Fast));
+        assert_eq!((s[7].1.clone(), s[7].2), (none, SinkKind::Fast));
+    }
+
+    #[test]
+    fn app_conditions_and_expectations_parse() {
+        assert_eq!(
+            RunCondition::parse("json-sync", true).unwrap(),
+            RunCondition::BuiltIn(Condition::JsonSync)
+        );
+        assert_eq!(
+            RunCondition::parse("memory", true).unwrap(),
+            RunCondition::Named("memory".into())
+        );
+        assert!(RunCondition::parse("memory", false)
+            .unwrap_err()
+            .contains("needs --app"));
+        let e: ExpectLines = "stream=3, memory=2".parse().unwrap();
+        assert_eq!(e.for_condition("stream"), Some(3));
+        assert_eq!(e.for_condition("memory"), Some(2));
+        assert_eq!(e.for_condition("queue"), None);
+        let all: ExpectLines = "3".parse().unwrap();
+        assert_eq!(all.for_condition("anything"), Some(3));
+        assert!("x=y".parse::<ExpectLines>().is_err());
+        assert_eq!("SIGTERM".parse::<StopSignal>().unwrap(), StopSignal::Term);
+        assert!("hup".parse::<StopSignal>().is_err());
     }
 }

@@ -116,6 +116,15 @@ impl ChildGuard {
         Ok(status)
     }
 
+    /// Sends `signal` to the child itself (not its group), as `docker stop` or
+    /// systemd would, unless it has been reaped.
+    pub fn signal(&self, signal: i32) {
+        if self.reaped.is_none() {
+            // SAFETY: kill(2) on our unreaped child.
+            unsafe { libc::kill(self.child.id() as i32, signal) };
+        }
+    }
+
     fn kill_group(&self, signal: i32) {
         if self.reaped.is_some() {
             return; // the group id may have been reused
