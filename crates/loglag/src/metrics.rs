@@ -404,6 +404,39 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    #[test]
+    fn is_accounted_rejects_each_kind_of_imbalance() {
+        let good = Metrics {
+            accepted: 10,
+            written_records: 6,
+            dropped_records: 3,
+            in_flight_records: 1,
+            queue_full: 2,
+            io_error: 1,
+            dropped_by_level: [0, 0, 3, 0, 0],
+            ..Metrics::default()
+        };
+        assert!(good.is_accounted());
+        let lost_one = Metrics {
+            written_records: 5,
+            ..good.clone()
+        };
+        assert!(
+            !lost_one.is_accounted(),
+            "a record neither written nor dropped"
+        );
+        let reasons_short = Metrics {
+            io_error: 0,
+            ..good.clone()
+        };
+        assert!(!reasons_short.is_accounted(), "a drop without a reason");
+        let levels_short = Metrics {
+            dropped_by_level: [0, 0, 2, 0, 0],
+            ..good
+        };
+        assert!(!levels_short.is_accounted(), "a drop without a level");
+    }
+
     /// The reason names are an interface: Prometheus labels, in-band fields, the docs.
     #[test]
     fn drop_reasons_have_stable_names_in_prometheus_text() {
