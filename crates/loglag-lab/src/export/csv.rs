@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use super::pairs::PAIR_COLUMNS;
 use super::{cell, Exporter};
 use crate::report::{Lateness, LoadSummary, SinkSummary, Summary};
 
@@ -27,35 +28,11 @@ impl Exporter for PairsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "condition,sink,runs,requests,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,verified,send_late_mean_us,send_late_p99_us,send_late_max_us,lost_records")?;
+        let keys: Vec<&str> = PAIR_COLUMNS.iter().map(|c| c.key).collect();
+        writeln!(out, "{}", keys.join(","))?;
         for p in &s.pairs {
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{}",
-                quote(&p.condition),
-                quote(&p.sink),
-                p.runs,
-                p.requests,
-                cell(p.p50_ms, 4),
-                cell(p.p99_ms, 4),
-                cell(p.max_ms, 4),
-                p.http_errors,
-                p.timeouts,
-                cell(p.gen_us, 2),
-                cell(p.log_call_us, 2),
-                cell(p.max_backlog_kib, 2),
-                p.drain_s,
-                p.rps_api,
-                p.rps_logs_read,
-                cell(p.cpu_cores, 4),
-                opt_u64(p.dropped),
-                opt_u64(p.queue_full),
-                p.verified,
-                cell(p.send_lateness.map(|l| l.mean_us), 1),
-                cell(p.send_lateness.map(|l| l.p99_us), 1),
-                cell(p.send_lateness.map(|l| l.max_us), 1),
-                p.lost_records.map_or_else(String::new, |v| v.to_string()),
-            )?;
+            let cells: Vec<String> = PAIR_COLUMNS.iter().map(|c| quote(&(c.exact)(p))).collect();
+            writeln!(out, "{}", cells.join(","))?;
         }
         Ok(())
     }

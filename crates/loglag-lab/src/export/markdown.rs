@@ -1,5 +1,6 @@
 use std::io::{self, Write};
 
+use super::pairs::shown_columns;
 use super::{cell, Exporter};
 use crate::report::{Lateness, LoadSummary, SinkSummary, Summary};
 
@@ -13,37 +14,17 @@ impl Exporter for Markdown {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "| condition | sink | p50 ms | p99 ms | max ms | errors | timeouts | gen µs | log call µs | max backlog KiB | drain s | rps API | rps logs read | CPU cores | dropped | lost | send late p99 µs | verified |"
-        )?;
-        writeln!(
-            out,
-            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"
-        )?;
+        let columns: Vec<_> = shown_columns().collect();
+        let titles: Vec<&str> = columns.iter().map(|c| c.title).collect();
+        writeln!(out, "| {} |", titles.join(" | "))?;
+        let rules: Vec<&str> = columns
+            .iter()
+            .map(|c| if c.text { "---" } else { "--:" })
+            .collect();
+        writeln!(out, "|{}|", rules.join("|"))?;
         for p in &s.pairs {
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
-                p.condition,
-                p.sink,
-                cell(p.p50_ms, 2),
-                cell(p.p99_ms, 2),
-                cell(p.max_ms, 2),
-                p.http_errors,
-                p.timeouts,
-                cell(p.gen_us, 0),
-                cell(p.log_call_us, 0),
-                cell(p.max_backlog_kib, 0),
-                p.drain_s,
-                p.rps_api,
-                p.rps_logs_read,
-                cell(p.cpu_cores, 3),
-                p.dropped.map_or_else(String::new, |d| d.to_string()),
-                p.lost_records.map_or_else(String::new, |d| d.to_string()),
-                cell(p.send_lateness.map(|l| l.p99_us), 0),
-                if p.verified { "yes" } else { "NO" },
-            )?;
+            let cells: Vec<String> = columns.iter().map(|c| (c.shown)(p)).collect();
+            writeln!(out, "| {} |", cells.join(" | "))?;
         }
         for p in &s.pairs {
             if let (false, Some(note)) = (p.verified, &p.verify_note) {

@@ -4,6 +4,7 @@
 mod csv;
 mod json;
 mod markdown;
+pub(crate) mod pairs;
 
 use std::io::{self, Write};
 

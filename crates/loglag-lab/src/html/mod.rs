@@ -205,34 +205,32 @@ pub fn render(s: &Summary) -> String {
             (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
         },
     );
-    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr><th class=\"l\">condition</th><th class=\"l\">sink</th><th>runs</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>HTTP errors</th><th>timeouts</th><th>gen (µs)</th><th>log call (µs)</th><th>max backlog (KiB)</th><th>drain (s)</th><th>throughput A (req/s)</th><th>throughput B (req/s)</th><th>CPU (cores)</th><th>dropped</th><th>lost</th><th>send late p99 (µs)</th><th>verified</th></tr></thead><tbody>");
-    let f = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
-    for r in &s.pairs {
+    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr>");
+    let columns: Vec<_> = crate::export::pairs::shown_columns().collect();
+    for c in &columns {
         let _ = write!(
             h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td><td{}>{}</td></tr>",
-            esc(&r.condition),
-            esc(&r.sink),
-            r.runs,
-            f(r.p50_ms, 2),
-            f(r.p99_ms, 2),
-            f(r.max_ms, 2),
-            r.http_errors,
-            r.timeouts,
-            f(r.gen_us, 0),
-            f(r.log_call_us, 0),
-            f(r.max_backlog_kib, 0),
-            r.drain_s,
-            r.rps_api,
-            r.rps_logs_read,
-            f(r.cpu_cores, 3),
-            r.dropped.map_or(String::new(), |d| d.to_string()),
-            r.lost_records.map_or(String::new(), |d| d.to_string()),
-            if r.lateness_warning.is_some() { " class=\"bad\"" } else { "" },
-            f(r.send_lateness.map(|l| l.p99_us), 0),
-            if r.verified { "" } else { " class=\"bad\"" },
-            if r.verified { "yes" } else { "NO" },
+            "<th{}>{}</th>",
+            if c.text { " class=\"l\"" } else { "" },
+            esc(c.title)
         );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for r in &s.pairs {
+        h.push_str("<tr>");
+        for c in &columns {
+            let bad = (c.key == "verified" && !r.verified)
+                || (c.key == "send_late_p99_us" && r.lateness_warning.is_some())
+                || (c.key == "lost_records" && r.lost_records.is_some_and(|l| l != 0));
+            let class = match (c.text, bad) {
+                (true, true) => " class=\"l bad\"",
+                (true, false) => " class=\"l\"",
+                (false, true) => " class=\"bad\"",
+                (false, false) => "",
+            };
+            let _ = write!(h, "<td{class}>{}</td>", esc(&(c.shown)(r)));
+        }
+        h.push_str("</tr>");
     }
     h.push_str("</tbody></table>");
     for r in &s.pairs {

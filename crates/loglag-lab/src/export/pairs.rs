@@ -1,0 +1,112 @@
+//! The pairs table's columns, defined once for every rendering: Markdown and HTML show
+//! `title` and the rounded `shown` value; CSV writes `key` and the `exact` value.
+
+use crate::report::PairSummary;
+
+/// One column of the pairs table.
+pub(crate) struct PairColumn {
+    /// Header in Markdown and HTML, units in words.
+    pub title: &'static str,
+    /// Header in CSV: snake_case, units as suffixes.
+    pub key: &'static str,
+    /// Names are left-aligned; numbers right-aligned.
+    pub text: bool,
+    /// Only in CSV (detail that would crowd a table meant for reading).
+    pub csv_only: bool,
+    /// The value as shown to a reader.
+    pub shown: fn(&PairSummary) -> String,
+    /// The value with full precision, for other tools.
+    pub exact: fn(&PairSummary) -> String,
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(String::new, |v| format!("{v:.digits$}"))
+}
+
+fn opt_int<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+macro_rules! column {
+    ($title:expr, $key:expr, text, |$p:ident| $v:expr) => {
+        PairColumn {
+            title: $title,
+            key: $key,
+            text: true,
+            csv_only: false,
+            shown: |$p| $v,
+            exact: |$p| $v,
+        }
+    };
+    ($title:expr, $key:expr, int, |$p:ident| $v:expr) => {
+        PairColumn {
+            title: $title,
+            key: $key,
+            text: false,
+            csv_only: false,
+            shown: |$p| $v,
+            exact: |$p| $v,
+        }
+    };
+    ($title:expr, $key:expr, float($shown:expr, $exact:expr), |$p:ident| $v:expr) => {
+        PairColumn {
+            title: $title,
+            key: $key,
+            text: false,
+            csv_only: false,
+            shown: |$p| opt($v, $shown),
+            exact: |$p| opt($v, $exact),
+        }
+    };
+}
+
+/// Every column, in order.
+pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
+    column!("condition", "condition", text, |p| p.condition.clone()),
+    column!("sink", "sink", text, |p| p.sink.clone()),
+    column!("runs", "runs", int, |p| p.runs.to_string()),
+    column!("requests", "requests", int, |p| p.requests.to_string()),
+    column!("p50 ms", "p50_ms", float(2, 4), |p| p.p50_ms),
+    column!("p99 ms", "p99_ms", float(2, 4), |p| p.p99_ms),
+    column!("max ms", "max_ms", float(2, 4), |p| p.max_ms),
+    column!("errors", "http_errors", int, |p| p.http_errors.to_string()),
+    column!("timeouts", "timeouts", int, |p| p.timeouts.to_string()),
+    column!("gen µs", "gen_us", float(0, 2), |p| p.gen_us),
+    column!("log call µs", "log_call_us", float(0, 2), |p| p.log_call_us),
+    column!("max backlog KiB", "max_backlog_kib", float(0, 2), |p| p.max_backlog_kib),
+    column!("drain s", "drain_s", float(2, 4), |p| Some(p.drain_s)),
+    column!("rps API", "rps_api", float(2, 4), |p| Some(p.rps_api)),
+    column!("rps logs read", "rps_logs_read", float(2, 4), |p| Some(p.rps_logs_read)),
+    column!("CPU cores", "cpu_cores", float(3, 4), |p| p.cpu_cores),
+    column!("dropped", "dropped", int, |p| opt_int(p.dropped)),
+    PairColumn {
+        csv_only: true,
+        ..column!("queue full", "queue_full", int, |p| opt_int(p.queue_full))
+    },
+    column!("lost", "lost_records", int, |p| opt_int(p.lost_records)),
+    PairColumn {
+        csv_only: true,
+        ..column!("send late mean µs", "send_late_mean_us", float(0, 1), |p| p
+            .send_lateness
+            .map(|l| l.mean_us))
+    },
+    column!("send late p99 µs", "send_late_p99_us", float(0, 1), |p| p
+        .send_lateness
+        .map(|l| l.p99_us)),
+    PairColumn {
+        csv_only: true,
+        ..column!("send late max µs", "send_late_max_us", float(0, 1), |p| p
+            .send_lateness
+            .map(|l| l.max_us))
+    },
+    PairColumn {
+        shown: |p| if p.verified { "yes" } else { "NO" }.to_owned(),
+        exact: |p| p.verified.to_string(),
+        ..column!("verified", "verified", text, |p| p.verified.to_string())
+    },
+];
+
+/// The columns a table for readers shows.
+pub(crate) fn shown_columns() -> impl Iterator<Item = &'static PairColumn> {
+    PAIR_COLUMNS.iter().filter(|c| !c.csv_only)
+}
