@@ -72,11 +72,15 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
     column!("errors", "http_errors", int, |p| p.http_errors.to_string()),
     column!("timeouts", "timeouts", int, |p| p.timeouts.to_string()),
     column!("gen µs", "gen_us", float(0, 2), |p| p.gen_us),
-    column!("log call µs", "log_call_us", float(0, 2), |p| p.log_call_us),
-    column!("max backlog KiB", "max_backlog_kib", float(0, 2), |p| p.max_backlog_kib),
+    column!("log call µs", "log_call_us", float(0, 2), |p| p
+        .log_call_us),
+    column!("max backlog KiB", "max_backlog_kib", float(0, 2), |p| p
+        .max_backlog_kib),
     column!("drain s", "drain_s", float(2, 4), |p| Some(p.drain_s)),
     column!("rps API", "rps_api", float(2, 4), |p| Some(p.rps_api)),
-    column!("rps logs read", "rps_logs_read", float(2, 4), |p| Some(p.rps_logs_read)),
+    column!("rps logs read", "rps_logs_read", float(2, 4), |p| Some(
+        p.rps_logs_read
+    )),
     column!("CPU cores", "cpu_cores", float(3, 4), |p| p.cpu_cores),
     column!("dropped", "dropped", int, |p| opt_int(p.dropped)),
     PairColumn {
@@ -86,9 +90,12 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
     column!("lost", "lost_records", int, |p| opt_int(p.lost_records)),
     PairColumn {
         csv_only: true,
-        ..column!("send late mean µs", "send_late_mean_us", float(0, 1), |p| p
-            .send_lateness
-            .map(|l| l.mean_us))
+        ..column!(
+            "send late mean µs",
+            "send_late_mean_us",
+            float(0, 1),
+            |p| p.send_lateness.map(|l| l.mean_us)
+        )
     },
     column!("send late p99 µs", "send_late_p99_us", float(0, 1), |p| p
         .send_lateness

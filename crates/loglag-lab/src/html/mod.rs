@@ -75,59 +75,28 @@ pub fn load_dir(dir: &Path) -> Result<Summary, LoadError> {
     Ok(summary)
 }
 
+/// Reads a CSV written by `export/` into its row type, by header name: a column added,
+/// moved or quoted does not break it.
+fn parse_csv<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>, LoadError> {
+    csv::Reader::from_reader(text.as_bytes())
+        .deserialize()
+        .map(|row| {
+            row.map_err(|e| {
+                let at = e
+                    .position()
+                    .map_or(String::new(), |p| format!("line {}: ", p.line()));
+                LoadError::Corrupt(path.to_owned(), format!("{at}{e}"))
+            })
+        })
+        .collect()
+}
+
 fn parse_requests(path: &Path, text: &str) -> Result<Vec<RequestRow>, LoadError> {
-    let bad =
-        |n: usize, what: &str| LoadError::Corrupt(path.to_owned(), format!("line {n}: {what}"));
-    let mut rows = Vec::new();
-    for (n, line) in text.lines().enumerate().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 8 {
-            return Err(bad(n + 1, "expected 8 columns"));
-        }
-        let num = |s: &str| s.parse::<f64>().map_err(|_| bad(n + 1, "not a number"));
-        rows.push(RequestRow {
-            run: f[0].parse().map_err(|_| bad(n + 1, "bad run"))?,
-            condition: f[1].to_owned(),
-            sink: f[2].to_owned(),
-            scheduled_ms: num(f[3])?,
-            send_lateness_ms: num(f[4])?,
-            latency_ms: if f[5].is_empty() {
-                None
-            } else {
-                Some(num(f[5])?)
-            },
-            status: f[6].parse().ok(),
-            outcome: f[7].to_owned(),
-        });
-    }
-    Ok(rows)
+    parse_csv(path, text)
 }
 
 fn parse_timeseries(path: &Path, text: &str) -> Result<Vec<TimeseriesRow>, LoadError> {
-    let bad = |n: usize| {
-        LoadError::Corrupt(
-            path.to_owned(),
-            format!("line {n}: expected run,t_s,produced_bytes,read_bytes"),
-        )
-    };
-    let mut rows = Vec::new();
-    for (n, line) in text.lines().enumerate().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() != 4 {
-            return Err(bad(n + 1));
-        }
-        rows.push(TimeseriesRow {
-            run: f[0].parse().map_err(|_| bad(n + 1))?,
-            t_s: f[1].parse().map_err(|_| bad(n + 1))?,
-            produced_bytes: if f[2].is_empty() {
-                None
-            } else {
-                Some(f[2].parse().map_err(|_| bad(n + 1))?)
-            },
-            read_bytes: f[3].parse().map_err(|_| bad(n + 1))?,
-        });
-    }
-    Ok(rows)
+    parse_csv(path, text)
 }
 
 /// One part of the report: a heading, a sentence on how to read it, and SVG charts
