@@ -197,6 +197,13 @@ fn batches_are_at_most_64_kib_and_1000_records_take_at_most_5_write_calls() {
             writes.len()
         );
         assert_eq!(m.write_syscalls, writes.len() as u64);
+        // The writer tracked the largest backlog it saw: more than one record, never
+        // more than the budget.
+        assert!(
+            m.max_backlog_bytes > 120 && m.max_backlog_bytes <= 8 << 20,
+            "max backlog {}",
+            m.max_backlog_bytes
+        );
     });
 }
 
