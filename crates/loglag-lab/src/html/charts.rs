@@ -51,21 +51,38 @@ fn no_data(id: &'static str, title: &str, why: &str) -> Section {
     }
 }
 
+/// The percentiles a latency line is drawn through: dense where the nines axis spreads
+/// them out, up to what `n` samples can resolve, then the maximum.
+fn percentile_points(n: usize) -> Vec<f64> {
+    let mut ps: Vec<f64> = (0..=18).map(|i| i as f64 * 5.0).collect();
+    ps.extend((91..=99).map(f64::from));
+    let mut step = 0.1;
+    let mut from = 99.0;
+    while 1.0 / (n as f64) < (100.0 - from) / 100.0 / 10.0 {
+        ps.extend((1..=9).map(|k| from + k as f64 * step));
+        from += 9.0 * step;
+        step /= 10.0;
+    }
+    ps.push(100.0);
+    ps
+}
+
 pub fn latency_percentiles(s: &Summary) -> Section {
     let title = "Latency percentiles";
     if s.requests.is_empty() {
         return no_data("latency", title, "requests.csv is missing or empty");
     }
-    let mut charts = Vec::new();
+    let mut panels = Vec::new();
+    let mut fewest = usize::MAX;
     for sink in sinks(s) {
         let series: Vec<Series> = conditions(s, &sink)
             .into_iter()
             .map(|c| {
                 let mut v = latencies(s, &c, &sink);
-                let points = (0..=100)
-                    .filter_map(|p| {
-                        quantile(&mut v, p as f64 / 100.0).map(|us| (p as f64, us as f64 / 1000.0))
-                    })
+                fewest = fewest.min(v.len());
+                let points = percentile_points(v.len())
+                    .into_iter()
+                    .filter_map(|p| quantile(&mut v, p / 100.0).map(|us| (p, us as f64 / 1000.0)))
                     .collect();
                 Series {
                     color: color(&c),
@@ -75,29 +92,51 @@ pub fn latency_percentiles(s: &Summary) -> Section {
                 }
             })
             .collect();
-        let x = Axis {
-            label: "percentile".into(),
-            scale: Scale::Linear,
-            min: 0.0,
-            max: 100.0,
-        };
-        let y = Axis::fit(
-            "latency (ms, log scale)",
-            Scale::Log,
-            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
-        );
-        charts.push(svg::xy(
-            &format!("{sink} sink: latency from the scheduled send"),
-            &x,
-            &y,
-            &series,
-            &[],
+        panels.push((sink, series));
+    }
+    // One y range for every panel, so fast and slow compare at a glance.
+    let y = Axis::fit(
+        "latency (ms, log scale)",
+        Scale::Log,
+        panels
+            .iter()
+            .flat_map(|(_, series)| series.iter().flat_map(|s| s.points.iter().map(|p| p.1))),
+    );
+    let most = s
+        .pairs
+        .iter()
+        .map(|p| p.requests)
+        .max()
+        .unwrap_or(1)
+        .max(10);
+    let x = Axis {
+        label: "percentile (spaced by nines)".into(),
+        scale: Scale::Nines,
+        min: 0.0,
+        max: (most as f64).log10(),
+    };
+    let charts = panels
+        .iter()
+        .map(|(sink, series)| {
+            svg::xy(
+                &format!("{sink} sink: latency from the scheduled send"),
+                &x,
+                &y,
+                series,
+                &[],
+            )
+        })
+        .collect();
+    let mut caption = "Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). The axis spaces 50, 90, 99 and 99.9 evenly, so the tail has room; the right edge is the slowest request. Lines that rise to seconds are requests that queued behind a blocked event loop.".to_owned();
+    if fewest < 100 {
+        caption.push_str(&format!(
+            " <b>Few samples:</b> a pair has only {fewest} requests, so its p99 is one of its slowest few and reads as indicative, not as a tail estimate."
         ));
     }
     Section {
         id: "latency",
         title: title.into(),
-        caption: "Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). Lines that rise to seconds on the right are requests that queued behind a blocked event loop.".into(),
+        caption,
         charts,
     }
 }

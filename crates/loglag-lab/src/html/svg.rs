@@ -17,6 +17,20 @@ pub enum Scale {
     Linear,
     /// Log base 10; values ≤ 0 are clamped to the axis minimum.
     Log,
+    /// Percentiles spaced by their nines, as HdrHistogram plots them: 0, 90, 99, 99.9
+    /// are evenly spaced, so the tail is not squeezed into the last pixels. Values are
+    /// percentiles (0–100); `max` is the axis end in nines (log10 of the sample count),
+    /// where the 100th percentile, the maximum, sits.
+    Nines,
+}
+
+/// A percentile's position on a [`Scale::Nines`] axis.
+fn nines(p: f64) -> f64 {
+    if p >= 100.0 {
+        f64::INFINITY
+    } else {
+        -(1.0 - p / 100.0).log10()
+    }
 }
 
 /// One axis.
@@ -35,6 +49,8 @@ impl Axis {
         let max = values.iter().copied().fold(f64::MIN, f64::max);
         let (min, max) = match scale {
             Scale::Linear => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
+            // Values are percentiles; the end is where 1/n resolves.
+            Scale::Nines => (0.0, (values.len().max(10) as f64).log10()),
             Scale::Log => {
                 let min_pos = values
                     .iter()
@@ -65,6 +81,7 @@ impl Axis {
             Scale::Log => {
                 (v.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
             }
+            Scale::Nines => nines(v) / self.max,
         };
         if f.is_finite() {
             f.clamp(0.0, 1.0)
@@ -75,6 +92,16 @@ impl Axis {
 
     fn ticks(&self) -> Vec<f64> {
         match self.scale {
+            Scale::Nines => {
+                let mut t = vec![0.0, 50.0, 90.0];
+                let mut p = 99.0;
+                while nines(p) <= self.max {
+                    t.push(p);
+                    p = 100.0 - (100.0 - p) / 10.0;
+                }
+                t.push(100.0);
+                t
+            }
             Scale::Log => {
                 let mut t = Vec::new();
                 let mut v = self.min;
@@ -189,7 +216,11 @@ fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
                 r#"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{y2}" class="grid"/><text x="{px:.1}" y="{ty}" class="tick" text-anchor="middle">{v}</text>"#,
                 y2 = TOP + ph,
                 ty = TOP + ph + 16.0,
-                v = fmt_tick(t)
+                v = if x.scale == Scale::Nines && t >= 100.0 {
+                    "max".to_owned()
+                } else {
+                    fmt_tick(t)
+                }
             );
         }
     }
