@@ -289,8 +289,13 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
     Section {
         id: "sections",
         title: title.into(),
-        caption: "Average time per request spent building the log record and inside the logger call, measured in the API. Hover a bar for its value.".into(),
-        charts: vec![svg::bars("Average time per request inside the API", "µs", &groups)],
+        caption: "Average time per request spent building the log record and inside the logger call, measured in the API, on a log scale: microseconds of work and tens of milliseconds of waiting fit on one chart. Hover a bar for its value.".into(),
+        charts: vec![svg::bars(
+            "Average time per request inside the API",
+            "time (log scale)",
+            Scale::LogMicros,
+            &groups,
+        )],
     }
 }
 
@@ -310,6 +315,11 @@ pub fn throughput(s: &Summary) -> Section {
         id: "throughput",
         title: "Throughput A and B".into(),
         caption: "Completed requests per second, counting time until the last response (A) or until every log byte was read (B). A gap between the bars is logging work left after the responses.".into(),
-        charts: vec![svg::bars("Completed requests per second", "requests/s", &groups)],
+        charts: vec![svg::bars(
+            "Completed requests per second",
+            "requests/s",
+            Scale::Linear,
+            &groups,
+        )],
     }
 }

@@ -1,4 +1,4 @@
-//! A small SVG chart: axes (linear or log), lines, points, bars and vertical markers.
+//! A small SVG chart: axes (linear, log, log of durations, or percentiles spaced by nines),
 //! Hand-built on purpose (see ARCHITECTURE.md): the output is deterministic text that
 //! snapshot tests can pin, it needs no font files, and it stays a few hundred lines.
 
@@ -17,6 +17,8 @@ pub enum Scale {
     Linear,
     /// Log base 10; values ≤ 0 are clamped to the axis minimum.
     Log,
+    /// Log base 10 of microseconds, with ticks labelled as durations (10 µs, 1 ms).
+    LogMicros,
     /// Percentiles spaced by their nines, as HdrHistogram plots them: 0, 90, 99, 99.9
     /// are evenly spaced, so the tail is not squeezed into the last pixels. Values are
     /// percentiles (0–100); `max` is the axis end in nines (log10 of the sample count),
@@ -51,7 +53,7 @@ impl Axis {
             Scale::Linear => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
             // Values are percentiles; the end is where 1/n resolves.
             Scale::Nines => (0.0, (values.len().max(10) as f64).log10()),
-            Scale::Log => {
+            Scale::Log | Scale::LogMicros => {
                 let min_pos = values
                     .iter()
                     .copied()
@@ -78,7 +80,7 @@ impl Axis {
     fn fraction(&self, v: f64) -> f64 {
         let f = match self.scale {
             Scale::Linear => (v - self.min) / (self.max - self.min),
-            Scale::Log => {
+            Scale::Log | Scale::LogMicros => {
                 (v.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
             }
             Scale::Nines => nines(v) / self.max,
@@ -102,7 +104,7 @@ impl Axis {
                 t.push(100.0);
                 t
             }
-            Scale::Log => {
+            Scale::Log | Scale::LogMicros => {
                 let mut t = Vec::new();
                 let mut v = self.min;
                 while v <= self.max * 1.0001 {
@@ -188,6 +190,18 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// A duration in µs as a tick label: 10 µs, 100 µs, 1 ms, 10 s.
+fn fmt_micros(us: f64) -> String {
+    let (v, unit) = if us >= 1e6 {
+        (us / 1e6, "s")
+    } else if us >= 1e3 {
+        (us / 1e3, "ms")
+    } else {
+        (us, "µs")
+    };
+    format!("{} {unit}", fmt_tick(v))
+}
+
 fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
@@ -205,7 +219,11 @@ fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
             x2 = LEFT + pw,
             tx = LEFT - 6.0,
             ty = py + 4.0,
-            v = fmt_tick(t)
+            v = if y.scale == Scale::LogMicros {
+                fmt_micros(t)
+            } else {
+                fmt_tick(t)
+            }
         );
     }
     if x_ticks {
@@ -322,11 +340,11 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
 }
 
 /// Grouped bars: one group per label, one bar per entry.
-pub fn bars(title: &str, y_label: &str, groups: &[BarGroup]) -> String {
+pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> String {
     let mut out = String::new();
     let y = Axis::fit(
         y_label,
-        Scale::Linear,
+        scale,
         groups.iter().flat_map(|g| g.bars.iter().map(|b| b.2)),
     );
     let x = Axis {
