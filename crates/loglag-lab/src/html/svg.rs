@@ -1,4 +1,5 @@
-//! A small SVG chart: axes (linear, log, log of durations, or percentiles spaced by nines),
+//! A small SVG chart: axes (linear, log, log of durations, or percentiles spaced by
+//! nines), lines, points, bars and vertical markers.
 //! Hand-built on purpose (see ARCHITECTURE.md): the output is deterministic text that
 //! snapshot tests can pin, it needs no font files, and it stays a few hundred lines.
 
