@@ -14,7 +14,7 @@ use loglag_lab::export::{self, Exporter};
 use loglag_lab::lab::{self, LabError, LabPlan, RunCondition};
 use loglag_lab::load::{self, LoadConfig, Outcome, Target};
 use loglag_lab::reader::{self, ReadConfig, SharedState};
-use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, SCHEMA};
+use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary, SCHEMA};
 use loglag_lab::stats::quantile;
 
 use loglag_lab::sys::spawn::ChildSpec;
@@ -517,15 +517,19 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
             bail!("--only {o:?}: expected kill9, soak, hung or faults");
         }
     }
+    if a.format == OutputFormat::Csv {
+        bail!("--format csv: torture's results are several tables; use md or json");
+    }
     let wants = |part: &str| only.is_none_or(|o| o == part);
-    let mut passed = true;
-    let mut json = serde_json::Map::new();
-    let mut md = String::new();
+    let mut summary = TortureSummary {
+        schema: SCHEMA,
+        ..TortureSummary::default()
+    };
     if wants("kill9") {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
         let seed = a.seed.unwrap_or_else(loglag_lab::sys::clock::mono_ns);
         eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
-        let report = torture::kill9(
+        summary.kill9 = Some(torture::kill9(
             a.trials,
             seed,
             |spool, out, progress| {
@@ -547,13 +551,7 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
                     t.torn
                 )
             },
-        )?;
-        passed &= report.passed;
-        md.push_str(&format!(
-            "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n| {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
-            report.trials, report.expected, report.recovered, report.duplicates, report.out_of_order, report.corrupt, report.from_spool, report.torn
-        ));
-        json.insert("kill9".into(), serde_json::to_value(&report)?);
+        )?);
     }
     let policies = [
         Overflow::Block,
@@ -564,81 +562,27 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     ];
     if wants("soak") {
         let rate = a.sink_rate.max(1024);
-        md.push_str("| policy | seconds | offered B/s | sink B/s | accepted | written | dropped: queue full | dropped: shutdown | accounted | budget MiB | max RSS growth MiB | call p50 µs | call p99 µs | call max µs |\n|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|--:|--:|\n");
-        let mut rows = Vec::new();
         let baseline = torture::rss_bytes();
         for policy in policies {
             eprintln!("loglag torture: soak {policy:?} for {:?}", a.soak);
-            let r = torture::soak(policy, a.soak, rate, baseline);
-            passed &= r.accounted;
-            md.push_str(&format!(
-                "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |\n",
-                r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted, r.written, r.dropped_queue_full, r.dropped_shutdown,
-                if r.accounted { "yes" } else { "NO" }, r.budget_bytes as f64 / 1048576.0, r.max_rss_growth_bytes as f64 / 1048576.0,
-                r.call_p50_us, r.call_p99_us, r.call_max_us
-            ));
-            rows.push(r);
+            summary
+                .soak
+                .push(torture::soak(policy, a.soak, rate, baseline));
         }
         eprintln!("loglag torture: soak tracing-appender for {:?}", a.soak);
-        let r = torture::soak_tracing_appender(a.soak, rate, baseline);
-        md.push_str(&format!(
-            "| {} | {:.1} | {} | {} | {} | (not reported) | {} | (not reported) | no figure | (unbounded by bytes: 128,000 lines) | {:.1} | {:.1} | {:.1} | {:.0} |\n",
-            r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted, r.dropped_queue_full,
-            r.max_rss_growth_bytes as f64 / 1048576.0, r.call_p50_us, r.call_p99_us, r.call_max_us
-        ));
-        md.push('\n');
-        json.insert("soak".into(), serde_json::to_value(&rows)?);
-        json.insert("soak_tracing_appender".into(), serde_json::to_value(&r)?);
+        summary.soak_tracing_appender =
+            Some(torture::soak_tracing_appender(a.soak, rate, baseline));
     }
     if wants("hung") {
-        md.push_str("| policy (hung sink) | calls | caller's p99 wait µs | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|--:|:-:|\n");
-        let mut rows = Vec::new();
         for policy in &policies[1..] {
-            let r = torture::hung_sink(*policy, 10_000);
-            passed &= r.accounted;
-            md.push_str(&format!(
-                "| {} | {} | {:.1} | {:.1} | {} | {} |\n",
-                r.policy,
-                r.calls,
-                r.p99_wait_us,
-                r.max_wait_us,
-                r.dropped,
-                if r.accounted { "yes" } else { "NO" }
-            ));
-            rows.push(r);
+            summary.hung.push(torture::hung_sink(*policy, 10_000));
         }
-        md.push_str(
-            "| Block | — | — | waits until the sink returns, by definition | 0 | yes |\n\n",
-        );
-        json.insert("hung".into(), serde_json::to_value(&rows)?);
     }
     if wants("faults") {
-        let rows = torture::sink_faults(100_000)?;
-        md.push_str("| sink fault | calls | caller's max wait µs | I/O errors | written | dropped | accounted |\n|---|--:|--:|--:|--:|--:|:-:|\n");
-        for r in &rows {
-            passed &= r.accounted;
-            md.push_str(&format!(
-                "| {} | {} | {:.1} | {} | {} | {} | {} |\n",
-                r.fault,
-                r.calls,
-                r.max_wait_us,
-                r.io_errors,
-                r.written,
-                r.dropped,
-                if r.accounted { "yes" } else { "NO" }
-            ));
-        }
-        json.insert("faults".into(), serde_json::to_value(&rows)?);
+        summary.faults = torture::sink_faults(100_000)?;
     }
-    let out = &mut std::io::stdout().lock();
-    match a.format {
-        OutputFormat::Json => {
-            json.insert("schema".into(), 1.into());
-            writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?
-        }
-        _ => out.write_all(md.as_bytes())?,
-    }
-    Ok(if passed {
+    stdout_exporter(a.format).export_torture(&summary, &mut std::io::stdout().lock())?;
+    Ok(if summary.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -287,3 +287,113 @@ pub struct SinkSummary {
     pub last_byte_s: Option<f64>,
     pub rate_cap_bytes_per_s: Option<u64>,
 }
+
+/// What `loglag torture` measured: each part that ran.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TortureSummary {
+    pub schema: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kill9: Option<Kill9Report>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub soak: Vec<SoakResult>,
+    /// tracing-appender in the same soak, for comparison (it reports no accounting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soak_tracing_appender: Option<SoakResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hung: Vec<HungResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultResult>,
+}
+
+impl TortureSummary {
+    /// Every part that ran held its promises: recovery exact, every record accounted.
+    pub fn passed(&self) -> bool {
+        self.kill9.as_ref().is_none_or(|k| k.passed)
+            && self.soak.iter().all(|r| r.accounted)
+            && self.hung.iter().all(|r| r.accounted)
+            && self.faults.iter().all(|r| r.accounted)
+    }
+}
+
+/// One kill -9 trial's outcome.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Trial {
+    /// Calls that had returned when the child was killed.
+    pub expected: u64,
+    /// Of those, records found in the sink after recovery.
+    pub recovered: u64,
+    /// Records found more than once.
+    pub duplicates: u64,
+    /// Records out of order for their producer.
+    pub out_of_order: u64,
+    /// Lines that are not a record the child wrote (corruption).
+    pub corrupt: u64,
+    /// Records recovery delivered from the spool.
+    pub from_spool: u64,
+    /// Torn regions recovery skipped.
+    pub torn: u64,
+}
+
+/// The summary of all trials.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Kill9Report {
+    pub schema: u32,
+    pub trials: usize,
+    pub expected: u64,
+    pub recovered: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub corrupt: u64,
+    pub from_spool: u64,
+    pub torn: u64,
+    /// Every trial found every expected record exactly once, in order.
+    pub passed: bool,
+}
+
+/// One policy under sustained overload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SoakResult {
+    pub policy: String,
+    pub seconds: f64,
+    pub offered_bytes_per_s: u64,
+    pub sink_bytes_per_s: u64,
+    pub accepted: u64,
+    pub written: u64,
+    pub dropped: u64,
+    /// Of the drops: refused because the budget was full.
+    pub dropped_queue_full: u64,
+    /// Of the drops: still queued when the 200 ms shutdown deadline passed.
+    pub dropped_shutdown: u64,
+    pub in_flight_after_shutdown: u64,
+    /// written + dropped + in flight == accepted, at the end.
+    pub accounted: bool,
+    pub budget_bytes: u64,
+    /// Peak RSS growth over `baseline` (the process before any pipeline was built).
+    pub max_rss_growth_bytes: u64,
+    pub call_p50_us: f64,
+    pub call_p99_us: f64,
+    pub call_max_us: f64,
+}
+
+/// The caller's longest wait once the sink hangs and the budget is full.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HungResult {
+    pub policy: String,
+    pub calls: u64,
+    pub p99_wait_us: f64,
+    pub max_wait_us: f64,
+    pub dropped: u64,
+    pub accounted: bool,
+}
+
+/// The caller's experience of a failing sink.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FaultResult {
+    pub fault: String,
+    pub calls: u64,
+    pub max_wait_us: f64,
+    pub io_errors: u64,
+    pub dropped: u64,
+    pub written: u64,
+    pub accounted: bool,
+}

@@ -1,7 +1,7 @@
 use std::io::{self, Write};
 
 use super::Exporter;
-use crate::report::{LoadSummary, SinkSummary, Summary};
+use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
 /// `summary.json`: `{"schema": 1, "params": …, "runs": […], "pairs": […]}`.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +18,11 @@ impl Exporter for Json {
     }
 
     fn export_load(&self, summary: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, summary)?;
+        out.write_all(b"\n")
+    }
+
+    fn export_torture(&self, summary: &TortureSummary, out: &mut dyn Write) -> io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, summary)?;
         out.write_all(b"\n")
     }

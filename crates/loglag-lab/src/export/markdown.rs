@@ -2,7 +2,7 @@ use std::io::{self, Write};
 
 use super::pairs::shown_columns;
 use super::{cell, Exporter};
-use crate::report::{Lateness, LoadSummary, SinkSummary, Summary};
+use crate::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary};
 
 /// The pairs table in Markdown, units in the headers.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +73,84 @@ impl Exporter for Markdown {
         for s in s.floor.as_deref().into_iter().chain(std::iter::once(s)) {
             if let Some(w) = &s.lateness_warning {
                 writeln!(out, "\n**Warning** ({}): {w}.", s.url)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn export_torture(&self, t: &TortureSummary, out: &mut dyn Write) -> io::Result<()> {
+        let yes = |b: bool| if b { "yes" } else { "NO" };
+        if let Some(k) = &t.kill9 {
+            writeln!(out, "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                k.trials,
+                k.expected,
+                k.recovered,
+                k.duplicates,
+                k.out_of_order,
+                k.corrupt,
+                k.from_spool,
+                k.torn
+            )?;
+        }
+        if !t.soak.is_empty() {
+            writeln!(out, "| policy | seconds | offered B/s | sink B/s | accepted | written | dropped: queue full | dropped: shutdown | accounted | budget MiB | max RSS growth MiB | call p50 µs | call p99 µs | call max µs |\n|---|--:|--:|--:|--:|--:|--:|--:|:-:|--:|--:|--:|--:|--:|")?;
+            for r in &t.soak {
+                writeln!(
+                    out,
+                    "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} |",
+                    r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted, r.written,
+                    r.dropped_queue_full, r.dropped_shutdown, yes(r.accounted),
+                    r.budget_bytes as f64 / 1048576.0, r.max_rss_growth_bytes as f64 / 1048576.0,
+                    r.call_p50_us, r.call_p99_us, r.call_max_us
+                )?;
+            }
+            if let Some(r) = &t.soak_tracing_appender {
+                writeln!(
+                    out,
+                    "| {} | {:.1} | {} | {} | {} | (not reported) | {} | (not reported) | no figure | (unbounded by bytes: 128,000 lines) | {:.1} | {:.1} | {:.1} | {:.0} |",
+                    r.policy, r.seconds, r.offered_bytes_per_s, r.sink_bytes_per_s, r.accepted,
+                    r.dropped_queue_full, r.max_rss_growth_bytes as f64 / 1048576.0,
+                    r.call_p50_us, r.call_p99_us, r.call_max_us
+                )?;
+            }
+            writeln!(out)?;
+        }
+        if !t.hung.is_empty() {
+            writeln!(out, "| policy (hung sink) | calls | caller's p99 wait µs | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|--:|:-:|")?;
+            for r in &t.hung {
+                writeln!(
+                    out,
+                    "| {} | {} | {:.1} | {:.1} | {} | {} |",
+                    r.policy,
+                    r.calls,
+                    r.p99_wait_us,
+                    r.max_wait_us,
+                    r.dropped,
+                    yes(r.accounted)
+                )?;
+            }
+            writeln!(
+                out,
+                "| Block | — | — | waits until the sink returns, by definition | 0 | yes |\n"
+            )?;
+        }
+        if !t.faults.is_empty() {
+            writeln!(out, "| sink fault | calls | caller's max wait µs | I/O errors | written | dropped | accounted |\n|---|--:|--:|--:|--:|--:|:-:|")?;
+            for r in &t.faults {
+                writeln!(
+                    out,
+                    "| {} | {} | {:.1} | {} | {} | {} | {} |",
+                    r.fault,
+                    r.calls,
+                    r.max_wait_us,
+                    r.io_errors,
+                    r.written,
+                    r.dropped,
+                    yes(r.accounted)
+                )?;
             }
         }
         Ok(())

@@ -12,7 +12,7 @@ pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 
-use crate::report::{LoadSummary, SinkSummary, Summary};
+use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
 /// Renders results in one format: a lab summary, and (for the formats that `--format`
 /// offers) the summaries of `loglag load` and `loglag sink`.
@@ -26,6 +26,13 @@ pub trait Exporter {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!("{} has no load output", self.file_name()),
+        ))
+    }
+    /// Writes `loglag torture`'s results.
+    fn export_torture(&self, _summary: &TortureSummary, _out: &mut dyn Write) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{} has no torture output: use md or json", self.file_name()),
         ))
     }
     /// Writes `loglag sink`'s summary.

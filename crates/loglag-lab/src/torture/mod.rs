@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::report::{FaultResult, HungResult, Kill9Report, SoakResult, Trial};
 use loglag::{Level, NonBlockingBuilder, Overflow};
-use serde::Serialize;
 
 /// Producers in the flooding child.
 pub const PRODUCERS: usize = 2;
@@ -89,41 +89,6 @@ fn unsafe_map(path: &Path) -> std::io::Result<memmap2::MmapMut> {
         .open(path)?;
     // SAFETY: the progress file is only used through atomics by this harness.
     unsafe { memmap2::MmapMut::map_mut(&f) }
-}
-
-/// One kill -9 trial's outcome.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Trial {
-    /// Calls that had returned when the child was killed.
-    pub expected: u64,
-    /// Of those, records found in the sink after recovery.
-    pub recovered: u64,
-    /// Records found more than once.
-    pub duplicates: u64,
-    /// Records out of order for their producer.
-    pub out_of_order: u64,
-    /// Lines that are not a record the child wrote (corruption).
-    pub corrupt: u64,
-    /// Records recovery delivered from the spool.
-    pub from_spool: u64,
-    /// Torn regions recovery skipped.
-    pub torn: u64,
-}
-
-/// The summary of all trials.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Kill9Report {
-    pub schema: u32,
-    pub trials: usize,
-    pub expected: u64,
-    pub recovered: u64,
-    pub duplicates: u64,
-    pub out_of_order: u64,
-    pub corrupt: u64,
-    pub from_spool: u64,
-    pub torn: u64,
-    /// Every trial found every expected record exactly once, in order.
-    pub passed: bool,
 }
 
 /// A small deterministic generator, seeded per run, for kill moments.
@@ -319,31 +284,6 @@ fn offer(
     }
 }
 
-/// One policy under sustained overload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SoakResult {
-    pub policy: String,
-    pub seconds: f64,
-    pub offered_bytes_per_s: u64,
-    pub sink_bytes_per_s: u64,
-    pub accepted: u64,
-    pub written: u64,
-    pub dropped: u64,
-    /// Of the drops: refused because the budget was full.
-    pub dropped_queue_full: u64,
-    /// Of the drops: still queued when the 200 ms shutdown deadline passed.
-    pub dropped_shutdown: u64,
-    pub in_flight_after_shutdown: u64,
-    /// written + dropped + in flight == accepted, at the end.
-    pub accounted: bool,
-    pub budget_bytes: u64,
-    /// Peak RSS growth over `baseline` (the process before any pipeline was built).
-    pub max_rss_growth_bytes: u64,
-    pub call_p50_us: f64,
-    pub call_p99_us: f64,
-    pub call_max_us: f64,
-}
-
 /// Offers 10× what the sink takes, for `duration`, under `overflow`. `baseline` is the
 /// process's RSS before any pipeline existed (freed rings stay resident in the allocator,
 /// so a per-run baseline would hide them).
@@ -396,17 +336,6 @@ impl loglag::sink::Sink for Hung {
             std::thread::park();
         }
     }
-}
-
-/// The caller's longest wait once the sink hangs and the budget is full.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct HungResult {
-    pub policy: String,
-    pub calls: u64,
-    pub p99_wait_us: f64,
-    pub max_wait_us: f64,
-    pub dropped: u64,
-    pub accounted: bool,
 }
 
 /// Fills a small budget behind a hung sink, then times `calls` more log calls.
@@ -492,18 +421,6 @@ pub fn soak_tracing_appender(duration: Duration, sink_rate: u64, baseline: u64) 
         call_p99_us: o.hist.value_at_quantile(0.99) as f64 / 1000.0,
         call_max_us: o.hist.max() as f64 / 1000.0,
     }
-}
-
-/// The caller's experience of a failing sink.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FaultResult {
-    pub fault: String,
-    pub calls: u64,
-    pub max_wait_us: f64,
-    pub io_errors: u64,
-    pub dropped: u64,
-    pub written: u64,
-    pub accounted: bool,
 }
 
 fn timed_calls(writer: &loglag::NonBlocking, calls: u64) -> Duration {
