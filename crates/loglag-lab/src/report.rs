@@ -155,6 +155,9 @@ pub struct PairSummary {
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     pub max_ms: Option<f64>,
+    /// The lowest and highest p99 of a single round: the spread between rounds.
+    #[serde(default)]
+    pub p99_ms_range: Option<(f64, f64)>,
     pub http_errors: u64,
     pub timeouts: u64,
     pub gen_us: Option<f64>,

@@ -68,6 +68,20 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
     column!("requests", "requests", int, |p| p.requests.to_string()),
     column!("p50 ms", "p50_ms", float(2, 4), |p| p.p50_ms),
     column!("p99 ms", "p99_ms", float(2, 4), |p| p.p99_ms),
+    PairColumn {
+        title: "p99 range ms",
+        key: "p99_ms_range",
+        text: false,
+        csv_only: false,
+        shown: |p| {
+            p.p99_ms_range
+                .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
+        },
+        exact: |p| {
+            p.p99_ms_range
+                .map_or_else(String::new, |(lo, hi)| format!("{lo:.4}-{hi:.4}"))
+        },
+    },
     column!("max ms", "max_ms", float(2, 4), |p| p.max_ms),
     column!("errors", "http_errors", int, |p| p.http_errors.to_string()),
     column!("timeouts", "timeouts", int, |p| p.timeouts.to_string()),

@@ -276,6 +276,15 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             p50_ms: ms(quantile(&mut latencies, 0.50)),
             p99_ms: ms(quantile(&mut latencies, 0.99)),
             max_ms: ms(quantile(&mut latencies, 1.0)),
+            p99_ms_range: {
+                let p99s: Vec<f64> = runs.iter().filter_map(|o| o.summary.p99_ms).collect();
+                (p99s.len() > 1).then(|| {
+                    (
+                        p99s.iter().copied().fold(f64::MAX, f64::min),
+                        p99s.iter().copied().fold(f64::MIN, f64::max),
+                    )
+                })
+            },
             http_errors: runs.iter().map(|o| o.summary.http_errors).sum(),
             timeouts: runs.iter().map(|o| o.summary.timeouts).sum(),
             gen_us: opt_mean(&|r| r.gen_us),
