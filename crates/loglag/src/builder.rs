@@ -26,7 +26,7 @@ use crate::worker;
 /// | [`flush_interval`](Self::flush_interval) | 100 ms | ... or when this much time has passed |
 /// | [`flush_level`](Self::flush_level) | ERROR | such a record is written at once, with its context |
 /// | [`shutdown_timeout`](Self::shutdown_timeout) | 5 s | how long dropping the guard may take |
-/// | [`report_format`](Self::report_format) | compact text | format of in-band "dropped N" records |
+/// | [`report_format`](Self::report_format) | the front-end's (`LoglagLayer`, `Logger`), else compact text | format of in-band "dropped N" records |
 /// | [`mode`](Self::mode) | `async`, or `LOGLAG_MODE` | see [`Mode`] |
 /// | [`flush_on_panic`](Self::flush_on_panic) | on | a panic hook flushes |
 /// | [`flush_on_signals`](Self::flush_on_signals) | off | SIGTERM/SIGINT flush, then take their default action |
@@ -63,7 +63,7 @@ impl Default for NonBlockingBuilder {
                 flush_interval: Duration::from_millis(100),
                 flush_level: Level::Error,
                 shutdown_timeout: Duration::from_secs(5),
-                report_format: Format::Compact,
+                report_format: None,
                 mode: Mode::Async,
                 spool: None,
             },
@@ -138,7 +138,7 @@ impl NonBlockingBuilder {
 
     /// The format of the in-band "dropped N records" record; match your sink's format.
     pub fn report_format(mut self, format: Format) -> Self {
-        self.config.report_format = format;
+        self.config.report_format = Some(format);
         self
     }
 

@@ -27,7 +27,9 @@ pub(crate) struct Config {
     pub(crate) flush_interval: Duration,
     pub(crate) flush_level: Level,
     pub(crate) shutdown_timeout: Duration,
-    pub(crate) report_format: Format,
+    /// `None`: the in-band reports follow the front-end's format (compact text until
+    /// a `LoglagLayer` or `Logger` says otherwise).
+    pub(crate) report_format: Option<Format>,
     pub(crate) mode: Mode,
     pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
 }
@@ -102,6 +104,8 @@ pub(crate) struct Core {
     /// Spool mode: the mapped file's header, and what recovery delivered at start.
     pub(crate) spool: Option<SpoolHeader>,
     recovered: Recovered,
+    /// The format of in-band drop reports, as [`Format::index`].
+    report_format: std::sync::atomic::AtomicU8,
 }
 
 impl std::fmt::Debug for Core {
@@ -177,6 +181,7 @@ impl Core {
             ],
             _ => [cap; 5],
         };
+        let config_report = config.report_format;
         Core {
             id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             config,
@@ -196,8 +201,24 @@ impl Core {
             batch_levels_in_flight: Default::default(),
             sync_sink: Mutex::new(sync_sink),
             shutdown_deadline: Mutex::new(None),
+            report_format: std::sync::atomic::AtomicU8::new(
+                config_report.unwrap_or(Format::Compact).index(),
+            ),
             spool,
             recovered,
+        }
+    }
+
+    /// The format the writer uses for in-band drop reports.
+    pub(crate) fn report_format(&self) -> Format {
+        Format::from_index(self.report_format.load(Ordering::Relaxed))
+    }
+
+    /// A front-end writing `format` asks for reports in the same format, so that a JSON
+    /// log stays all JSON. An explicit `NonBlockingBuilder::report_format` wins.
+    pub(crate) fn adopt_report_format(&self, format: Format) {
+        if self.config.report_format.is_none() {
+            self.report_format.store(format.index(), Ordering::Relaxed);
         }
     }
 

@@ -37,14 +37,17 @@ pub struct LoglagLayer {
 impl LoglagLayer {
     /// A JSON layer over `writer`.
     pub fn new(writer: NonBlocking) -> LoglagLayer {
+        writer.core.adopt_report_format(Format::Json);
         LoglagLayer {
             writer,
             format: Format::Json,
         }
     }
 
-    /// Sets the format.
+    /// Sets the format (the pipeline's in-band drop reports follow it, unless
+    /// `NonBlockingBuilder::report_format` was set).
     pub fn format(mut self, format: Format) -> LoglagLayer {
+        self.writer.core.adopt_report_format(format);
         self.format = format;
         self
     }

@@ -24,6 +24,7 @@ pub struct Logger {
 impl Logger {
     /// A JSON logger at `Info` and above.
     pub fn new(writer: NonBlocking) -> Logger {
+        writer.core.adopt_report_format(Format::Json);
         Logger {
             writer,
             format: Format::Json,
@@ -31,8 +32,10 @@ impl Logger {
         }
     }
 
-    /// Sets the format.
+    /// Sets the format (the pipeline's in-band drop reports follow it, unless
+    /// `NonBlockingBuilder::report_format` was set).
     pub fn format(mut self, format: Format) -> Logger {
+        self.writer.core.adopt_report_format(format);
         self.format = format;
         self
     }

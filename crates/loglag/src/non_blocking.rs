@@ -32,7 +32,7 @@ use crate::mode::Mode;
 /// ```
 #[derive(Debug, Clone)]
 pub struct NonBlocking {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl NonBlocking {

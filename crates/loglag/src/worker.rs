@@ -316,14 +316,14 @@ impl Writer {
         let mut line = Vec::with_capacity(256);
         let mut builder = LineBuilder::begin(
             &mut line,
-            self.core.config.report_format,
+            self.core.report_format(),
             SystemTime::now(),
             Level::Warn,
             "loglag",
         );
         builder.field("message", Value::Str(&message));
         // Text already carries the numbers in the message; structured formats get fields.
-        if self.core.config.report_format != Format::Compact {
+        if self.core.report_format() != Format::Compact {
             builder.field("dropped", Value::U64(total));
             for (reason, n) in DropReason::ALL.iter().zip(delta) {
                 builder.field(reason.as_str(), Value::U64(n));

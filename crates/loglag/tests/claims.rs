@@ -464,3 +464,55 @@ fn the_default_shutdown_waits_5_s_for_a_hung_sink_then_counts_the_loss() {
     assert_eq!(metrics.shutdown, 2, "{metrics:#?}");
     assert_accounted(&metrics);
 }
+
+/// A JSON log stays all JSON under overload: the in-band drop reports follow the
+/// layer's format (before, they were compact text lines inside a JSON file, which log
+/// shippers reject). An explicit `report_format` still wins.
+#[test]
+fn drop_reports_follow_the_layers_format_unless_set() {
+    use tracing_subscriber::layer::SubscriberExt;
+    for explicit in [None, Some(loglag::Format::Compact)] {
+        within(LIMIT, "report format", move || {
+            let (recorder, gate, entered, sink) = gated_recorder();
+            let mut builder = NonBlockingBuilder::default()
+                .capacity_bytes(4096)
+                .overflow(Overflow::DropNewest)
+                .mode(Mode::Async);
+            if let Some(f) = explicit {
+                builder = builder.report_format(f);
+            }
+            let (writer, guard) = builder.finish_sink(sink);
+            let subscriber =
+                tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer.clone()));
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::error!("hold the writer");
+                entered.recv().unwrap();
+                for i in 0..200 {
+                    tracing::info!(i, "overload");
+                }
+            });
+            assert!(writer.metrics().dropped_records > 0);
+            gate.open();
+            guard.flush(Duration::from_secs(30)).unwrap();
+            let out = String::from_utf8(recorder.out.lock().unwrap().clone()).unwrap();
+            let reports: Vec<&str> = out.lines().filter(|l| l.contains("dropped")).collect();
+            assert!(!reports.is_empty(), "{out}");
+            match explicit {
+                None => {
+                    for line in out.lines() {
+                        assert!(
+                            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+                            "not JSON: {line}"
+                        );
+                    }
+                }
+                Some(_) => assert!(
+                    reports
+                        .iter()
+                        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_err()),
+                    "an explicit compact report_format is kept: {reports:?}"
+                ),
+            }
+        });
+    }
+}

@@ -35,6 +35,25 @@ pub enum Format {
     Logfmt,
 }
 
+impl Format {
+    /// A small number for atomics; [`Format::from_index`] reverses it.
+    pub(crate) fn index(self) -> u8 {
+        match self {
+            Format::Json => 0,
+            Format::Compact => 1,
+            Format::Logfmt => 2,
+        }
+    }
+
+    pub(crate) fn from_index(i: u8) -> Format {
+        match i {
+            0 => Format::Json,
+            2 => Format::Logfmt,
+            _ => Format::Compact,
+        }
+    }
+}
+
 impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Format, String> {
