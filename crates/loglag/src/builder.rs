@@ -66,6 +66,7 @@ impl Default for NonBlockingBuilder {
                 report_format: None,
                 mode: Mode::Async,
                 spool: None,
+                thread_name: "loglag-writer".into(),
             },
             mode_from_env: true,
             flush_on_panic: true,
@@ -101,6 +102,21 @@ impl NonBlockingBuilder {
         } else {
             Overflow::Block
         })
+    }
+
+    /// tracing-appender compatibility: a budget of `lines` records. loglag bounds its
+    /// queue in bytes, so this sets [`capacity_bytes`](Self::capacity_bytes) to `lines`
+    /// records of 256 bytes (tracing-appender's default of 128,000 lines becomes
+    /// 32 MiB). Prefer `capacity_bytes`: a line count does not bound memory.
+    pub fn buffered_lines_limit(self, lines: usize) -> Self {
+        self.capacity_bytes(lines.saturating_mul(256))
+    }
+
+    /// The writer thread's name (default `loglag-writer`), as tracing-appender's
+    /// `thread_name`.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.config.thread_name = name.into();
+        self
     }
 
     /// The share of the budget only WARN and ERROR may use under `ShedByLevel`

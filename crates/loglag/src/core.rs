@@ -32,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) report_format: Option<Format>,
     pub(crate) mode: Mode,
     pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
+    /// The writer thread's name.
+    pub(crate) thread_name: String,
 }
 
 /// What `flush` achieved.

@@ -16,7 +16,7 @@ use crate::sink::{call_sink, write_all_counted, Sink};
 pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHandle<()>> {
     let for_thread = core.clone();
     let handle = thread::Builder::new()
-        .name("loglag-writer".into())
+        .name(core.config.thread_name.clone())
         .spawn(move || {
             // Everything this thread logs (a sink instrumented with `tracing`) must not
             // wait for room that only this thread can make.

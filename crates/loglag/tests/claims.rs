@@ -516,3 +516,30 @@ fn drop_reports_follow_the_layers_format_unless_set() {
         });
     }
 }
+
+/// A tracing-appender builder chain ports as it is: `lossy`, `buffered_lines_limit`
+/// and `thread_name` exist and do what their names say.
+#[test]
+fn tracing_appender_builder_calls_port_unchanged() {
+    struct NamesThread(Arc<Mutex<Option<String>>>);
+    impl Sink for NamesThread {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            *self.0.lock().unwrap() = std::thread::current().name().map(str::to_owned);
+            Ok(buf.len())
+        }
+    }
+    within(LIMIT, "builder chain", || {
+        let name = Arc::new(Mutex::new(None));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .lossy(false)
+            .buffered_lines_limit(1_000)
+            .thread_name("my-log-writer")
+            .mode(Mode::Async)
+            .finish_sink(NamesThread(name.clone()));
+        writer.submit(Level::Info, b"hello\n");
+        guard.flush(Duration::from_secs(30)).unwrap();
+        assert_eq!(name.lock().unwrap().as_deref(), Some("my-log-writer"));
+        // lossy(false) is Block: a full budget waits instead of dropping.
+        assert_eq!(writer.metrics().dropped_records, 0);
+    });
+}
