@@ -77,7 +77,7 @@ mod worker;
 
 pub use crate::builder::NonBlockingBuilder;
 pub use crate::core::{FlushTimeout, Flushed};
-pub use crate::format::Format;
+pub use crate::format::{Format, ParseFormatError};
 #[cfg(feature = "tracing")]
 pub use crate::layer::LoglagLayer;
 pub use crate::level::{Level, ParseLevelError};

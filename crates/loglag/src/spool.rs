@@ -130,11 +130,66 @@ impl SpoolHeader {
     }
 }
 
-fn invalid(path: &Path, why: impl std::fmt::Display) -> io::Error {
+/// Why a spool could not be opened or recovered. It travels inside the `io::Error`
+/// that [`recover`] and `NonBlockingBuilder::try_finish_sink` return; get it back with
+/// [`SpoolError::of`] to tell the cases apart without matching on text.
+#[derive(Debug)]
+pub struct SpoolError {
+    pub path: std::path::PathBuf,
+    pub kind: SpoolErrorKind,
+    message: String,
+}
+
+/// The kinds of [`SpoolError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpoolErrorKind {
+    /// Another live process holds the spool (it is `flock`ed).
+    InUse,
+    /// The file is empty, or is not a loglag spool at all.
+    NotASpool,
+    /// A spool from a loglag with another layout version.
+    Version,
+    /// A spool whose header or records contradict themselves.
+    Corrupt,
+    /// Owned by another user, readable by others, or not a regular file.
+    Permissions,
+}
+
+impl SpoolError {
+    /// The `SpoolError` inside an `io::Error`, if that is what it carries.
+    pub fn of(e: &io::Error) -> Option<&SpoolError> {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<SpoolError>())
+    }
+}
+
+impl std::fmt::Display for SpoolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SpoolError {}
+
+fn spool_error(path: &Path, kind: SpoolErrorKind, message: String) -> io::Error {
+    let io_kind = match kind {
+        SpoolErrorKind::InUse => io::ErrorKind::WouldBlock,
+        SpoolErrorKind::Permissions => io::ErrorKind::PermissionDenied,
+        _ => io::ErrorKind::InvalidData,
+    };
     io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("{}: {why}", path.display()),
+        io_kind,
+        SpoolError {
+            path: path.to_owned(),
+            kind,
+            message,
+        },
     )
+}
+
+fn invalid(path: &Path, kind: SpoolErrorKind, why: impl std::fmt::Display) -> io::Error {
+    spool_error(path, kind, format!("{}: {why}", path.display()))
 }
 
 /// Opens (or creates) the spool at `path`, delivers whatever a previous process left in
@@ -187,8 +242,9 @@ fn open_with(
     } != 0
     {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::InUse,
             format!(
                 "spool {} is in use by another process ({e}); recover it after that process ends",
                 path.display()
@@ -213,6 +269,7 @@ fn open_with(
         (true, None) => {
             return Err(invalid(
                 path,
+                SpoolErrorKind::NotASpool,
                 "not a loglag spool (the file is empty); nothing to recover",
             ))
         }
@@ -223,6 +280,7 @@ fn open_with(
     if !fresh && len < HEADER_BYTES + capacity {
         return Err(invalid(
             path,
+            SpoolErrorKind::Corrupt,
             format!(
                 "spool is {len} bytes, shorter than its header says ({})",
                 HEADER_BYTES + capacity
@@ -251,7 +309,8 @@ fn open_with(
         header.word(1).store(VERSION, Ordering::Relaxed);
         header.word(2).store(capacity, Ordering::Relaxed);
     }
-    validate_positions(&header, capacity).map_err(|why| invalid(path, why))?;
+    validate_positions(&header, capacity)
+        .map_err(|why| invalid(path, SpoolErrorKind::Corrupt, why))?;
     // SAFETY: the ring area follows the header inside the mapping.
     let ring_base = unsafe { map.as_mut_ptr().add(HEADER_BYTES as usize) };
     let recovered = recover_into(&header, ring_base, capacity, sink, path)?;
@@ -277,13 +336,18 @@ fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(invalid(path, "a spool must be a regular file"));
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Permissions,
+            "a spool must be a regular file",
+        ));
     }
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::Permissions,
             format!(
                 "spool {} is owned by uid {}, not by this user (uid {me}); refusing to trust it. Recover it as its owner, or `chown` it",
                 path.display(),
@@ -293,8 +357,9 @@ fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
     }
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::Permissions,
             format!(
                 "spool {} has mode {mode:04o}: other users can read the queued records. Run `chmod 600 {}`",
                 path.display(),
@@ -325,6 +390,7 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     file.read_exact_at(&mut head, 0).map_err(|e| {
         invalid(
             path,
+            SpoolErrorKind::NotASpool,
             format!("not a loglag spool (cannot read a spool header: {e})"),
         )
     })?;
@@ -332,12 +398,14 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     if word(0) != MAGIC {
         return Err(invalid(
             path,
+            SpoolErrorKind::NotASpool,
             "not a loglag spool (bad magic); refusing to overwrite it",
         ));
     }
     if word(1) != VERSION {
         return Err(invalid(
             path,
+            SpoolErrorKind::Version,
             format!(
                 "spool layout version {} is not supported (expected {VERSION})",
                 word(1)
@@ -348,6 +416,7 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     if capacity < 64 || capacity % 8 != 0 || capacity > MAX_CAPACITY {
         return Err(invalid(
             path,
+            SpoolErrorKind::Corrupt,
             format!("corrupt spool: implausible capacity {capacity}"),
         ));
     }
@@ -678,6 +747,9 @@ mod tests {
         std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
         assert!(e.to_string().contains("chmod 600"), "{e}");
+        let typed = SpoolError::of(&e).expect("a typed spool error");
+        assert_eq!(typed.kind, SpoolErrorKind::Permissions);
+        assert_eq!(typed.path, spool);
         std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o600)).unwrap();
         // A symlink is not followed.
         let link = dir.path().join("link.spool");
@@ -710,6 +782,21 @@ mod tests {
         std::fs::write(&text, "hello, this is a log file, not a spool").unwrap();
         let e = recover(&text, FdSink::stdout()).unwrap_err();
         assert!(e.to_string().contains("not a loglag spool"), "{e}");
+        assert_eq!(
+            SpoolError::of(&e).map(|s| s.kind),
+            Some(SpoolErrorKind::NotASpool)
+        );
+        // A spool held by a live pipeline is in use.
+        let held = dir.path().join("held.spool");
+        let log = dir.path().join("held.log");
+        let mut sink = FdSink::append(&log).unwrap();
+        let _open = open(&held, 4096, &mut sink, SpoolSync::Never).unwrap();
+        let e = recover(&held, FdSink::stdout()).unwrap_err();
+        assert_eq!(
+            SpoolError::of(&e).map(|s| s.kind),
+            Some(SpoolErrorKind::InUse)
+        );
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]

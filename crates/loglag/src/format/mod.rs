@@ -22,7 +22,7 @@ use escape::{Escaper, Style};
 ///
 /// ```
 /// assert_eq!("logfmt".parse::<loglag::Format>()?, loglag::Format::Logfmt);
-/// # Ok::<(), String>(())
+/// # Ok::<(), loglag::ParseFormatError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -54,16 +54,30 @@ impl Format {
     }
 }
 
+/// An unknown format name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseFormatError(String);
+
+impl std::fmt::Display for ParseFormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown format {:?}: expected json, compact or logfmt",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseFormatError {}
+
 impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
-        match s {
+    type Err = ParseFormatError;
+    fn from_str(s: &str) -> Result<Format, ParseFormatError> {
+        match s.trim() {
             "json" => Ok(Format::Json),
             "compact" | "text" => Ok(Format::Compact),
             "logfmt" => Ok(Format::Logfmt),
-            other => Err(format!(
-                "unknown format {other:?}: expected json, compact or logfmt"
-            )),
+            other => Err(ParseFormatError(other.to_owned())),
         }
     }
 }
