@@ -543,3 +543,76 @@ fn tracing_appender_builder_calls_port_unchanged() {
         assert_eq!(writer.metrics().dropped_records, 0);
     });
 }
+
+/// "Write as soon as 64 KiB is queued": with no interval to help (an hour) and no
+/// ERROR, a full batch alone gets written. (Found by `cargo mutants`: a writer that
+/// ignored the batch size still passed every other test, helped by the interval.)
+#[test]
+fn a_full_batch_is_written_without_waiting_for_the_interval() {
+    within(LIMIT, "batch trigger", || {
+        let recorder = Recorder::default();
+        let (tx, wrote) = mpsc::channel();
+        struct Tell(Recorder, mpsc::Sender<usize>);
+        impl Sink for Tell {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let _ = self.1.send(buf.len());
+                self.0.write(buf)
+            }
+        }
+        let (writer, _guard) = NonBlockingBuilder::default()
+            .flush_interval(Duration::from_secs(3600))
+            .mode(Mode::Async)
+            .finish_sink(Tell(recorder, tx));
+        let record = [b'b'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        for _ in 0..100 {
+            writer.submit(Level::Info, &record);
+        }
+        let first = wrote
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a write once 64 KiB was queued, long before the 1 h interval");
+        assert!(first >= 32 << 10, "a batch, not a trickle: {first} bytes");
+    });
+}
+
+/// CPU seconds one thread of this process has used, found by name.
+fn thread_cpu_seconds(name: &str) -> Option<f64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            return Some(ticks / 100.0);
+        }
+    }
+    None
+}
+
+/// An idle pipeline sleeps: its writer parks until the interval or a wake-up instead
+/// of polling. (Found by `cargo mutants`: mutants of the park condition busy-looped,
+/// writing the same output, and no test noticed.)
+#[test]
+fn an_idle_writer_sleeps() {
+    within(LIMIT, "idle writer", || {
+        let (writer, guard) = NonBlockingBuilder::default()
+            .thread_name("idle-writer")
+            .flush_interval(Duration::from_millis(50))
+            .mode(Mode::Async)
+            .finish_sink(Recorder::default());
+        writer.submit(Level::Info, b"one record, then nothing\n");
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let before = thread_cpu_seconds("idle-writer").expect("the writer thread");
+        // Idle time is the behaviour under test; a busy loop burns all of it.
+        std::thread::sleep(Duration::from_millis(600));
+        let used = thread_cpu_seconds("idle-writer").unwrap() - before;
+        assert!(
+            used < 0.2,
+            "an idle writer used {used:.2} s of CPU in 0.6 s"
+        );
+    });
+}
