@@ -132,7 +132,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
-.charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{width:640px;height:340px;background:#fff;border:1px solid #eee}
+.charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
 .title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
 .legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}";
 

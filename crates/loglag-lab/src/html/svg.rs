@@ -203,6 +203,12 @@ fn fmt_micros(us: f64) -> String {
     format!("{} {unit}", fmt_tick(v))
 }
 
+/// A generous width estimate for text in the charts' sans-serif font: wide enough that
+/// labels placed by it do not overlap, without measuring fonts.
+fn estimated_text_width(text: &str, font_px: f64) -> f64 {
+    text.chars().count() as f64 * font_px * 0.62
+}
+
 fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
@@ -317,15 +323,38 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
             }
         }
     }
-    for m in markers {
+    // Marker labels go on the first row where they do not touch an earlier label; one
+    // that would run past the plot is drawn to the left of its line instead.
+    let mut rows: Vec<f64> = Vec::new();
+    let mut ordered: Vec<&Marker> = markers.iter().collect();
+    ordered.sort_by(|a, b| a.x.total_cmp(&b.x));
+    for m in ordered {
         let x = px(m.x);
+        let width = estimated_text_width(&m.label, 10.0);
+        let right_aligned = x + 3.0 + width > LEFT + pw;
+        let (start, end) = if right_aligned {
+            (x - 3.0 - width, x - 3.0)
+        } else {
+            (x + 3.0, x + 3.0 + width)
+        };
+        let row = match rows.iter().position(|&edge| start > edge + 4.0) {
+            Some(r) => {
+                rows[r] = end;
+                r
+            }
+            None => {
+                rows.push(end);
+                rows.len() - 1
+            }
+        };
         let _ = write!(
             out,
-            r#"<path d="M{x:.1},{TOP} L{x:.1},{y2}" stroke="{c}" stroke-dasharray="4 3" stroke-width="1.2"/><text x="{tx:.1}" y="{ty}" class="marker" fill="{c}">{l}</text>"#,
+            r#"<path d="M{x:.1},{TOP} L{x:.1},{y2}" stroke="{c}" stroke-dasharray="4 3" stroke-width="1.2"/><text x="{tx:.1}" y="{ty}" class="marker" fill="{c}" text-anchor="{anchor}">{l}</text>"#,
             y2 = TOP + ph,
             c = m.color,
-            tx = x + 3.0,
-            ty = TOP + 12.0,
+            tx = if right_aligned { x - 3.0 } else { x + 3.0 },
+            ty = TOP + 12.0 + 11.0 * row as f64,
+            anchor = if right_aligned { "end" } else { "start" },
             l = esc(&m.label)
         );
     }
@@ -421,5 +450,49 @@ mod tests {
         );
         assert!(svg.contains("&lt;b&gt;") && svg.contains("a&amp;b"));
         assert!(svg.contains("<path d=\"M"));
+    }
+    #[test]
+    fn marker_labels_near_each_other_take_separate_rows() {
+        let x = Axis {
+            label: "t".into(),
+            scale: Scale::Linear,
+            min: 0.0,
+            max: 10.0,
+        };
+        let y = Axis::fit("v", Scale::Linear, [1.0]);
+        let marker = |at: f64, label: &str| Marker {
+            x: at,
+            label: label.into(),
+            color: "#000",
+        };
+        let svg = xy(
+            "markers",
+            &x,
+            &y,
+            &[],
+            &[
+                marker(5.0, "first: last response"),
+                marker(5.2, "second: last response"),
+                marker(9.9, "drained"),
+                marker(1.0, "early"),
+            ],
+        );
+        let ys: Vec<f64> = svg
+            .match_indices("\" class=\"marker\"")
+            .map(|(i, _)| {
+                let head = &svg[..i];
+                let at = head.rfind("y=\"").unwrap() + 3;
+                head[at..].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 4);
+        // "early" and the first label share the top row; the second, 0.2 further,
+        // cannot; "drained" is drawn to the left of its line, and must not collide.
+        assert_eq!(ys[0], ys[1], "{ys:?}");
+        assert_ne!(ys[1], ys[2], "{ys:?}");
+        assert!(
+            svg.contains("text-anchor=\"end\">drained<"),
+            "kept inside the plot"
+        );
     }
 }
