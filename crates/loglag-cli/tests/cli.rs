@@ -880,11 +880,22 @@ fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
 /// Runs `examples/python/buffer_api.py` through `--app` with `extra` arguments for the
 /// app and for the lab; returns summary.json.
 fn buffer_app_lab(app_extra: &str, conditions: &str, lab_extra: &[&str]) -> Value {
+    app_lab("python3", "buffer_api.py", app_extra, conditions, lab_extra)
+}
+
+/// Runs `examples/python/SCRIPT` with `python` through `--app`; returns summary.json.
+fn app_lab(
+    python: &str,
+    script: &str,
+    app_extra: &str,
+    conditions: &str,
+    lab_extra: &[&str],
+) -> Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = root.join("examples/python/buffer_api.py");
+    let script = root.join("examples/python").join(script);
     let dir = tempfile::tempdir().unwrap();
     let app = format!(
-        "python3 {} --port {{port}} --log {{log_path}} --mode {{condition}} {app_extra}",
+        "{python} {} --port {{port}} --log {{log_path}} --mode {{condition}} {app_extra}",
         script.display()
     );
     let out = loglag()
@@ -963,4 +974,62 @@ fn an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss() {
             assert!(String::from_utf8_lossy(&out.stderr).contains("not in --conditions"));
         },
     )
+}
+
+/// The FastAPI example (`examples/python/fastapi_app.py`, uvicorn), as a user would run
+/// it: a flushed shutdown loses nothing; no flush at SIGTERM, or SIGKILL, loses exactly
+/// what the MemoryHandler held. Needs the venv `.ci/run` builds under target/.
+#[test]
+fn the_fastapi_example_names_its_losses() {
+    within("the_fastapi_example_names_its_losses", || {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let python = root.join("target/fastapi-venv/bin/python");
+        if !python.exists() {
+            assert!(
+                std::env::var_os("LOGLAG_REQUIRE_FASTAPI").is_none(),
+                "LOGLAG_REQUIRE_FASTAPI is set but {} is missing",
+                python.display()
+            );
+            eprintln!(
+                "SKIPPED: {} is missing (python3 -m venv target/fastapi-venv && target/fastapi-venv/bin/pip install fastapi uvicorn)",
+                python.display()
+            );
+            return;
+        }
+        let python = python.to_str().unwrap().to_owned();
+        let flushed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "",
+            "stream,memory,queue-memory",
+            &[],
+        );
+        for c in ["stream", "memory", "queue-memory"] {
+            let r = run(&flushed, c, "fast");
+            assert_eq!(r["lost_records"], 0, "{c}: {r}");
+            assert_eq!(r["verified"], true, "{c}: {r}");
+        }
+        let unflushed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "--no-flush-at-exit",
+            "memory",
+            &[],
+        );
+        let memory = run(&unflushed, "memory", "fast");
+        assert_eq!(memory["lost_records"], 26, "{memory}");
+        // uvicorn re-raises SIGTERM after its lifespan shutdown.
+        assert!(
+            memory["app_exit"].as_str().unwrap().contains("SIGTERM"),
+            "{memory}"
+        );
+        let killed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "",
+            "memory",
+            &["--stop-signal", "kill"],
+        );
+        assert_eq!(run(&killed, "memory", "fast")["lost_records"], 26);
+    })
 }
