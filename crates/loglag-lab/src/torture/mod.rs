@@ -220,20 +220,6 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// A sink that takes at most `rate` bytes per second (the behaviour under test: a slow
-/// collector), by sleeping after each write.
-struct Throttled {
-    rate: u64,
-}
-
-impl loglag::sink::Sink for Throttled {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(64 << 10);
-        std::thread::sleep(Duration::from_secs_f64(n as f64 / self.rate as f64));
-        Ok(n)
-    }
-}
-
 /// What an open-loop soak driver measured.
 struct Offered {
     calls: u64,
@@ -295,7 +281,9 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         .overflow(overflow)
         .shutdown_timeout(Duration::from_millis(200))
         .flush_on_panic(false)
-        .finish_sink(Throttled { rate: sink_rate });
+        .finish_sink(loglag::sink::WriterSink::new(ThrottledWriter {
+            rate: sink_rate,
+        }));
     let o = offer(duration, sink_rate, baseline, |i, record| {
         writer.submit(
             if i % 10 == 0 {
@@ -318,7 +306,7 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         dropped_queue_full: m.queue_full,
         dropped_shutdown: m.shutdown,
         in_flight_after_shutdown: m.in_flight_records,
-        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+        accounted: m.is_accounted(),
         budget_bytes: BUDGET as u64,
         max_rss_growth_bytes: o.max_rss.saturating_sub(baseline),
         call_p50_us: o.hist.value_at_quantile(0.5) as f64 / 1000.0,
@@ -371,11 +359,13 @@ pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
         p99_wait_us: p99 as f64 / 1000.0,
         max_wait_us: max.as_secs_f64() * 1e6,
         dropped: m.dropped_records,
-        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+        accounted: m.is_accounted(),
     }
 }
 
-/// A throttled `io::Write` for the peers (the same behaviour as [`Throttled`]).
+/// A sink that takes at most `rate` bytes per second (the behaviour under test: a slow
+/// collector), by sleeping after each write. One writer for loglag (through
+/// `WriterSink`) and for the peers, so both meet the same collector.
 struct ThrottledWriter {
     rate: u64,
 }
@@ -449,7 +439,7 @@ fn fault_result(fault: &str, calls: u64, max: Duration, m: &loglag::Metrics) -> 
         io_errors: m.io_errors,
         dropped: m.dropped_records,
         written: m.written_records,
-        accounted: m.written_records + m.dropped_records + m.in_flight_records == m.accepted,
+        accounted: m.is_accounted(),
     }
 }
 
