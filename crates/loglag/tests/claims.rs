@@ -198,9 +198,10 @@ fn batches_are_at_most_64_kib_and_1000_records_take_at_most_5_write_calls() {
         );
         assert_eq!(m.write_syscalls, writes.len() as u64);
         // The writer tracked the largest backlog it saw: more than one record, never
-        // more than the budget.
+        // more than the ring's budget plus the batch it holds while writing (the ring
+        // space of a batch is released when it is taken, so producers may refill it).
         assert!(
-            m.max_backlog_bytes > 120 && m.max_backlog_bytes <= 8 << 20,
+            m.max_backlog_bytes > 120 && m.max_backlog_bytes <= (8 << 20) + 2 * (64 << 10),
             "max backlog {}",
             m.max_backlog_bytes
         );
