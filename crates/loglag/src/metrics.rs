@@ -411,8 +411,9 @@ mod tests {
             written_records: 6,
             dropped_records: 3,
             in_flight_records: 1,
-            queue_full: 2,
+            queue_full: 1,
             io_error: 1,
+            reentrant: 1,
             dropped_by_level: [0, 0, 3, 0, 0],
             ..Metrics::default()
         };
