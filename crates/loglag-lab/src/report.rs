@@ -112,9 +112,9 @@ pub struct RunSummary {
     /// The last log byte read, in seconds after the first scheduled send.
     #[serde(default)]
     pub last_byte_s: Option<f64>,
-    /// Throughput A: completed / (first scheduled send → max(duration, last response)).
+    /// Throughput "API": completed / (first scheduled send → max(duration, last response)).
     pub rps_api: f64,
-    /// Throughput B: the same, until every log byte was read.
+    /// Throughput "logs read": the same, until every log byte was read.
     pub rps_logs_read: f64,
     pub cpu_cores: Option<f64>,
     pub dropped: Option<u64>,

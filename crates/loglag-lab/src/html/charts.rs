@@ -306,15 +306,15 @@ pub fn throughput(s: &Summary) -> Section {
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
             bars: vec![
-                ("A: until last response".to_owned(), PALETTE[0], p.rps_api),
-                ("B: until logs read".to_owned(), PALETTE[1], p.rps_logs_read),
+                ("API: until the last response".to_owned(), PALETTE[0], p.rps_api),
+                ("logs read: until the last log byte".to_owned(), PALETTE[1], p.rps_logs_read),
             ],
         })
         .collect();
     Section {
         id: "throughput",
-        title: "Throughput A and B".into(),
-        caption: "Completed requests per second, counting time until the last response (A) or until every log byte was read (B). A gap between the bars is logging work left after the responses.".into(),
+        title: "Throughput: API and logs read".into(),
+        caption: "Completed requests per second, counting time until the last response (API) or until every log byte was read (logs read). A gap between the bars is logging work left after the responses.".into(),
         charts: vec![svg::bars(
             "Completed requests per second",
             "requests/s",
