@@ -118,6 +118,8 @@ fn lab_after_help() -> String {
     loglag lab --rounds 3 --out results          # the full reference, files in results/
     loglag lab --conditions json-sync,json-queue,loglag --sinks slow
     loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
+    loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
+        --conditions stream,memory --expect-lines 3 --stop-signal term   # what a shutdown loses
 
 CONDITIONS (the first seven are the reference experiment; JSON records are 16 KiB):
 ",
