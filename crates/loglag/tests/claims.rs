@@ -506,6 +506,11 @@ fn drop_reports_follow_the_layers_format_unless_set() {
                             "not JSON: {line}"
                         );
                     }
+                    // Structured reports carry the figures as fields, not only in words.
+                    let report: serde_json::Value = serde_json::from_str(reports[0]).unwrap();
+                    let dropped = report["fields"]["dropped"].as_u64();
+                    assert!(dropped.is_some_and(|d| d > 0), "{report}");
+                    assert!(report["fields"]["queue_full"].is_u64(), "{report}");
                 }
                 Some(_) => assert!(
                     reports
