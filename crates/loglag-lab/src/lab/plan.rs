@@ -51,10 +51,20 @@ impl RunCondition {
         let name = name.trim();
         match name.parse::<Condition>() {
             Ok(c) => Ok(RunCondition::BuiltIn(c)),
-            Err(_) if app && !name.is_empty() && !name.contains(['{', '}', '\'', '"']) => {
+            // The name goes into a shell command line: only characters a shell leaves
+            // alone.
+            Err(_)
+                if app
+                    && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._+=:-".contains(c)) =>
+            {
                 Ok(RunCondition::Named(name.to_owned()))
             }
-            Err(e) if app => Err(format!("invalid condition name {name:?}: {e}")),
+            Err(_) if app => Err(format!(
+                "invalid condition name {name:?}: with --app, a name is passed to a shell, so it may hold only letters, digits and . _ + = : -"
+            )),
             Err(e) => Err(format!("{e} (any other name needs --app)")),
         }
     }
@@ -276,6 +286,9 @@ mod tests {
         assert!(RunCondition::parse("memory", false)
             .unwrap_err()
             .contains("needs --app"));
+        for hostile in ["x;rm -rf ~", "$(id)", "a b", "-x", ""] {
+            assert!(RunCondition::parse(hostile, true).is_err(), "{hostile:?}");
+        }
         let e: ExpectLines = "stream=3, memory=2".parse().unwrap();
         assert_eq!(e.for_condition("stream"), Some(3));
         assert_eq!(e.for_condition("memory"), Some(2));
