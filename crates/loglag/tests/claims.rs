@@ -622,3 +622,37 @@ fn an_idle_writer_sleeps() {
         );
     });
 }
+
+/// A sink that is slow but alive when the shutdown deadline passes: the writer itself
+/// stops at the deadline, counts what is still queued as `shutdown`, and leaves nothing
+/// in flight. (The hung-sink test covers the guard's side; `cargo mutants` showed the
+/// writer's side was untested.)
+#[test]
+fn the_writer_counts_what_a_slow_sink_leaves_at_the_deadline() {
+    struct Slow;
+    impl Sink for Slow {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            // Slowness is the behaviour under test: 20 ms per write.
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(buf.len())
+        }
+    }
+    within(LIMIT, "slow sink at the deadline", || {
+        let (writer, guard) = NonBlockingBuilder::default()
+            .batch_bytes(1024)
+            .overflow(Overflow::Block)
+            .shutdown_timeout(Duration::from_millis(200))
+            .mode(Mode::Async)
+            .finish_sink(Slow);
+        // 100 batches of 1 KiB at 20 ms each: 2 s of writing, 10 times the deadline.
+        for i in 0..1000 {
+            writer.submit(Level::Info, format!("{i:099}\n").as_bytes());
+        }
+        let m = guard.shutdown();
+        assert!(m.is_accounted(), "{m:#?}");
+        assert_eq!(m.in_flight_records, 0, "nothing left uncounted: {m:#?}");
+        assert!(m.shutdown > 0, "the deadline cut the queue off: {m:#?}");
+        assert!(m.written_records > 0, "{m:#?}");
+        assert_eq!(m.written_records + m.shutdown, 1000, "{m:#?}");
+    });
+}
