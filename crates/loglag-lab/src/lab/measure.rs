@@ -98,6 +98,15 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let time_b = time_a.max(last_byte.map_or(0.0, since_t0));
     let drain_s = last_byte.map_or(0.0, |b| b.saturating_sub(last_response) as f64 / 1e9);
     let read = &raw.read;
+    // What the API was expected to write: what the built-in API reports, or for an
+    // --app, its lines per request times every request it served, warm-up included.
+    let (expected_records, lines_read) = match api_stats {
+        Some(a) => (Some(a.written_newlines + a.dropped), read.newlines),
+        None => (
+            app_expected_lines(raw, completed + http_errors),
+            read.newlines + raw.warmup_lines,
+        ),
+    };
     let (verified, verify_note) = match (&api_stats, drained) {
         (_, false) => (
             false,
@@ -125,23 +134,11 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
             };
             (ok, note)
         }
-        (None, true) => verify_app(raw, completed + http_errors),
+        (None, true) => verify_app(raw, expected_records, completed + http_errors),
     };
     // Lines the logger was expected to write against lines read: a positive figure is
     // records lost, a negative one extra lines.
-    let (expected_records, lost_records) = match (api_stats, drained) {
-        (Some(a), _) => (
-            Some(a.written_newlines + a.dropped),
-            Some((a.written_newlines + a.dropped) as i64 - read.newlines as i64),
-        ),
-        (None, _) => match app_expected_lines(raw, completed + http_errors) {
-            Some(expected) => (
-                Some(expected),
-                Some(expected as i64 - (read.newlines + raw.warmup_lines) as i64),
-            ),
-            None => (None, None),
-        },
-    };
+    let lost_records = expected_records.map(|e| e as i64 - lines_read as i64);
     let backlog: Vec<(u64, u64, u64)> = series
         .iter()
         .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
@@ -351,14 +348,14 @@ fn app_expected_lines(raw: &RawRun, served: u64) -> Option<u64> {
 }
 
 /// Verifies an `--app` from what the reader read, since the app reports nothing.
-fn verify_app(raw: &RawRun, served: u64) -> (bool, String) {
+fn verify_app(raw: &RawRun, expected: Option<u64>, served: u64) -> (bool, String) {
     let read = &raw.read;
     let lines_read = read.newlines + raw.warmup_lines;
     let exit = raw
         .app_exit
         .as_deref()
         .map_or(String::new(), |e| format!("; the app {e}"));
-    let Some(expected) = app_expected_lines(raw, served) else {
+    let Some(expected) = expected else {
         return (
             false,
             format!(
