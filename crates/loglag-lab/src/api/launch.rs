@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::api::control::{ApiStats, ControlClient};
 use crate::api::server::{self, ServeConfig};
 use crate::lab::RunCondition;
-use crate::sys::child::ChildGuard;
+use crate::sys::child::{ChildGuard, Ended};
 use crate::sys::spawn::ChildSpec;
 
 /// Which API to start.
@@ -144,21 +144,10 @@ impl ApiProc {
     /// Stops the API as a deployment does: `signal` to the process, then up to
     /// `timeout` for it to exit, then SIGKILL. Returns what happened, in words.
     pub fn stop(&mut self, signal: i32, timeout: Duration) -> String {
-        if let Some(status) = self.guard.exited() {
-            return format!("had already exited ({status})");
-        }
-        self.guard.signal(signal);
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.guard.exited() {
-                return format!("exited ({status})");
-            }
-            if Instant::now() >= deadline {
-                self.guard.stop(Duration::ZERO);
-                return format!("did not exit within {timeout:?} of the signal; killed");
-            }
-            // An exit has no descriptor to wait on here.
-            std::thread::sleep(Duration::from_millis(10));
+        match self.guard.stop_with(signal, false, timeout) {
+            Ended::Before(status) => format!("had already exited ({status})"),
+            Ended::Exited(status) => format!("exited ({status})"),
+            Ended::Killed => format!("did not exit within {timeout:?} of the signal; killed"),
         }
     }
 

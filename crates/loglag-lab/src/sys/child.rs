@@ -6,6 +6,17 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// How a child ended under [`ChildGuard::stop_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It had exited before it was signalled.
+    Before(std::process::ExitStatus),
+    /// It exited after the signal, within the grace period.
+    Exited(std::process::ExitStatus),
+    /// It was still running after the grace period and was killed.
+    Killed,
+}
+
 /// A running child, killed with its process group on drop.
 ///
 /// The group is only ever signalled while its leader is unreaped (running, or a zombie
@@ -79,20 +90,32 @@ impl ChildGuard {
 
     /// SIGTERM to the group, then SIGKILL after `grace`; reaps the child.
     pub fn stop(&mut self, grace: Duration) {
-        if self.reap_if_exited().is_some() {
-            return;
+        self.stop_with(libc::SIGTERM, true, grace);
+    }
+
+    /// Sends `signal` (to the whole group, or to the child alone as `docker stop` or
+    /// systemd would), waits up to `grace` for the child to exit, then SIGKILLs the
+    /// group. Reaps the child and says how it ended.
+    pub fn stop_with(&mut self, signal: i32, whole_group: bool, grace: Duration) -> Ended {
+        if let Some(status) = self.reap_if_exited() {
+            return Ended::Before(status);
         }
-        self.kill_group(libc::SIGTERM);
+        if whole_group {
+            self.kill_group(signal);
+        } else {
+            self.signal(signal);
+        }
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if self.reap_if_exited().is_some() {
-                return;
+            if let Some(status) = self.reap_if_exited() {
+                return Ended::Exited(status);
             }
             // A child's exit has no file descriptor to wait on here.
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_group(libc::SIGKILL);
         self.reaped = self.child.wait().ok();
+        Ended::Killed
     }
 
     /// Waits for the leader to exit on its own, then kills what is left of its group.
@@ -116,9 +139,8 @@ impl ChildGuard {
         Ok(status)
     }
 
-    /// Sends `signal` to the child itself (not its group), as `docker stop` or
-    /// systemd would, unless it has been reaped.
-    pub fn signal(&self, signal: i32) {
+    /// Sends `signal` to the child itself (not its group), unless it has been reaped.
+    fn signal(&self, signal: i32) {
         if self.reaped.is_none() {
             // SAFETY: kill(2) on our unreaped child.
             unsafe { libc::kill(self.child.id() as i32, signal) };
