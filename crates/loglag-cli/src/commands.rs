@@ -302,14 +302,12 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         eprintln!("loglag load: {note}");
         return Ok(ExitCode::from(INTERRUPTED));
     }
-    for s in std::iter::once(&summary).chain(summary.floor.as_deref()) {
+    for s in summary.with_floor() {
         if let Some(w) = &s.lateness_warning {
             eprintln!("warning: {}: {w}", s.url);
         }
     }
-    let all_ok = std::iter::once(&summary)
-        .chain(summary.floor.as_deref())
-        .all(|s| s.ok == s.requests);
+    let all_ok = summary.with_floor().all(|s| s.ok == s.requests);
     Ok(if all_ok {
         ExitCode::SUCCESS
     } else {

@@ -276,6 +276,16 @@ pub struct LoadSummary {
     pub floor: Option<Box<LoadSummary>>,
 }
 
+impl LoadSummary {
+    /// The calibration floor (if any), then this summary: the order tables show them.
+    pub fn with_floor(&self) -> impl Iterator<Item = &LoadSummary> {
+        self.floor
+            .as_deref()
+            .into_iter()
+            .chain(std::iter::once(self))
+    }
+}
+
 /// What `loglag sink` read.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SinkSummary {

@@ -39,7 +39,7 @@ impl Exporter for PairsCsv {
 
     fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,send_late_mean_us,send_late_p99_us,send_late_max_us,lateness_warning")?;
-        for s in s.floor.as_deref().into_iter().chain(std::iter::once(s)) {
+        for s in s.with_floor() {
             let late = |f: fn(&Lateness) -> f64| cell(s.send_lateness.as_ref().map(f), 1);
             writeln!(
                 out,

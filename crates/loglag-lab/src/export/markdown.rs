@@ -49,7 +49,7 @@ impl Exporter for Markdown {
             out,
             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
         )?;
-        for s in s.floor.as_deref().into_iter().chain(std::iter::once(s)) {
+        for s in s.with_floor() {
             let late = |f: fn(&Lateness) -> f64| cell(s.send_lateness.as_ref().map(f), 0);
             writeln!(
                 out,
@@ -70,7 +70,7 @@ impl Exporter for Markdown {
                 late(|l| l.max_us),
             )?;
         }
-        for s in s.floor.as_deref().into_iter().chain(std::iter::once(s)) {
+        for s in s.with_floor() {
             if let Some(w) = &s.lateness_warning {
                 writeln!(out, "\n**Warning** ({}): {w}.", s.url)?;
             }
