@@ -23,6 +23,15 @@ fn within(name: &str, body: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Fails with the command's stderr unless it succeeded.
+fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn loglag() -> Command {
     Command::cargo_bin("loglag").unwrap()
 }
@@ -79,11 +88,7 @@ fn load_calibrate_measures_the_generators_floor_against_a_null_server() {
                 ])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out);
             let floor: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert!(floor["url"]
                 .as_str()
@@ -113,11 +118,7 @@ fn load_calibrate_measures_the_generators_floor_against_a_null_server() {
                 .args(["--rate", "50", "--duration", "500ms"])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out);
             let table = String::from_utf8(out.stdout).unwrap();
             assert!(table.contains("| floor: null server at http://"), "{table}");
             assert!(
@@ -151,11 +152,7 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
             .arg(dir.path())
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let s = summary(dir.path());
         assert_eq!(s["schema"], 1);
         for c in ["none", "json-sync", "json-queue"] {
@@ -251,11 +248,7 @@ fn the_python_reference_api_runs_through_app() {
             .arg(dir.path())
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let s = summary(dir.path());
         for c in ["short10", "json-sync"] {
             for sink in ["fast", "slow"] {
@@ -524,11 +517,7 @@ fn kill_9_during_a_flood_loses_and_duplicates_nothing() {
             ])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let all: Value = serde_json::from_slice(&out.stdout).unwrap();
         let r = &all["kill9"];
         assert_eq!(r["trials"], trials);
@@ -611,11 +600,7 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
                 .arg(&sink)
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out);
             let text = std::fs::read_to_string(&sink).unwrap();
             let mut next = [0u64; 2];
             for line in text.lines() {
@@ -684,11 +669,7 @@ fn overload_soak_stays_in_budget_and_accounts_for_every_record() {
                 ])
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_success(&out);
             let r: Value = serde_json::from_slice(&out.stdout).unwrap();
             let rows = r["soak"].as_array().unwrap();
             assert_eq!(rows.len(), 5, "every policy");
@@ -728,11 +709,7 @@ fn every_extra_condition_runs_and_verifies() {
             .arg(dir.path())
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let s = summary(dir.path());
         for c in [
             "loglag",
@@ -907,11 +884,7 @@ fn app_lab(
         .output()
         .unwrap();
     // A loss makes the lab exit 0 still: it measured what it was asked to.
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     summary(dir.path())
 }
 

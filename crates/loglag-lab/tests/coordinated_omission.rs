@@ -10,12 +10,13 @@ use loglag_lab::sys::clock::mono_ns;
 
 const STALL: Duration = Duration::from_millis(500);
 
-#[test]
-fn latency_from_the_schedule_includes_a_server_stall() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stall_tx, stall_rx) = std::sync::mpsc::channel();
-    // One thread, one connection at a time: while it stalls, nothing else is served.
+/// A one-thread HTTP server on `listener`: one connection at a time, "ok" to each
+/// request; `before_reply(n)` runs before the n-th reply (0-based), so whatever it does
+/// holds up the server.
+fn serve_one_at_a_time(
+    listener: TcpListener,
+    mut before_reply: impl FnMut(usize) + Send + 'static,
+) {
     std::thread::spawn(move || {
         for (n, stream) in listener.incoming().enumerate() {
             let mut stream = stream.unwrap();
@@ -28,23 +29,39 @@ fn latency_from_the_schedule_includes_a_server_stall() {
                 }
                 got.extend_from_slice(&buf[..k]);
             }
-            if n == 10 {
-                let start = mono_ns();
-                std::thread::sleep(STALL); // the behaviour under test, not synchronisation
-                stall_tx.send((start, mono_ns())).unwrap();
-            }
+            before_reply(n);
             let _ = stream
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
         }
     });
-    let config = LoadConfig {
+}
+
+/// A load of 100 requests/s for 1 s, a new connection each, against `addr`.
+fn hundred_per_second(addr: std::net::SocketAddr) -> LoadConfig {
+    LoadConfig {
         target: Target::parse(&format!("http://{addr}/")).unwrap(),
         rate: 100.0,
         duration: Duration::from_secs(1),
         connection: Connection::New,
         closed: None,
         grace: Duration::from_secs(10),
-    };
+    }
+}
+
+#[test]
+fn latency_from_the_schedule_includes_a_server_stall() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stall_tx, stall_rx) = std::sync::mpsc::channel();
+    // One thread, one connection at a time: while it stalls, nothing else is served.
+    serve_one_at_a_time(listener, move |n| {
+        if n == 10 {
+            let start = mono_ns();
+            std::thread::sleep(STALL); // the behaviour under test, not synchronisation
+            stall_tx.send((start, mono_ns())).unwrap();
+        }
+    });
+    let config = hundred_per_second(addr);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -98,36 +115,15 @@ fn a_late_generator_reports_its_lateness_and_times_from_the_due_time() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (hog_tx, hog_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let mut hog_tx = Some(hog_tx);
-        for (n, stream) in listener.incoming().enumerate() {
-            let mut stream = stream.unwrap();
-            let mut buf = [0u8; 1024];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                let k = stream.read(&mut buf).unwrap();
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..k]);
-            }
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-            if n == 10 {
-                if let Some(tx) = hog_tx.take() {
-                    let _ = tx.send(());
-                }
+    let mut hog_tx = Some(hog_tx);
+    serve_one_at_a_time(listener, move |n| {
+        if n == 10 {
+            if let Some(tx) = hog_tx.take() {
+                let _ = tx.send(());
             }
         }
     });
-    let config = LoadConfig {
-        target: Target::parse(&format!("http://{addr}/")).unwrap(),
-        rate: 100.0,
-        duration: Duration::from_secs(1),
-        connection: Connection::New,
-        closed: None,
-        grace: Duration::from_secs(10),
-    };
+    let config = hundred_per_second(addr);
     // One thread: while the hog spins, the generator cannot send.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
