@@ -228,12 +228,19 @@ async fn one_request(
         .await
         .map_err(std::io::Error::other)?;
     let status = response.status().as_u16();
+    // A server that answers `Connection: close` is about to close the connection; hyper
+    // may not have noticed yet when the next request picks it from the pool, and that
+    // request would fail as an I/O error that is the generator's doing, not the API's.
+    let server_closes = response
+        .headers()
+        .get(hyper::header::CONNECTION)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
     response
         .into_body()
         .collect()
         .await
         .map_err(std::io::Error::other)?;
-    if mode == Connection::Keepalive && !sender.is_closed() {
+    if mode == Connection::Keepalive && !server_closes && !sender.is_closed() {
         pool.lock().unwrap_or_else(|e| e.into_inner()).push(sender);
     }
     Ok((connect_ns, status))
