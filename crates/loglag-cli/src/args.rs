@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use loglag_lab::api::condition::Condition;
+use loglag_lab::api::condition::{Condition, RecordShape};
+use loglag_lab::lab::preset::Preset;
 use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
 use loglag_lab::load::Connection;
 use loglag_lab::sys::units::{parse_bytes, parse_duration};
@@ -119,13 +120,20 @@ fn lab_after_help() -> String {
     loglag lab --conditions json-sync,json-queue,loglag --sinks slow
     loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
     loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
-        --conditions stream,memory --expect-lines 3 --stop-signal term   # what a shutdown loses
+        --conditions stream,memory --expect-lines 3 --stop-signal term --match-request-id
+    loglag lab --preset buffers --out buffers    # ref. 002; also: --preset blocking, sweep
 
 CONDITIONS (the first seven are the reference experiment; JSON records are 16 KiB):
 ",
     );
     for c in Condition::ALL {
         text.push_str(&format!("    {:<18}{}\n", c.as_str(), c.describe()));
+    }
+    text.push_str(
+        "\nPRESETS (one command each; every step is a full run in its own subdirectory):\n",
+    );
+    for p in Preset::ALL {
+        text.push_str(&format!("    {:<10}{}\n", p.as_str(), p.describe()));
     }
     text.push_str(
         "
@@ -147,36 +155,59 @@ pub enum OutputFormat {
 #[derive(Debug, Args)]
 #[command(after_help = lab_after_help())]
 pub struct LabArgs {
-    /// Comma-separated conditions [default: the 7 reference conditions].
+    /// Run a reference experiment's preset: buffers (002), blocking (003) or sweep
+    /// (003's tuning table). Flags given explicitly override the preset's settings.
+    #[arg(long)]
+    pub preset: Option<Preset>,
+    /// Comma-separated conditions [default: the 7 reference conditions, or the preset's].
     #[arg(long, value_delimiter = ',')]
     pub conditions: Vec<String>,
-    /// Comma-separated reader speeds: fast, slow.
-    #[arg(long, value_delimiter = ',', default_value = "fast,slow")]
+    /// Comma-separated sinks: fast, slow (the reader capped at --slow-rate) or
+    /// slow-disk (every write of the API waits --disk-delay) [default: fast,slow; a
+    /// preset: fast].
+    #[arg(long, value_delimiter = ',')]
     pub sinks: Vec<SinkKind>,
     /// Rounds of every (condition, sink) pair; 3 is the full reference.
     #[arg(long, default_value_t = 1)]
     pub rounds: usize,
-    /// Requests per second.
-    #[arg(long, default_value_t = 20.0)]
-    pub rate: f64,
-    /// How long the load runs (e.g. 8s, 500ms, 1m).
-    #[arg(long, default_value = "8s", value_parser = parse_duration)]
-    pub duration: Duration,
-    /// new: a connection per request (the reference); keepalive: reuse connections.
-    #[arg(long, default_value = "new")]
-    pub connection: Connection,
+    /// Requests per second, open loop [default: 20; sweep: 1000].
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Closed loop with N connections, each sending its next request when the last
+    /// is answered, instead of --rate [presets: buffers 100, blocking 500 and 2000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub closed: Option<u64>,
+    /// How long the load runs (e.g. 8s, 500ms, 1m) [default: 8s; presets: 10s, sweep 5s].
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// new: a connection per request (the reference); keepalive: reuse connections
+    /// [default: new; presets: keepalive].
+    #[arg(long)]
+    pub connection: Option<Connection>,
     /// The slow reader's cap (bytes per second; units B, KiB, MiB).
     #[arg(long, default_value = "256KiB", value_parser = parse_bytes)]
     pub slow_rate: u64,
+    /// The slow-disk sink's delay before each write.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub disk_delay: Duration,
     /// Bytes per read by the reader.
     #[arg(long, default_value_t = 4096)]
     pub read_size: usize,
     /// Set the FIFO's capacity with F_SETPIPE_SZ [default: the kernel's 64 KiB].
     #[arg(long, value_parser = parse_bytes)]
     pub pipe_size: Option<u64>,
-    /// Worker threads of the built-in API (1 = one event loop, as in the reference).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Worker threads of the built-in API (1 = one event loop, as in the reference)
+    /// [default: 1; blocking: one per core].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// What the built-in API logs per request: json16k (the reference), three (three
+    /// 128-byte lines, INFO/DEBUG/INFO, as in 002) or line120 (one 120-byte line, 003).
+    #[arg(long)]
+    pub record: Option<RecordShape>,
+    /// Every Nth request of the built-in API logs an ERROR: a memory buffer then writes
+    /// what it holds, and the reader checks the order of what arrives.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub error_every: Option<u64>,
     /// Warm-up requests before counting starts.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,
@@ -187,7 +218,8 @@ pub struct LabArgs {
     /// {condition} are filled in.
     #[arg(long)]
     pub app: Option<String>,
-    /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here.
+    /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here
+    /// (a preset: one subdirectory per step, and preset.md and preset.json).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Format of the table on stdout.
@@ -208,14 +240,20 @@ pub struct LabArgs {
     /// against lines expected gives each run's lost_records.
     #[arg(long)]
     pub expect_lines: Option<ExpectLines>,
-    /// With --app: how each run stops the app, as a deployment would: term, int or
-    /// kill. What it writes while shutting down counts; what it never writes is lost.
-    #[arg(long, default_value = "term")]
-    pub stop_signal: StopSignal,
-    /// With --app: how long the app may take to exit after the stop signal before it
-    /// is killed.
+    /// How each run stops the API, as a deployment would: term, int or kill. What it
+    /// writes while shutting down counts; what it never writes is lost. Applies to an
+    /// --app always (default term), and to the built-in API when given or in a preset
+    /// (buffers runs term, then kill).
+    #[arg(long)]
+    pub stop_signal: Option<StopSignal>,
+    /// How long the API may take to exit after the stop signal before it is killed.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub stop_timeout: Duration,
+    /// Match the request ids in the log (id=N, request_id=N, "request_id":"N") against
+    /// the X-Request-Id of every request served, and report which are missing or
+    /// incomplete: the last requests before the stop, or scattered.
+    #[arg(long)]
+    pub match_request_id: bool,
 }
 
 #[derive(Debug, Args)]
@@ -312,6 +350,10 @@ pub struct ServeArgs {
     /// SHA-256 rounds of fixed work per request; 0 makes a trivial server.
     #[arg(long, default_value_t = loglag_lab::api::server::DEFAULT_HASH_ROUNDS)]
     pub hash_rounds: u32,
+    /// What each request logs: json16k (one 16 KiB JSON record), three (three 128-byte
+    /// lines, INFO/DEBUG/INFO) or line120 (one 120-byte line).
+    #[arg(long, default_value = "json16k")]
+    pub record: RecordShape,
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use anyhow::{bail, Context};
 use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
-use loglag_lab::lab::{self, LabError, LabPlan, RunCondition};
+use loglag_lab::lab::preset::{Overrides, Step};
+use loglag_lab::lab::{self, LabError, LabPlan, RunCondition, SinkKind};
 use loglag_lab::load::{self, LoadConfig, Outcome, Target};
 use loglag_lab::reader::{self, ReadConfig, SharedState};
 use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary, SCHEMA};
@@ -38,65 +39,80 @@ fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
-    let conditions: Vec<RunCondition> = if a.conditions.is_empty() {
-        Condition::REFERENCE
+/// Validates the flags into the plan of a plain run, or into the steps of a preset.
+fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
+    let app = a.app.is_some();
+    let conditions: Option<Vec<RunCondition>> = (!a.conditions.is_empty())
+        .then(|| {
+            a.conditions
+                .iter()
+                .map(|c| {
+                    RunCondition::parse(c, app).map_err(|e| anyhow::anyhow!("--conditions: {e}"))
+                })
+                .collect::<anyhow::Result<_>>()
+        })
+        .transpose()?;
+    let sinks = (!a.sinks.is_empty()).then(|| a.sinks.clone());
+    if let Some(conditions) = &conditions {
+        if let Some(twice) = conditions
             .iter()
-            .map(|&c| RunCondition::BuiltIn(c))
-            .collect()
-    } else {
-        a.conditions
+            .enumerate()
+            .find(|(i, c)| conditions[..*i].contains(c))
+        {
+            bail!(
+                "--conditions lists {} twice: each pair is run once per round (use --rounds for repeats)",
+                twice.1
+            );
+        }
+    }
+    if let Some(sinks) = &sinks {
+        if let Some(twice) = sinks
             .iter()
-            .map(|c| {
-                RunCondition::parse(c, a.app.is_some())
-                    .map_err(|e| anyhow::anyhow!("--conditions: {e}"))
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
-    let sinks = a.sinks.clone();
-    if sinks.is_empty() {
-        bail!("--sinks: give at least one of fast, slow");
-    }
-    if let Some(twice) = conditions
-        .iter()
-        .enumerate()
-        .find(|(i, c)| conditions[..*i].contains(c))
-    {
-        bail!(
-            "--conditions lists {} twice: each pair is run once per round (use --rounds for repeats)",
-            twice.1
-        );
-    }
-    if let Some(twice) = sinks
-        .iter()
-        .enumerate()
-        .find(|(i, s)| sinks[..*i].contains(s))
-    {
-        bail!("--sinks lists {} twice", twice.1.as_str());
+            .enumerate()
+            .find(|(i, s)| sinks[..*i].contains(s))
+        {
+            bail!("--sinks lists {} twice", twice.1.as_str());
+        }
+        if app && sinks.contains(&SinkKind::SlowDisk) {
+            bail!("--sinks slow-disk delays the built-in API's writes; an --app writes on its own");
+        }
     }
     if let Some(expect) = &a.expect_lines {
-        if a.app.is_none() {
+        if !app {
             bail!("--expect-lines verifies an --app; the built-in API reports what it wrote");
         }
         for name in expect.names() {
-            if !conditions.iter().any(|c| c.name() == name) {
+            if !conditions.iter().flatten().any(|c| c.name() == name) {
                 bail!("--expect-lines names {name:?}, which is not in --conditions");
             }
         }
     }
+    if app && (a.record.is_some() || a.error_every.is_some()) {
+        bail!(
+            "--record and --error-every shape what the built-in API logs; an --app logs on its own"
+        );
+    }
+    if a.preset.is_some() && app {
+        bail!("--preset runs the built-in API's conditions; with --app, give --conditions and --expect-lines instead");
+    }
     if a.read_size == 0 {
         bail!("--read-size must be at least 1 byte");
     }
-    if a.threads == 0 {
+    if a.threads == Some(0) {
         bail!("--threads must be at least 1");
     }
     if a.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
-    if !(a.rate > 0.0 && a.rate.is_finite()) {
-        bail!("--rate must be a positive number of requests per second");
+    if let Some(rate) = a.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--rate must be a positive number of requests per second");
+        }
+        if a.closed.is_some() {
+            bail!("--rate is an open loop and --closed a closed one: give one of them");
+        }
     }
-    if a.duration.is_zero() {
+    if a.duration.is_some_and(|d| d.is_zero()) {
         bail!("--duration must be positive");
     }
     if let Some(c) = a.cpu_limit {
@@ -109,31 +125,71 @@ fn lab_plan(a: &LabArgs) -> anyhow::Result<LabPlan> {
             bail!("--app must contain {{port}} and {{log_path}} so the lab can reach it and read its log: {app:?}");
         }
     }
-    let slow_rate = a.slow_rate;
-    if slow_rate == 0 {
+    if a.slow_rate == 0 {
         bail!("--slow-rate must be positive");
     }
-    Ok(LabPlan {
-        conditions,
-        sinks,
-        rounds: a.rounds,
-        rate: a.rate,
-        duration: a.duration,
-        connection: a.connection,
-        slow_rate,
-        read_size: a.read_size,
-        pipe_size: a.pipe_size.map(|v| v as usize),
-        threads: a.threads,
-        warmup: a.warmup,
-        cpu_limit: a.cpu_limit,
-        app: a.app.clone(),
-        exe: std::env::current_exe().context("cannot find the loglag executable")?,
-        drain_timeout: a.drain_timeout,
-        lateness_limit_us: a.lateness_limit.as_secs_f64() * 1e6,
-        expect_lines: a.expect_lines.clone().unwrap_or_default(),
-        stop_signal: a.stop_signal,
-        stop_timeout: a.stop_timeout,
-    })
+    let exe = std::env::current_exe().context("cannot find the loglag executable")?;
+    let mut base = LabPlan::reference(
+        conditions.clone().unwrap_or_else(|| {
+            Condition::REFERENCE
+                .iter()
+                .map(|&c| RunCondition::BuiltIn(c))
+                .collect()
+        }),
+        sinks
+            .clone()
+            .unwrap_or_else(|| vec![SinkKind::Fast, SinkKind::Slow]),
+        exe,
+    );
+    base.rounds = a.rounds;
+    base.rate = a.rate.unwrap_or(base.rate);
+    base.closed = a.closed.map(|n| n as usize);
+    base.duration = a.duration.unwrap_or(base.duration);
+    base.connection = a.connection.unwrap_or(base.connection);
+    base.slow_rate = a.slow_rate;
+    base.disk_delay = a.disk_delay;
+    base.read_size = a.read_size;
+    base.pipe_size = a.pipe_size.map(|v| v as usize);
+    base.threads = a.threads.unwrap_or(1);
+    base.warmup = a.warmup;
+    base.cpu_limit = a.cpu_limit;
+    base.app = a.app.clone();
+    base.drain_timeout = a.drain_timeout;
+    base.lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
+    base.expect_lines = a.expect_lines.clone().unwrap_or_default();
+    base.stop_signal = a.stop_signal.unwrap_or_default();
+    base.stop_builtin = a.stop_signal.is_some();
+    base.stop_timeout = a.stop_timeout;
+    base.record = a.record.unwrap_or_default();
+    base.error_every = a.error_every;
+    base.match_request_id = a.match_request_id;
+    let steps = match a.preset {
+        None => vec![Step {
+            label: String::new(),
+            plan: base,
+        }],
+        Some(preset) => preset.steps(
+            &base,
+            &Overrides {
+                conditions,
+                sinks,
+                duration: a.duration,
+                rate: a.rate,
+                closed: a.closed.map(|n| n as usize),
+                connection: a.connection,
+                threads: a.threads,
+                stop_signal: a.stop_signal,
+                record: a.record,
+            },
+        ),
+    };
+    // A closed loop of N connections holds N sockets here and N in the API, which
+    // inherits this limit.
+    if let Some(most) = steps.iter().filter_map(|s| s.plan.closed).max() {
+        loglag_lab::sys::procfs::raise_open_files(2 * most as u64 + 256)
+            .map_err(|e| anyhow::anyhow!("--closed {most}: {e}"))?;
+    }
+    Ok(steps)
 }
 
 /// Creates `--out` and proves it writable before any run, so a typo costs seconds,
@@ -168,42 +224,131 @@ fn write_outputs(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shows a preset's steps as one progress bar.
+struct StepObserver<'a> {
+    inner: &'a Progress,
+    offset: usize,
+    total: usize,
+    step: &'a str,
+}
+
+impl lab::Observer for StepObserver<'_> {
+    fn run_started(&self, index: usize, _total: usize, label: &str) {
+        let label = if self.step.is_empty() {
+            label.to_owned()
+        } else {
+            format!("[{}] {label}", self.step)
+        };
+        self.inner
+            .run_started(self.offset + index, self.total, &label);
+    }
+    fn run_finished(&self, run: &loglag_lab::report::RunSummary) {
+        self.inner.run_finished(run);
+    }
+    fn warn(&self, message: &str) {
+        self.inner.warn(message);
+    }
+}
+
 pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
-    let plan = lab_plan(&a)?;
+    let steps = lab_steps(&a)?;
     if let Some(out) = &a.out {
         check_out_dir(out)?;
     }
     let cancel = cancel_flag()?;
-    let total = plan.schedule().len();
-    let expected = plan.duration.as_secs_f64() * total as f64;
-    eprintln!(
-        "loglag lab: {total} runs ({} conditions x {} sinks x {} rounds), about {:.0} s of load plus drain",
-        plan.conditions.len(),
-        plan.sinks.len(),
-        plan.rounds,
-        expected
-    );
+    let total: usize = steps.iter().map(|s| s.plan.schedule().len()).sum();
+    let expected: f64 = steps
+        .iter()
+        .map(|s| s.plan.duration.as_secs_f64() * s.plan.schedule().len() as f64)
+        .sum();
+    let first = &steps[0].plan;
+    match a.preset {
+        None => eprintln!(
+            "loglag lab: {total} runs ({} conditions x {} sinks x {} rounds), about {:.0} s of load plus drain",
+            first.conditions.len(),
+            first.sinks.len(),
+            first.rounds,
+            expected
+        ),
+        Some(preset) => eprintln!(
+            "loglag lab --preset {preset}: {} steps ({}), {total} runs, about {:.0} s of load plus drain",
+            steps.len(),
+            steps.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", "),
+            expected
+        ),
+    }
     let progress = Progress::new(total);
-    let (summary, error) = lab::run_lab(&plan, &progress, &cancel);
+    let mut done: Vec<(Step, Summary)> = Vec::new();
+    let mut offset = 0;
+    let mut error = None;
+    for step in &steps {
+        let observer = StepObserver {
+            inner: &progress,
+            offset,
+            total,
+            step: &step.label,
+        };
+        let (mut summary, e) = lab::run_lab(&step.plan, &observer, &cancel);
+        offset += step.plan.schedule().len();
+        if let Some(preset) = a.preset {
+            summary.params.preset = Some(preset.to_string());
+            summary.params.step = Some(step.label.clone());
+        }
+        if !summary.runs.is_empty() {
+            done.push((step.clone(), summary));
+        }
+        if e.is_some() {
+            error = e;
+            break;
+        }
+    }
     progress.finish();
+    let completed: usize = done.iter().map(|(_, s)| s.runs.len()).sum();
     // The table first: if writing the files fails, the measurements are still shown.
+    let preset_summary = a.preset.map(|p| p.summarise(&done));
     {
         let stdout = &mut std::io::stdout().lock();
-        stdout_exporter(a.format).export(&summary, stdout)?;
+        match &preset_summary {
+            Some(ps) if a.format == OutputFormat::Md => export::preset::markdown(ps, stdout)?,
+            Some(ps) if a.format == OutputFormat::Json => {
+                serde_json::to_writer_pretty(&mut *stdout, ps)?;
+                writeln!(stdout)?;
+            }
+            _ => {
+                for (_, summary) in &done {
+                    stdout_exporter(a.format).export(summary, stdout)?;
+                }
+            }
+        }
         stdout.flush()?;
     }
     if let Some(out) = &a.out {
-        if summary.runs.is_empty() {
+        if done.is_empty() {
             eprintln!(
                 "loglag lab: no run completed; nothing written to {}",
                 out.display()
             );
         } else {
-            write_outputs(out, &summary)?;
-            if a.report {
-                let path = out.join("report.html");
-                let html = loglag_lab::html::render(&loglag_lab::html::load_dir(out)?);
-                write_to(&path, html.as_bytes())?;
+            for (step, summary) in &done {
+                let dir = out.join(&step.label);
+                write_outputs(&dir, summary)?;
+                if a.report {
+                    let html = loglag_lab::html::render(&loglag_lab::html::load_dir(&dir)?);
+                    write_to(&dir.join("report.html"), html.as_bytes())?;
+                }
+            }
+            if let Some(ps) = &preset_summary {
+                let mut md = Vec::new();
+                export::preset::markdown(ps, &mut md)?;
+                write_to(&out.join("preset.md"), &md)?;
+                write_to(
+                    &out.join("preset.json"),
+                    (serde_json::to_string_pretty(ps)? + "\n").as_bytes(),
+                )?;
+                if a.report {
+                    let html = loglag_lab::html::render_preset(ps);
+                    write_to(&out.join("report.html"), html.as_bytes())?;
+                }
             }
             eprintln!("loglag lab: results in {}", out.display());
         }
@@ -211,16 +356,13 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     match error {
         None => Ok(ExitCode::SUCCESS),
         Some(LabError::Cancelled) => {
-            eprintln!(
-                "loglag lab: interrupted; {} completed runs reported",
-                summary.runs.len()
-            );
+            eprintln!("loglag lab: interrupted; {completed} completed runs reported");
             Ok(ExitCode::from(INTERRUPTED))
         }
-        Some(e) => Err(anyhow::Error::new(e).context(format!(
-            "lab stopped after {} completed runs",
-            summary.runs.len()
-        ))),
+        Some(e) => {
+            Err(anyhow::Error::new(e)
+                .context(format!("lab stopped after {completed} completed runs")))
+        }
     }
 }
 
@@ -253,6 +395,7 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
                 connection,
                 closed: a.closed.map(|n| n as usize),
                 grace: a.grace,
+                first_id: 0,
             },
             progress,
         ));
@@ -406,6 +549,7 @@ pub fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
     let config = ReadConfig {
         read_size: a.read_size,
         rate: a.rate,
+        inspect: Default::default(),
     };
     let pipe_size = a.pipe_size.map(|v| v as usize);
     let state = SharedState::default();
@@ -477,9 +621,10 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServeConfig {
         port: a.port,
         threads: a.threads,
-        condition,
         log_path: a.log,
         hash_rounds: a.hash_rounds,
+        record: a.record,
+        ..ServeConfig::new(condition)
     };
     server::serve(config, |listening| {
         println!("{}", server::ready_line(&listening, condition));
@@ -497,9 +642,28 @@ pub fn child(a: ChildArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let summary = loglag_lab::html::load_dir(&a.dir)?;
-    let output = a.output.unwrap_or_else(|| a.dir.join("report.html"));
-    write_to(&output, loglag_lab::html::render(&summary).as_bytes())?;
+    let output = a
+        .output
+        .clone()
+        .unwrap_or_else(|| a.dir.join("report.html"));
+    match loglag_lab::html::load_preset(&a.dir)? {
+        // A preset's directory: its table here, each step's charts in its own.
+        Some(preset) => {
+            for step in &preset.steps {
+                let dir = a.dir.join(step);
+                let summary = loglag_lab::html::load_dir(&dir)?;
+                write_to(
+                    &dir.join("report.html"),
+                    loglag_lab::html::render(&summary).as_bytes(),
+                )?;
+            }
+            write_to(&output, loglag_lab::html::render_preset(&preset).as_bytes())?;
+        }
+        None => {
+            let summary = loglag_lab::html::load_dir(&a.dir)?;
+            write_to(&output, loglag_lab::html::render(&summary).as_bytes())?;
+        }
+    }
     if output.as_os_str() != "-" {
         eprintln!("loglag report: wrote {}", output.display());
     }

@@ -93,6 +93,8 @@ pub struct LoadConfig {
     pub closed: Option<usize>,
     /// How long unfinished requests may take after the schedule ends.
     pub grace: Duration,
+    /// The X-Request-Id of the first request; the i-th carries `first_id + i`.
+    pub first_id: u64,
 }
 
 /// How a request ended.
@@ -334,14 +336,18 @@ async fn run_open(config: &LoadConfig, progress: Arc<LoadProgress>) -> LoadResul
         let pool = pool.clone();
         let tx = tx.clone();
         let mode = config.connection;
+        let first_id = config.first_id;
         let progress_of_one = progress.clone();
         progress.sent.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             // Lateness and latency are both taken from the due time: a request the
             // generator sent late is still timed from when it should have gone.
             let sent = mono_ns();
-            let result =
-                tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool, i)).await;
+            let result = tokio::time::timeout_at(
+                give_up.into(),
+                one_request(&target, mode, &pool, first_id + i),
+            )
+            .await;
             let done = mono_ns();
             let (connect_ns, latency_ns, status, outcome) =
                 classify(result, Some(done.saturating_sub(due)));
@@ -379,6 +385,7 @@ async fn run_closed(
         let tx = tx.clone();
         let next = next.clone();
         let mode = config.connection;
+        let first_id = config.first_id;
         let progress = progress.clone();
         tokio::spawn(async move {
             let pool: Pool = Arc::default();
@@ -386,9 +393,11 @@ async fn run_closed(
                 let sent = Instant::now();
                 progress.sent.fetch_add(1, Ordering::Relaxed);
                 let id = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let result =
-                    tokio::time::timeout_at(give_up.into(), one_request(&target, mode, &pool, id))
-                        .await;
+                let result = tokio::time::timeout_at(
+                    give_up.into(),
+                    one_request(&target, mode, &pool, first_id + id),
+                )
+                .await;
                 let latency = Some(sent.elapsed().as_nanos() as u64);
                 let (connect_ns, latency_ns, status, outcome) = classify(result, latency);
                 progress.finished.fetch_add(1, Ordering::Relaxed);
@@ -467,11 +476,8 @@ impl NullServer {
     pub fn start(exe: &std::path::Path) -> std::io::Result<NullServer> {
         use std::io::BufRead;
         let mut cmd = crate::sys::spawn::ChildSpec::Api(crate::api::server::ServeConfig {
-            port: 0,
-            threads: 1,
-            condition: crate::api::condition::Condition::None,
-            log_path: None,
             hash_rounds: 0,
+            ..crate::api::server::ServeConfig::new(crate::api::condition::Condition::None)
         })
         .command(exe);
         cmd.stdin(std::process::Stdio::null())

@@ -1,10 +1,14 @@
 //! The lab's results: the only types that derive `Serialize` for output. JSON carries
-//! `"schema": 1`.
+//! `"schema": 2` (schema 1, before the presets' fields, still reads: every field added
+//! since has a default).
 
 use serde::{Deserialize, Serialize};
 
 /// The version of the JSON layout.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
+
+/// Every schema this version reads.
+pub const READABLE_SCHEMAS: [u32; 2] = [1, 2];
 
 /// Everything a lab run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,6 +52,31 @@ pub struct Params {
     pub git_revision: Option<String>,
     pub started_unix_s: u64,
     pub machine: Machine,
+    /// Closed loop with this many connections (`None`: open loop at `rate`).
+    #[serde(default)]
+    pub closed: Option<usize>,
+    /// What the built-in API logged per request: json16k, three or line120.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Every Nth request logged an ERROR.
+    #[serde(default)]
+    pub error_every: Option<u64>,
+    /// How the API was stopped at the end of each run, when a stop was measured.
+    #[serde(default)]
+    pub stop_signal: Option<String>,
+    /// The slow-disk sink's delay per write, µs.
+    #[serde(default)]
+    pub disk_delay_us: Option<u64>,
+    /// The built-in loglag condition's settings, when not its defaults.
+    #[serde(default)]
+    pub loglag_batch_bytes: Option<usize>,
+    #[serde(default)]
+    pub loglag_flush_interval_ms: Option<f64>,
+    /// The preset this run belongs to, and its step (`buffers` / `kill`).
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub step: Option<String>,
 }
 
 fn default_lateness_limit() -> f64 {
@@ -142,6 +171,40 @@ pub struct RunSummary {
     /// Set when the generator's p99 lateness exceeds `Params::lateness_limit_us`.
     #[serde(default)]
     pub lateness_warning: Option<String>,
+    #[serde(default)]
+    pub mean_ms: Option<f64>,
+    #[serde(flatten)]
+    pub process: ProcessFigures,
+    /// Which request ids the log lacks (`--match-request-id`).
+    #[serde(default)]
+    pub request_ids: Option<crate::reader::inspect::IdMatch>,
+}
+
+/// What the API process did during the load, per run or pooled over a pair's runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessFigures {
+    /// `write` calls on the log sink, per minute (the built-in API counts its own).
+    #[serde(default)]
+    pub log_writes_per_min: Option<f64>,
+    /// Write-family syscalls of the whole process (`syscw`, responses included), per minute.
+    #[serde(default)]
+    pub syscw_per_min: Option<f64>,
+    /// Context switches per second, summed over threads.
+    #[serde(default)]
+    pub ctx_voluntary_per_s: Option<f64>,
+    #[serde(default)]
+    pub ctx_involuntary_per_s: Option<f64>,
+    /// Peak resident set, KiB.
+    #[serde(default)]
+    pub rss_peak_kib: Option<u64>,
+    /// The longest a record waited in loglag's queue, as sampled every 25 ms, ms.
+    #[serde(default)]
+    pub oldest_queued_ms: Option<f64>,
+    /// ERROR lines read, and lines whose sequence number went backwards.
+    #[serde(default)]
+    pub error_lines: Option<u64>,
+    #[serde(default)]
+    pub out_of_order: Option<u64>,
 }
 
 /// One (condition, sink) pair pooled over its rounds.
@@ -184,6 +247,15 @@ pub struct PairSummary {
     pub send_lateness: Option<Lateness>,
     #[serde(default)]
     pub lateness_warning: Option<String>,
+    /// Pooled over every request of every round.
+    #[serde(default)]
+    pub mean_ms: Option<f64>,
+    /// Rates averaged over rounds; maxima for RSS and queue age; sums for counts.
+    #[serde(flatten)]
+    pub process: ProcessFigures,
+    /// Where the first round that lacks request ids places the loss.
+    #[serde(default)]
+    pub missing_ids_note: Option<String>,
 }
 
 /// One request.
@@ -242,6 +314,33 @@ impl Lateness {
             )
         })
     }
+}
+
+/// A preset's results: one row per (step, condition, sink), each step being a full
+/// lab run written to its own subdirectory.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PresetSummary {
+    pub schema: u32,
+    pub preset: String,
+    pub description: String,
+    /// Step labels, in order; each is a subdirectory of `--out`.
+    pub steps: Vec<String>,
+    pub rows: Vec<PresetRow>,
+    /// What the numbers favour, and why (the sweep).
+    pub verdict: Option<String>,
+}
+
+/// One pair of one step.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PresetRow {
+    pub step: String,
+    pub closed: Option<usize>,
+    pub stop_signal: String,
+    pub batch_bytes: Option<usize>,
+    pub flush_interval_ms: Option<u64>,
+    /// Log bytes read, summed over rounds.
+    pub log_bytes: u64,
+    pub pair: PairSummary,
 }
 
 /// What `loglag load` measured.

@@ -45,6 +45,7 @@ fn hundred_per_second(addr: std::net::SocketAddr) -> LoadConfig {
         connection: Connection::New,
         closed: None,
         grace: Duration::from_secs(10),
+        first_id: 0,
     }
 }
 

@@ -32,8 +32,21 @@ pub enum Condition {
     Loglag,
     /// Build it and write it through `tracing_appender::non_blocking` (defaults).
     TracingAppender,
-    /// A 100-record memory buffer the caller flushes synchronously when full.
+    /// A 100-record memory buffer the caller flushes synchronously when full or on ERROR.
     MemoryBuffer,
+    /// The same with 50 records (reference 002).
+    MemoryBuffer50,
+    /// The same with 200 records (reference 002).
+    MemoryBuffer200,
+    /// A queue whose writer thread feeds a 100-record memory buffer (QueueHandler in front
+    /// of a MemoryHandler, reference 002).
+    QueueMemory100,
+    /// One write(2) of each record to the append-mode file, as it is logged (002's
+    /// FileHandler).
+    FileSync,
+    /// `writeln!` of each record to a shared, unbuffered file under a mutex (003's
+    /// synchronous logging): the line and its newline are separate writes.
+    SyncWriteln,
     /// An mpsc channel and a writer flushing at 32 KiB or every 100 ms (reference 003).
     ChannelBatch,
     /// One awaited `tokio::fs` write per request.
@@ -52,8 +65,27 @@ impl Condition {
         Condition::JsonQueue,
     ];
 
+    /// Reference 002's comparison (the `buffers` preset).
+    pub const BUFFERS: [Condition; 6] = [
+        Condition::FileSync,
+        Condition::MemoryBuffer50,
+        Condition::MemoryBuffer,
+        Condition::MemoryBuffer200,
+        Condition::QueueMemory100,
+        Condition::Loglag,
+    ];
+
+    /// Reference 003's comparison (the `blocking` preset).
+    pub const BLOCKING: [Condition; 5] = [
+        Condition::SyncWriteln,
+        Condition::TokioFs,
+        Condition::ChannelBatch,
+        Condition::TracingAppender,
+        Condition::Loglag,
+    ];
+
     /// Every condition.
-    pub const ALL: [Condition; 12] = [
+    pub const ALL: [Condition; 17] = [
         Condition::None,
         Condition::Short1,
         Condition::Short10,
@@ -66,6 +98,11 @@ impl Condition {
         Condition::MemoryBuffer,
         Condition::ChannelBatch,
         Condition::TokioFs,
+        Condition::MemoryBuffer50,
+        Condition::MemoryBuffer200,
+        Condition::QueueMemory100,
+        Condition::FileSync,
+        Condition::SyncWriteln,
     ];
 
     /// What the condition writes per request, and when: for `--help` and the README.
@@ -87,7 +124,16 @@ impl Condition {
                 "builds it and writes it through tracing-appender's non_blocking (defaults)"
             }
             Condition::MemoryBuffer => {
-                "buffers 100 records in memory; the request that fills it writes them all"
+                "buffers 100 records in memory; the request that fills it (or logs an ERROR) writes them all"
+            }
+            Condition::MemoryBuffer50 => "the same with 50 records (ref. 002)",
+            Condition::MemoryBuffer200 => "the same with 200 records (ref. 002)",
+            Condition::QueueMemory100 => {
+                "a queue; its thread fills a 100-record buffer and writes it when full (ref. 002)"
+            }
+            Condition::FileSync => "one write(2) per record to the append-mode log (ref. 002)",
+            Condition::SyncWriteln => {
+                "writeln! per record to a shared unbuffered file under a mutex (ref. 003)"
             }
             Condition::ChannelBatch => {
                 "sends it on a channel; a writer flushes at 32 KiB or every 100 ms (ref. 003)"
@@ -108,28 +154,187 @@ impl Condition {
             Condition::JsonQueue => "json-queue",
             Condition::Loglag => "loglag",
             Condition::TracingAppender => "tracing-appender",
-            Condition::MemoryBuffer => "memory-buffer",
+            Condition::MemoryBuffer => "memory-buffer-100",
+            Condition::MemoryBuffer50 => "memory-buffer-50",
+            Condition::MemoryBuffer200 => "memory-buffer-200",
+            Condition::QueueMemory100 => "queue-memory-100",
+            Condition::FileSync => "file-sync",
+            Condition::SyncWriteln => "sync-writeln",
             Condition::ChannelBatch => "channel-batch",
             Condition::TokioFs => "tokio-fs",
         }
     }
 
-    /// Log bytes each request produces.
-    pub fn bytes_per_request(self) -> usize {
+    /// Log bytes each request produces with records of `shape`.
+    pub fn bytes_per_request(self, shape: RecordShape) -> usize {
+        self.records_per_request(shape) * self.record_bytes(shape)
+    }
+
+    /// Records each request logs with records of `shape`.
+    pub fn records_per_request(self, shape: RecordShape) -> usize {
         match self {
             Condition::None | Condition::JsonGen => 0,
-            Condition::Short1 => SHORT_LINE_BYTES,
-            Condition::Short10 => 10 * SHORT_LINE_BYTES,
-            _ => JSON_LINE_BYTES,
+            Condition::Short1 | Condition::JsonPreSync => 1,
+            Condition::Short10 => 10,
+            _ => shape.records_per_request(),
         }
     }
 
-    /// Whether the request builds the JSON line.
-    pub fn builds_json(self) -> bool {
+    /// Bytes of each record (all records of a run have the same length).
+    pub fn record_bytes(self, shape: RecordShape) -> usize {
+        match self {
+            Condition::None => 0,
+            Condition::Short1 | Condition::Short10 => SHORT_LINE_BYTES,
+            Condition::JsonPreSync => JSON_LINE_BYTES,
+            _ => shape.record_bytes(),
+        }
+    }
+
+    /// Whether the request builds its records (the reference's fixed lines are built
+    /// once, at startup).
+    pub fn builds_records(self) -> bool {
         !matches!(
             self,
             Condition::None | Condition::Short1 | Condition::Short10 | Condition::JsonPreSync
         )
+    }
+
+    /// The capacity of the caller-side memory buffer, for the conditions that have one.
+    pub fn memory_buffer(self) -> Option<usize> {
+        match self {
+            Condition::MemoryBuffer50 => Some(50),
+            Condition::MemoryBuffer | Condition::QueueMemory100 => Some(100),
+            Condition::MemoryBuffer200 => Some(200),
+            _ => None,
+        }
+    }
+}
+
+/// What each request logs, for the conditions that build records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordShape {
+    /// One 16 KiB JSON record (the reference experiment).
+    #[default]
+    Json16k,
+    /// Three 128-byte text lines, INFO, DEBUG, INFO (reference 002's endpoint).
+    Three,
+    /// One 120-byte INFO line (reference 003).
+    Line120,
+}
+
+impl RecordShape {
+    pub const ALL: [RecordShape; 3] = [
+        RecordShape::Json16k,
+        RecordShape::Three,
+        RecordShape::Line120,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordShape::Json16k => "json16k",
+            RecordShape::Three => "three",
+            RecordShape::Line120 => "line120",
+        }
+    }
+
+    pub fn records_per_request(self) -> usize {
+        match self {
+            RecordShape::Json16k | RecordShape::Line120 => 1,
+            RecordShape::Three => 3,
+        }
+    }
+
+    pub fn record_bytes(self) -> usize {
+        match self {
+            RecordShape::Json16k => JSON_LINE_BYTES,
+            RecordShape::Three => SHORT_LINE_BYTES,
+            RecordShape::Line120 => 120,
+        }
+    }
+}
+
+impl fmt::Display for RecordShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RecordShape {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RecordShape, String> {
+        RecordShape::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s.trim())
+            .ok_or_else(|| {
+                format!("unknown record shape {s:?}: expected json16k, three or line120")
+            })
+    }
+}
+
+/// The level of a built record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordLevel {
+    Debug,
+    Info,
+    Error,
+}
+
+impl RecordLevel {
+    fn label(self) -> &'static str {
+        match self {
+            RecordLevel::Debug => "DEBUG",
+            RecordLevel::Info => "INFO ",
+            RecordLevel::Error => "ERROR",
+        }
+    }
+}
+
+/// Builds one text record of exactly `len` bytes, newline included: a timestamp, the
+/// level, the request id and a sequence number (so the reader can check order), and
+/// `message` padded with dots.
+pub fn build_text_line(
+    out: &mut Vec<u8>,
+    len: usize,
+    now_ns: u64,
+    level: RecordLevel,
+    request_id: u64,
+    seq: u64,
+    message: &str,
+) {
+    use std::io::Write as _;
+    out.clear();
+    let _ = write!(
+        out,
+        "{now_ns:020} {} api: id={request_id:012} seq={seq:012} {message} ",
+        level.label()
+    );
+    out.resize(len - 1, b'.');
+    out.push(b'\n');
+}
+
+/// The records a request of `shape` logs: (level, message). With `error`, the last
+/// record is an ERROR (`--error-every`).
+pub fn shape_records(shape: RecordShape, error: bool) -> &'static [(RecordLevel, &'static str)] {
+    match (shape, error) {
+        (RecordShape::Three, false) => &[
+            (
+                RecordLevel::Info,
+                "request received path=/ user_agent=loglag",
+            ),
+            (RecordLevel::Debug, "handler state cache=hit items=3"),
+            (RecordLevel::Info, "request done status=200"),
+        ],
+        (RecordShape::Three, true) => &[
+            (
+                RecordLevel::Info,
+                "request received path=/ user_agent=loglag",
+            ),
+            (RecordLevel::Debug, "handler state cache=hit items=3"),
+            (RecordLevel::Error, "request failed downstream=timeout"),
+        ],
+        (_, false) => &[(RecordLevel::Info, "request handled path=/ status=200")],
+        (_, true) => &[(RecordLevel::Error, "request failed downstream=timeout")],
     }
 }
 
@@ -142,6 +347,10 @@ impl fmt::Display for Condition {
 impl FromStr for Condition {
     type Err = String;
     fn from_str(s: &str) -> Result<Condition, String> {
+        // The name it had before the 50 and 200 variants existed.
+        if s.trim() == "memory-buffer" {
+            return Ok(Condition::MemoryBuffer);
+        }
         Condition::ALL
             .into_iter()
             .find(|c| c.as_str() == s.trim())
@@ -229,6 +438,39 @@ mod tests {
             assert_eq!(line.len(), JSON_LINE_BYTES);
             assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         }
+    }
+
+    #[test]
+    fn text_lines_have_their_shape_and_fields() {
+        let mut line = Vec::new();
+        for shape in [RecordShape::Three, RecordShape::Line120] {
+            for &(level, message) in shape_records(shape, true) {
+                build_text_line(&mut line, shape.record_bytes(), 12, level, 7, 3, message);
+                assert_eq!(line.len(), shape.record_bytes());
+                let text = std::str::from_utf8(&line).unwrap();
+                assert!(
+                    text.contains(" id=000000000007 seq=000000000003 "),
+                    "{text}"
+                );
+                assert!(text.ends_with(".\n"), "{text}");
+            }
+        }
+        assert_eq!(
+            shape_records(RecordShape::Three, true)[2].0,
+            RecordLevel::Error
+        );
+        assert_eq!(
+            "memory-buffer".parse::<Condition>().unwrap(),
+            Condition::MemoryBuffer
+        );
+        assert_eq!(
+            Condition::FileSync.bytes_per_request(RecordShape::Three),
+            384
+        );
+        assert_eq!(
+            Condition::Short10.bytes_per_request(RecordShape::Three),
+            1280
+        );
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub struct Produced {
     pub handed_off_bytes: AtomicU64,
     /// Requests served.
     pub requests: AtomicU64,
+    /// Records handed to the logger.
+    pub records: AtomicU64,
+    /// `write` calls on the log sink (what the process's own log writes cost in
+    /// syscalls, apart from its socket writes).
+    pub write_calls: AtomicU64,
     /// Total nanoseconds spent building records, and how many were built.
     pub gen_ns: AtomicU64,
     pub gen_count: AtomicU64,
@@ -40,8 +45,17 @@ pub struct Produced {
     drop_source: Mutex<Option<DropSource>>,
 }
 
-/// Reads (dropped, queue_full) from a logger that counts them itself.
-pub type DropSource = Box<dyn Fn() -> Option<(u64, u64)> + Send + Sync>;
+/// What a logger that keeps its own counters reports.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoggerCounts {
+    pub dropped: u64,
+    pub queue_full: u64,
+    /// How long the oldest record still queued has waited, where the logger knows.
+    pub oldest_queued_us: Option<u64>,
+}
+
+/// Reads a logger's own counters (loglag, tracing-appender).
+pub type DropSource = Box<dyn Fn() -> Option<LoggerCounts> + Send + Sync>;
 
 #[derive(Debug, Default)]
 struct Written {
@@ -77,6 +91,8 @@ impl Produced {
         for c in [
             &self.handed_off_bytes,
             &self.requests,
+            &self.records,
+            &self.write_calls,
             &self.gen_ns,
             &self.gen_count,
             &self.log_ns,
@@ -97,17 +113,18 @@ impl Produced {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|f| f());
-        let (dropped, queue_full) = match external {
-            Some(counts) => counts,
-            None => (
-                self.dropped.load(Ordering::SeqCst),
-                self.queue_full.load(Ordering::SeqCst),
-            ),
-        };
+        let counts = external.unwrap_or(LoggerCounts {
+            dropped: self.dropped.load(Ordering::SeqCst),
+            queue_full: self.queue_full.load(Ordering::SeqCst),
+            oldest_queued_us: None,
+        });
         let w = self.written.lock().unwrap_or_else(|e| e.into_inner());
         ApiStats {
             mono_ns: mono_ns(),
             requests: self.requests.load(Ordering::SeqCst),
+            records: self.records.load(Ordering::SeqCst),
+            write_calls: self.write_calls.load(Ordering::SeqCst),
+            oldest_queued_us: counts.oldest_queued_us,
             handed_off_bytes: self.handed_off_bytes.load(Ordering::SeqCst),
             written_bytes: w.bytes,
             written_newlines: w.newlines,
@@ -116,8 +133,8 @@ impl Produced {
             gen_count: self.gen_count.load(Ordering::SeqCst),
             log_ns: self.log_ns.load(Ordering::SeqCst),
             log_count: self.log_count.load(Ordering::SeqCst),
-            dropped,
-            queue_full,
+            dropped: counts.dropped,
+            queue_full: counts.queue_full,
         }
     }
 }
@@ -127,6 +144,12 @@ impl Produced {
 pub struct ApiStats {
     pub mono_ns: u64,
     pub requests: u64,
+    #[serde(default)]
+    pub records: u64,
+    #[serde(default)]
+    pub write_calls: u64,
+    #[serde(default)]
+    pub oldest_queued_us: Option<u64>,
     pub handed_off_bytes: u64,
     pub written_bytes: u64,
     pub written_newlines: u64,

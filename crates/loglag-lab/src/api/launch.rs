@@ -16,8 +16,12 @@ use crate::sys::spawn::ChildSpec;
 /// Which API to start.
 #[derive(Debug, Clone)]
 pub enum ApiKind<'a> {
-    /// `loglag`'s own server, run from this executable.
-    BuiltIn { exe: &'a Path, threads: usize },
+    /// `loglag`'s own server, run from this executable with `config` (its condition and
+    /// log path are the run's).
+    BuiltIn {
+        exe: &'a Path,
+        config: &'a ServeConfig,
+    },
     /// A shell command with `{port}`, `{log_path}` and `{condition}` placeholders.
     App(&'a str),
 }
@@ -44,7 +48,7 @@ impl ApiProc {
         let stderr = std::fs::File::create(stderr_path)?;
         let stderr_path = stderr_path.to_owned();
         match kind {
-            ApiKind::BuiltIn { exe, threads } => {
+            ApiKind::BuiltIn { exe, config } => {
                 let Some(condition) = condition.built_in() else {
                     return Err(io::Error::other(format!(
                         "{condition:?} is not a condition of the built-in API: give --app"
@@ -52,10 +56,9 @@ impl ApiProc {
                 };
                 let mut cmd = ChildSpec::Api(ServeConfig {
                     port: 0,
-                    threads,
                     condition,
                     log_path: Some(log_path.to_owned()),
-                    hash_rounds: server::DEFAULT_HASH_ROUNDS,
+                    ..config.clone()
                 })
                 .command(exe);
                 cmd.stdin(Stdio::null())

@@ -5,6 +5,7 @@ mod csv;
 mod json;
 mod markdown;
 pub(crate) mod pairs;
+pub mod preset;
 
 use std::io::{self, Write};
 

@@ -35,7 +35,7 @@ impl std::fmt::Display for LoadError {
             LoadError::Corrupt(p, e) => write!(f, "{} is not a valid lab result: {e}", p.display()),
             LoadError::Schema(p, v) => write!(
                 f,
-                "{} has schema {v}; this loglag reads schema {SCHEMA}",
+                "{} has schema {v}; this loglag reads schemas 1 to {SCHEMA}",
                 p.display()
             ),
         }
@@ -58,7 +58,10 @@ pub fn load_dir(dir: &Path) -> Result<Summary, LoadError> {
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
     match value.get("schema").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(SCHEMA) => {}
+        Some(v)
+            if crate::report::READABLE_SCHEMAS
+                .iter()
+                .any(|&r| u64::from(r) == v) => {}
         Some(v) => return Err(LoadError::Schema(path, v)),
         None => return Err(LoadError::Corrupt(path, "no \"schema\" field".into())),
     }
@@ -137,6 +140,72 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weigh
 .legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}";
 
 /// Renders the report.
+/// A preset's page: its table, what it favours, and a link to each step's report.
+pub fn render_preset(s: &crate::report::PresetSummary) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab --preset {p}</title><style>{CSS}</style></head><body><h1>loglag lab --preset {p}</h1><p>{d}</p>",
+        p = esc(&s.preset),
+        d = esc(&s.description)
+    );
+    let (titles, rows) = crate::export::preset::table(s);
+    h.push_str("<table><thead><tr>");
+    for (title, _) in &titles {
+        let _ = write!(h, "<th>{}</th>", esc(title));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for (cell, (_, number)) in row.iter().zip(&titles) {
+            let _ = write!(
+                h,
+                "<td{}>{}</td>",
+                if *number { " class=\"num\"" } else { "" },
+                esc(cell)
+            );
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
+    for r in &s.rows {
+        if let (false, Some(note)) = (r.pair.verified, &r.pair.verify_note) {
+            let _ = write!(
+                h,
+                "<p><strong>Not verified</strong> ({} / {}): {}.</p>",
+                esc(&r.step),
+                esc(&r.pair.condition),
+                esc(note)
+            );
+        }
+    }
+    if let Some(v) = &s.verdict {
+        let _ = write!(h, "<p><strong>{}</strong></p>", esc(v));
+    }
+    h.push_str("<h2>Steps</h2><ul>");
+    for step in &s.steps {
+        let _ = write!(
+            h,
+            "<li><a href=\"{0}/report.html\">{0}</a>: charts and per-run figures</li>",
+            esc(step)
+        );
+    }
+    h.push_str("</ul></body></html>\n");
+    h
+}
+
+/// Reads a preset's `preset.json`, if `dir` holds one.
+pub fn load_preset(dir: &Path) -> Result<Option<crate::report::PresetSummary>, LoadError> {
+    let path = dir.join("preset.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read(&path)?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| LoadError::Corrupt(path, e.to_string()))
+}
+
 pub fn render(s: &Summary) -> String {
     let mut h = String::new();
     let p = &s.params;
@@ -149,13 +218,13 @@ pub fn render(s: &Summary) -> String {
     );
     let _ = write!(
         h,
-        "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started} UTC</dd><dt>load</dt><dd>{rate} requests/s for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",
+        "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started} UTC</dd><dt>load</dt><dd>{rate} for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",
         cpu = esc(&p.machine.cpu),
         cores = p.machine.cores,
         kernel = esc(&p.machine.kernel),
         ver = esc(&p.loglag_version),
         rev = esc(p.git_revision.as_deref().unwrap_or("unknown revision")),
-        rate = p.rate,
+        rate = p.closed.map_or_else(|| format!("{} requests/s (open loop)", p.rate), |n| format!("closed loop, {n} connections")),
         dur = p.duration_s,
         conn = esc(&p.connection),
         warm = p.warmup_requests,

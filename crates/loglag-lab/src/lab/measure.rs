@@ -5,14 +5,17 @@
 use std::time::Duration;
 
 use super::plan::{ExpectLines, RunCondition, SinkKind};
-use crate::api::condition::{Condition, SHORT_LINE_BYTES};
+use crate::api::condition::{Condition, RecordShape, SHORT_LINE_BYTES};
 use crate::api::control::ApiStats;
 use crate::load::{LoadResult, Outcome};
+use crate::reader::inspect::{IdMatch, LineFindings};
 use crate::reader::ReaderStats;
 use crate::report::{
-    Lateness, PairSummary, Params, RequestRow, RunSummary, Summary, TimeseriesRow, SCHEMA,
+    Lateness, PairSummary, Params, ProcessFigures, RequestRow, RunSummary, Summary, TimeseriesRow,
+    SCHEMA,
 };
 use crate::stats::{self, quantile};
+use crate::sys::procfs::ProcCounters;
 
 /// What one run recorded, before any computation.
 #[derive(Debug, Clone)]
@@ -42,8 +45,24 @@ pub struct RawRun {
     pub warmup_lines: u64,
     /// `--expect-lines`: how an `--app`'s log is verified.
     pub expect_lines: ExpectLines,
-    /// How the `--app` ended, in words (`None` for the built-in API).
+    /// How the API ended when stopped by a signal, in words (`None`: the built-in API
+    /// was flushed through its control channel instead).
     pub app_exit: Option<String>,
+    /// The built-in API was stopped by a signal: `api` is what it had logged just
+    /// before, and the lines read are checked against that.
+    pub stopped_builtin: bool,
+    /// What the built-in API logged per request.
+    pub record: RecordShape,
+    /// The X-Request-Id of the first measured request (the warm-up's are 0, 1, ...).
+    pub first_id: u64,
+    /// The API process's counters before and after the load.
+    pub proc_counters: Option<(ProcCounters, ProcCounters)>,
+    /// The longest wait of a queued record the logger reported, µs.
+    pub oldest_queued_us: Option<u64>,
+    /// What the reader found in the lines, when asked.
+    pub findings: Option<LineFindings>,
+    /// `--match-request-id`: match the ids in the log against the requests served.
+    pub match_request_id: bool,
 }
 
 /// Everything one run produced.
@@ -101,6 +120,10 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     // What the API was expected to write: what the built-in API reports, or for an
     // --app, its lines per request times every request it served, warm-up included.
     let (expected_records, lines_read) = match api_stats {
+        // Stopped by a signal: every record logged and not dropped should be there.
+        Some(a) if raw.stopped_builtin => {
+            (Some(a.records.saturating_sub(a.dropped)), read.newlines)
+        }
         Some(a) => (Some(a.written_newlines + a.dropped), read.newlines),
         None => (
             app_expected_lines(raw, completed + http_errors),
@@ -108,6 +131,9 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         ),
     };
     let (verified, verify_note) = match (&api_stats, drained) {
+        (Some(_), _) if raw.stopped_builtin => {
+            verify_stop(raw, expected_records.unwrap_or(0), lines_read)
+        }
         (_, false) => (
             false,
             format!("log not drained within {:?}", raw.drain_timeout),
@@ -147,6 +173,54 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let send_lateness = Lateness::of(&lateness_ns);
     let per_request =
         |total: u64, count: u64| (count > 0).then(|| total as f64 / count as f64 / 1000.0);
+    let window_s = raw.cpu_window_s.max(1e-9);
+    let counters = raw.proc_counters;
+    let process = ProcessFigures {
+        log_writes_per_min: api_stats
+            .as_ref()
+            .map(|a| a.write_calls as f64 * 60.0 / window_s),
+        syscw_per_min: counters
+            .map(|(b, a)| a.syscw.saturating_sub(b.syscw) as f64 * 60.0 / window_s),
+        ctx_voluntary_per_s: counters
+            .map(|(b, a)| a.ctx_voluntary.saturating_sub(b.ctx_voluntary) as f64 / window_s),
+        ctx_involuntary_per_s: counters
+            .map(|(b, a)| a.ctx_involuntary.saturating_sub(b.ctx_involuntary) as f64 / window_s),
+        rss_peak_kib: counters.map(|(_, a)| a.rss_peak_kib),
+        oldest_queued_ms: raw.oldest_queued_us.map(|us| us as f64 / 1000.0),
+        error_lines: raw
+            .findings
+            .as_ref()
+            .filter(|f| f.sequenced_lines > 0)
+            .map(|f| f.error_lines),
+        out_of_order: raw
+            .findings
+            .as_ref()
+            .filter(|f| f.sequenced_lines > 0)
+            .map(|f| f.out_of_order),
+    };
+    let request_ids = raw
+        .findings
+        .as_ref()
+        .filter(|_| raw.match_request_id)
+        .map(|f| {
+            let mut served: Vec<u64> = (0..raw.warmup_served).collect();
+            served.extend(
+                load.samples
+                    .iter()
+                    .filter(|s| s.status.is_some())
+                    .map(|s| raw.first_id + s.index),
+            );
+            served.sort_unstable();
+            let expect = match raw.condition.built_in() {
+                Some(c) if api_stats.is_some() => Some(c.records_per_request(raw.record) as u32),
+                _ => raw
+                    .expect_lines
+                    .for_condition(raw.condition.name())
+                    .map(|n| n as u32),
+            };
+            IdMatch::of(&served, f, expect)
+        });
+    let mean_ms = stats::mean(latencies_ns.iter().map(|&ns| ns as f64 / 1e6));
     let summary = RunSummary {
         run,
         round,
@@ -186,6 +260,9 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         app_exit: raw.app_exit.clone(),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
+        mean_ms,
+        process,
+        request_ids,
     };
     let requests = load
         .samples
@@ -315,6 +392,18 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 .map(|o| o.summary.verify_note.clone()),
             send_lateness: pooled_lateness,
             lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
+            mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
+            process: pool_process(runs.iter().map(|o| &o.summary.process)),
+            missing_ids_note: runs
+                .iter()
+                .filter_map(|o| o.summary.request_ids.as_ref())
+                .find(|m| m.missing + m.incomplete > 0)
+                .map(|m| {
+                    format!(
+                        "{} ids missing, {} incomplete ({}); first: {:?}",
+                        m.missing, m.incomplete, m.placement, m.first
+                    )
+                }),
             condition,
             sink,
         });
@@ -337,6 +426,27 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
     }
 }
 
+/// A pair's process figures: rates averaged over its runs, the largest RSS and queue
+/// age, and summed line counts.
+fn pool_process<'a>(runs: impl Iterator<Item = &'a ProcessFigures> + Clone) -> ProcessFigures {
+    let mean = |f: fn(&ProcessFigures) -> Option<f64>| stats::mean(runs.clone().filter_map(f));
+    let sum =
+        |f: fn(&ProcessFigures) -> Option<u64>| runs.clone().filter_map(f).reduce(|a, b| a + b);
+    ProcessFigures {
+        log_writes_per_min: mean(|p| p.log_writes_per_min),
+        syscw_per_min: mean(|p| p.syscw_per_min),
+        ctx_voluntary_per_s: mean(|p| p.ctx_voluntary_per_s),
+        ctx_involuntary_per_s: mean(|p| p.ctx_involuntary_per_s),
+        rss_peak_kib: runs.clone().filter_map(|p| p.rss_peak_kib).max(),
+        oldest_queued_ms: runs
+            .clone()
+            .filter_map(|p| p.oldest_queued_ms)
+            .reduce(f64::max),
+        error_lines: sum(|p| p.error_lines),
+        out_of_order: sum(|p| p.out_of_order),
+    }
+}
+
 /// Lines an `--app` should have written for `served` measured requests plus the
 /// warm-up: `--expect-lines` for its condition, else the built-in condition's figure.
 fn app_expected_lines(raw: &RawRun, served: u64) -> Option<u64> {
@@ -345,6 +455,35 @@ fn app_expected_lines(raw: &RawRun, served: u64) -> Option<u64> {
         .for_condition(raw.condition.name())
         .or_else(|| raw.condition.built_in().map(|c| expected_per_request(c).1))?;
     Some(per_request * (served + raw.warmup_served))
+}
+
+/// Verifies the built-in API stopped by a signal: every record it had logged, and not
+/// dropped, should have been read.
+fn verify_stop(raw: &RawRun, expected: u64, lines_read: u64) -> (bool, String) {
+    let exit = raw
+        .app_exit
+        .as_deref()
+        .map_or(String::new(), |e| format!("; the API {e}"));
+    match lines_read.cmp(&expected) {
+        std::cmp::Ordering::Equal => (
+            true,
+            format!("{lines_read} lines: every record logged before the stop was written{exit}"),
+        ),
+        std::cmp::Ordering::Less => (
+            false,
+            format!(
+                "{} records lost at the stop: {lines_read} lines read, {expected} logged{exit}",
+                expected - lines_read
+            ),
+        ),
+        std::cmp::Ordering::Greater => (
+            false,
+            format!(
+                "{} extra lines: {lines_read} read, {expected} logged{exit}",
+                lines_read - expected
+            ),
+        ),
+    }
 }
 
 /// Verifies an `--app` from what the reader read, since the app reports nothing.
@@ -406,7 +545,9 @@ fn expected_per_request(c: Condition) -> (u64, u64) {
     match c {
         Condition::Short1 => (SHORT_LINE_BYTES as u64, 1),
         Condition::Short10 => (10 * SHORT_LINE_BYTES as u64, 10),
-        c if c.bytes_per_request() > 0 => (c.bytes_per_request() as u64, 1),
+        c if c.bytes_per_request(RecordShape::Json16k) > 0 => {
+            (c.bytes_per_request(RecordShape::Json16k) as u64, 1)
+        }
         _ => (0, 0),
     }
 }

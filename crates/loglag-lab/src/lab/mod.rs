@@ -4,6 +4,7 @@
 
 pub mod measure;
 pub mod plan;
+pub mod preset;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,15 +13,19 @@ use std::time::{Duration, Instant};
 
 pub use plan::{ExpectLines, LabPlan, RunCondition, SinkKind, StopSignal};
 
+use crate::api::condition::{Condition, RecordShape};
 use crate::api::control::ApiStats;
 use crate::api::launch::{ApiKind, ApiProc};
+use crate::api::server::ServeConfig;
 use crate::load::{self, LoadConfig, Outcome, Target};
 use crate::reader::client::ReaderProc;
+use crate::reader::inspect::InspectConfig;
 use crate::reader::{self, ReadConfig};
 use crate::report::{Machine, Params, RunSummary, Summary};
 use crate::sys::cgroup::CpuLimit;
 use crate::sys::child::cpu_seconds;
 use crate::sys::clock::mono_ns;
+use crate::sys::procfs::ProcCounters;
 
 /// Told about progress; the CLI draws a progress bar with it.
 pub trait Observer {
@@ -90,6 +95,19 @@ pub fn run_lab(
         git_revision: option_env!("LOGLAG_GIT_REVISION").map(str::to_owned),
         started_unix_s,
         machine: Machine::detect(),
+        closed: plan.closed,
+        record: plan.app.is_none().then(|| plan.record.to_string()),
+        error_every: plan.error_every,
+        stop_signal: (plan.app.is_some() || plan.stop_builtin)
+            .then(|| plan.stop_signal.as_str().to_owned()),
+        disk_delay_us: plan
+            .sinks
+            .contains(&SinkKind::SlowDisk)
+            .then(|| plan.disk_delay.as_micros() as u64),
+        loglag_batch_bytes: plan.loglag_batch_bytes,
+        loglag_flush_interval_ms: plan.loglag_flush_interval.map(|d| d.as_secs_f64() * 1e3),
+        preset: None,
+        step: None,
     };
     let mut outputs = Vec::new();
     let result = (|| {
@@ -158,12 +176,20 @@ pub fn run_lab(
 /// (time, produced bytes, read bytes) samples of one run.
 type Series = Vec<(u64, Option<u64>, u64)>;
 
+/// What the sampler saw: the series, and the longest wait of a queued record that
+/// the logger reported (loglag only).
+#[derive(Default)]
+struct Sampled {
+    series: Series,
+    oldest_queued_us: Option<u64>,
+}
+
 /// Samples (time, produced, read) every 25 ms on its own thread. Stopped and joined
 /// when finished or dropped, so that on every exit path, Ctrl-C included, it lets go of
 /// the reader before the reader's process is killed and its cgroup removed.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Series>>,
+    thread: Option<std::thread::JoinHandle<Sampled>>,
 }
 
 impl Sampler {
@@ -175,23 +201,25 @@ impl Sampler {
         let thread = {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut series = Vec::new();
+                let mut sampled = Sampled::default();
                 while !stop.load(Ordering::SeqCst) {
-                    let produced = control
-                        .as_ref()
-                        .and_then(|c| c.stats().ok())
-                        .map(|s| s.handed_off_bytes);
+                    let api = control.as_ref().and_then(|c| c.stats().ok());
+                    if let Some(age) = api.as_ref().and_then(|a| a.oldest_queued_us) {
+                        sampled.oldest_queued_us =
+                            Some(sampled.oldest_queued_us.map_or(age, |m| m.max(age)));
+                    }
+                    let produced = api.map(|s| s.handed_off_bytes);
                     let read = reader
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .stats()
                         .map(|s| s.bytes)
                         .unwrap_or(0);
-                    series.push((mono_ns(), produced, read));
+                    sampled.series.push((mono_ns(), produced, read));
                     // Sampling at a fixed period is the purpose, not a synchronisation.
                     std::thread::sleep(Duration::from_millis(25));
                 }
-                series
+                sampled
             })
         };
         Sampler {
@@ -200,11 +228,11 @@ impl Sampler {
         }
     }
 
-    fn finish(mut self) -> Series {
+    fn finish(mut self) -> Sampled {
         self.stop_and_join()
     }
 
-    fn stop_and_join(&mut self) -> Series {
+    fn stop_and_join(&mut self) -> Sampled {
         self.stop.store(true, Ordering::SeqCst);
         self.thread
             .take()
@@ -243,33 +271,44 @@ fn wait_until(
 struct CaughtUp {
     /// Bytes a dropped record would have had (built-in conditions).
     record_bytes: u64,
-    /// For an `--app` that cannot report what it wrote: how long the reader must see no
-    /// new bytes.
+    /// For an API that cannot report what it wrote (an `--app`, or the built-in one
+    /// once stopped): how long the reader must see no new bytes...
     quiet: Duration,
+    /// ...unless it has read every line expected.
+    expected_lines: Option<u64>,
     last_change: (u64, Instant),
 }
 
 impl CaughtUp {
-    fn new(condition: &RunCondition, quiet: Duration) -> CaughtUp {
+    fn new(plan: &LabPlan, condition: &RunCondition, quiet: Duration) -> CaughtUp {
         CaughtUp {
             record_bytes: condition
                 .built_in()
-                .map_or(0, |c| c.bytes_per_request() as u64),
+                .map_or(0, |c| c.record_bytes(plan.record) as u64),
             quiet,
+            expected_lines: None,
             last_change: (u64::MAX, Instant::now()),
         }
     }
 
-    fn check(&mut self, read: u64, api: Option<&ApiStats>) -> bool {
+    fn expecting(mut self, lines: Option<u64>) -> CaughtUp {
+        self.expected_lines = lines;
+        self
+    }
+
+    fn check(&mut self, read: &crate::reader::ReaderStats, api: Option<&ApiStats>) -> bool {
         match api {
             // Everything handed off was written or dropped, and everything written was read.
             Some(a) => {
-                read >= a.written_bytes
+                read.bytes >= a.written_bytes
                     && a.written_bytes + a.dropped * self.record_bytes >= a.handed_off_bytes
             }
             None => {
-                if read != self.last_change.0 {
-                    self.last_change = (read, Instant::now());
+                if self.expected_lines.is_some_and(|e| read.newlines >= e) {
+                    return true;
+                }
+                if read.bytes != self.last_change.0 {
+                    self.last_change = (read.bytes, Instant::now());
                 }
                 self.last_change.1.elapsed() >= self.quiet
             }
@@ -294,13 +333,27 @@ fn run_one(
     let read = ReadConfig {
         read_size: plan.read_size,
         rate: (sink == SinkKind::Slow).then_some(plan.slow_rate),
+        inspect: InspectConfig {
+            request_ids: plan.match_request_id,
+            // The built-in text records carry a sequence number.
+            order: plan.app.is_none() && plan.record != RecordShape::Json16k,
+        },
     };
     let mut reader = ReaderProc::start(&plan.exe, &fifo, read, plan.pipe_size)?;
+    let serve = ServeConfig {
+        threads: plan.threads,
+        record: plan.record,
+        error_every: plan.error_every,
+        write_delay: (sink == SinkKind::SlowDisk).then_some(plan.disk_delay),
+        loglag_batch_bytes: plan.loglag_batch_bytes,
+        loglag_flush_interval: plan.loglag_flush_interval,
+        ..ServeConfig::new(Condition::None)
+    };
     let kind = match &plan.app {
         Some(app) => ApiKind::App(app),
         None => ApiKind::BuiltIn {
             exe: &plan.exe,
-            threads: plan.threads,
+            config: &serve,
         },
     };
     let stderr_path = dir.join(format!("api-{run}.stderr"));
@@ -315,8 +368,9 @@ fn run_one(
         path: "/".into(),
     };
 
-    // Warm-up: a few requests, wait until their log bytes are read, then reset.
-    for _ in 0..plan.warmup {
+    // Warm-up: a few requests (ids 0, 1, ...), wait until their log bytes are read,
+    // then reset.
+    for id in 0..plan.warmup {
         let one = LoadConfig {
             target: target.clone(),
             rate: 1000.0,
@@ -324,6 +378,7 @@ fn run_one(
             connection: plan.connection,
             closed: None,
             grace: Duration::from_secs(10),
+            first_id: id as u64,
         };
         let r = runtime.block_on(load::run(&one));
         if let Some(s) = r.samples.iter().find(|s| s.outcome != Outcome::Ok) {
@@ -339,10 +394,10 @@ fn run_one(
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
-    let mut caught_up = CaughtUp::new(&condition, Duration::from_millis(500));
+    let mut caught_up = CaughtUp::new(plan, &condition, Duration::from_millis(500));
     let warmed = wait_until(cancel, Duration::from_secs(30), || {
-        let read = reader.stats()?.bytes;
-        Ok(caught_up.check(read, api.stats()?.as_ref()))
+        let read = reader.stats()?;
+        Ok(caught_up.check(&read, api.stats()?.as_ref()))
     })?;
     if !warmed {
         return Err(fail(
@@ -361,15 +416,18 @@ fn run_one(
     // Measure: sample produced and read bytes while the load runs.
     let reader = Arc::new(Mutex::new(reader));
     let sampler = Sampler::start(reader.clone(), api.control.clone());
-    let cpu_before = cpu_seconds(api.guard.pid());
+    let pid = api.guard.pid();
+    let cpu_before = cpu_seconds(pid);
+    let proc_before = ProcCounters::read(pid).ok();
     let cpu_clock = Instant::now();
     let config = LoadConfig {
         target,
         rate: plan.rate,
         duration: plan.duration,
         connection: plan.connection,
-        closed: None,
+        closed: plan.closed,
         grace: Duration::from_secs(30).max(plan.duration),
+        first_id: plan.warmup as u64,
     };
     let load = runtime.block_on(async {
         tokio::select! {
@@ -377,36 +435,58 @@ fn run_one(
             () = watch(cancel) => None,
         }
     });
-    let cpu_after = cpu_seconds(api.guard.pid());
+    let cpu_after = cpu_seconds(pid);
+    let proc_after = ProcCounters::read(pid).ok();
     let cpu_window = cpu_clock.elapsed().as_secs_f64();
     let Some(load) = load else {
         return Err(LabError::Cancelled);
     };
     api.check_alive()?;
-    if let Some(c) = &api.control {
-        // What the application would do at exit: write what it still buffers.
-        c.flush()
-            .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
-    }
+    // The built-in API is stopped by a signal only when asked (the presets): then what
+    // it had logged by now is what the reader should see, and the stop may lose some.
+    let stop_builtin = plan.stop_builtin && api.control.is_some();
+    let logged_before_stop = if stop_builtin {
+        api.stats()?
+    } else {
+        if let Some(c) = &api.control {
+            // What the application would do at exit: write what it still buffers.
+            c.flush()
+                .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
+        }
+        None
+    };
     // An --app is stopped as a deployment stops it; what it writes while shutting
     // down counts, and what it never writes shows up as lost records.
-    let app_exit = match api.control {
-        Some(_) => None,
-        None => Some(api.stop(plan.stop_signal.number(), plan.stop_timeout)),
-    };
+    let app_exit = (api.control.is_none() || stop_builtin)
+        .then(|| api.stop(plan.stop_signal.number(), plan.stop_timeout));
 
     // Drain: wait until every byte the API wrote has been read.
-    let mut caught_up = CaughtUp::new(&condition, Duration::from_secs(1));
+    let served = load.samples.iter().filter(|s| s.status.is_some()).count() as u64;
+    let expected_lines = match &logged_before_stop {
+        Some(a) => Some(a.records.saturating_sub(a.dropped)),
+        None => plan
+            .expect_lines
+            .for_condition(condition.name())
+            .map(|per| per * (served + plan.warmup as u64))
+            .map(|all| all.saturating_sub(warmup_lines)),
+    };
+    let mut caught_up =
+        CaughtUp::new(plan, &condition, Duration::from_secs(1)).expecting(expected_lines);
     let drained = wait_until(cancel, plan.drain_timeout, || {
-        let read = reader
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .stats()?
-            .bytes;
-        Ok(caught_up.check(read, api.stats()?.as_ref()))
+        let read = reader.lock().unwrap_or_else(|e| e.into_inner()).stats()?;
+        let api = if app_exit.is_some() {
+            None
+        } else {
+            api.stats()?
+        };
+        Ok(caught_up.check(&read, api.as_ref()))
     })?;
-    let series = sampler.finish();
-    let api_stats = api.stats()?;
+    let sampled = sampler.finish();
+    let api_stats = match logged_before_stop {
+        Some(a) => Some(a),
+        None if app_exit.is_none() => api.stats()?,
+        None => None,
+    };
     api.guard.stop(Duration::from_secs(2));
     let reader = Arc::try_unwrap(reader)
         .map_err(|_| fail("reader still shared"))?
@@ -427,13 +507,20 @@ fn run_one(
         api: api_stats,
         read: report.stats,
         drained,
-        series,
+        series: sampled.series,
         cpu_seconds: cpu_before.zip(cpu_after),
         cpu_window_s: cpu_window,
         warmup_served: plan.warmup as u64,
         warmup_lines,
         expect_lines: plan.expect_lines.clone(),
         app_exit,
+        stopped_builtin: stop_builtin,
+        record: plan.record,
+        first_id: plan.warmup as u64,
+        proc_counters: proc_before.zip(proc_after),
+        oldest_queued_us: sampled.oldest_queued_us,
+        findings: report.findings,
+        match_request_id: plan.match_request_id,
     }))
 }
 

@@ -3,16 +3,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::api::condition::Condition;
+use crate::api::condition::{Condition, RecordShape};
 use crate::load::Connection;
 
-/// The reader's speed.
+/// How slow the log's sink is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SinkKind {
     /// No artificial limit.
     Fast,
-    /// Capped at the plan's `slow_rate`.
+    /// The reader is capped at the plan's `slow_rate` (the reference's slow pipe).
     Slow,
+    /// The reader is fast, but every write the API makes waits the plan's `disk_delay`
+    /// first, on whichever thread writes: a slow disk (reference 003).
+    SlowDisk,
 }
 
 impl SinkKind {
@@ -20,6 +23,7 @@ impl SinkKind {
         match self {
             SinkKind::Fast => "fast",
             SinkKind::Slow => "slow",
+            SinkKind::SlowDisk => "slow-disk",
         }
     }
 }
@@ -30,7 +34,10 @@ impl std::str::FromStr for SinkKind {
         match s.trim() {
             "fast" => Ok(SinkKind::Fast),
             "slow" => Ok(SinkKind::Slow),
-            other => Err(format!("unknown sink {other:?}: expected fast or slow")),
+            "slow-disk" => Ok(SinkKind::SlowDisk),
+            other => Err(format!(
+                "unknown sink {other:?}: expected fast, slow or slow-disk"
+            )),
         }
     }
 }
@@ -209,6 +216,58 @@ pub struct LabPlan {
     /// How an `--app` is stopped at the end of each run, and how long it may take.
     pub stop_signal: StopSignal,
     pub stop_timeout: Duration,
+    /// Stop the built-in API with `stop_signal` too, and count what the stop lost,
+    /// instead of asking it to flush and comparing hashes.
+    pub stop_builtin: bool,
+    /// Closed loop with this many connections instead of the open-loop `rate`.
+    pub closed: Option<usize>,
+    /// What the built-in API logs per request.
+    pub record: RecordShape,
+    /// Every Nth request of the built-in API logs an ERROR.
+    pub error_every: Option<u64>,
+    /// The `slow-disk` sink's delay before each write.
+    pub disk_delay: Duration,
+    /// The built-in `loglag` condition's batch size and flush interval.
+    pub loglag_batch_bytes: Option<usize>,
+    pub loglag_flush_interval: Option<Duration>,
+    /// Find which request ids are missing from the log.
+    pub match_request_id: bool,
+}
+
+impl LabPlan {
+    /// A plan with the reference experiment's settings for `conditions` and `sinks`;
+    /// callers change what they need.
+    pub fn reference(conditions: Vec<RunCondition>, sinks: Vec<SinkKind>, exe: PathBuf) -> LabPlan {
+        LabPlan {
+            conditions,
+            sinks,
+            rounds: 1,
+            rate: 20.0,
+            duration: Duration::from_secs(8),
+            connection: Connection::New,
+            slow_rate: 256 << 10,
+            read_size: 4096,
+            pipe_size: None,
+            threads: 1,
+            warmup: 2,
+            cpu_limit: None,
+            app: None,
+            exe,
+            drain_timeout: Duration::from_secs(120),
+            lateness_limit_us: crate::report::Lateness::DEFAULT_LIMIT_US,
+            expect_lines: ExpectLines::default(),
+            stop_signal: StopSignal::Term,
+            stop_timeout: Duration::from_secs(10),
+            stop_builtin: false,
+            closed: None,
+            record: RecordShape::default(),
+            error_every: None,
+            disk_delay: Duration::from_millis(1),
+            loglag_batch_bytes: None,
+            loglag_flush_interval: None,
+            match_request_id: false,
+        }
+    }
 }
 
 impl LabPlan {
@@ -233,33 +292,19 @@ impl LabPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Lateness;
 
     #[test]
     fn rounds_rotate_their_starting_pair() {
         let plan = LabPlan {
-            conditions: vec![
-                RunCondition::BuiltIn(Condition::None),
-                RunCondition::BuiltIn(Condition::JsonSync),
-            ],
-            sinks: vec![SinkKind::Fast, SinkKind::Slow],
             rounds: 2,
-            rate: 20.0,
-            duration: Duration::from_secs(1),
-            connection: Connection::New,
-            slow_rate: 1,
-            read_size: 4096,
-            pipe_size: None,
-            threads: 1,
-            warmup: 2,
-            cpu_limit: None,
-            app: None,
-            exe: PathBuf::new(),
-            drain_timeout: Duration::from_secs(1),
-            lateness_limit_us: Lateness::DEFAULT_LIMIT_US,
-            expect_lines: ExpectLines::default(),
-            stop_signal: StopSignal::Term,
-            stop_timeout: Duration::from_secs(10),
+            ..LabPlan::reference(
+                vec![
+                    RunCondition::BuiltIn(Condition::None),
+                    RunCondition::BuiltIn(Condition::JsonSync),
+                ],
+                vec![SinkKind::Fast, SinkKind::Slow],
+                PathBuf::new(),
+            )
         };
         let s = plan.schedule();
         assert_eq!(s.len(), 8);

@@ -2,6 +2,7 @@
 //! capped in rate, and counts bytes, newlines and a SHA-256 of everything it read.
 
 pub mod client;
+pub mod inspect;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -44,6 +45,9 @@ pub struct ReaderState {
     eof: bool,
     /// (mono_ns, bytes) samples since the last reset.
     pub samples: Vec<(u64, u64)>,
+    /// Reads the lines when the run asks to; kept across a reset, so the warm-up's
+    /// request ids count.
+    inspector: Option<inspect::LineInspector>,
 }
 
 impl ReaderState {
@@ -64,6 +68,7 @@ impl ReaderState {
     pub fn reset(&mut self) {
         *self = ReaderState {
             eof: self.eof,
+            inspector: self.inspector.take(),
             ..ReaderState::default()
         };
     }
@@ -129,6 +134,9 @@ pub struct ReadConfig {
     pub read_size: usize,
     /// Cap in bytes per second: after each read of n bytes, wait n / rate.
     pub rate: Option<u64>,
+    /// What to look for in the lines, beyond bytes and a hash.
+    #[serde(default)]
+    pub inspect: inspect::InspectConfig,
 }
 
 /// Reads `input` to end-of-file, updating `state`.
@@ -138,6 +146,10 @@ pub fn read_to_end(
     state: &SharedState,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; config.read_size.max(1)];
+    if config.inspect.any() {
+        state.lock().unwrap_or_else(|e| e.into_inner()).inspector =
+            Some(inspect::LineInspector::new(config.inspect));
+    }
     loop {
         let n = match input.read(&mut buf) {
             Ok(n) => n,
@@ -156,6 +168,9 @@ pub fn read_to_end(
         s.reads += 1;
         s.sha.update(chunk);
         s.last_byte_mono_ns = Some(now);
+        if let Some(inspector) = &mut s.inspector {
+            inspector.feed(chunk);
+        }
         drop(s);
         if let Some(rate) = config.rate.filter(|&r| r > 0) {
             // Waiting after each read caps the average rate without letting idle time
@@ -197,6 +212,7 @@ mod tests {
             &ReadConfig {
                 read_size: 4096,
                 rate: None,
+                inspect: Default::default(),
             },
             &state,
         )
@@ -225,6 +241,9 @@ mod tests {
 pub struct FinalReport {
     pub stats: ReaderStats,
     pub samples: Vec<(u64, u64)>,
+    /// What the lines said, when the run asked.
+    #[serde(default)]
+    pub findings: Option<inspect::LineFindings>,
 }
 
 /// Runs the reader under the lab's control: commands on stdin (`stats`, `reset`,
@@ -266,6 +285,7 @@ pub fn control_stdio(fifo: &Path, config: ReadConfig, pipe_size: Option<usize>) 
                     &FinalReport {
                         stats: s.stats(),
                         samples: s.samples.clone(),
+                        findings: s.inspector.as_ref().map(|i| i.findings.clone()),
                     },
                 )?;
                 out.write_all(b"\n")?;

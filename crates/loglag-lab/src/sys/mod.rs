@@ -3,5 +3,6 @@
 pub mod cgroup;
 pub mod child;
 pub mod clock;
+pub mod procfs;
 pub mod spawn;
 pub mod units;

@@ -91,15 +91,14 @@ mod tests {
                 read: ReadConfig {
                     read_size: 4096,
                     rate: Some(262_144),
+                    inspect: Default::default(),
                 },
                 pipe_size: Some(1 << 20),
             },
             ChildSpec::Api(ServeConfig {
-                port: 0,
-                threads: 1,
-                condition: Condition::JsonQueue,
                 log_path: Some("/tmp/x.fifo".into()),
-                hash_rounds: 100,
+                write_delay: Some(std::time::Duration::from_micros(250)),
+                ..ServeConfig::new(Condition::JsonQueue)
             }),
             ChildSpec::Flood {
                 spool: "s".into(),

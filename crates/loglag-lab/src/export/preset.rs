@@ -1,0 +1,172 @@
+//! A preset's table: the columns its reference article reported, in Markdown (and as
+//! JSON through [`super::Json`]).
+
+use std::io::{self, Write};
+
+use super::cell;
+use crate::report::{PresetRow, PresetSummary};
+
+/// One column: title, right-aligned, value.
+type Column = (&'static str, bool, fn(&PresetRow) -> String);
+
+fn f(v: Option<f64>, digits: usize) -> String {
+    cell(v, digits)
+}
+
+fn lost(r: &PresetRow) -> String {
+    r.pair
+        .lost_records
+        .map_or_else(String::new, |v| v.to_string())
+}
+
+fn order(r: &PresetRow) -> String {
+    match (r.pair.process.out_of_order, r.pair.process.error_lines) {
+        (Some(0), Some(0)) => "in order".into(),
+        (Some(0), Some(e)) => format!("in order, {e} ERROR"),
+        (Some(n), _) => format!("{n} out of order"),
+        _ => String::new(),
+    }
+}
+
+fn errors(r: &PresetRow) -> String {
+    (r.pair.http_errors + r.pair.timeouts).to_string()
+}
+
+const BUFFERS: &[Column] = &[
+    ("stop", false, |r| r.stop_signal.clone()),
+    ("condition", false, |r| r.pair.condition.clone()),
+    ("mean ms", true, |r| f(r.pair.mean_ms, 2)),
+    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
+    ("log writes/min", true, |r| {
+        f(r.pair.process.log_writes_per_min, 0)
+    }),
+    ("syscw/min", true, |r| f(r.pair.process.syscw_per_min, 0)),
+    ("log MiB", true, |r| {
+        format!("{:.1}", r.log_bytes as f64 / 1048576.0)
+    }),
+    ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
+    ("lost at stop", true, lost),
+    ("order", false, order),
+    ("errors", true, errors),
+];
+
+const BLOCKING: &[Column] = &[
+    ("clients", true, |r| {
+        r.closed.map_or_else(String::new, |n| n.to_string())
+    }),
+    ("condition", false, |r| r.pair.condition.clone()),
+    ("sink", false, |r| r.pair.sink.clone()),
+    ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
+    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
+    ("ctx vol/s", true, |r| {
+        f(r.pair.process.ctx_voluntary_per_s, 0)
+    }),
+    ("ctx invol/s", true, |r| {
+        f(r.pair.process.ctx_involuntary_per_s, 0)
+    }),
+    ("log writes/s", true, |r| {
+        f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 0)
+    }),
+    ("lost", true, lost),
+    ("errors", true, errors),
+];
+
+const SWEEP: &[Column] = &[
+    ("batch KiB", true, |r| {
+        r.batch_bytes
+            .map_or_else(String::new, |b| (b >> 10).to_string())
+    }),
+    ("interval ms", true, |r| {
+        r.flush_interval_ms
+            .map_or_else(String::new, |i| i.to_string())
+    }),
+    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("writes/s", true, |r| {
+        f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 1)
+    }),
+    ("syscw/s", true, |r| {
+        f(r.pair.process.syscw_per_min.map(|w| w / 60.0), 0)
+    }),
+    ("RSS peak MiB", true, |r| {
+        f(r.pair.process.rss_peak_kib.map(|k| k as f64 / 1024.0), 1)
+    }),
+    ("oldest queued ms", true, |r| {
+        f(r.pair.process.oldest_queued_ms, 0)
+    }),
+    ("lost", true, lost),
+];
+
+fn columns(preset: &str) -> &'static [Column] {
+    match preset {
+        "buffers" => BUFFERS,
+        "blocking" => BLOCKING,
+        _ => SWEEP,
+    }
+}
+
+/// The table's titles (with whether each is a number) and its cells, for HTML.
+pub fn table(s: &PresetSummary) -> (Vec<(&'static str, bool)>, Vec<Vec<String>>) {
+    let cols = columns(&s.preset);
+    (
+        cols.iter().map(|c| (c.0, c.1)).collect(),
+        s.rows
+            .iter()
+            .map(|r| cols.iter().map(|c| (c.2)(r)).collect())
+            .collect(),
+    )
+}
+
+/// The table, notes on unverified rows, and the verdict.
+pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "**{}**: {}\n", s.preset, s.description)?;
+    let cols = columns(&s.preset);
+    let titles: Vec<&str> = cols.iter().map(|c| c.0).collect();
+    writeln!(out, "| {} |", titles.join(" | "))?;
+    let rules: Vec<&str> = cols
+        .iter()
+        .map(|c| if c.1 { "--:" } else { "---" })
+        .collect();
+    writeln!(out, "|{}|", rules.join("|"))?;
+    for r in &s.rows {
+        let cells: Vec<String> = cols.iter().map(|c| (c.2)(r)).collect();
+        writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    for r in &s.rows {
+        if let (false, Some(note)) = (r.pair.verified, &r.pair.verify_note) {
+            writeln!(
+                out,
+                "\n**Not verified** ({} / {}): {note}.",
+                r.step, r.pair.condition
+            )?;
+        }
+        if let Some(w) = &r.pair.lateness_warning {
+            writeln!(
+                out,
+                "\n**Warning** ({} / {}): {w}.",
+                r.step, r.pair.condition
+            )?;
+        }
+    }
+    if let Some(v) = &s.verdict {
+        writeln!(out, "\n{v}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_has_a_column_set_with_the_condition_or_grid() {
+        for p in crate::lab::preset::Preset::ALL {
+            let cols = columns(p.as_str());
+            assert!(cols.iter().any(|c| c.0 == "p99 ms"), "{p}");
+        }
+    }
+}

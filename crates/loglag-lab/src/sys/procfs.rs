@@ -1,0 +1,128 @@
+//! What `/proc` says about a process: its write syscalls, context switches and memory.
+//! Read before and after a run's load, so the difference is the load's.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+/// One reading of a process's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcCounters {
+    /// `syscw` of `/proc/PID/io`: write-family system calls by every thread, exited ones
+    /// included. Socket writes count too.
+    pub syscw: u64,
+    /// Context switches summed over the live threads (`/proc/PID/task/*/status`):
+    /// voluntary (the thread blocked) and involuntary (it was preempted).
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    /// Peak and current resident set (`VmHWM`, `VmRSS`), KiB.
+    pub rss_peak_kib: u64,
+    pub rss_kib: u64,
+}
+
+impl ProcCounters {
+    /// Reads `pid`'s counters. Fails when the process is gone or `/proc/PID/io` is not
+    /// readable (another user's process without CAP_SYS_PTRACE).
+    pub fn read(pid: u32) -> io::Result<ProcCounters> {
+        let io_text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let mut counters = ProcCounters {
+            syscw: field(&io_text, "syscw:").unwrap_or(0),
+            rss_peak_kib: field(&status, "VmHWM:").unwrap_or(0),
+            rss_kib: field(&status, "VmRSS:").unwrap_or(0),
+            ..ProcCounters::default()
+        };
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            // A thread may exit between the listing and the read.
+            let Ok(text) = std::fs::read_to_string(task?.path().join("status")) else {
+                continue;
+            };
+            counters.ctx_voluntary += field(&text, "voluntary_ctxt_switches:").unwrap_or(0);
+            counters.ctx_involuntary += field(&text, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+        }
+        Ok(counters)
+    }
+}
+
+/// The first number after `key` at the start of a line.
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Raises the soft limit on open files to at least `needed`, up to the hard limit.
+/// A closed loop of N connections needs N descriptors in the lab and N in the API
+/// (which inherits the limit).
+pub fn raise_open_files(needed: u64) -> Result<u64, String> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(format!(
+            "cannot read the open-file limit: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    if limit.rlim_cur >= needed {
+        return Ok(limit.rlim_cur);
+    }
+    if limit.rlim_max < needed {
+        return Err(format!(
+            "needs {needed} open files, but the hard limit is {}: raise it (ulimit -Hn {needed} as root, or LimitNOFILE= in a systemd unit) or use fewer connections",
+            limit.rlim_max
+        ));
+    }
+    limit.rlim_cur = needed;
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        return Err(format!(
+            "cannot raise the open-file limit to {needed}: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(needed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process_and_sees_its_writes() {
+        let pid = std::process::id();
+        let before = ProcCounters::read(pid).unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        for _ in 0..100 {
+            std::io::Write::write_all(&mut file, b"x").unwrap();
+        }
+        let after = ProcCounters::read(pid).unwrap();
+        assert!(after.syscw >= before.syscw + 100, "{before:?} -> {after:?}");
+        assert!(after.rss_peak_kib >= after.rss_kib && after.rss_kib > 0);
+        assert!(after.ctx_voluntary + after.ctx_involuntary > 0);
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_or_refused_clearly() {
+        let now = raise_open_files(64).unwrap();
+        assert!(now >= 64);
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        if limit.rlim_max != libc::RLIM_INFINITY {
+            let err = raise_open_files(limit.rlim_max + 1).unwrap_err();
+            assert!(err.contains("hard limit"), "{err}");
+        }
+    }
+}
