@@ -28,7 +28,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the reference experiment (or your own API with --app) and report.
-    Lab(LabArgs),
+    Lab(Box<LabArgs>),
     /// Open-loop (or closed-loop) HTTP load with latency from the scheduled send.
     Load(LoadArgs),
     /// Read a FIFO or TCP stream at a capped rate, counting bytes, lines and SHA-256.

@@ -28,7 +28,7 @@ fn main() -> ExitCode {
 fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
     match cli.command {
-        args::Command::Lab(a) => commands::lab(a),
+        args::Command::Lab(a) => commands::lab(*a),
         args::Command::Load(a) => commands::load(a),
         args::Command::Sink(a) => commands::sink(a),
         args::Command::Serve(a) => commands::serve(a),

@@ -271,11 +271,13 @@ impl Ring {
         }
     }
 
-    /// Zeroes `[from, to)` and releases it to producers.
+    /// Zeroes `[from, to)` and releases it to producers. Lowest address first, in
+    /// release order: `oldest_enqueued_ns` relies on a header's state word being zeroed
+    /// before its timestamp.
     pub(crate) fn release(&self, from: u64, to: u64) {
         let mut pos = from;
         while pos < to {
-            self.word(pos).store(0, Ordering::Relaxed);
+            self.word(pos).store(0, Ordering::Release);
             pos += 8;
         }
         self.tail.0.store(to, Ordering::Release);
@@ -362,13 +364,34 @@ impl Ring {
     }
 
     /// Enqueue time of the oldest record still in the ring, if it is committed.
+    ///
+    /// Called from any thread while the writer consumes: between reading `tail` and
+    /// reading the header there, the writer may release that slot and a producer reuse
+    /// it, so the "header" read could be another record's payload (an age of days was
+    /// seen). Only a `tail` that has not moved after the reads vouches for them, as in
+    /// a seqlock.
     pub(crate) fn oldest_enqueued_ns(&self) -> Option<u64> {
-        let tail = self.tail.0.load(Ordering::Acquire);
-        if tail >= self.head.0.load(Ordering::Acquire) {
-            return None;
+        loop {
+            let tail = self.tail.0.load(Ordering::Acquire);
+            if tail >= self.head.0.load(Ordering::Acquire) {
+                return None;
+            }
+            // State, timestamp, state again: the first read pairs with the producer's
+            // release of the state word (so the timestamp is published), and the
+            // second catches `release` zeroing the header in between (it zeroes the
+            // state word before the timestamp).
+            let state = self.word(tail).load(Ordering::Acquire);
+            if state & COMMITTED == 0 {
+                return None;
+            }
+            let enqueued_ns = self.word(tail + 8).load(Ordering::Acquire);
+            let again = self.word(tail).load(Ordering::Acquire);
+            std::sync::atomic::fence(Ordering::Acquire);
+            if again == state && self.tail.0.load(Ordering::Relaxed) == tail {
+                return Some(enqueued_ns);
+            }
+            std::hint::spin_loop();
         }
-        let state = self.word(tail).load(Ordering::Acquire);
-        (state & COMMITTED != 0).then(|| self.word(tail + 8).load(Ordering::Relaxed))
     }
 }
 
@@ -482,6 +505,39 @@ mod tests {
             assert_eq!(levels, [Level::Info, Level::Warn]);
             assert_eq!(ring.used_bytes(), 0);
         }
+    }
+
+    /// The age read from another thread is always the enqueue time of a record that was
+    /// pushed, never bytes of a payload that reused the slot. Payloads of 0x01 bytes
+    /// read as a committed header with an impossible timestamp.
+    #[test]
+    fn oldest_age_read_while_the_slot_is_reused_is_a_real_timestamp() {
+        use std::sync::atomic::AtomicBool;
+        let ring = std::sync::Arc::new(Ring::new(512));
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (ring, done) = (ring.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !done.load(Ordering::Relaxed) {
+                    if let Some(t) = ring.oldest_enqueued_ns() {
+                        assert!((1..=1_000_000).contains(&t), "read a timestamp of {t:#x}");
+                        seen += 1;
+                    }
+                }
+                seen
+            })
+        };
+        let payload = [0x01u8; 100];
+        let mut out = Vec::new();
+        for i in 0..200_000u64 {
+            ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000)
+                .unwrap();
+            out.clear();
+            ring.pop_into(&mut out, usize::MAX, true, |_| {});
+        }
+        done.store(true, Ordering::Relaxed);
+        sampler.join().expect("no impossible timestamp");
     }
 
     #[test]

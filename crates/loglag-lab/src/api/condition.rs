@@ -33,13 +33,17 @@ pub enum Condition {
     /// Build it and write it through `tracing_appender::non_blocking` (defaults).
     TracingAppender,
     /// A 100-record memory buffer the caller flushes synchronously when full or on ERROR.
+    #[serde(rename = "memory-buffer-100", alias = "memory-buffer")]
     MemoryBuffer,
     /// The same with 50 records (reference 002).
+    #[serde(rename = "memory-buffer-50")]
     MemoryBuffer50,
     /// The same with 200 records (reference 002).
+    #[serde(rename = "memory-buffer-200")]
     MemoryBuffer200,
     /// A queue whose writer thread feeds a 100-record memory buffer (QueueHandler in front
     /// of a MemoryHandler, reference 002).
+    #[serde(rename = "queue-memory-100")]
     QueueMemory100,
     /// One write(2) of each record to the append-mode file, as it is logged (002's
     /// FileHandler).

@@ -464,11 +464,9 @@ impl App {
     fn shutdown(&self) {
         self.flush();
         match &self.logger {
-            Logger::Queue(tx, thread) => {
-                if tx.send(ToWriter::Stop).is_ok() {
-                    if let Some(t) = thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        let _ = t.join();
-                    }
+            Logger::Queue(tx, thread) if tx.send(ToWriter::Stop).is_ok() => {
+                if let Some(t) = thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    let _ = t.join();
                 }
             }
             Logger::Appender(nb, _) => {

@@ -603,6 +603,7 @@ mod tests {
                 log_count: 10,
                 dropped: 0,
                 queue_full: 0,
+                ..ApiStats::default()
             }),
             read: ReaderStats {
                 mono_ns: T0 + 2_000 * MS,
@@ -626,7 +627,48 @@ mod tests {
             warmup_lines: 0,
             expect_lines: ExpectLines::default(),
             app_exit: None,
+            stopped_builtin: false,
+            record: RecordShape::Json16k,
+            first_id: 2,
+            proc_counters: None,
+            oldest_queued_us: None,
+            findings: None,
+            match_request_id: false,
         }
+    }
+
+    #[test]
+    fn a_built_in_api_stopped_by_a_signal_counts_what_the_stop_lost() {
+        let mut r = raw(1000, 1000, true);
+        r.stopped_builtin = true;
+        r.app_exit = Some("exited (signal: 9 (SIGKILL))".into());
+        r.api.as_mut().unwrap().records = 30;
+        r.read.newlines = 26;
+        r.match_request_id = true;
+        // Warm-up ids 0 and 1 and requests 2..=11 were served; the last two are gone.
+        let mut findings = LineFindings::default();
+        for id in 0..10 {
+            findings.id_lines.insert(id, 3);
+        }
+        r.record = RecordShape::Three;
+        r.findings = Some(findings);
+        let s = measure(&r).summary;
+        assert_eq!(s.expected_records, Some(30));
+        assert_eq!(s.lost_records, Some(4));
+        assert!(!s.verified);
+        assert!(
+            s.verify_note.starts_with("4 records lost at the stop"),
+            "{}",
+            s.verify_note
+        );
+        assert!(s.verify_note.contains("SIGKILL"), "{}", s.verify_note);
+        let ids = s.request_ids.unwrap();
+        assert_eq!((ids.missing, ids.first.clone()), (2, vec![10, 11]));
+        assert_eq!(ids.placement, "the last 2 requests before the stop");
+        r.read.newlines = 30;
+        let s = measure(&r).summary;
+        assert!(s.verified, "{}", s.verify_note);
+        assert_eq!(s.lost_records, Some(0));
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub fn run_lab(
         disk_delay_us: plan
             .sinks
             .contains(&SinkKind::SlowDisk)
-            .then(|| plan.disk_delay.as_micros() as u64),
+            .then_some(plan.disk_delay.as_micros() as u64),
         loglag_batch_bytes: plan.loglag_batch_bytes,
         loglag_flush_interval_ms: plan.loglag_flush_interval.map(|d| d.as_secs_f64() * 1e3),
         preset: None,

@@ -208,9 +208,14 @@ impl std::str::FromStr for Preset {
     }
 }
 
-/// Which grid point the sweep's numbers favour, and why: among the points whose p99
-/// is within 10% (or 0.2 ms) of the best, the one that writes least often; ties go to
-/// the shorter interval, which bounds what a crash can lose.
+/// The most log a crash may lose that the sweep's verdict accepts: records older than
+/// this still queued at a SIGKILL.
+pub const LOSS_WINDOW_MS: f64 = 200.0;
+
+/// Which grid point the sweep's numbers favour, and why. Of the points whose p99 is
+/// within 10% (or 0.2 ms) of the best and whose oldest queued record stayed under
+/// [`LOSS_WINDOW_MS`], the one that writes least often; ties go to the smaller batch
+/// (less memory held), then the shorter interval.
 pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let measured: Vec<&PresetRow> = rows
         .iter()
@@ -224,18 +229,20 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
         return None;
     }
     let tolerance = (best_p99 * 0.10).max(0.2);
-    let writes = |r: &PresetRow| r.pair.process.log_writes_per_min.unwrap_or(f64::MAX);
-    let pick = measured
-        .iter()
-        .filter(|r| r.pair.p99_ms.unwrap_or(f64::MAX) <= best_p99 + tolerance)
-        .min_by(|a, b| {
-            writes(a)
-                .total_cmp(&writes(b))
-                .then(a.flush_interval_ms.cmp(&b.flush_interval_ms))
-        })?;
-    let fastest = measured
-        .iter()
-        .min_by(|a, b| writes(a).total_cmp(&writes(b)))?;
+    let writes = |r: &PresetRow| r.pair.process.log_writes_per_min.unwrap_or(f64::MAX) / 60.0;
+    let age = |r: &PresetRow| r.pair.process.oldest_queued_ms.unwrap_or(0.0);
+    let fewest_writes = |a: &&PresetRow, b: &&PresetRow| {
+        // Write rates within 2% are the same rate measured twice.
+        let (wa, wb) = (writes(a), writes(b));
+        let same = (wa - wb).abs() <= 0.02 * wa.max(wb);
+        (if same {
+            std::cmp::Ordering::Equal
+        } else {
+            wa.total_cmp(&wb)
+        })
+        .then(a.batch_bytes.cmp(&b.batch_bytes))
+        .then(a.flush_interval_ms.cmp(&b.flush_interval_ms))
+    };
     let label = |r: &PresetRow| {
         format!(
             "{} KiB / {} ms",
@@ -243,25 +250,132 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
             r.flush_interval_ms.unwrap_or(0)
         )
     };
+    let fast_enough: Vec<&PresetRow> = measured
+        .iter()
+        .copied()
+        .filter(|r| r.pair.p99_ms.unwrap_or(f64::MAX) <= best_p99 + tolerance)
+        .collect();
+    let pick = fast_enough
+        .iter()
+        .copied()
+        .filter(|r| age(r) <= LOSS_WINDOW_MS)
+        .min_by(fewest_writes)
+        .or_else(|| fast_enough.iter().copied().min_by(fewest_writes))?;
     let mut text = format!(
-        "The numbers favour {}: its p99 ({:.2} ms) is within {:.2} ms of the best ({best_p99:.2} ms), and of those points it writes least often ({:.0} writes/s).",
+        "The numbers favour {}: its p99 ({:.2} ms) is within {tolerance:.2} ms of the best ({best_p99:.2} ms); of those points whose oldest queued record stayed under {LOSS_WINDOW_MS:.0} ms (what a SIGKILL can lose), it writes least often ({:.1} writes/s, the oldest record {:.0} ms).",
         label(pick),
         pick.pair.p99_ms.unwrap_or(0.0),
-        tolerance,
-        writes(pick) / 60.0,
+        writes(pick),
+        age(pick),
     );
-    if let Some(age) = pick.pair.process.oldest_queued_ms {
-        text.push_str(&format!(
-            " A record waits at most about {age:.0} ms there: what a SIGKILL can lose."
-        ));
+    if let Some(fewer) = fast_enough.iter().copied().min_by(fewest_writes) {
+        if fewer.step != pick.step && writes(fewer) < writes(pick) {
+            text.push_str(&format!(
+                " {} writes less ({:.1} writes/s) but holds records up to {:.0} ms.",
+                label(fewer),
+                writes(fewer),
+                age(fewer)
+            ));
+        }
     }
-    if fastest.step != pick.step {
+    let slowest = measured.iter().max_by(|a, b| {
+        a.pair
+            .p99_ms
+            .unwrap_or(0.0)
+            .total_cmp(&b.pair.p99_ms.unwrap_or(0.0))
+    })?;
+    if slowest.pair.p99_ms.unwrap_or(0.0) > best_p99 + tolerance {
         text.push_str(&format!(
-            " {} writes even less ({:.1} writes/s) but its p99 is {:.2} ms.",
-            label(fastest),
-            writes(fastest) / 60.0,
-            fastest.pair.p99_ms.unwrap_or(0.0)
+            " The slowest point is {} (p99 {:.2} ms).",
+            label(slowest),
+            slowest.pair.p99_ms.unwrap_or(0.0)
         ));
+    } else {
+        text.push_str(" At this rate every point's p99 is within that margin: the setting moves syscalls and the loss window, not latency.");
     }
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{PairSummary, ProcessFigures};
+
+    fn row(batch_k: usize, interval: u64, p99: f64, writes_per_s: f64, age_ms: f64) -> PresetRow {
+        let pair: PairSummary = serde_json::from_value(serde_json::json!({
+            "condition": "loglag", "sink": "fast", "runs": 1, "requests": 1000,
+            "p50_ms": 0.1, "p99_ms": p99, "max_ms": 1.0, "http_errors": 0, "timeouts": 0,
+            "gen_us": null, "log_call_us": null, "max_backlog_kib": null, "drain_s": 0.0,
+            "rps_api": 1000.0, "rps_logs_read": 1000.0, "cpu_cores": null, "dropped": 0,
+            "queue_full": 0, "verified": true
+        }))
+        .unwrap();
+        PresetRow {
+            step: format!("{batch_k}-{interval}"),
+            closed: None,
+            stop_signal: "term".into(),
+            batch_bytes: Some(batch_k << 10),
+            flush_interval_ms: Some(interval),
+            log_bytes: 0,
+            pair: PairSummary {
+                process: ProcessFigures {
+                    log_writes_per_min: Some(writes_per_s * 60.0),
+                    oldest_queued_ms: Some(age_ms),
+                    ..ProcessFigures::default()
+                },
+                ..pair
+            },
+        }
+    }
+
+    #[test]
+    fn the_verdict_weighs_latency_writes_and_the_loss_window() {
+        let rows = vec![
+            row(4, 10, 0.20, 100.0, 12.0),
+            row(32, 100, 0.21, 10.0, 96.0),
+            row(128, 100, 0.20, 10.1, 100.0),
+            row(1024, 2000, 0.19, 0.5, 1990.0),
+            row(1024, 10, 5.0, 100.0, 12.0),
+        ];
+        let v = sweep_verdict(&rows).unwrap();
+        assert!(v.starts_with("The numbers favour 32 KiB / 100 ms"), "{v}");
+        assert!(v.contains("1024 KiB / 2000 ms writes less"), "{v}");
+        assert!(v.contains("slowest point is 1024 KiB / 10 ms"), "{v}");
+        assert_eq!(sweep_verdict(&[]), None);
+    }
+
+    #[test]
+    fn presets_parse_and_plan_their_steps() {
+        let base = LabPlan::reference(Vec::new(), Vec::new(), "loglag".into());
+        let buffers = Preset::Buffers.steps(&base, &Overrides::default());
+        assert_eq!(
+            buffers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
+            ["term", "kill"]
+        );
+        assert!(buffers
+            .iter()
+            .all(|s| s.plan.stop_builtin && s.plan.closed == Some(100)));
+        assert_eq!(buffers[1].plan.stop_signal, StopSignal::Kill);
+        let only_kill = Preset::Buffers.steps(
+            &base,
+            &Overrides {
+                stop_signal: Some(StopSignal::Kill),
+                closed: Some(7),
+                ..Overrides::default()
+            },
+        );
+        assert_eq!(only_kill.len(), 1);
+        assert_eq!(only_kill[0].plan.closed, Some(7));
+        let blocking = Preset::Blocking.steps(&base, &Overrides::default());
+        assert_eq!(
+            blocking.iter().map(|s| s.plan.closed).collect::<Vec<_>>(),
+            [Some(500), Some(2000)]
+        );
+        let sweep = Preset::Sweep.steps(&base, &Overrides::default());
+        assert_eq!(sweep.len(), 16);
+        assert_eq!(sweep[0].label, "batch-4k-interval-10ms");
+        assert_eq!(sweep[15].plan.loglag_batch_bytes, Some(1 << 20));
+        assert_eq!("sweep".parse::<Preset>().unwrap(), Preset::Sweep);
+        assert!("buffer".parse::<Preset>().is_err());
+    }
 }

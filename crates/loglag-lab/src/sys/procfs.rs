@@ -116,10 +116,8 @@ mod tests {
             rlim_max: 0,
         };
         // SAFETY: getrlimit writes into the struct we own.
-        assert_eq!(
-            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-            0
-        );
+        let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+        assert_eq!(read, 0);
         if limit.rlim_max != libc::RLIM_INFINITY {
             let err = raise_open_files(limit.rlim_max + 1).unwrap_err();
             assert!(err.contains("hard limit"), "{err}");
