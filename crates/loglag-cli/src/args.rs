@@ -208,6 +208,14 @@ pub struct LabArgs {
     /// what it holds, and the reader checks the order of what arrives.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub error_every: Option<u64>,
+    /// The built-in loglag condition's batch size (e.g. 32KiB); with --preset sweep, a
+    /// comma-separated list replaces the grid's [sweep: 4KiB,32KiB,128KiB,1MiB].
+    #[arg(long, value_delimiter = ',', value_parser = parse_bytes)]
+    pub batch_bytes: Vec<u64>,
+    /// The built-in loglag condition's flush interval (e.g. 100ms); with --preset sweep,
+    /// a list replaces the grid's [sweep: 10ms,100ms,500ms,2s].
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
+    pub flush_interval: Vec<Duration>,
     /// Warm-up requests before counting starts.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,

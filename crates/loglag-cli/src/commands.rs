@@ -163,6 +163,16 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.record = a.record.unwrap_or_default();
     base.error_every = a.error_every;
     base.match_request_id = a.match_request_id;
+    if a.preset != Some(loglag_lab::lab::preset::Preset::Sweep)
+        && (a.batch_bytes.len() > 1 || a.flush_interval.len() > 1)
+    {
+        bail!("--batch-bytes and --flush-interval take a list only with --preset sweep");
+    }
+    if a.batch_bytes.contains(&0) || a.flush_interval.iter().any(|d| d.is_zero()) {
+        bail!("--batch-bytes and --flush-interval must be positive");
+    }
+    base.loglag_batch_bytes = a.batch_bytes.first().map(|&b| b as usize);
+    base.loglag_flush_interval = a.flush_interval.first().copied();
     let steps = match a.preset {
         None => vec![Step {
             label: String::new(),
@@ -180,6 +190,9 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
                 threads: a.threads,
                 stop_signal: a.stop_signal,
                 record: a.record,
+                batch_bytes: (!a.batch_bytes.is_empty())
+                    .then(|| a.batch_bytes.iter().map(|&b| b as usize).collect()),
+                flush_intervals: (!a.flush_interval.is_empty()).then(|| a.flush_interval.clone()),
             },
         ),
     };

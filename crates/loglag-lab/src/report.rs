@@ -183,7 +183,10 @@ pub struct RunSummary {
 /// What the API process did during the load, per run or pooled over a pair's runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProcessFigures {
-    /// `write` calls on the log sink, per minute (the built-in API counts its own).
+    /// `write` calls on the log sink during the load (the built-in API counts its own).
+    #[serde(default)]
+    pub log_writes: Option<u64>,
+    /// The same per minute.
     #[serde(default)]
     pub log_writes_per_min: Option<f64>,
     /// Write-family syscalls of the whole process (`syscw`, responses included), per minute.

@@ -36,6 +36,15 @@ impl Exporter for Markdown {
             }
         }
         for p in &s.pairs {
+            if let Some(note) = &p.missing_ids_note {
+                writeln!(
+                    out,
+                    "\n**Request ids** ({} / {}): {note}.",
+                    p.condition, p.sink
+                )?;
+            }
+        }
+        for p in &s.pairs {
             if let Some(w) = &p.lateness_warning {
                 writeln!(out, "\n**Warning** ({} / {}): {w}.", p.condition, p.sink)?;
             }

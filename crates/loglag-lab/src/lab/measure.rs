@@ -176,6 +176,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let window_s = raw.cpu_window_s.max(1e-9);
     let counters = raw.proc_counters;
     let process = ProcessFigures {
+        log_writes: api_stats.as_ref().map(|a| a.write_calls),
         log_writes_per_min: api_stats
             .as_ref()
             .map(|a| a.write_calls as f64 * 60.0 / window_s),
@@ -433,6 +434,7 @@ fn pool_process<'a>(runs: impl Iterator<Item = &'a ProcessFigures> + Clone) -> P
     let sum =
         |f: fn(&ProcessFigures) -> Option<u64>| runs.clone().filter_map(f).reduce(|a, b| a + b);
     ProcessFigures {
+        log_writes: sum(|p| p.log_writes),
         log_writes_per_min: mean(|p| p.log_writes_per_min),
         syscw_per_min: mean(|p| p.syscw_per_min),
         ctx_voluntary_per_s: mean(|p| p.ctx_voluntary_per_s),

@@ -31,6 +31,9 @@ pub struct Overrides {
     pub threads: Option<usize>,
     pub stop_signal: Option<StopSignal>,
     pub record: Option<RecordShape>,
+    /// The sweep's grid, when not the reference's.
+    pub batch_bytes: Option<Vec<usize>>,
+    pub flush_intervals: Option<Vec<Duration>>,
 }
 
 /// One step of a preset: a label (its subdirectory) and its plan.
@@ -134,14 +137,26 @@ impl Preset {
                 plan.closed = o.closed;
                 plan.threads = o.threads.unwrap_or(1);
                 plan.stop_signal = o.stop_signal.unwrap_or(StopSignal::Term);
+                let batches = o
+                    .batch_bytes
+                    .clone()
+                    .unwrap_or_else(|| SWEEP_BATCH_BYTES.to_vec());
+                let intervals = o
+                    .flush_intervals
+                    .clone()
+                    .unwrap_or_else(|| SWEEP_INTERVALS_MS.map(Duration::from_millis).to_vec());
                 let mut steps = Vec::new();
-                for batch in SWEEP_BATCH_BYTES {
-                    for interval in SWEEP_INTERVALS_MS {
+                for &batch in &batches {
+                    for &interval in &intervals {
                         steps.push(Step {
-                            label: format!("batch-{}k-interval-{interval}ms", batch >> 10),
+                            label: format!(
+                                "batch-{}-interval-{}ms",
+                                crate::sys::units::format_bytes(batch as u64),
+                                interval.as_millis()
+                            ),
                             plan: LabPlan {
                                 loglag_batch_bytes: Some(batch),
-                                loglag_flush_interval: Some(Duration::from_millis(interval)),
+                                loglag_flush_interval: Some(interval),
                                 ..plan.clone()
                             },
                         });
@@ -373,7 +388,7 @@ mod tests {
         );
         let sweep = Preset::Sweep.steps(&base, &Overrides::default());
         assert_eq!(sweep.len(), 16);
-        assert_eq!(sweep[0].label, "batch-4k-interval-10ms");
+        assert_eq!(sweep[0].label, "batch-4KiB-interval-10ms");
         assert_eq!(sweep[15].plan.loglag_batch_bytes, Some(1 << 20));
         assert_eq!("sweep".parse::<Preset>().unwrap(), Preset::Sweep);
         assert!("buffer".parse::<Preset>().is_err());

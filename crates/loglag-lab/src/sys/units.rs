@@ -24,6 +24,16 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok((value * mult).round() as u64)
 }
 
+/// Writes a size the way [`parse_bytes`] reads it back: `4KiB`, `1MiB`, `1500B`.
+pub fn format_bytes(bytes: u64) -> String {
+    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    format!("{bytes}B")
+}
+
 /// Parses `8s`, `500ms`, `100us`, `1.5s`, `2m` or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -62,6 +72,10 @@ mod tests {
         assert_eq!(parse_bytes("1.5MiB/s").unwrap(), 1_572_864);
         assert!(parse_bytes("fast").is_err());
         assert!(parse_bytes("10 parsecs").is_err());
+        for v in [4096, 1 << 20, 1500, 3 << 30] {
+            assert_eq!(parse_bytes(&format_bytes(v)).unwrap(), v);
+        }
+        assert_eq!(format_bytes(32 << 10), "32KiB");
     }
 
     #[test]
