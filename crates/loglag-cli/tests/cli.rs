@@ -154,7 +154,7 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
             .unwrap();
         assert_success(&out);
         let s = summary(dir.path());
-        assert_eq!(s["schema"], 1);
+        assert_eq!(s["schema"], 2);
         for c in ["none", "json-sync", "json-queue"] {
             assert_eq!(
                 pair(&s, c, "slow")["verified"],
@@ -699,7 +699,7 @@ fn every_extra_condition_runs_and_verifies() {
             .args([
                 "lab",
                 "--conditions",
-                "loglag,tracing-appender,memory-buffer,channel-batch,tokio-fs",
+                "loglag,tracing-appender,memory-buffer,memory-buffer-50,memory-buffer-200,queue-memory-100,file-sync,sync-writeln,channel-batch,tokio-fs",
                 "--sinks",
                 "fast",
                 "--duration",
@@ -711,10 +711,16 @@ fn every_extra_condition_runs_and_verifies() {
             .unwrap();
         assert_success(&out);
         let s = summary(dir.path());
+        // `memory-buffer` is the old name of `memory-buffer-100`.
         for c in [
             "loglag",
             "tracing-appender",
-            "memory-buffer",
+            "memory-buffer-100",
+            "memory-buffer-50",
+            "memory-buffer-200",
+            "queue-memory-100",
+            "file-sync",
+            "sync-writeln",
             "channel-batch",
             "tokio-fs",
         ] {
@@ -1002,10 +1008,14 @@ fn the_fastapi_example_names_its_losses() {
             "fastapi_app.py",
             "--no-flush-at-exit",
             "memory",
-            &[],
+            &["--match-request-id"],
         );
         let memory = run(&unflushed, "memory", "fast");
         assert_eq!(memory["lost_records"], 26, "{memory}");
+        assert_eq!(
+            memory["request_ids"]["placement"], "the last 9 requests before the stop",
+            "{memory}"
+        );
         // uvicorn re-raises SIGTERM after its lifespan shutdown.
         assert!(
             memory["app_exit"].as_str().unwrap().contains("SIGTERM"),
@@ -1165,14 +1175,28 @@ fn the_blocking_preset_runs_every_condition_under_200_clients() {
     within(
         "the_blocking_preset_runs_every_condition_under_200_clients",
         || {
-            let (p, _dir) = preset(&[
+            let (p, dir) = preset(&[
                 "--preset",
                 "blocking",
                 "--closed",
                 "200",
                 "--duration",
                 "1s",
+                "--report",
             ]);
+            // The preset's page links each step's report; `loglag report` renders both.
+            let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+            assert!(page.contains("loglag lab --preset blocking"), "{page}");
+            assert!(page.contains("closed-200/report.html"));
+            assert!(dir.path().join("closed-200/report.html").exists());
+            let out = loglag()
+                .arg("report")
+                .arg(dir.path())
+                .args(["-o", "-"])
+                .output()
+                .unwrap();
+            assert_success(&out);
+            assert!(String::from_utf8_lossy(&out.stdout).contains("sync-writeln"));
             assert_eq!(p["steps"], serde_json::json!(["closed-200"]));
             let rows = p["rows"].as_array().unwrap();
             assert_eq!(rows.len(), 5, "{p}");

@@ -83,7 +83,7 @@ fn bad_input_names_the_file() {
     std::fs::write(dir.path().join("summary.json"), r#"{"schema": 99}"#).unwrap();
     let err = html::load_dir(dir.path()).unwrap_err().to_string();
     assert!(
-        err.contains("summary.json has schema 99; this loglag reads schema 1"),
+        err.contains("summary.json has schema 99; this loglag reads schemas 1 to 2"),
         "{err}"
     );
 
