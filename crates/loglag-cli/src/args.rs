@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag_lab::api::condition::{Condition, RecordShape};
+use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::preset::Preset;
 use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
 use loglag_lab::load::Connection;
@@ -155,6 +156,8 @@ pub enum OutputFormat {
 #[derive(Debug, Args)]
 #[command(after_help = lab_after_help())]
 pub struct LabArgs {
+    #[command(subcommand)]
+    pub sub: Option<LabCommand>,
     /// Run a reference experiment's preset: buffers (002), blocking (003) or sweep
     /// (003's tuning table). Flags given explicitly override the preset's settings.
     #[arg(long)]
@@ -262,6 +265,73 @@ pub struct LabArgs {
     /// incomplete: the last requests before the stop, or scattered.
     #[arg(long)]
     pub match_request_id: bool,
+}
+
+/// Experiments other than logging's.
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// The latency cost of a service boundary (reference 004): one /buy endpoint as
+    /// in-process calls and as three HTTP services, traced.
+    Hops(HopsArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag lab hops                                  # 500 users, 10 s per topology
+    loglag lab hops --users 50 --duration 5s --out hops --report
+    loglag lab hops --rate 2000 --calls concurrent --connection new
+
+WHAT IT RUNS:
+    monolith   order, payment and inventory as function calls in one process
+    services   order calls payment and inventory over HTTP (hyper), W3C traceparent
+               propagated; each process on loopback
+    Each step does --work-time of work (1 ms, as in the reference); both return the same
+    bytes. One request in --trace-every is traced: every handler and outgoing call is a
+    tracing span, written through a loglag pipeline; --out gets spans.otlp.json (OTLP/JSON,
+    one document: Jaeger 1.55+ imports it via the UI's upload; JSON Lines does not import).
+    Each topology also runs with tracing off, to show what collecting spans cost.")]
+pub struct HopsArgs {
+    /// Closed loop with this many users, each sending its next request when the last is
+    /// answered [default: 500, as in the reference].
+    #[arg(long, conflicts_with = "rate", value_parser = clap::value_parser!(u64).range(1..))]
+    pub users: Option<u64>,
+    /// Open loop at this many requests per second instead of --users.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// How long each topology is loaded.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// order's two calls: sequential (the reference) or concurrent.
+    #[arg(long, default_value = "sequential")]
+    pub calls: Calls,
+    /// order's outgoing connections: keepalive (pooled) or new (one per call).
+    #[arg(long, default_value = "keepalive")]
+    pub connection: Connection,
+    /// How a step works: sleep (async, the thread is free) or spin (busy).
+    #[arg(long, default_value = "sleep")]
+    pub work: Work,
+    /// Work per step.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub work_time: Duration,
+    /// Bytes of each step's response body (the serialisation cost).
+    #[arg(long, default_value_t = 256)]
+    pub body_bytes: usize,
+    /// Worker threads per process [default: one per core].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Trace one request in this many.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub trace_every: u64,
+    /// Skip the untraced runs that measure tracing's own cost.
+    #[arg(long)]
+    pub no_overhead: bool,
+    /// Write summary.json (its `hops` section), hops.md and spans.otlp.json here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write DIR/report.html: percentiles, the tax, a stacked bar per hop and
+    /// waterfalls (needs --out).
+    #[arg(long, requires = "out")]
+    pub report: bool,
 }
 
 #[derive(Debug, Args)]

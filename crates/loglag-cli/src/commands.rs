@@ -21,8 +21,8 @@ use loglag_lab::stats::quantile;
 use loglag_lab::sys::spawn::ChildSpec;
 
 use crate::args::{
-    ChildArgs, LabArgs, LoadArgs, OutputFormat, RecoverArgs, ReportArgs, ServeArgs, SinkArgs,
-    TortureArgs,
+    ChildArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs, ReportArgs,
+    ServeArgs, SinkArgs, TortureArgs,
 };
 use crate::progress::Progress;
 
@@ -264,6 +264,9 @@ impl lab::Observer for StepObserver<'_> {
 }
 
 pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
+    if let Some(LabCommand::Hops(h)) = a.sub {
+        return hops(h);
+    }
     let steps = lab_steps(&a)?;
     if let Some(out) = &a.out {
         check_out_dir(out)?;
@@ -377,6 +380,101 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
                 .context(format!("lab stopped after {completed} completed runs")))
         }
     }
+}
+
+fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
+    use loglag_lab::hops::{self, HopsPlan};
+    if let Some(rate) = a.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--rate must be a positive number of requests per second");
+        }
+    }
+    if a.duration.is_zero() {
+        bail!("--duration must be positive");
+    }
+    if a.threads == Some(0) {
+        bail!("--threads must be at least 1");
+    }
+    if a.body_bytes < 64 {
+        bail!("--body-bytes must be at least 64 (the JSON around the padding)");
+    }
+    if let Some(out) = &a.out {
+        check_out_dir(out)?;
+    }
+    let users = a.rate.is_none().then(|| a.users.unwrap_or(500) as usize);
+    if let Some(n) = users {
+        // The generator's sockets, order's accepted ones and its pooled calls.
+        loglag_lab::sys::procfs::raise_open_files(4 * n as u64 + 256)
+            .map_err(|e| anyhow::anyhow!("--users {n}: {e}"))?;
+    }
+    let plan = HopsPlan {
+        users,
+        rate: a.rate,
+        duration: a.duration,
+        calls: a.calls,
+        connection: a.connection,
+        work: a.work,
+        work_time: a.work_time,
+        body_bytes: a.body_bytes,
+        threads: a
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        trace_every: a.trace_every,
+        overhead: !a.no_overhead,
+        warmup: 5,
+        exe: std::env::current_exe().context("cannot find the loglag executable")?,
+    };
+    let runs = if plan.overhead { 4 } else { 2 };
+    eprintln!(
+        "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load",
+        if plan.overhead {
+            ", each traced and untraced"
+        } else {
+            ", traced"
+        },
+        runs as f64 * plan.duration.as_secs_f64()
+    );
+    let cancel = cancel_flag()?;
+    let progress = Progress::new(runs);
+    let result = hops::run_hops(&plan, &progress, &cancel);
+    progress.finish();
+    let mut output = match result {
+        Ok(o) => o,
+        Err(LabError::Cancelled) => {
+            eprintln!("loglag lab hops: interrupted; nothing written");
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("lab hops failed")),
+    };
+    if let Some(out) = &a.out {
+        let spans = hops::trace::otlp_document(&output.spans);
+        write_to(
+            &out.join("spans.otlp.json"),
+            serde_json::to_string(&spans)?.as_bytes(),
+        )?;
+        output.summary.spans_file = Some("spans.otlp.json".into());
+    }
+    {
+        let stdout = &mut std::io::stdout().lock();
+        export::hops::markdown(&output.summary, stdout)?;
+        stdout.flush()?;
+    }
+    if let Some(out) = &a.out {
+        let doc = serde_json::json!({ "schema": SCHEMA, "hops": output.summary });
+        write_to(
+            &out.join("summary.json"),
+            (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
+        )?;
+        let mut md = Vec::new();
+        export::hops::markdown(&output.summary, &mut md)?;
+        write_to(&out.join("hops.md"), &md)?;
+        if a.report {
+            let html = loglag_lab::html::render_hops(&output.summary);
+            write_to(&out.join("report.html"), html.as_bytes())?;
+        }
+        eprintln!("loglag lab hops: results in {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
@@ -659,6 +757,22 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| a.dir.join("report.html"));
+    // `lab hops` writes its own summary.json, with a `hops` section.
+    if let Ok(text) = std::fs::read_to_string(a.dir.join("summary.json")) {
+        if let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) {
+            if let Some(hops) = doc.get("hops") {
+                let summary: loglag_lab::report::HopsSummary = serde_json::from_value(hops.clone())
+                    .with_context(|| {
+                        format!("{} has a hops section that does not parse", a.dir.display())
+                    })?;
+                write_to(&output, loglag_lab::html::render_hops(&summary).as_bytes())?;
+                if output.as_os_str() != "-" {
+                    eprintln!("loglag report: wrote {}", output.display());
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
     match loglag_lab::html::load_preset(&a.dir)? {
         // A preset's directory: its table here, each step's charts in its own.
         Some(preset) => {

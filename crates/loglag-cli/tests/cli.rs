@@ -1250,3 +1250,114 @@ fn the_sweep_writes_less_as_batches_grow() {
         }
     })
 }
+
+/// Reference 004 on loopback: a short run completes, the service boundary costs
+/// latency, the bodies match, and the spans form correct traces in one OTLP/JSON file.
+#[test]
+fn lab_hops_measures_the_boundary_and_writes_connected_traces() {
+    within(
+        "lab_hops_measures_the_boundary_and_writes_connected_traces",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args(["lab", "hops", "--users", "20", "--duration", "2s"])
+                .args(["--trace-every", "5", "--no-overhead", "--report", "--out"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let s = summary(dir.path());
+            let hops = &s["hops"];
+            let topology = |name: &str| {
+                hops["topologies"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["topology"] == name && t["traced"] == true)
+                    .unwrap_or_else(|| panic!("no {name} in {hops}"))
+                    .clone()
+            };
+            let (m, sv) = (topology("monolith"), topology("services"));
+            for t in [&m, &sv] {
+                assert_eq!(t["errors"], 0, "{t}");
+                for f in ["p50_ms", "p95_ms", "p99_ms", "mean_ms"] {
+                    assert!(t[f].as_f64().unwrap() > 0.0, "{f}: {t}");
+                }
+            }
+            assert!(
+                sv["p50_ms"].as_f64().unwrap() > m["p50_ms"].as_f64().unwrap(),
+                "the boundary costs latency: services {sv} against monolith {m}"
+            );
+            assert!(hops["identical_body_bytes"].as_u64().unwrap() > 3 * 256);
+            assert_eq!(hops["tax"][1]["at"], "p50");
+            assert_eq!(hops["spans_file"], "spans.otlp.json");
+
+            // The spans: one OTLP/JSON document, a resource per service.
+            let doc: Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.path().join("spans.otlp.json")).unwrap(),
+            )
+            .unwrap();
+            let mut spans = Vec::new();
+            let mut services = Vec::new();
+            for rs in doc["resourceSpans"].as_array().unwrap() {
+                let attr = &rs["resource"]["attributes"][0];
+                assert_eq!(attr["key"], "service.name");
+                let service = attr["value"]["stringValue"].as_str().unwrap().to_owned();
+                services.push(service.clone());
+                for ss in rs["scopeSpans"].as_array().unwrap() {
+                    for span in ss["spans"].as_array().unwrap() {
+                        spans.push((service.clone(), span.clone()));
+                    }
+                }
+            }
+            services.sort();
+            assert_eq!(services, ["inventory", "monolith", "order", "payment"]);
+            let hex = |v: &Value, len: usize| {
+                let s = v.as_str().unwrap();
+                s.len() == len
+                    && s.chars()
+                        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            };
+            let by_id: std::collections::HashMap<String, &Value> = spans
+                .iter()
+                .map(|(_, s)| (s["spanId"].as_str().unwrap().to_owned(), s))
+                .collect();
+            let mut remote_children = 0;
+            for (service, span) in &spans {
+                assert!(
+                    hex(&span["traceId"], 32) && hex(&span["spanId"], 16),
+                    "{span}"
+                );
+                let start: u64 = span["startTimeUnixNano"].as_str().unwrap().parse().unwrap();
+                let end: u64 = span["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
+                assert!(start > 1_600_000_000_000_000_000 && end >= start, "{span}");
+                if let Some(parent) = span.get("parentSpanId") {
+                    let parent = by_id
+                        .get(parent.as_str().unwrap())
+                        .unwrap_or_else(|| panic!("{service}'s parent is missing: {span}"));
+                    assert_eq!(
+                        parent["traceId"], span["traceId"],
+                        "a child shares its trace"
+                    );
+                    if service == "payment" || service == "inventory" {
+                        // The callee's server span hangs under order's client span.
+                        assert_eq!(parent["kind"], 3, "{parent}");
+                        assert_eq!(span["kind"], 2);
+                        remote_children += 1;
+                    }
+                } else {
+                    assert!(service == "order" || service == "monolith", "{span}");
+                }
+            }
+            assert!(
+                remote_children > 0,
+                "traceparent crossed the process boundary"
+            );
+            let breakdown = hops["breakdown"].as_array().unwrap();
+            assert_eq!(breakdown.len(), 2, "{hops}");
+            assert_eq!(hops["waterfalls"].as_array().unwrap().len(), 4);
+            let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+            assert!(page.contains("Waterfalls") && page.contains("<svg"));
+        },
+    )
+}

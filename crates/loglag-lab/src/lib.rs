@@ -8,6 +8,7 @@
 //! units); `report`, `stats`, `export` and `html` are the outputs.
 pub mod api;
 pub mod export;
+pub mod hops;
 pub mod html;
 pub mod lab;
 pub mod load;

@@ -58,7 +58,7 @@ impl Target {
 }
 
 /// Whether each request opens its own connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Connection {
     /// A new connection per request, `Connection: close` (the reference).

@@ -84,7 +84,7 @@ fn default_lateness_limit() -> f64 {
 }
 
 /// The machine the lab ran on.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Machine {
     pub cpu: String,
     pub cores: usize,
@@ -344,6 +344,116 @@ pub struct PresetRow {
     /// Log bytes read, summed over rounds.
     pub log_bytes: u64,
     pub pair: PairSummary,
+}
+
+/// What `loglag lab hops` measured (summary.json's `hops` section).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HopsSummary {
+    /// The settings, in words: load, calls, connection, work, body size.
+    pub params: HopsParams,
+    /// Each topology, traced and (for the overhead) untraced.
+    pub topologies: Vec<TopologySummary>,
+    /// services − monolith at each percentile (traced runs).
+    pub tax: Vec<TaxRow>,
+    /// Each hop's time split into its parts: medians over the traced requests.
+    pub breakdown: Vec<HopBreakdown>,
+    /// The median and the p99 request of each traced topology, span by span.
+    pub waterfalls: Vec<Waterfall>,
+    /// The OTLP/JSON file with every span, relative to the output directory.
+    pub spans_file: Option<String>,
+    pub spans: usize,
+    /// Every run returned these same bytes for request 0 (checked; a difference stops
+    /// the lab).
+    pub identical_body_bytes: usize,
+    pub machine: Machine,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HopsParams {
+    pub users: Option<usize>,
+    pub rate: Option<f64>,
+    pub duration_s: f64,
+    pub calls: String,
+    pub connection: String,
+    pub work: String,
+    pub work_ms: f64,
+    pub body_bytes: usize,
+    pub threads: usize,
+    pub trace_every: u64,
+    pub netns: bool,
+}
+
+/// One topology's run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TopologySummary {
+    /// `monolith` or `services`.
+    pub topology: String,
+    /// Whether spans were collected in this run.
+    pub traced: bool,
+    pub requests: u64,
+    pub errors: u64,
+    pub rps: f64,
+    pub mean_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Latency at each of [`HOP_PERCENTILES`], for the chart.
+    pub percentiles_ms: Vec<(f64, f64)>,
+}
+
+/// The percentiles `lab hops` reports and draws.
+pub const HOP_PERCENTILES: [f64; 9] = [10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0];
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TaxRow {
+    /// `mean`, `p50`, `p95`, `p99`, `max`.
+    pub at: String,
+    pub monolith_ms: Option<f64>,
+    pub services_ms: Option<f64>,
+    pub tax_ms: Option<f64>,
+}
+
+/// Where one hop's time goes (medians, ms).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HopBreakdown {
+    /// `payment` or `inventory`.
+    pub hop: String,
+    pub samples: usize,
+    /// TCP connect and HTTP handshake (0 on a pooled connection).
+    pub connect_ms: f64,
+    /// Connected → the server's span starts: writing the request, the transfer and
+    /// waiting to be scheduled on the server.
+    pub request_ms: f64,
+    /// The server's handler (its own span).
+    pub handler_ms: f64,
+    /// The handler's end → the client has the whole response.
+    pub response_ms: f64,
+    /// The whole call as the client saw it.
+    pub call_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Waterfall {
+    pub topology: String,
+    /// `p50` or `p99`.
+    pub which: String,
+    pub request_id: u64,
+    pub latency_ms: f64,
+    pub trace_id: String,
+    pub spans: Vec<WaterfallSpan>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WaterfallSpan {
+    pub service: String,
+    pub name: String,
+    pub depth: usize,
+    /// From the root span's start.
+    pub start_ms: f64,
+    pub duration_ms: f64,
+    /// (offset ms, name) of the span's events.
+    pub events: Vec<(f64, String)>,
 }
 
 /// What `loglag load` measured.

@@ -153,10 +153,12 @@ enum Logger {
         SyncSender<ToWriter>,
         Mutex<Option<std::thread::JoinHandle<()>>>,
     ),
-    Loglag(loglag::NonBlocking, #[allow(dead_code)] loglag::WorkerGuard),
+    /// The guards are dropped at shutdown, as `main` returning would drop them: that is
+    /// when each library writes (or gives up on) what it still queues.
+    Loglag(loglag::NonBlocking, Mutex<Option<loglag::WorkerGuard>>),
     Appender(
         tracing_appender::non_blocking::NonBlocking,
-        #[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard,
+        Mutex<Option<tracing_appender::non_blocking::WorkerGuard>>,
     ),
     MemoryBuffer(Arc<MemoryBuffer>),
     TokioFs(tokio::sync::Mutex<tokio::fs::File>, Option<Duration>),
@@ -374,11 +376,11 @@ impl App {
                 }
                 let (nb, guard) =
                     builder.try_finish_sink(loglag::sink::WriterSink::new(sink()?))?;
-                Logger::Loglag(nb, guard)
+                Logger::Loglag(nb, Mutex::new(Some(guard)))
             }
             Condition::TracingAppender => {
                 let (nb, guard) = tracing_appender::non_blocking(sink()?);
-                Logger::Appender(nb, guard)
+                Logger::Appender(nb, Mutex::new(Some(guard)))
             }
             Condition::MemoryBuffer | Condition::MemoryBuffer50 | Condition::MemoryBuffer200 => {
                 let capacity = config
@@ -469,8 +471,13 @@ impl App {
                     let _ = t.join();
                 }
             }
-            Logger::Appender(nb, _) => {
-                let _ = nb.clone().flush();
+            Logger::Loglag(_, guard) => {
+                drop(guard.lock().unwrap_or_else(|e| e.into_inner()).take());
+            }
+            Logger::Appender(_, guard) => {
+                // tracing-appender's guard waits up to a second for its worker; what
+                // is still queued after that is lost, and the lab counts it.
+                drop(guard.lock().unwrap_or_else(|e| e.into_inner()).take());
             }
             _ => {}
         }

@@ -5,6 +5,8 @@
 //! [`Section`], and list it in [`sections`].
 
 mod charts;
+mod hops;
+pub use hops::render_hops;
 pub mod svg;
 
 use std::fmt::Write as _;

@@ -247,9 +247,9 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let writes = |r: &PresetRow| r.pair.process.log_writes_per_min.unwrap_or(f64::MAX) / 60.0;
     let age = |r: &PresetRow| r.pair.process.oldest_queued_ms.unwrap_or(0.0);
     let fewest_writes = |a: &&PresetRow, b: &&PresetRow| {
-        // Write rates within 2% are the same rate measured twice.
+        // Write rates within 5% are the same rate measured twice (the window is not exact).
         let (wa, wb) = (writes(a), writes(b));
-        let same = (wa - wb).abs() <= 0.02 * wa.max(wb);
+        let same = (wa - wb).abs() <= 0.05 * wa.max(wb);
         (if same {
             std::cmp::Ordering::Equal
         } else {

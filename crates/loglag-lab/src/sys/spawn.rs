@@ -35,6 +35,10 @@ pub enum ChildSpec {
         out: PathBuf,
         progress: PathBuf,
     },
+    /// A `lab hops` service; prints its ready line once it listens.
+    Hop {
+        hop: crate::hops::service::HopConfig,
+    },
 }
 
 impl ChildSpec {
@@ -74,6 +78,11 @@ impl ChildSpec {
                 out,
                 progress,
             } => crate::torture::flood(&spool, &out, &progress),
+            ChildSpec::Hop { hop } => crate::hops::service::serve(hop, |addr| {
+                use std::io::Write;
+                println!("{}", crate::hops::service::ready_line(addr));
+                let _ = std::io::stdout().flush();
+            }),
         }
     }
 }

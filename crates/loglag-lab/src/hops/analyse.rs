@@ -1,0 +1,260 @@
+//! The pure half of `lab hops`: latencies and spans in, the report's figures out.
+
+use std::collections::HashMap;
+
+use super::trace::SpanLine;
+use crate::report::{
+    HopBreakdown, TaxRow, TopologySummary, Waterfall, WaterfallSpan, HOP_PERCENTILES,
+};
+use crate::stats::{mean, quantile};
+
+/// One topology's latencies (ns, by request id) and what the run counted.
+#[derive(Debug)]
+pub struct TopologyRun {
+    pub topology: &'static str,
+    pub traced: bool,
+    pub latencies: Vec<(u64, u64)>,
+    pub errors: u64,
+    pub wall_s: f64,
+}
+
+pub fn summarise(run: &TopologyRun) -> TopologySummary {
+    let mut ns: Vec<u64> = run.latencies.iter().map(|&(_, l)| l).collect();
+    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+    let mut at = |p: f64| ms(quantile(&mut ns, p / 100.0));
+    TopologySummary {
+        topology: run.topology.to_owned(),
+        traced: run.traced,
+        requests: run.latencies.len() as u64,
+        errors: run.errors,
+        rps: run.latencies.len() as f64 / run.wall_s.max(1e-9),
+        p50_ms: at(50.0),
+        p95_ms: at(95.0),
+        p99_ms: at(99.0),
+        max_ms: at(100.0),
+        percentiles_ms: HOP_PERCENTILES
+            .iter()
+            .filter_map(|&p| at(p).map(|v| (p, v)))
+            .collect(),
+        mean_ms: mean(run.latencies.iter().map(|&(_, l)| l as f64 / 1e6)),
+    }
+}
+
+/// Reads one figure of a topology.
+type Figure = fn(&TopologySummary) -> Option<f64>;
+
+/// services − monolith at the mean and each reported percentile.
+pub fn tax(monolith: &TopologySummary, services: &TopologySummary) -> Vec<TaxRow> {
+    let rows: [(&str, Figure); 5] = [
+        ("mean", |t| t.mean_ms),
+        ("p50", |t| t.p50_ms),
+        ("p95", |t| t.p95_ms),
+        ("p99", |t| t.p99_ms),
+        ("max", |t| t.max_ms),
+    ];
+    rows.iter()
+        .map(|(at, f)| TaxRow {
+            at: (*at).to_owned(),
+            monolith_ms: f(monolith),
+            services_ms: f(services),
+            tax_ms: f(services).zip(f(monolith)).map(|(s, m)| s - m),
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[(v.len() - 1) / 2]
+}
+
+/// Each hop's parts, from every client span (`kind` 3) and the server span that names
+/// it as parent: connect, request, handler, response.
+pub fn breakdown(spans: &[SpanLine]) -> Vec<HopBreakdown> {
+    let servers: HashMap<&str, &SpanLine> = spans
+        .iter()
+        .filter(|s| s.kind == 2)
+        .filter_map(|s| s.parent_id.as_deref().map(|p| (p, s)))
+        .collect();
+    let mut parts: HashMap<&str, Vec<[f64; 5]>> = HashMap::new();
+    for client in spans.iter().filter(|s| s.kind == 3) {
+        let Some(server) = servers.get(client.span_id.as_str()) else {
+            continue;
+        };
+        let ms = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1e6;
+        let connected = client
+            .events
+            .iter()
+            .find(|(_, n)| n == "connected")
+            .map_or(client.start_unix_ns, |&(t, _)| t);
+        parts.entry(client.name.as_str()).or_default().push([
+            ms(client.start_unix_ns, connected),
+            ms(connected, server.start_unix_ns),
+            ms(server.start_unix_ns, server.end_unix_ns),
+            ms(server.end_unix_ns, client.end_unix_ns),
+            ms(client.start_unix_ns, client.end_unix_ns),
+        ]);
+    }
+    let mut out: Vec<HopBreakdown> = parts
+        .into_iter()
+        .map(|(hop, rows)| {
+            let col = |i: usize| median(rows.iter().map(|r| r[i]).collect());
+            HopBreakdown {
+                hop: hop.to_owned(),
+                samples: rows.len(),
+                connect_ms: col(0),
+                request_ms: col(1),
+                handler_ms: col(2),
+                response_ms: col(3),
+                call_ms: col(4),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.hop.cmp(&b.hop));
+    out
+}
+
+/// The waterfall of the traced request whose latency is nearest the `q` quantile.
+pub fn waterfall(run: &TopologyRun, spans: &[SpanLine], which: &str, q: f64) -> Option<Waterfall> {
+    // Traced requests: a root span (no parent) carries the request id.
+    let roots: HashMap<u64, &SpanLine> = spans
+        .iter()
+        .filter(|s| s.parent_id.is_none())
+        .filter_map(|s| s.request_id.map(|id| (id, s)))
+        .collect();
+    let mut traced: Vec<(u64, u64)> = run
+        .latencies
+        .iter()
+        .copied()
+        .filter(|(id, _)| roots.contains_key(id))
+        .collect();
+    let mut all: Vec<u64> = run.latencies.iter().map(|&(_, l)| l).collect();
+    let target = quantile(&mut all, q)?;
+    traced.sort_by_key(|&(_, l)| l.abs_diff(target));
+    let &(id, latency) = traced.first()?;
+    let root = roots[&id];
+    let members: Vec<&SpanLine> = spans
+        .iter()
+        .filter(|s| s.trace_id == root.trace_id)
+        .collect();
+    let depth_of = |span: &SpanLine| {
+        let mut depth = 0;
+        let mut parent = span.parent_id.clone();
+        while let Some(p) = parent {
+            depth += 1;
+            parent = members
+                .iter()
+                .find(|s| s.span_id == p)
+                .and_then(|s| s.parent_id.clone());
+            if depth > 16 {
+                break;
+            }
+        }
+        depth
+    };
+    let ms = |t: u64| (t as f64 - root.start_unix_ns as f64) / 1e6;
+    let mut out: Vec<WaterfallSpan> = members
+        .iter()
+        .map(|s| WaterfallSpan {
+            service: s.service.clone(),
+            name: s.name.clone(),
+            depth: depth_of(s),
+            start_ms: ms(s.start_unix_ns),
+            duration_ms: s.end_unix_ns.saturating_sub(s.start_unix_ns) as f64 / 1e6,
+            events: s.events.iter().map(|(t, n)| (ms(*t), n.clone())).collect(),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.start_ms
+            .total_cmp(&b.start_ms)
+            .then(a.depth.cmp(&b.depth))
+    });
+    Some(Waterfall {
+        topology: run.topology.to_owned(),
+        which: which.to_owned(),
+        request_id: id,
+        latency_ms: latency as f64 / 1e6,
+        trace_id: root.trace_id.clone(),
+        spans: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(
+        name: &str,
+        kind: u8,
+        id: &str,
+        parent: Option<&str>,
+        start: u64,
+        end: u64,
+    ) -> SpanLine {
+        SpanLine {
+            service: if kind == 2 && parent.is_some() {
+                name.into()
+            } else {
+                "order".into()
+            },
+            name: name.into(),
+            trace_id: "t".into(),
+            span_id: id.into(),
+            parent_id: parent.map(str::to_owned),
+            kind,
+            start_unix_ns: start,
+            end_unix_ns: end,
+            request_id: Some(7),
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_hop_splits_into_connect_request_handler_response() {
+        const MS: u64 = 1_000_000;
+        let mut client = span("payment", 3, "c1", Some("root"), 10 * MS, 20 * MS);
+        client.events.push((11 * MS, "connected".into()));
+        let spans = vec![
+            span("POST /buy", 2, "root", None, 0, 30 * MS),
+            client,
+            span("payment", 2, "s1", Some("c1"), 13 * MS, 17 * MS),
+        ];
+        let b = breakdown(&spans);
+        assert_eq!(b.len(), 1);
+        let h = &b[0];
+        assert_eq!(
+            (
+                h.connect_ms,
+                h.request_ms,
+                h.handler_ms,
+                h.response_ms,
+                h.call_ms
+            ),
+            (1.0, 2.0, 4.0, 3.0, 10.0)
+        );
+        let run = TopologyRun {
+            topology: "services",
+            traced: true,
+            latencies: vec![(7, 30 * MS), (8, 5 * MS), (9, 100 * MS)],
+            errors: 0,
+            wall_s: 1.0,
+        };
+        let w = waterfall(&run, &spans, "p50", 0.5).unwrap();
+        assert_eq!(w.request_id, 7, "the only traced request");
+        assert_eq!(w.spans.len(), 3);
+        assert_eq!(w.spans[0].depth, 0);
+        assert_eq!(w.spans.iter().map(|s| s.depth).max(), Some(2));
+        let s = summarise(&run);
+        assert_eq!(s.p50_ms, Some(30.0));
+        let t = tax(
+            &summarise(&TopologyRun {
+                latencies: vec![(1, 10 * MS)],
+                ..run
+            }),
+            &s,
+        );
+        assert_eq!(t[1].tax_ms, Some(20.0));
+    }
+}

@@ -1,0 +1,355 @@
+//! `loglag lab hops` (reference 004): the same `/buy` endpoint as one process and as
+//! three, under the same load; the latency tax of the service boundary, where it goes
+//! (from propagated traces), and what collecting the traces cost.
+
+pub mod analyse;
+pub mod service;
+pub mod trace;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::lab::{LabError, Observer};
+use crate::load::{self, Connection, LoadConfig, Outcome, Target};
+use crate::report::{HopsParams, HopsSummary, Machine};
+use crate::sys::child::ChildGuard;
+use crate::sys::spawn::ChildSpec;
+use analyse::TopologyRun;
+use service::{Calls, Downstream, HopConfig, Role, Work};
+use trace::SpanLine;
+
+/// What `lab hops` is asked to do.
+#[derive(Debug, Clone)]
+pub struct HopsPlan {
+    /// Closed loop with this many users, or open loop at `rate`.
+    pub users: Option<usize>,
+    pub rate: Option<f64>,
+    pub duration: Duration,
+    pub calls: Calls,
+    pub connection: Connection,
+    pub work: Work,
+    pub work_time: Duration,
+    pub body_bytes: usize,
+    pub threads: usize,
+    pub trace_every: u64,
+    /// Also run each topology untraced, to report what tracing cost.
+    pub overhead: bool,
+    pub warmup: usize,
+    pub exe: PathBuf,
+}
+
+/// What a run produced besides the summary: the spans, for the OTLP file.
+#[derive(Debug)]
+pub struct HopsOutput {
+    pub summary: HopsSummary,
+    pub spans: Vec<SpanLine>,
+}
+
+/// A running hop process.
+struct HopProc {
+    guard: ChildGuard,
+    addr: SocketAddr,
+}
+
+fn start(plan: &HopsPlan, config: HopConfig, stderr: &Path) -> Result<HopProc, LabError> {
+    let role = config.role;
+    let mut cmd = ChildSpec::Hop { hop: config }.command(&plan.exe);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr)?);
+    let mut guard = ChildGuard::spawn(cmd, "a hop service")?;
+    let mut line = String::new();
+    BufReader::new(guard.child.stdout.take().expect("piped")).read_line(&mut line)?;
+    let addr = service::parse_ready_line(&line).ok_or_else(|| {
+        let why = std::fs::read_to_string(stderr).unwrap_or_default();
+        LabError::Failed(format!(
+            "the {} service did not start: {}",
+            role.as_str(),
+            why.trim()
+        ))
+    })?;
+    Ok(HopProc { guard, addr })
+}
+
+/// Runs one topology: starts its processes, warms up, loads `/buy`, stops them with
+/// SIGTERM (they write their spans) and reads the spans back.
+fn run_topology(
+    plan: &HopsPlan,
+    topology: &'static str,
+    traced: bool,
+    dir: &Path,
+    runtime: &tokio::runtime::Runtime,
+    cancel: &AtomicBool,
+) -> Result<(TopologyRun, Vec<SpanLine>, Vec<u8>), LabError> {
+    let tag = format!("{topology}-{}", if traced { "traced" } else { "untraced" });
+    let config = |role: Role, downstream: Option<Downstream>| HopConfig {
+        role,
+        listen: ([127, 0, 0, 1], 0).into(),
+        downstream,
+        calls: plan.calls,
+        connection: plan.connection,
+        work: plan.work,
+        work_time: plan.work_time,
+        body_bytes: plan.body_bytes,
+        threads: plan.threads,
+        spans: traced.then(|| dir.join(format!("{tag}-{}.jsonl", role.as_str()))),
+        trace_every: plan.trace_every,
+    };
+    let stderr = |role: Role| dir.join(format!("{tag}-{}.stderr", role.as_str()));
+    let mut procs = Vec::new();
+    let front = if topology == "monolith" {
+        let p = start(plan, config(Role::Monolith, None), &stderr(Role::Monolith))?;
+        let addr = p.addr;
+        procs.push(p);
+        addr
+    } else {
+        let payment = start(plan, config(Role::Payment, None), &stderr(Role::Payment))?;
+        let inventory = start(
+            plan,
+            config(Role::Inventory, None),
+            &stderr(Role::Inventory),
+        )?;
+        let downstream = Downstream {
+            payment: payment.addr,
+            inventory: inventory.addr,
+        };
+        procs.push(payment);
+        procs.push(inventory);
+        let order = start(
+            plan,
+            config(Role::Order, Some(downstream)),
+            &stderr(Role::Order),
+        )?;
+        let addr = order.addr;
+        procs.push(order);
+        addr
+    };
+    let target = Target {
+        addr: front,
+        host: front.to_string(),
+        path: "/buy".into(),
+    };
+    for id in 0..plan.warmup {
+        let one = LoadConfig {
+            target: target.clone(),
+            rate: 1000.0,
+            duration: Duration::from_millis(1),
+            connection: Connection::Keepalive,
+            closed: None,
+            grace: Duration::from_secs(10),
+            first_id: id as u64,
+        };
+        let r = runtime.block_on(load::run(&one));
+        if let Some(s) = r.samples.iter().find(|s| s.outcome != Outcome::Ok) {
+            return Err(LabError::Failed(format!(
+                "{topology}: warm-up request failed ({:?}, status {:?}): {}",
+                s.outcome,
+                s.status,
+                std::fs::read_to_string(stderr(Role::Order)).unwrap_or_default()
+            )));
+        }
+    }
+    let body = fetch_body(front, "/buy", 0)?;
+    let config = LoadConfig {
+        target,
+        rate: plan.rate.unwrap_or(1.0),
+        duration: plan.duration,
+        connection: Connection::Keepalive,
+        closed: plan.users,
+        grace: Duration::from_secs(30),
+        first_id: plan.warmup as u64,
+    };
+    let progress = load::LoadProgress::stopped_by(std::sync::Arc::new(AtomicBool::new(false)));
+    let stop = progress.stop.clone();
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = load::run_observed(&config, progress) => r,
+            () = async {
+                while !cancel.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                stop.store(true, Ordering::SeqCst);
+                std::future::pending::<()>().await
+            } => unreachable!(),
+        }
+    });
+    if cancel.load(Ordering::SeqCst) {
+        return Err(LabError::Cancelled);
+    }
+    // SIGTERM: each process writes the spans it still holds, then exits.
+    for p in procs.iter_mut().rev() {
+        p.guard
+            .stop_with(libc::SIGTERM, false, Duration::from_secs(10));
+    }
+    let mut spans = Vec::new();
+    if traced {
+        for role in [Role::Monolith, Role::Order, Role::Payment, Role::Inventory] {
+            let path = dir.join(format!("{tag}-{}.jsonl", role.as_str()));
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                let span: SpanLine = serde_json::from_str(line).map_err(|e| {
+                    LabError::Failed(format!(
+                        "{}: a span line does not parse: {e}",
+                        path.display()
+                    ))
+                })?;
+                spans.push(span);
+            }
+        }
+    }
+    let errors = result
+        .samples
+        .iter()
+        .filter(|s| s.outcome != Outcome::Ok)
+        .count() as u64;
+    let latencies = result
+        .samples
+        .iter()
+        .filter(|s| s.outcome == Outcome::Ok)
+        .filter_map(|s| s.latency_ns.map(|l| (config.first_id + s.index, l)))
+        .collect();
+    let wall_s = if plan.users.is_some() {
+        plan.duration.as_secs_f64()
+    } else {
+        result
+            .last_response_mono_ns()
+            .map_or(plan.duration.as_secs_f64(), |t| {
+                t.saturating_sub(result.t0_mono_ns) as f64 / 1e9
+            })
+            .max(plan.duration.as_secs_f64())
+    };
+    Ok((
+        TopologyRun {
+            topology,
+            traced,
+            latencies,
+            errors,
+            wall_s,
+        },
+        spans,
+        body,
+    ))
+}
+
+/// One GET with `X-Request-Id: id`, returning the body: what the topologies are
+/// compared on.
+fn fetch_body(addr: SocketAddr, path: &str, id: u64) -> Result<Vec<u8>, LabError> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nX-Request-Id: {id}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let at = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| LabError::Failed(format!("{addr}{path}: no HTTP response")))?;
+    if !response.starts_with(b"HTTP/1.1 200") {
+        return Err(LabError::Failed(format!(
+            "{addr}{path} answered {}",
+            String::from_utf8_lossy(&response[..at])
+        )));
+    }
+    Ok(response[at + 4..].to_vec())
+}
+
+/// Runs both topologies (traced, then untraced when `plan.overhead`) and analyses them.
+pub fn run_hops(
+    plan: &HopsPlan,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<HopsOutput, LabError> {
+    let dir = tempfile::Builder::new().prefix("loglag-hops-").tempdir()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut order: Vec<(&'static str, bool)> = vec![("monolith", true), ("services", true)];
+    if plan.overhead {
+        order.extend([("monolith", false), ("services", false)]);
+    }
+    let mut runs = Vec::new();
+    let mut all_spans = Vec::new();
+    let mut first_body: Option<(&str, Vec<u8>)> = None;
+    for (i, &(topology, traced)) in order.iter().enumerate() {
+        let label = format!(
+            "{topology} ({})",
+            if traced { "traced" } else { "tracing off" }
+        );
+        observer.run_started(i, order.len(), &label);
+        let (run, spans, body) =
+            run_topology(plan, topology, traced, dir.path(), &runtime, cancel)?;
+        match &first_body {
+            None => first_body = Some((topology, body)),
+            Some((first, expected)) if *expected != body => {
+                return Err(LabError::Failed(format!(
+                    "{first} and {topology} returned different bodies for request 0 ({} and {} bytes): the comparison would be meaningless",
+                    expected.len(),
+                    body.len()
+                )))
+            }
+            Some(_) => {}
+        }
+        let s = analyse::summarise(&run);
+        observer.warn(&format!(
+            "{label}: p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s, {} errors, {} spans",
+            s.p50_ms.unwrap_or(0.0),
+            s.p99_ms.unwrap_or(0.0),
+            s.rps,
+            s.errors,
+            spans.len()
+        ));
+        runs.push((run, spans.len()));
+        all_spans.push(spans);
+    }
+    let summaries: Vec<_> = runs.iter().map(|(r, _)| analyse::summarise(r)).collect();
+    let traced = |t: &str| summaries.iter().find(|s| s.topology == t && s.traced);
+    let tax = match (traced("monolith"), traced("services")) {
+        (Some(m), Some(s)) => analyse::tax(m, s),
+        _ => Vec::new(),
+    };
+    let mut waterfalls = Vec::new();
+    for ((run, _), spans) in runs.iter().zip(&all_spans) {
+        if run.traced {
+            waterfalls.extend(analyse::waterfall(run, spans, "p50", 0.50));
+            waterfalls.extend(analyse::waterfall(run, spans, "p99", 0.99));
+        }
+    }
+    let spans: Vec<SpanLine> = all_spans.into_iter().flatten().collect();
+    let breakdown = analyse::breakdown(&spans);
+    Ok(HopsOutput {
+        summary: HopsSummary {
+            params: HopsParams {
+                users: plan.users,
+                rate: plan.rate,
+                duration_s: plan.duration.as_secs_f64(),
+                calls: format!("{:?}", plan.calls).to_lowercase(),
+                connection: format!("{:?}", plan.connection).to_lowercase(),
+                work: format!("{:?}", plan.work).to_lowercase(),
+                work_ms: plan.work_time.as_secs_f64() * 1e3,
+                body_bytes: plan.body_bytes,
+                threads: plan.threads,
+                trace_every: plan.trace_every,
+                netns: false,
+            },
+            topologies: summaries,
+            tax,
+            breakdown,
+            waterfalls,
+            spans_file: None,
+            spans: spans.len(),
+            identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
+            machine: Machine::detect(),
+        },
+        spans,
+    })
+}

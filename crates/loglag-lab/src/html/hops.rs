@@ -1,0 +1,256 @@
+//! `lab hops`'s page: the two topologies' percentiles, the tax, where a hop's time goes
+//! (a stacked bar per hop), and the median and p99 request of each topology as
+//! waterfalls drawn from their spans.
+
+use std::fmt::Write as _;
+
+use super::svg::{self, Axis, Mark, Scale, Series, PALETTE};
+use super::{esc, CSS};
+use crate::report::{HopsSummary, Waterfall};
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |v| format!("{v:.2}"))
+}
+
+/// The parts of a hop, in the order they happen, with their colours.
+const PARTS: [(&str, &str); 4] = [
+    ("connect", "#D55E00"),
+    ("request (write, transfer, queueing)", "#E69F00"),
+    ("handler", "#009E73"),
+    ("response (write, transfer, read)", "#0072B2"),
+];
+
+fn stacked_bars(s: &HopsSummary) -> String {
+    let width = 900.0;
+    let label_w = 110.0;
+    let row_h = 34.0;
+    let total = s
+        .breakdown
+        .iter()
+        .map(|b| b.connect_ms + b.request_ms + b.handler_ms + b.response_ms)
+        .fold(0.0, f64::max)
+        .max(1e-6);
+    let scale = (width - label_w - 20.0) / total;
+    let height = 40.0 + row_h * s.breakdown.len() as f64 + 30.0;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\"><title>Where each hop's time goes (median ms)</title>"
+    );
+    for (i, b) in s.breakdown.iter().enumerate() {
+        let y = 20.0 + row_h * i as f64;
+        let _ = write!(
+            out,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"13\">{}</text>",
+            y + 17.0,
+            esc(&b.hop)
+        );
+        let mut x = label_w;
+        for (value, (name, color)) in [b.connect_ms, b.request_ms, b.handler_ms, b.response_ms]
+            .into_iter()
+            .zip(PARTS)
+        {
+            let w = value * scale;
+            let _ = write!(
+                out,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"24\" fill=\"{color}\"><title>{}: {value:.3} ms</title></rect>",
+                esc(name)
+            );
+            x += w;
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{:.2} ms</text>",
+            x + 4.0,
+            y + 17.0,
+            b.connect_ms + b.request_ms + b.handler_ms + b.response_ms
+        );
+    }
+    let mut x = label_w;
+    let y = height - 14.0;
+    for (name, color) in PARTS {
+        let _ = write!(
+            out,
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"12\">{}</text>",
+            y - 10.0,
+            x + 16.0,
+            esc(name)
+        );
+        x += 16.0 + 7.0 * name.len() as f64 + 14.0;
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn waterfall(w: &Waterfall) -> String {
+    let width = 900.0;
+    let label_w = 260.0;
+    let row_h = 22.0;
+    let end = w
+        .spans
+        .iter()
+        .map(|s| s.start_ms + s.duration_ms)
+        .fold(w.latency_ms, f64::max)
+        .max(1e-6);
+    let scale = (width - label_w - 70.0) / end;
+    let height = 30.0 + row_h * w.spans.len() as f64;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\"><title>{} {}: request {}, {:.2} ms</title>",
+        esc(&w.topology),
+        esc(&w.which),
+        w.request_id,
+        w.latency_ms
+    );
+    let services = ["monolith", "order", "payment", "inventory"];
+    for (i, s) in w.spans.iter().enumerate() {
+        let y = 10.0 + row_h * i as f64;
+        let color = PALETTE[services.iter().position(|&x| x == s.service).unwrap_or(4)];
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{} {}</text>",
+            4.0 + 12.0 * s.depth as f64,
+            y + 14.0,
+            esc(&s.service),
+            esc(&s.name)
+        );
+        let x = label_w + s.start_ms * scale;
+        let _ = write!(
+            out,
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"16\" fill=\"{color}\"><title>{} {}: starts at {:.3} ms, lasts {:.3} ms</title></rect><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{:.2} ms</text>",
+            (s.duration_ms * scale).max(1.0),
+            esc(&s.service),
+            esc(&s.name),
+            s.start_ms,
+            s.duration_ms,
+            x + (s.duration_ms * scale).max(1.0) + 4.0,
+            y + 13.0,
+            s.duration_ms
+        );
+        for (at, name) in &s.events {
+            let _ = write!(
+                out,
+                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"#000\"><title>{3} at {4:.3} ms</title></line>",
+                label_w + at * scale,
+                y - 2.0,
+                y + 18.0,
+                esc(name),
+                at
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The whole page.
+pub fn render_hops(s: &HopsSummary) -> String {
+    let mut h = String::new();
+    let p = &s.params;
+    let load = match (p.users, p.rate) {
+        (Some(u), _) => format!("closed loop, {u} users"),
+        (None, Some(r)) => format!("open loop, {r} requests/s"),
+        _ => String::new(),
+    };
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab hops</title><style>{CSS}</style></head><body><h1>loglag lab hops: the cost of a service boundary</h1><p>{load} for {} s; calls {}, connections {}, work {} ({} ms per step), bodies of {} bytes, {} threads per process; one request in {} traced. {}, {} cores.</p>",
+        p.duration_s,
+        esc(&p.calls),
+        esc(&p.connection),
+        esc(&p.work),
+        p.work_ms,
+        p.body_bytes,
+        p.threads,
+        p.trace_every,
+        esc(&s.machine.cpu),
+        s.machine.cores
+    );
+    h.push_str("<h2>Latency</h2><table><thead><tr><th>topology</th><th>traced</th><th>requests</th><th>errors</th><th>req/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr></thead><tbody>");
+    for t in &s.topologies {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&t.topology),
+            if t.traced { "yes" } else { "no" },
+            t.requests,
+            t.errors,
+            t.rps,
+            cell(t.mean_ms),
+            cell(t.p50_ms),
+            cell(t.p95_ms),
+            cell(t.p99_ms),
+            cell(t.max_ms)
+        );
+    }
+    h.push_str("</tbody></table><h2>The hop tax (services − monolith, traced)</h2><table><thead><tr><th>at</th><th>monolith ms</th><th>services ms</th><th>tax ms</th></tr></thead><tbody>");
+    for t in &s.tax {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&t.at),
+            cell(t.monolith_ms),
+            cell(t.services_ms),
+            cell(t.tax_ms)
+        );
+    }
+    h.push_str("</tbody></table>");
+    let series: Vec<Series> = s
+        .topologies
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Series {
+            name: format!(
+                "{}{}",
+                t.topology,
+                if t.traced { "" } else { " (tracing off)" }
+            ),
+            color: PALETTE[i % PALETTE.len()],
+            mark: Mark::Line,
+            points: t
+                .percentiles_ms
+                .iter()
+                .map(|&(p, ms)| (p, ms * 1000.0))
+                .collect(),
+        })
+        .collect();
+    let n = s.topologies.iter().map(|t| t.requests).max().unwrap_or(10);
+    let x = Axis {
+        label: "percentile".into(),
+        scale: Scale::Nines,
+        min: 0.0,
+        max: (n.max(10) as f64).log10(),
+    };
+    let y = Axis::fit(
+        "latency",
+        Scale::LogMicros,
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+    );
+    h.push_str("<h2>Percentiles</h2>");
+    h.push_str(&svg::xy("Latency by percentile", &x, &y, &series, &[]));
+    h.push_str("<h2>Where a hop's time goes</h2><p>Medians over the traced requests: connect (0 on a pooled connection), the request until the callee's span starts (writing, transfer, waiting to be scheduled), the callee's handler, and the response until the caller has it all.</p>");
+    if s.breakdown.is_empty() {
+        h.push_str("<p>No hop was traced.</p>");
+    } else {
+        h.push_str(&stacked_bars(s));
+    }
+    h.push_str("<h2>Waterfalls</h2><p>The traced request nearest each percentile; ticks mark span events.</p>");
+    for w in &s.waterfalls {
+        let _ = write!(
+            h,
+            "<h3>{} {}: request {} ({:.2} ms), trace {}</h3>",
+            esc(&w.topology),
+            esc(&w.which),
+            w.request_id,
+            w.latency_ms,
+            esc(&w.trace_id)
+        );
+        h.push_str(&waterfall(w));
+    }
+    if let Some(f) = &s.spans_file {
+        let _ = write!(
+            h,
+            "<p>Every span: <a href=\"{0}\">{0}</a> (OTLP/JSON; Jaeger 1.55+ imports it through the UI's upload).</p>",
+            esc(f)
+        );
+    }
+    h.push_str("</body></html>\n");
+    h
+}
