@@ -332,6 +332,11 @@ pub struct HopsArgs {
     /// waterfalls (needs --out).
     #[arg(long, requires = "out")]
     pub report: bool,
+    /// Give each service (and the monolith) its own network namespace, joined by veth
+    /// pairs, so every hop crosses a real network stack instead of loopback. Needs root
+    /// and `ip` (iproute2); every namespace is removed on exit.
+    #[arg(long)]
+    pub netns: bool,
 }
 
 #[derive(Debug, Args)]

@@ -423,6 +423,7 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
         overhead: !a.no_overhead,
         warmup: 5,
         exe: std::env::current_exe().context("cannot find the loglag executable")?,
+        netns: a.netns,
     };
     let runs = if plan.overhead { 4 } else { 2 };
     eprintln!(

@@ -1361,3 +1361,105 @@ fn lab_hops_measures_the_boundary_and_writes_connected_traces() {
         },
     )
 }
+
+/// The namespaces of `lab hops --netns` whose name carries `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("llh{}-", pid % 100_000)))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `--netns`: each service in its own namespace, hops over veth pairs; the namespaces
+/// are gone after a run, and those of a lab killed with SIGKILL are removed by the next.
+#[test]
+fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
+    within(
+        "lab_hops_netns_runs_across_namespaces_and_leaves_none_behind",
+        || {
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            let has_ip = std::process::Command::new("ip").arg("-V").output().is_ok();
+            if !(root && has_ip) {
+                assert!(
+                    std::env::var_os("LOGLAG_REQUIRE_NETNS").is_none(),
+                    "LOGLAG_REQUIRE_NETNS is set but this is not root with iproute2"
+                );
+                eprintln!("SKIPPED: --netns needs root and iproute2");
+                return;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let child = loglag()
+                .args(["lab", "hops", "--netns", "--users", "5", "--duration", "1s"])
+                .args(["--no-overhead", "--out"])
+                .arg(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let s = summary(dir.path());
+            assert_eq!(s["hops"]["params"]["netns"], true);
+            assert_eq!(s["hops"]["topologies"][1]["errors"], 0, "{s}");
+            assert!(s["hops"]["breakdown"].as_array().unwrap().len() == 2);
+            assert_eq!(namespaces_of(pid), Vec::<String>::new());
+
+            // Killed mid-run: its namespaces stay until the next lab removes them.
+            let mut killed = loglag()
+                .args([
+                    "lab",
+                    "hops",
+                    "--netns",
+                    "--users",
+                    "5",
+                    "--duration",
+                    "60s",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let killed_pid = killed.id();
+            // Waiting for another process to create something: polling is all there is.
+            while namespaces_of(killed_pid).is_empty() {
+                assert!(killed.try_wait().unwrap().is_none(), "the lab ended early");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            killed.kill().unwrap();
+            killed.wait().unwrap();
+            assert!(!namespaces_of(killed_pid).is_empty());
+            let out = loglag()
+                .args([
+                    "lab",
+                    "hops",
+                    "--netns",
+                    "--users",
+                    "2",
+                    "--duration",
+                    "200ms",
+                ])
+                .arg("--no-overhead")
+                .output()
+                .unwrap();
+            assert_success(&out);
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("left by an earlier lab"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(namespaces_of(killed_pid), Vec::<String>::new());
+        },
+    )
+}

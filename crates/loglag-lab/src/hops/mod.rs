@@ -3,6 +3,7 @@
 //! (from propagated traces), and what collecting the traces cost.
 
 pub mod analyse;
+pub mod netns;
 pub mod service;
 pub mod trace;
 
@@ -40,6 +41,8 @@ pub struct HopsPlan {
     pub overhead: bool,
     pub warmup: usize,
     pub exe: PathBuf,
+    /// Each service in its own network namespace, linked by veth pairs (root only).
+    pub netns: bool,
 }
 
 /// What a run produced besides the summary: the spans, for the OTLP file.
@@ -55,9 +58,17 @@ struct HopProc {
     addr: SocketAddr,
 }
 
-fn start(plan: &HopsPlan, config: HopConfig, stderr: &Path) -> Result<HopProc, LabError> {
+fn start(
+    plan: &HopsPlan,
+    config: HopConfig,
+    stderr: &Path,
+    place: Option<&netns::Place>,
+) -> Result<HopProc, LabError> {
     let role = config.role;
     let mut cmd = ChildSpec::Hop { hop: config }.command(&plan.exe);
+    if let Some(place) = place {
+        place.enter(&mut cmd)?;
+    }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(stderr)?);
@@ -77,8 +88,10 @@ fn start(plan: &HopsPlan, config: HopConfig, stderr: &Path) -> Result<HopProc, L
 
 /// Runs one topology: starts its processes, warms up, loads `/buy`, stops them with
 /// SIGTERM (they write their spans) and reads the spans back.
+#[allow(clippy::too_many_arguments)]
 fn run_topology(
     plan: &HopsPlan,
+    run_index: u8,
     topology: &'static str,
     traced: bool,
     dir: &Path,
@@ -86,9 +99,28 @@ fn run_topology(
     cancel: &AtomicBool,
 ) -> Result<(TopologyRun, Vec<SpanLine>, Vec<u8>), LabError> {
     let tag = format!("{topology}-{}", if traced { "traced" } else { "untraced" });
-    let config = |role: Role, downstream: Option<Downstream>| HopConfig {
+    let downstream_count = if topology == "monolith" { 0 } else { 2 };
+    // Dropped at the end of this function, on every path: the namespaces go with it.
+    let network = if plan.netns {
+        Some(netns::Namespaces::create(run_index, downstream_count)?)
+    } else {
+        None
+    };
+    let place = |i: Option<usize>| {
+        network.as_ref().map(|(_, front, rest)| match i {
+            None => front.clone(),
+            Some(i) => rest[i].clone(),
+        })
+    };
+    let listen = |p: &Option<netns::Place>| -> SocketAddr {
+        match p {
+            Some(p) => (p.addr, 0).into(),
+            None => ([127, 0, 0, 1], 0).into(),
+        }
+    };
+    let config = |role: Role, listen: SocketAddr, downstream: Option<Downstream>| HopConfig {
         role,
-        listen: ([127, 0, 0, 1], 0).into(),
+        listen,
         downstream,
         calls: plan.calls,
         connection: plan.connection,
@@ -101,17 +133,30 @@ fn run_topology(
     };
     let stderr = |role: Role| dir.join(format!("{tag}-{}.stderr", role.as_str()));
     let mut procs = Vec::new();
+    let front_place = place(None);
     let front = if topology == "monolith" {
-        let p = start(plan, config(Role::Monolith, None), &stderr(Role::Monolith))?;
+        let p = start(
+            plan,
+            config(Role::Monolith, listen(&front_place), None),
+            &stderr(Role::Monolith),
+            front_place.as_ref(),
+        )?;
         let addr = p.addr;
         procs.push(p);
         addr
     } else {
-        let payment = start(plan, config(Role::Payment, None), &stderr(Role::Payment))?;
+        let (payment_place, inventory_place) = (place(Some(0)), place(Some(1)));
+        let payment = start(
+            plan,
+            config(Role::Payment, listen(&payment_place), None),
+            &stderr(Role::Payment),
+            payment_place.as_ref(),
+        )?;
         let inventory = start(
             plan,
-            config(Role::Inventory, None),
+            config(Role::Inventory, listen(&inventory_place), None),
             &stderr(Role::Inventory),
+            inventory_place.as_ref(),
         )?;
         let downstream = Downstream {
             payment: payment.addr,
@@ -121,8 +166,9 @@ fn run_topology(
         procs.push(inventory);
         let order = start(
             plan,
-            config(Role::Order, Some(downstream)),
+            config(Role::Order, listen(&front_place), Some(downstream)),
             &stderr(Role::Order),
+            front_place.as_ref(),
         )?;
         let addr = order.addr;
         procs.push(order);
@@ -269,6 +315,14 @@ pub fn run_hops(
     cancel: &AtomicBool,
 ) -> Result<HopsOutput, LabError> {
     let dir = tempfile::Builder::new().prefix("loglag-hops-").tempdir()?;
+    if plan.netns {
+        let stale = netns::remove_stale();
+        if stale > 0 {
+            observer.warn(&format!(
+                "removed {stale} network namespace(s) left by an earlier lab that was killed"
+            ));
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -286,8 +340,15 @@ pub fn run_hops(
             if traced { "traced" } else { "tracing off" }
         );
         observer.run_started(i, order.len(), &label);
-        let (run, spans, body) =
-            run_topology(plan, topology, traced, dir.path(), &runtime, cancel)?;
+        let (run, spans, body) = run_topology(
+            plan,
+            i as u8,
+            topology,
+            traced,
+            dir.path(),
+            &runtime,
+            cancel,
+        )?;
         match &first_body {
             None => first_body = Some((topology, body)),
             Some((first, expected)) if *expected != body => {
@@ -339,7 +400,7 @@ pub fn run_hops(
                 body_bytes: plan.body_bytes,
                 threads: plan.threads,
                 trace_every: plan.trace_every,
-                netns: false,
+                netns: plan.netns,
             },
             topologies: summaries,
             tax,
