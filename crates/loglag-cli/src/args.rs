@@ -83,6 +83,10 @@ pub struct TortureArgs {
     /// Seed for the kill moments (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// kill9: write through a rolling file sink that rotates at this size (e.g.
+    /// 300KiB), and check every record exactly once across all files.
+    #[arg(long, value_parser = parse_bytes)]
+    pub rotate_bytes: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,

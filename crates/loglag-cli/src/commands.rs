@@ -822,23 +822,26 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         summary.kill9 = Some(torture::kill9(
             a.trials,
             seed,
+            a.rotate_bytes,
             |spool, out, progress| {
                 ChildSpec::Flood {
                     spool: spool.to_owned(),
                     out: out.to_owned(),
                     progress: progress.to_owned(),
+                    rotate_bytes: a.rotate_bytes,
                 }
                 .command(&exe)
             },
             |i, t| {
                 eprintln!(
-                    "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}",
+                    "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}, files {}",
                     i + 1,
                     t.expected,
                     t.recovered,
                     t.duplicates,
                     t.from_spool,
-                    t.torn
+                    t.torn,
+                    t.files
                 )
             },
         )?);

@@ -551,6 +551,7 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
                 spool: spool.clone(),
                 out: sink.clone(),
                 progress: progress.clone(),
+                rotate_bytes: None,
             };
             let mut child = spec
                 .command(&assert_cmd::cargo::cargo_bin("loglag"))
@@ -1460,6 +1461,36 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert_eq!(namespaces_of(killed_pid), Vec::<String>::new());
+        },
+    )
+}
+
+/// kill -9 during a flood through `.spool()` into rolling files that rotate every
+/// 300 KiB, then recovery: every record whose call returned is there exactly once,
+/// in order, across all the files, rotations included.
+#[test]
+fn kill_9_with_rotating_files_loses_and_duplicates_nothing() {
+    within(
+        "kill_9_with_rotating_files_loses_and_duplicates_nothing",
+        || {
+            let out = loglag()
+                .args(["torture", "--only", "kill9", "--trials", "20"])
+                .args(["--rotate-bytes", "300KiB", "--format", "json"])
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let r = &all["kill9"];
+            assert_eq!(r["trials"], 20);
+            assert_eq!(r["recovered"], r["expected"], "{r}");
+            assert_eq!(r["duplicates"], 0, "{r}");
+            assert_eq!(r["out_of_order"], 0, "{r}");
+            assert_eq!(r["corrupt"], 0, "{r}");
+            assert_eq!(r["rotate_bytes"], 300 << 10);
+            assert!(
+                r["max_files"].as_u64().unwrap() >= 3,
+                "the records really spread over rotated files: {r}"
+            );
         },
     )
 }

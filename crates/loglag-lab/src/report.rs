@@ -557,6 +557,9 @@ pub struct Trial {
     pub from_spool: u64,
     /// Torn regions recovery skipped.
     pub torn: u64,
+    /// Files the records were spread over (rotation).
+    #[serde(default)]
+    pub files: u64,
 }
 
 /// The summary of all trials.
@@ -572,6 +575,12 @@ pub struct Kill9Report {
     pub from_spool: u64,
     pub torn: u64,
     /// Every trial found every expected record exactly once, in order.
+    /// The sink rotated at this size (`--rotate-bytes`), and the most files one trial
+    /// spread its records over.
+    #[serde(default)]
+    pub rotate_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_files: u64,
     pub passed: bool,
 }
 

@@ -215,9 +215,17 @@ impl NonBlockingBuilder {
     /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
     ///
     /// A `std::fs::File` becomes a file sink ([`FdSink`](crate::sink::FdSink)): one
-    /// `write(2)` per batch, and with a spool, exactly-once recovery into it.
+    /// `write(2)` per batch, and with a spool, exactly-once recovery into it. A
+    /// [`rolling::RollingFileAppender`](crate::rolling::RollingFileAppender) becomes its
+    /// [`RollingFile`](crate::sink::RollingFile) sink, with the same guarantees.
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
         let writer: Box<dyn std::any::Any> = Box::new(writer);
+        #[cfg(feature = "rolling")]
+        let writer = match writer.downcast::<crate::rolling::RollingFileAppender>() {
+            // The appender becomes the sink: it rotates between batches only.
+            Ok(appender) => return self.finish_sink(appender.into_sink()),
+            Err(other) => other,
+        };
         match writer.downcast::<std::fs::File>() {
             Ok(file) => self.finish_sink(crate::sink::FdSink::from_file(*file)),
             Err(other) => {

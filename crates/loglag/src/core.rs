@@ -488,6 +488,9 @@ impl Core {
             return;
         };
         let _inside = InsideSink::enter(self.id);
+        if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
+            self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+        }
         match self.counters.measured_write(sink.as_mut(), record) {
             Ok(()) => {
                 self.counters

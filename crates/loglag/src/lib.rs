@@ -71,6 +71,8 @@ mod mode;
 mod non_blocking;
 mod overflow;
 mod queue;
+#[cfg(feature = "rolling")]
+pub mod rolling;
 pub mod sink;
 pub mod spool;
 mod worker;
@@ -85,7 +87,7 @@ pub use crate::level::{Level, ParseLevelError};
 pub use crate::logger::Logger;
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
-pub use crate::non_blocking::{FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
+pub use crate::non_blocking::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
 pub use crate::overflow::Overflow;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].

@@ -35,6 +35,24 @@ pub struct NonBlocking {
     pub(crate) core: Arc<Core>,
 }
 
+/// Counts dropped records, as tracing-appender's `ErrorCounter` does.
+#[derive(Clone)]
+pub struct ErrorCounter(Arc<Core>);
+
+impl ErrorCounter {
+    pub fn dropped_lines(&self) -> usize {
+        self.0.metrics().dropped_records as usize
+    }
+}
+
+impl std::fmt::Debug for ErrorCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ErrorCounter")
+            .field(&self.dropped_lines())
+            .finish()
+    }
+}
+
 impl NonBlocking {
     pub(crate) fn new(core: Arc<Core>) -> NonBlocking {
         NonBlocking { core }
@@ -46,6 +64,12 @@ impl NonBlocking {
     }
 
     /// The accounting right now.
+    /// tracing-appender's drop counter: how many records were dropped (for any
+    /// reason; [`NonBlocking::metrics`] says which).
+    pub fn error_counter(&self) -> ErrorCounter {
+        ErrorCounter(self.core.clone())
+    }
+
     pub fn metrics(&self) -> Metrics {
         self.core.metrics()
     }

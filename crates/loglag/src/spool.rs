@@ -521,6 +521,7 @@ fn recover_into(
         let last = chunk.last().expect("a chunk has a record");
         let end = last.0 + queue::footprint(last.2.len());
         let chunk_bytes: u64 = chunk.iter().map(|r| r.2.len() as u64).sum();
+        call_sink(|| sink.before_batch(chunk_bytes as usize))?;
         let (position, identity) = crate::sink::place(sink);
         header.begin_batch(end, position, identity, chunk_bytes);
         for (_, _, bytes) in chunk {

@@ -178,6 +178,13 @@ impl Writer {
             self.core
                 .counters
                 .note_backlog(ring.used_bytes() + self.batch.len() as u64);
+            // The sink's one chance to switch files (rotation), before the spool
+            // records which file and offset this batch goes to.
+            let batch_len = self.batch.len();
+            if call_sink(|| self.sink.before_batch(batch_len)).is_err() {
+                // The batch still goes to the current file; the failure is counted.
+                self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+            }
             if let Some(header) = spool {
                 let (position, identity) = crate::sink::place(self.sink.as_mut());
                 header.begin_batch(end, position, identity, self.batch.len() as u64);

@@ -34,6 +34,9 @@ pub enum ChildSpec {
         spool: PathBuf,
         out: PathBuf,
         progress: PathBuf,
+        /// Write through a rolling file sink rotating at this size, instead of one file.
+        #[serde(default)]
+        rotate_bytes: Option<u64>,
     },
     /// A `lab hops` service; prints its ready line once it listens.
     Hop {
@@ -77,7 +80,8 @@ impl ChildSpec {
                 spool,
                 out,
                 progress,
-            } => crate::torture::flood(&spool, &out, &progress),
+                rotate_bytes,
+            } => crate::torture::flood(&spool, &out, &progress, rotate_bytes),
             ChildSpec::Hop { hop } => crate::hops::service::serve(hop, |addr| {
                 use std::io::Write;
                 println!("{}", crate::hops::service::ready_line(addr));
@@ -113,6 +117,7 @@ mod tests {
                 spool: "s".into(),
                 out: "o".into(),
                 progress: "p".into(),
+                rotate_bytes: Some(300 << 10),
             },
         ] {
             let cmd = spec.command(Path::new("/bin/loglag"));

@@ -32,6 +32,45 @@ fn builder(spool: &Path) -> NonBlockingBuilder {
         .flush_on_panic(false)
 }
 
+/// The sink the child and the recovery share: one file, or rolling files rotating at
+/// `rotate_bytes` (`out`'s directory, named after it).
+fn sink(out: &Path, rotate_bytes: Option<u64>) -> std::io::Result<Box<dyn loglag::sink::Sink>> {
+    Ok(match rotate_bytes {
+        None => Box::new(loglag::sink::FdSink::append(out)?),
+        Some(max) => Box::new(
+            loglag::sink::RollingFileBuilder::new(
+                out.parent().unwrap_or(Path::new(".")),
+                out.file_name()
+                    .map_or("out.log".into(), |n| n.to_string_lossy().into_owned()),
+            )
+            .max_bytes(max)
+            .build()?,
+        ),
+    })
+}
+
+/// Every file the flood wrote, oldest first: rotated files by modification time (their
+/// names are unique, not ordered), then the current one.
+fn written_files(out: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let dir = out.parent().unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let mut rotated = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&format!("{name}.")) && !n.ends_with(".tmp") {
+            let meta = e.metadata()?;
+            rotated.push((meta.modified()?, e.path()));
+        }
+    }
+    rotated.sort();
+    let mut files: Vec<_> = rotated.into_iter().map(|(_, p)| p).collect();
+    files.push(out.to_owned());
+    Ok(files)
+}
+
 /// Shared progress: per producer, how many of its calls have returned.
 struct Progress(memmap2::MmapMut);
 
@@ -61,9 +100,14 @@ impl Progress {
 }
 
 /// The child: floods until killed. Publishes, per producer, how many calls returned.
-pub fn flood(spool: &Path, out: &Path, progress: &Path) -> std::io::Result<()> {
+pub fn flood(
+    spool: &Path,
+    out: &Path,
+    progress: &Path,
+    rotate_bytes: Option<u64>,
+) -> std::io::Result<()> {
     let progress = Arc::new(Progress(unsafe_map(progress)?));
-    let (writer, _guard) = builder(spool).try_finish_sink(loglag::sink::FdSink::append(out)?)?;
+    let (writer, _guard) = builder(spool).try_finish_sink(sink(out, rotate_bytes)?)?;
     let threads: Vec<_> = (0..PRODUCERS)
         .map(|p| {
             let writer = writer.clone();
@@ -109,6 +153,7 @@ impl Lcg {
 pub fn kill9(
     trials: usize,
     seed: u64,
+    rotate_bytes: Option<u64>,
     child: impl Fn(&Path, &Path, &Path) -> Command,
     mut each: impl FnMut(usize, &Trial),
 ) -> std::io::Result<Kill9Report> {
@@ -143,8 +188,7 @@ pub fn kill9(
         let returned: Vec<u64> = (0..PRODUCERS)
             .map(|p| progress.slot(p).load(Ordering::Acquire))
             .collect();
-        let (_writer, recovery) =
-            builder(&spool).try_finish_sink(loglag::sink::FdSink::append(&out)?)?;
+        let (_writer, recovery) = builder(&spool).try_finish_sink(sink(&out, rotate_bytes)?)?;
         let m = recovery.shutdown();
         let trial = check(&out, &returned, m.recovered_records, m.torn_records)?;
         each(i, &trial);
@@ -161,6 +205,8 @@ pub fn kill9(
         corrupt: sum(|t| t.corrupt),
         from_spool: sum(|t| t.from_spool),
         torn: sum(|t| t.torn),
+        rotate_bytes,
+        max_files: results.iter().map(|t| t.files).max().unwrap_or(0),
         passed: results.iter().all(|t| {
             t.recovered == t.expected && t.duplicates == 0 && t.out_of_order == 0 && t.corrupt == 0
         }),
@@ -168,7 +214,14 @@ pub fn kill9(
 }
 
 fn check(out: &Path, returned: &[u64], from_spool: u64, torn: u64) -> std::io::Result<Trial> {
-    let text = std::fs::read(out)?;
+    let mut text = Vec::new();
+    let files = written_files(out)?;
+    for f in &files {
+        let bytes = std::fs::read(f)?;
+        // A file ends on a record boundary (rotation happens between batches); a
+        // missing newline would glue two records and show up as corrupt.
+        text.extend_from_slice(&bytes);
+    }
     let mut next = [0u64; PRODUCERS];
     let mut seen: Vec<std::collections::HashSet<u64>> = vec![Default::default(); PRODUCERS];
     let mut trial = Trial {
@@ -179,6 +232,7 @@ fn check(out: &Path, returned: &[u64], from_spool: u64, torn: u64) -> std::io::R
         corrupt: 0,
         from_spool,
         torn,
+        files: files.len() as u64,
     };
     for raw in text.split_inclusive(|&b| b == b'\n') {
         let parsed = std::str::from_utf8(raw).ok().and_then(|l| {

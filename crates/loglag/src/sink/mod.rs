@@ -6,15 +6,20 @@
 //! | a file, appended to | [`FdSink::append`] |
 //! | a FIFO or pipe | [`FdSink::fifo`] |
 //! | any `io::Write + Send` | [`WriterSink::new`] (or pass the writer to `finish`) |
+//! | rolling files: size/time rotation, retention, gzip | [`RollingFileBuilder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
 
 mod fallback;
 mod fd;
+#[cfg(feature = "rolling")]
+pub mod rolling;
 
 use std::io;
 
 pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
+#[cfg(feature = "rolling")]
+pub use rolling::{RollingFile, RollingFileBuilder};
 
 /// A destination for batches of whole records.
 ///
@@ -27,6 +32,13 @@ pub trait Sink: Send + 'static {
 
     /// Pushes buffered bytes down, if the sink buffers.
     fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Called before each batch of `batch_len` bytes, before the writer records (for
+    /// the spool) where the batch will land: the one moment a sink may switch files,
+    /// so that a batch never straddles two.
+    fn before_batch(&mut self, _batch_len: usize) -> io::Result<()> {
         Ok(())
     }
 
@@ -76,6 +88,9 @@ impl Sink for Box<dyn Sink> {
     }
     fn flush(&mut self) -> io::Result<()> {
         (**self).flush()
+    }
+    fn before_batch(&mut self, batch_len: usize) -> io::Result<()> {
+        (**self).before_batch(batch_len)
     }
     fn take_absorbed_errors(&mut self) -> u64 {
         (**self).take_absorbed_errors()

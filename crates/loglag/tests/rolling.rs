@@ -1,0 +1,295 @@
+#![cfg(feature = "rolling")]
+//! Rolling files through the pipeline: nothing lost or duplicated across rotations,
+//! compression and a SIGHUP reopen; retention deletes exactly the oldest files; the
+//! tracing-appender names.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use loglag::sink::rolling::{Compression, Naming, Period};
+use loglag::sink::RollingFileBuilder;
+use loglag::{Level, NonBlockingBuilder, Overflow};
+
+/// Every file in `dir` whose name starts with `name`, oldest first (rotated ones by
+/// modification time, then the current file), decompressed.
+fn read_all(dir: &Path, name: &str) -> (Vec<PathBuf>, Vec<u8>) {
+    let mut rotated: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&format!("{name}.")) && !n.ends_with(".tmp")
+        })
+        .map(|e| (e.metadata().unwrap().modified().unwrap(), e.path()))
+        .collect();
+    // By modification time, then by name (zero-padded counters) within a clock tick.
+    rotated.sort();
+    let mut files: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    files.push(dir.join(name));
+    let mut all = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        if f.extension().is_some_and(|e| e == "gz") {
+            let mut d = flate2::read::GzDecoder::new(&bytes[..]);
+            d.read_to_end(&mut all).unwrap();
+        } else {
+            all.extend_from_slice(&bytes);
+        }
+    }
+    (files, all)
+}
+
+/// Checks that `text` holds records `seq=0..n` exactly once and in order.
+fn assert_exactly_once(text: &[u8], n: u64) {
+    let mut next = 0;
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = std::str::from_utf8(line).unwrap();
+        let seq: u64 = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("seq="))
+            .unwrap_or_else(|| panic!("not a record: {line:?}"))
+            .parse()
+            .unwrap();
+        assert_eq!(
+            seq, next,
+            "record {next} missing, duplicated or out of order"
+        );
+        next += 1;
+    }
+    assert_eq!(next, n, "records written");
+}
+
+fn flood(builder: RollingFileBuilder, n: u64) -> std::io::Result<()> {
+    let sink = builder.build()?;
+    let (writer, guard) = NonBlockingBuilder::default()
+        .overflow(Overflow::Block)
+        .batch_bytes(8 << 10)
+        .finish_sink(sink);
+    for seq in 0..n {
+        writer.submit(
+            Level::Info,
+            format!("record seq={seq} {}\n", "x".repeat(90)).as_bytes(),
+        );
+    }
+    let m = guard.shutdown();
+    assert_eq!(m.written_records, n, "{m:?}");
+    assert_eq!(m.dropped_records, 0);
+    Ok(())
+}
+
+#[test]
+fn size_rotation_with_compression_loses_and_duplicates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 50_000;
+    // The guard's shutdown joins the writer, whose sink joins the housekeeper: every
+    // rotated file is compressed when `flood` returns.
+    flood(
+        RollingFileBuilder::new(dir.path(), "app.log")
+            .max_bytes(256 << 10)
+            .compress(Compression::Gzip),
+        n,
+    )
+    .unwrap();
+    let (files, text) = read_all(dir.path(), "app.log");
+    assert!(files.len() >= 15, "{files:?}");
+    for f in &files[..files.len() - 1] {
+        assert!(
+            f.to_string_lossy().ends_with(".gz"),
+            "rotated files are compressed: {f:?}"
+        );
+        let raw = std::fs::metadata(f).unwrap().len();
+        assert!(
+            raw < 256 << 10,
+            "and smaller than a file's limit: {f:?} {raw}"
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_exactly_once(&text, n);
+}
+
+#[test]
+fn no_file_exceeds_its_size_by_more_than_a_batch_and_each_ends_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    flood(
+        RollingFileBuilder::new(dir.path(), "app.log").max_bytes(64 << 10),
+        20_000,
+    )
+    .unwrap();
+    let (files, text) = read_all(dir.path(), "app.log");
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        assert!(bytes.len() <= 64 << 10, "{f:?}: {}", bytes.len());
+        assert!(
+            bytes.is_empty() || bytes.ends_with(b"\n"),
+            "{f:?} ends mid-record"
+        );
+    }
+    assert_exactly_once(&text, 20_000);
+}
+
+#[test]
+fn retention_deletes_exactly_the_oldest_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 30_000;
+    flood(
+        RollingFileBuilder::new(dir.path(), "app.log")
+            .max_bytes(128 << 10)
+            .keep_files(3),
+        n,
+    )
+    .unwrap();
+    let (files, text) = read_all(dir.path(), "app.log");
+    assert_eq!(files.len(), 4, "3 rotated and the current: {files:?}");
+    // What is left is the newest records, contiguous up to the last one.
+    let first: u64 = std::str::from_utf8(&text)
+        .unwrap()
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("seq="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first > 0, "the oldest files are gone");
+    let mut next = first;
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = std::str::from_utf8(line).unwrap();
+        let seq: u64 = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("seq="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(seq, next);
+        next += 1;
+    }
+    assert_eq!(next, n, "the newest are all there");
+    // Total-size retention too.
+    let dir = tempfile::tempdir().unwrap();
+    flood(
+        RollingFileBuilder::new(dir.path(), "app.log")
+            .max_bytes(64 << 10)
+            .keep_bytes(200 << 10),
+        20_000,
+    )
+    .unwrap();
+    let (files, _) = read_all(dir.path(), "app.log");
+    let rotated: u64 = files[..files.len() - 1]
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert!(rotated <= 200 << 10 && rotated > 100 << 10, "{rotated}");
+}
+
+#[test]
+fn time_rotation_under_load_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = RollingFileBuilder::new(dir.path(), "app.log")
+        .every(Period::Every(std::time::Duration::from_secs(1)))
+        .build()
+        .unwrap();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .overflow(Overflow::Block)
+        .finish_sink(sink);
+    // Log until two rotations have happened: the test waits on the files, not a clock.
+    let mut seq = 0;
+    loop {
+        writer.submit(Level::Info, format!("record seq={seq}\n").as_bytes());
+        seq += 1;
+        if seq % 1000 == 0 {
+            let rotated = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("app.log."))
+                .count();
+            if rotated >= 2 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    let m = guard.shutdown();
+    assert_eq!(m.written_records, seq);
+    let (files, text) = read_all(dir.path(), "app.log");
+    assert!(files.len() >= 3);
+    // Rotated by time: named after their period's start, to the second.
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(name.len(), "app.log.2026-12-01-03-17-34".len(), "{name}");
+    assert_exactly_once(&text, seq);
+}
+
+#[cfg(feature = "signals")]
+#[test]
+fn a_sighup_reopen_under_load_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = RollingFileBuilder::new(dir.path(), "app.log")
+        .reopen_on_sighup(true)
+        .build()
+        .unwrap();
+    let (writer, guard) = NonBlockingBuilder::default()
+        .overflow(Overflow::Block)
+        .finish_sink(sink);
+    let n = 40_000u64;
+    for seq in 0..n {
+        writer.submit(Level::Info, format!("record seq={seq}\n").as_bytes());
+        if seq == n / 2 {
+            // logrotate's `create`: move the file away, then signal.
+            std::fs::rename(dir.path().join("app.log"), dir.path().join("app.log.1")).unwrap();
+            // SAFETY: raising a signal the builder registered a handler for.
+            unsafe { libc::raise(libc::SIGHUP) };
+        }
+    }
+    let m = guard.shutdown();
+    assert_eq!(m.written_records, n);
+    let old = std::fs::read(dir.path().join("app.log.1")).unwrap();
+    let new = std::fs::read(dir.path().join("app.log")).unwrap();
+    assert!(!new.is_empty(), "the file was reopened at its path");
+    assert_exactly_once(&[old, new].concat(), n);
+}
+
+#[test]
+fn dated_names_match_tracing_appender() {
+    let dir = tempfile::tempdir().unwrap();
+    let hour = |t: std::time::SystemTime| {
+        let s = loglag::format::rfc3339(t);
+        format!("{}-{}", &s[..10], &s[11..13])
+    };
+    let before = hour(std::time::SystemTime::now());
+    let mut appender = loglag::rolling::hourly(dir.path(), "app.log");
+    std::io::Write::write_all(&mut appender, b"one\n").unwrap();
+    let after = hour(std::time::SystemTime::now());
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names == [format!("app.log.{before}")] || names == [format!("app.log.{after}")],
+        "{names:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut never = loglag::rolling::never(dir.path(), "fixed.log");
+    std::io::Write::write_all(&mut never, b"x\n").unwrap();
+    assert_eq!(std::fs::read(dir.path().join("fixed.log")).unwrap(), b"x\n");
+    let dir = tempfile::tempdir().unwrap();
+    let appender = loglag::rolling::Builder::new()
+        .rotation(loglag::rolling::Rotation::DAILY)
+        .filename_prefix("svc")
+        .filename_suffix("log")
+        .latest_symlink("svc.current")
+        .build(dir.path())
+        .unwrap();
+    drop(appender);
+    let link = std::fs::read_link(dir.path().join("svc.current")).unwrap();
+    let name = link.to_string_lossy();
+    assert!(
+        name.starts_with("svc.")
+            && name.ends_with(".log")
+            && name.len() == "svc.2026-12-01.log".len(),
+        "{name}"
+    );
+    let _ = Naming::Dated;
+}
