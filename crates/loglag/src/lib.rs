@@ -68,7 +68,7 @@ mod level;
 mod logger;
 mod metrics;
 mod mode;
-mod non_blocking;
+pub mod non_blocking;
 mod overflow;
 mod queue;
 #[cfg(feature = "rolling")]
@@ -102,3 +102,8 @@ pub use crate::overflow::Overflow;
 pub fn non_blocking<W: std::io::Write + Send + 'static>(writer: W) -> (NonBlocking, WorkerGuard) {
     NonBlockingBuilder::default().finish(writer)
 }
+
+/// MIGRATING.md's examples, compiled and run as doctests.
+#[cfg(all(doctest, feature = "rolling", feature = "tracing"))]
+#[doc = include_str!("../../../MIGRATING.md")]
+pub struct MigratingDoctests;

@@ -1,6 +1,13 @@
 //! [`NonBlocking`], the drop-in for `tracing_appender::non_blocking`, and its
 //! [`WorkerGuard`].
 
+pub use crate::builder::NonBlockingBuilder;
+
+/// tracing-appender's default `buffered_lines_limit`, for code that names it. loglag's
+/// own bound is in bytes ([`NonBlockingBuilder::capacity_bytes`]); a lines limit, when
+/// set, applies as well.
+pub const DEFAULT_BUFFERED_LINES_LIMIT: usize = 128_000;
+
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
