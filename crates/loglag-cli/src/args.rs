@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag_lab::api::condition::{Condition, RecordShape};
+use loglag_lab::emit::SinkUrl;
 use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::preset::Preset;
 use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
@@ -42,6 +43,9 @@ pub enum Command {
     Torture(TortureArgs),
     /// Deliver what a spool file still holds, without the application.
     Recover(RecoverArgs),
+    /// Pump numbered test records (seq=0, 1, ...) through the pipeline into a sink and
+    /// print the final metrics: a smoke test for a logging setup.
+    Emit(EmitArgs),
     /// A process the lab starts (reader, API, flooder), configured by a JSON spec that
     /// only the lab writes. Not for use by hand.
     #[command(hide = true)]
@@ -90,6 +94,84 @@ pub struct TortureArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+}
+
+/// The overflow policy, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverflowName {
+    /// Wait for room (nothing dropped; the caller can stall).
+    Block,
+    /// Drop the record being logged.
+    DropNewest,
+    /// Evict the oldest queued records.
+    DropOldest,
+    /// Never wait; DEBUG/TRACE go first, WARN/ERROR keep a reserve (the default).
+    ShedByLevel,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+    loglag emit --sink stdout --count 10
+    loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
+    loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip
+    loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
+
+Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0.
+The exit status is 1 when any record was dropped (unless --allow-drops), so a CI job
+can assert that a logging setup keeps up.")]
+pub struct EmitArgs {
+    /// Where to: stdout, stderr, file://PATH or fifo://PATH.
+    #[arg(long)]
+    pub sink: SinkUrl,
+    /// Records to emit.
+    #[arg(long, default_value_t = 100_000)]
+    pub count: u64,
+    /// Bytes per record, newline included.
+    #[arg(long, default_value = "128", value_parser = parse_bytes)]
+    pub size: u64,
+    /// Records per second in all (an open-loop schedule) [default: as fast as possible].
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// The records' level.
+    #[arg(long, default_value = "info")]
+    pub level: loglag::Level,
+    /// Producer threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Spool the queue in this file (kill -9 safe; exactly once into a file).
+    #[arg(long)]
+    pub spool: Option<PathBuf>,
+    /// What to do when the queue is full.
+    #[arg(long, value_enum, default_value_t = OverflowName::ShedByLevel)]
+    pub overflow: OverflowName,
+    /// file://: rotate before a file exceeds this size.
+    #[arg(long, value_parser = parse_bytes)]
+    pub rotate_bytes: Option<u64>,
+    /// file://: rotate every period (e.g. 1m, 1h), aligned to UTC.
+    #[arg(long, value_parser = parse_duration)]
+    pub rotate_every: Option<Duration>,
+    /// file://: keep this many rotated files.
+    #[arg(long)]
+    pub keep: Option<usize>,
+    /// file://: compress rotated files in the background (gzip).
+    #[arg(long)]
+    pub compress: Option<CompressName>,
+    /// Exit 0 even when records were dropped.
+    #[arg(long)]
+    pub allow_drops: bool,
+    /// Emit through tracing-appender's rolling appender and non_blocking instead (its
+    /// defaults; lossy(false) with --overflow block), to compare on the same machine.
+    #[arg(long, value_parser = ["loglag", "tracing-appender"], default_value = "loglag")]
+    pub via: String,
+    /// Format of the summary (on stderr when the sink is stdout).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
+    pub format: OutputFormat,
+}
+
+/// Compression of rotated files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompressName {
+    Gzip,
 }
 
 #[derive(Debug, Args)]

@@ -21,8 +21,8 @@ use loglag_lab::stats::quantile;
 use loglag_lab::sys::spawn::ChildSpec;
 
 use crate::args::{
-    ChildArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs, ReportArgs,
-    ServeArgs, SinkArgs, TortureArgs,
+    ChildArgs, EmitArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs,
+    ReportArgs, ServeArgs, SinkArgs, TortureArgs,
 };
 use crate::progress::Progress;
 
@@ -474,6 +474,113 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             write_to(&out.join("report.html"), html.as_bytes())?;
         }
         eprintln!("loglag lab hops: results in {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
+    use crate::args::{CompressName, OverflowName};
+    use loglag_lab::emit::{self, EmitPlan, Rotation, SinkUrl};
+    if a.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if !(16..=(64 << 10)).contains(&a.size) {
+        bail!("--size must be between 16 bytes and 64 KiB (the pipeline's record limit)");
+    }
+    if let Some(rate) = a.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--rate must be a positive number of records per second");
+        }
+    }
+    if a.rotate_every.is_some_and(|d| d.as_secs() == 0) {
+        bail!("--rotate-every must be at least 1s");
+    }
+    let plan = EmitPlan {
+        sink: a.sink.clone(),
+        count: a.count,
+        size: a.size as usize,
+        rate: a.rate,
+        level: a.level,
+        threads: a.threads,
+        spool: a.spool.clone(),
+        overflow: match a.overflow {
+            OverflowName::Block => loglag::Overflow::Block,
+            OverflowName::DropNewest => loglag::Overflow::DropNewest,
+            OverflowName::DropOldest => loglag::Overflow::DropOldest,
+            OverflowName::ShedByLevel => loglag::Overflow::ShedByLevel,
+        },
+        rotation: Rotation {
+            max_bytes: a.rotate_bytes,
+            every: a.rotate_every,
+            keep: a.keep,
+            gzip: a.compress == Some(CompressName::Gzip),
+        },
+        via_tracing_appender: a.via == "tracing-appender",
+    };
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let summary =
+        emit::emit(&plan, &progress).with_context(|| format!("loglag emit into {}", a.sink))?;
+    // The summary must not mix into the records.
+    let mut out: Box<dyn Write> = if a.sink == SinkUrl::Stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let m = &summary.metrics;
+    match a.format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &summary)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Csv => {
+            writeln!(
+                out,
+                "sink,records,written,dropped,write_syscalls,elapsed_s,records_per_s,mib_per_s"
+            )?;
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.3},{:.0},{:.1}",
+                summary.sink,
+                summary.records,
+                m.written_records,
+                m.dropped_records,
+                m.write_syscalls,
+                summary.elapsed_s,
+                summary.records_per_s,
+                summary.mib_per_s
+            )?;
+        }
+        OutputFormat::Md => {
+            writeln!(out, "| sink | records | written | dropped (queue full / io / shutdown) | write calls | write p99 µs | elapsed s | records/s | MiB/s |")?;
+            writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} ({} / {} / {}) | {} | {:.0} | {:.3} | {:.0} | {:.1} |",
+                summary.sink,
+                summary.records,
+                m.written_records,
+                m.dropped_records,
+                m.dropped_queue_full,
+                m.dropped_io_error,
+                m.dropped_shutdown,
+                m.write_syscalls,
+                m.write_p99_us,
+                summary.elapsed_s,
+                summary.records_per_s,
+                summary.mib_per_s
+            )?;
+        }
+    }
+    out.flush()?;
+    if m.dropped_records > 0 && !a.allow_drops {
+        eprintln!(
+            "loglag emit: {} of {} records dropped (use --overflow block to wait instead, or --allow-drops)",
+            m.dropped_records, summary.records
+        );
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }

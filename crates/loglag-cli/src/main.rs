@@ -30,6 +30,7 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         args::Command::Lab(a) => commands::lab(*a),
         args::Command::Load(a) => commands::load(a),
+        args::Command::Emit(a) => commands::emit(a),
         args::Command::Sink(a) => commands::sink(a),
         args::Command::Serve(a) => commands::serve(a),
         args::Command::Report(a) => commands::report(a),

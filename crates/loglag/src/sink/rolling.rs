@@ -391,9 +391,9 @@ impl RollingFile {
     /// Closes the current file and starts a new one. With fixed naming the old file is
     /// renamed after the start of its period (or now, for size rotation).
     fn rotate(&mut self, new_period: Option<i64>) -> io::Result<()> {
-        if let Some(f) = self.file.take() {
-            let _ = f.sync_data();
-        }
+        // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
+        // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
+        drop(self.file.take());
         let old = self.current.clone();
         let rotated = match self.config.naming {
             Naming::Dated => {
@@ -655,11 +655,20 @@ fn compress(path: &Path, compression: Compression) -> io::Result<()> {
         Compression::Gzip => {
             let target = gz(path);
             let tmp = PathBuf::from(format!("{}.tmp", target.display()));
-            let mut input = File::open(path)?;
+            let mut input = match File::open(path) {
+                Ok(f) => f,
+                // Retention got to it first.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let modified = input.metadata()?.modified()?;
             let out = File::create(&tmp)?;
             let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
             io::copy(&mut input, &mut encoder)?;
             let out = encoder.finish()?;
+            // Keep the original's time: retention orders files by it, and a compressed
+            // file must not look newer than the files rotated after it.
+            out.set_modified(modified)?;
             out.sync_all()?;
             std::fs::rename(&tmp, &target)?;
             std::fs::remove_file(path)
