@@ -67,6 +67,7 @@ impl Default for NonBlockingBuilder {
                 mode: Mode::Async,
                 spool: None,
                 thread_name: "loglag-writer".into(),
+                max_records: None,
             },
             mode_from_env: true,
             flush_on_panic: true,
@@ -104,12 +105,14 @@ impl NonBlockingBuilder {
         })
     }
 
-    /// tracing-appender compatibility: a budget of `lines` records. loglag bounds its
-    /// queue in bytes, so this sets [`capacity_bytes`](Self::capacity_bytes) to `lines`
-    /// records of 256 bytes (tracing-appender's default of 128,000 lines becomes
-    /// 32 MiB). Prefer `capacity_bytes`: a line count does not bound memory.
-    pub fn buffered_lines_limit(self, lines: usize) -> Self {
-        self.capacity_bytes(lines.saturating_mul(256))
+    /// tracing-appender compatibility: at most `lines` records queued, in addition to
+    /// the byte budget ([`capacity_bytes`](Self::capacity_bytes), 8 MiB by default);
+    /// whichever is reached first makes the queue full, and the overflow policy
+    /// decides. A line count alone does not bound memory, which is why the byte budget
+    /// stays.
+    pub fn buffered_lines_limit(mut self, lines: usize) -> Self {
+        self.config.max_records = Some(lines.max(1) as u64);
+        self
     }
 
     /// The writer thread's name (default `loglag-writer`), as tracing-appender's

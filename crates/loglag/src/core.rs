@@ -34,6 +34,9 @@ pub(crate) struct Config {
     pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
     /// The writer thread's name.
     pub(crate) thread_name: String,
+    /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
+    /// top of the byte budget. `None` (the default) costs the producer path nothing.
+    pub(crate) max_records: Option<u64>,
 }
 
 /// What `flush` achieved.
@@ -95,6 +98,9 @@ pub(crate) struct Core {
     pub(crate) writer: OnceLock<Thread>,
     pub(crate) wake_requested: AtomicBool,
     waiting_producers: AtomicU64,
+    /// Records holding a slot under `max_records` (queued, or in a spool batch not yet
+    /// written). Only touched when `max_records` is set.
+    queued_records: AtomicU64,
     space: (Mutex<()>, Condvar),
     pub(crate) progress: (Mutex<Progress>, Condvar),
     /// Bytes and per-level counts of the batch the writer is writing right now.
@@ -197,6 +203,7 @@ impl Core {
             writer: OnceLock::new(),
             wake_requested: AtomicBool::new(false),
             waiting_producers: AtomicU64::new(0),
+            queued_records: AtomicU64::new(0),
             space: (Mutex::new(()), Condvar::new()),
             progress: (Mutex::new(Progress::default()), Condvar::new()),
             batch_bytes_in_flight: AtomicU64::new(0),
@@ -353,10 +360,18 @@ impl Core {
         let limit = self.level_limit[level as usize];
         let mut deadline = None;
         loop {
-            match self
-                .ring
-                .try_push(level, record, limit, coarse_monotonic_ns())
-            {
+            let pushed = if self.take_record_slot() {
+                let pushed = self
+                    .ring
+                    .try_push(level, record, limit, coarse_monotonic_ns());
+                if pushed.is_err() {
+                    self.release_record_slots(1);
+                }
+                pushed
+            } else {
+                Err(crate::queue::Full)
+            };
+            match pushed {
                 Ok(used_after) => {
                     let batch = self.config.batch_bytes as u64;
                     let crossed =
@@ -394,10 +409,21 @@ impl Core {
                             }
                         }
                         Overflow::DropOldest => {
-                            let need = footprint(record.len());
+                            let mut need = footprint(record.len());
+                            if !self.record_slots_free() {
+                                // Full by count, not bytes: asking for one byte more
+                                // than is free evicts exactly one record.
+                                need = need.max(
+                                    limit
+                                        .min(self.ring.capacity())
+                                        .saturating_sub(self.ring.used_bytes())
+                                        + 1,
+                                );
+                            }
                             let counters = &self.counters;
                             if !self.ring.evict_oldest(need, limit, |p| {
-                                counters.count_drop(DropReason::QueueFull, p.level, 1)
+                                counters.count_drop(DropReason::QueueFull, p.level, 1);
+                                self.release_record_slots(1);
                             }) {
                                 counters.count_drop(DropReason::QueueFull, level, 1);
                                 return;
@@ -417,10 +443,41 @@ impl Core {
         }
     }
 
+    /// With `max_records`: takes a slot for one more record, or says there is none.
+    fn take_record_slot(&self) -> bool {
+        match self.config.max_records {
+            None => true,
+            Some(max) => {
+                if self.queued_records.fetch_add(1, Ordering::AcqRel) < max {
+                    true
+                } else {
+                    self.queued_records.fetch_sub(1, Ordering::AcqRel);
+                    false
+                }
+            }
+        }
+    }
+
+    /// Gives back `n` slots (records written, or evicted).
+    pub(crate) fn release_record_slots(&self, n: u64) {
+        if self.config.max_records.is_some() && n > 0 {
+            self.queued_records.fetch_sub(n, Ordering::AcqRel);
+        }
+    }
+
+    fn record_slots_free(&self) -> bool {
+        self.config
+            .max_records
+            .is_none_or(|max| self.queued_records.load(Ordering::Acquire) < max)
+    }
+
     /// Waits until `len` more bytes would fit, or `deadline`. Returns whether they fit.
     fn wait_for_space(&self, len: usize, limit: u64, deadline: Option<Instant>) -> bool {
         let need = footprint(len);
-        let fits = || self.ring.used_bytes() + need <= limit.min(self.ring.capacity());
+        let fits = || {
+            self.ring.used_bytes() + need <= limit.min(self.ring.capacity())
+                && self.record_slots_free()
+        };
         self.waiting_producers.fetch_add(1, Ordering::AcqRel);
         let (lock, cv) = &self.space;
         let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -173,6 +173,7 @@ impl Writer {
             }
             spins = 0;
             if spool.is_none() {
+                self.core.release_record_slots(taken as u64);
                 self.core.space_released();
             }
             self.core
@@ -196,6 +197,7 @@ impl Writer {
                 self.sync_spool(header);
                 header.end_batch(end);
                 ring.release(start, end);
+                self.core.release_record_slots(taken as u64);
                 self.core.space_released();
             }
             // Under sustained load this loop may run for a while; announce drops as

@@ -656,3 +656,122 @@ fn the_writer_counts_what_a_slow_sink_leaves_at_the_deadline() {
         assert_eq!(m.written_records + m.shutdown, 1000, "{m:#?}");
     });
 }
+
+/// `buffered_lines_limit(n)` bounds the queue to n records on top of the byte budget,
+/// as tracing-appender's does: with the writer held inside a write, the (n + 1)-th
+/// record is full whatever its size; DropNewest drops the newest, DropOldest keeps the
+/// newest n.
+#[test]
+fn buffered_lines_limit_bounds_queued_records() {
+    /// Tells when it is entered, then waits for the gate.
+    struct Gated {
+        entered: mpsc::Sender<()>,
+        gate: Arc<Mutex<mpsc::Receiver<()>>>,
+        lines: Arc<Mutex<Vec<u8>>>,
+    }
+    impl Sink for Gated {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let _ = self.entered.send(());
+            let _ = self.gate.lock().unwrap().recv();
+            self.lines.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+    }
+    for (overflow, first_kept) in [(Overflow::DropNewest, 1u64), (Overflow::DropOldest, 91)] {
+        within(LIMIT, "lines limit", move || {
+            let (entered_tx, entered) = mpsc::channel();
+            let (open, gate) = mpsc::channel();
+            let lines = Arc::new(Mutex::new(Vec::new()));
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .overflow(overflow)
+                .buffered_lines_limit(10)
+                .finish_sink(Gated {
+                    entered: entered_tx,
+                    gate: Arc::new(Mutex::new(gate)),
+                    lines: lines.clone(),
+                });
+            // Record 0, an ERROR, is written at once: the writer is now held in write.
+            writer.submit(Level::Error, b"seq=0\n");
+            entered.recv().unwrap();
+            for seq in 1..=100u64 {
+                writer.submit(Level::Error, format!("seq={seq}\n").as_bytes());
+            }
+            let m = writer.metrics();
+            assert_eq!(m.dropped_records, 90, "{overflow:?}: {m:?}");
+            assert_eq!(m.queue_full, 90);
+            // Let every write through.
+            std::thread::spawn(move || while open.send(()).is_ok() {});
+            let m = guard.shutdown();
+            assert_eq!(m.written_records, 11, "{overflow:?}: {m:?}");
+            let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+            let seqs: Vec<u64> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("seq=")?.parse().ok())
+                .collect();
+            let expected: Vec<u64> = std::iter::once(0)
+                .chain(first_kept..first_kept + 10)
+                .collect();
+            assert_eq!(seqs, expected, "{overflow:?}");
+        });
+    }
+}
+
+/// `fmt().json()` through the `MakeWriter`, with the one builder call MIGRATING.md
+/// shows: under overload every line of the log, drop reports included, is JSON.
+#[test]
+fn a_json_log_under_overload_stays_json_lines() {
+    struct Gated {
+        entered: mpsc::Sender<()>,
+        gate: Arc<Mutex<mpsc::Receiver<()>>>,
+        out: Arc<Mutex<Vec<u8>>>,
+    }
+    impl Sink for Gated {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let _ = self.entered.send(());
+            let _ = self.gate.lock().unwrap().recv();
+            self.out.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+    }
+    within(LIMIT, "json under overload", || {
+        let (entered_tx, entered) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(16 << 10)
+            .overflow(Overflow::DropNewest)
+            .report_format(loglag::Format::Json)
+            .finish_sink(Gated {
+                entered: entered_tx,
+                gate: Arc::new(Mutex::new(gate)),
+                out: out.clone(),
+            });
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(n = 0, "first, written at once");
+            entered.recv().unwrap();
+            for n in 1..500 {
+                tracing::info!(n, "under \"overload\"\nwith a newline");
+            }
+        });
+        assert!(writer.metrics().dropped_records > 0, "the queue overflowed");
+        std::thread::spawn(move || while open.send(()).is_ok() {});
+        guard.shutdown();
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let mut reports = 0;
+        for line in text.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+            if line.contains("dropped") {
+                reports += 1;
+                assert!(v.is_object());
+            }
+        }
+        assert!(reports > 0, "the drop was announced in-band:\n{text}");
+    });
+}
