@@ -240,7 +240,7 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = lab_after_help())]
+#[command(after_help = lab_after_help(), args_conflicts_with_subcommands = true)]
 pub struct LabArgs {
     #[command(subcommand)]
     pub sub: Option<LabCommand>,

@@ -504,7 +504,7 @@ fn kill_9_during_a_flood_loses_and_duplicates_nothing() {
         let trials: usize = std::env::var("LOGLAG_TORTURE_TRIALS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(10);
+            .unwrap_or(20);
         let out = loglag()
             .args([
                 "torture",
@@ -940,14 +940,13 @@ fn an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss() {
                 memory["verify_note"],
                 "the pair says why"
             );
-            // SIGKILL loses the buffer even when the app would flush at a clean stop.
-            let killed = buffer_app_lab("", "memory", &["--stop-signal", "kill"]);
-            let memory = run(&killed, "memory", "fast");
-            assert_eq!(memory["lost_records"], 26, "{memory}");
-            assert!(
-                memory["app_exit"].as_str().unwrap().contains("SIGKILL"),
-                "{memory}"
-            );
+            // SIGKILL loses the buffer in every buffering mode.
+            let killed = buffer_app_lab("", "memory,queue-memory", &["--stop-signal", "kill"]);
+            for c in ["memory", "queue-memory"] {
+                let r = run(&killed, c, "fast");
+                assert_eq!(r["lost_records"], 26, "{c}: {r}");
+                assert!(r["app_exit"].as_str().unwrap().contains("SIGKILL"), "{r}");
+            }
             // Names the built-in API does not know need --app; --expect-lines needs names
             // that are being run.
             let out = loglag()

@@ -36,7 +36,15 @@ fn builder(spool: &Path) -> NonBlockingBuilder {
 /// `rotate_bytes` (`out`'s directory, named after it).
 fn sink(out: &Path, rotate_bytes: Option<u64>) -> std::io::Result<Box<dyn loglag::sink::Sink>> {
     Ok(match rotate_bytes {
-        None => Box::new(loglag::sink::FdSink::append(out)?),
+        // What an application passes to `finish`: a `std::fs::File`, which the builder
+        // recognises as a file sink (the exactly-once path the torture is about).
+        None => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(out)?;
+            Box::new(loglag::sink::FdSink::from_file(file))
+        }
         Some(max) => Box::new(
             loglag::sink::RollingFileBuilder::new(
                 out.parent().unwrap_or(Path::new(".")),
