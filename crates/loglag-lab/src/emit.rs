@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loglag::sink::rolling::{Compression, Period};
@@ -157,33 +156,10 @@ pub fn emit(plan: &EmitPlan, progress: &AtomicU64) -> std::io::Result<EmitSummar
         builder = builder.spool(spool);
     }
     let (writer, guard) = builder.try_finish_sink(sink)?;
-    let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..plan.threads.max(1) {
-            let writer = writer.clone();
-            let next = next.clone();
-            scope.spawn(move || {
-                let mut line = Vec::with_capacity(plan.size);
-                loop {
-                    let seq = next.fetch_add(1, Ordering::Relaxed);
-                    if seq >= plan.count {
-                        return;
-                    }
-                    if let Some(rate) = plan.rate {
-                        // Record `seq` is due at seq / rate: an open-loop schedule.
-                        let due = started + Duration::from_secs_f64(seq as f64 / rate);
-                        let now = Instant::now();
-                        if due > now {
-                            std::thread::sleep(due - now);
-                        }
-                    }
-                    record(&mut line, plan.level, seq, t, plan.size);
-                    writer.submit(plan.level, &line);
-                    progress.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
+    produce(plan, progress, started, || {
+        let writer = writer.clone();
+        Box::new(move |line: &[u8]| writer.submit(plan.level, line))
     });
     let submitted_s = started.elapsed().as_secs_f64();
     let m = guard.shutdown();
@@ -250,32 +226,12 @@ fn emit_via_tracing_appender(
         .lossy(plan.overflow != Overflow::Block)
         .finish(appender);
     let errors = writer.error_counter();
-    let next = AtomicU64::new(0);
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..plan.threads.max(1) {
-            let mut writer = writer.clone();
-            let next = &next;
-            scope.spawn(move || {
-                let mut line = Vec::with_capacity(plan.size);
-                loop {
-                    let seq = next.fetch_add(1, Ordering::Relaxed);
-                    if seq >= plan.count {
-                        return;
-                    }
-                    if let Some(rate) = plan.rate {
-                        let due = started + Duration::from_secs_f64(seq as f64 / rate);
-                        let now = Instant::now();
-                        if due > now {
-                            std::thread::sleep(due - now);
-                        }
-                    }
-                    record(&mut line, plan.level, seq, t, plan.size);
-                    let _ = writer.write_all(&line);
-                    progress.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
+    produce(plan, progress, started, || {
+        let mut writer = writer.clone();
+        Box::new(move |line: &[u8]| {
+            let _ = writer.write_all(line);
+        })
     });
     let submit_s = started.elapsed().as_secs_f64();
     drop(writer);
@@ -312,6 +268,46 @@ fn emit_via_tracing_appender(
             recovered_records: 0,
         },
     })
+}
+
+/// A producer thread's way of logging one record (its own clone of the writer).
+type Submit<'a> = Box<dyn FnMut(&[u8]) + Send + 'a>;
+
+/// Runs `plan.threads` producers sharing one sequence, each building record `seq` and
+/// handing it to its own submitter (from `submitter`), on the open-loop schedule
+/// `seq / rate` when there is one.
+fn produce<'a>(
+    plan: &EmitPlan,
+    progress: &AtomicU64,
+    started: Instant,
+    submitter: impl Fn() -> Submit<'a> + Sync,
+) {
+    let next = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..plan.threads.max(1) {
+            let next = &next;
+            let mut submit = submitter();
+            scope.spawn(move || {
+                let mut line = Vec::with_capacity(plan.size);
+                loop {
+                    let seq = next.fetch_add(1, Ordering::Relaxed);
+                    if seq >= plan.count {
+                        return;
+                    }
+                    if let Some(rate) = plan.rate {
+                        let due = started + Duration::from_secs_f64(seq as f64 / rate);
+                        let now = Instant::now();
+                        if due > now {
+                            std::thread::sleep(due - now);
+                        }
+                    }
+                    record(&mut line, plan.level, seq, t, plan.size);
+                    submit(&line);
+                    progress.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
 }
 
 fn metrics(m: &Metrics) -> EmitMetrics {

@@ -687,16 +687,12 @@ pub fn serve(config: ServeConfig, ready: impl FnOnce(Listening)) -> io::Result<(
             #[allow(unreachable_code)]
             Ok::<(), io::Error>(())
         };
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            r = accept => r,
-            // A clean stop, as a deployment asks for one: what the logger holds is
-            // written before the process exits. SIGKILL, of course, skips this.
-            _ = term.recv() => { app.shutdown(); Ok(()) }
-            _ = int.recv() => { app.shutdown(); Ok(()) }
+        // A clean stop, as a deployment asks for one: what the logger holds is written
+        // before the process exits. SIGKILL, of course, skips this.
+        if crate::sys::stop::serve_until_stopped(accept).await? {
+            app.shutdown();
         }
+        Ok(())
     });
     // Connections still open must not hold the exit.
     runtime.shutdown_background();

@@ -465,14 +465,9 @@ pub fn serve(config: HopConfig, ready: impl FnOnce(SocketAddr)) -> io::Result<()
             #[allow(unreachable_code)]
             Ok::<(), io::Error>(())
         };
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            r = accept => r,
-            _ = term.recv() => Ok(()),
-            _ = int.recv() => Ok(()),
-        }
+        crate::sys::stop::serve_until_stopped(accept)
+            .await
+            .map(drop)
     });
     runtime.shutdown_background();
     if let Some((nb, guard)) = spans {
