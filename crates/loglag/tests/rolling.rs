@@ -135,6 +135,10 @@ fn no_file_exceeds_its_size_by_more_than_a_batch_and_each_ends_a_record() {
 #[test]
 fn retention_deletes_exactly_the_oldest_files() {
     let dir = tempfile::tempdir().unwrap();
+    // Someone else's files in the same directory are never touched.
+    for other in ["app.log.bak", "notes.txt", "app.logger.2026-01-01"] {
+        std::fs::write(dir.path().join(other), b"keep me").unwrap();
+    }
     let n = 30_000;
     flood(
         RollingFileBuilder::new(dir.path(), "app.log")
@@ -143,6 +147,9 @@ fn retention_deletes_exactly_the_oldest_files() {
         n,
     )
     .unwrap();
+    for other in ["app.log.bak", "notes.txt", "app.logger.2026-01-01"] {
+        std::fs::remove_file(dir.path().join(other)).expect("left alone");
+    }
     let (files, text) = read_all(dir.path(), "app.log");
     assert_eq!(files.len(), 4, "3 rotated and the current: {files:?}");
     // What is left is the newest records, contiguous up to the last one.
@@ -292,4 +299,28 @@ fn dated_names_match_tracing_appender() {
         "{name}"
     );
     let _ = Naming::Dated;
+    // tracing-appender allows no prefix: names are then just dates, and retention must
+    // still leave everything else in the directory alone.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
+    std::fs::write(dir.path().join("2020-01-01.log"), b"old log").unwrap();
+    let appender = loglag::rolling::Builder::new()
+        .rotation(loglag::rolling::Rotation::DAILY)
+        .filename_suffix("log")
+        .max_log_files(1)
+        .build(dir.path())
+        .unwrap();
+    let sink = appender.into_sink();
+    sink.wait_housekeeping();
+    let names = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>();
+    assert!(names.contains("notes.txt"), "{names:?}");
+    assert!(
+        !names.contains("2020-01-01.log"),
+        "the old dated file went: {names:?}"
+    );
+    assert_eq!(names.len(), 2, "notes.txt and today's file: {names:?}");
 }

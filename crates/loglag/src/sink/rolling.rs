@@ -537,10 +537,14 @@ impl Rules {
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                let ours = name.starts_with(&self.stem)
-                    && !name.ends_with(".tmp")
-                    && Some(&name) != self.latest.as_ref()
-                    && (self.naming == Naming::Dated || name != self.prefix);
+                // Only names this sink gives: the stem, then a date (`2026-...`).
+                // Anything else in the directory is someone else's and never deleted,
+                // which matters when the prefix is empty.
+                let dated = name.strip_prefix(&self.stem).is_some_and(|rest| {
+                    let b = rest.as_bytes();
+                    b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
+                });
+                let ours = dated && !name.ends_with(".tmp") && Some(&name) != self.latest.as_ref();
                 let path = e.path();
                 let meta = std::fs::symlink_metadata(&path).ok()?;
                 (ours && meta.is_file() && path != current).then_some((path, meta))
