@@ -500,8 +500,6 @@ struct Rules {
     dir: PathBuf,
     /// Rotated files start with this (and are not the current file).
     stem: String,
-    naming: Naming,
-    prefix: String,
     keep_files: Option<usize>,
     keep_bytes: Option<u64>,
     keep_age: Option<Duration>,
@@ -518,8 +516,6 @@ impl Rules {
             } else {
                 format!("{}.", b.prefix)
             },
-            naming: b.naming,
-            prefix: b.prefix.clone(),
             keep_files: b.keep_files,
             keep_bytes: b.keep_bytes,
             keep_age: b.keep_age,
