@@ -46,7 +46,6 @@ pub(crate) struct Full;
 pub(crate) struct Popped {
     pub(crate) level: Level,
     pub(crate) len: usize,
-    pub(crate) enqueued_ns: u64,
 }
 
 /// Where the ring's bytes live.
@@ -312,16 +311,11 @@ impl Ring {
                 break;
             }
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
-            let enqueued_ns = self.word(pos + 8).load(Ordering::Relaxed);
             // SAFETY: the record is committed (acquire above) and we hold `consume`.
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
             out.extend_from_slice(a);
             out.extend_from_slice(b);
-            each(Popped {
-                level,
-                len,
-                enqueued_ns,
-            });
+            each(Popped { level, len });
             taken += len;
             count += 1;
             pos += footprint(len);
@@ -348,7 +342,6 @@ impl Ring {
             each(Popped {
                 level: Level::from_index(((state >> 1) & 0x7) as u8),
                 len,
-                enqueued_ns: self.word(pos + 8).load(Ordering::Relaxed),
             });
             pos += footprint(len);
         }

@@ -775,3 +775,55 @@ fn a_json_log_under_overload_stays_json_lines() {
         assert!(reports > 0, "the drop was announced in-band:\n{text}");
     });
 }
+
+/// `batch_bytes` is a bound a batch may reach exactly: records that add up to it go out
+/// in one write. And a record larger than a batch is still written, alone. (cargo
+/// mutants: `>` → `>=` at either comparison in the ring's pop went unnoticed.)
+#[test]
+fn a_batch_fills_to_exactly_batch_bytes_and_an_oversized_record_still_goes() {
+    struct Gated {
+        entered: mpsc::Sender<()>,
+        gate: Arc<Mutex<mpsc::Receiver<()>>>,
+        writes: Arc<Mutex<Vec<usize>>>,
+    }
+    impl Sink for Gated {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let _ = self.entered.send(());
+            let _ = self.gate.lock().unwrap().recv();
+            self.writes.lock().unwrap().push(buf.len());
+            Ok(buf.len())
+        }
+    }
+    within(LIMIT, "batch boundary", || {
+        let (entered_tx, entered) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .batch_bytes(300)
+            .flush_interval(Duration::from_secs(3600))
+            .finish_sink(Gated {
+                entered: entered_tx,
+                gate: Arc::new(Mutex::new(gate)),
+                writes: writes.clone(),
+            });
+        let record = |c: u8, len: usize| {
+            let mut r = vec![c; len - 1];
+            r.push(b'\n');
+            r
+        };
+        // Hold the writer inside the first write, then queue six 100-byte records and
+        // one of 450 bytes.
+        writer.submit(Level::Error, &record(b'0', 100));
+        entered.recv().unwrap();
+        for _ in 0..6 {
+            writer.submit(Level::Info, &record(b'a', 100));
+        }
+        writer.submit(Level::Info, &record(b'b', 450));
+        std::thread::spawn(move || while open.send(()).is_ok() {});
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, 8, "{m:?}");
+        assert_eq!(m.dropped_records, 0, "{m:?}");
+        assert_eq!(*writes.lock().unwrap(), [100, 300, 300, 450]);
+    });
+}
