@@ -97,6 +97,21 @@ pub struct LoadConfig {
     pub first_id: u64,
 }
 
+impl LoadConfig {
+    /// One request with X-Request-Id `id`, sent at once: a warm-up.
+    pub fn single(target: Target, connection: Connection, id: u64) -> LoadConfig {
+        LoadConfig {
+            target,
+            rate: 1000.0,
+            duration: Duration::from_millis(1),
+            connection,
+            closed: None,
+            grace: Duration::from_secs(10),
+            first_id: id,
+        }
+    }
+}
+
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -663,34 +663,16 @@ fn the_writer_counts_what_a_slow_sink_leaves_at_the_deadline() {
 /// newest n.
 #[test]
 fn buffered_lines_limit_bounds_queued_records() {
-    /// Tells when it is entered, then waits for the gate.
-    struct Gated {
-        entered: mpsc::Sender<()>,
-        gate: Arc<Mutex<mpsc::Receiver<()>>>,
-        lines: Arc<Mutex<Vec<u8>>>,
-    }
-    impl Sink for Gated {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            let _ = self.entered.send(());
-            let _ = self.gate.lock().unwrap().recv();
-            self.lines.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-    }
     for (overflow, first_kept) in [(Overflow::DropNewest, 1u64), (Overflow::DropOldest, 91)] {
         within(LIMIT, "lines limit", move || {
-            let (entered_tx, entered) = mpsc::channel();
-            let (open, gate) = mpsc::channel();
-            let lines = Arc::new(Mutex::new(Vec::new()));
+            let gate = Gate::closed();
+            let (sink, lines) = TestSink::new(Behaviour::Fast);
+            let (sink, entered) = sink.gated(gate.clone());
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
                 .overflow(overflow)
                 .buffered_lines_limit(10)
-                .finish_sink(Gated {
-                    entered: entered_tx,
-                    gate: Arc::new(Mutex::new(gate)),
-                    lines: lines.clone(),
-                });
+                .finish_sink(sink);
             // Record 0, an ERROR, is written at once: the writer is now held in write.
             writer.submit(Level::Error, b"seq=0\n");
             entered.recv().unwrap();
@@ -701,7 +683,7 @@ fn buffered_lines_limit_bounds_queued_records() {
             assert_eq!(m.dropped_records, 90, "{overflow:?}: {m:?}");
             assert_eq!(m.queue_full, 90);
             // Let every write through.
-            std::thread::spawn(move || while open.send(()).is_ok() {});
+            gate.open();
             let m = guard.shutdown();
             assert_eq!(m.written_records, 11, "{overflow:?}: {m:?}");
             let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
@@ -721,33 +703,16 @@ fn buffered_lines_limit_bounds_queued_records() {
 /// shows: under overload every line of the log, drop reports included, is JSON.
 #[test]
 fn a_json_log_under_overload_stays_json_lines() {
-    struct Gated {
-        entered: mpsc::Sender<()>,
-        gate: Arc<Mutex<mpsc::Receiver<()>>>,
-        out: Arc<Mutex<Vec<u8>>>,
-    }
-    impl Sink for Gated {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            let _ = self.entered.send(());
-            let _ = self.gate.lock().unwrap().recv();
-            self.out.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-    }
     within(LIMIT, "json under overload", || {
-        let (entered_tx, entered) = mpsc::channel();
-        let (open, gate) = mpsc::channel();
-        let out = Arc::new(Mutex::new(Vec::new()));
+        let gate = Gate::closed();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .capacity_bytes(16 << 10)
             .overflow(Overflow::DropNewest)
             .report_format(loglag::Format::Json)
-            .finish_sink(Gated {
-                entered: entered_tx,
-                gate: Arc::new(Mutex::new(gate)),
-                out: out.clone(),
-            });
+            .finish_sink(sink);
         let subscriber = tracing_subscriber::fmt()
             .json()
             .with_writer(writer.clone())
@@ -760,7 +725,7 @@ fn a_json_log_under_overload_stays_json_lines() {
             }
         });
         assert!(writer.metrics().dropped_records > 0, "the queue overflowed");
-        std::thread::spawn(move || while open.send(()).is_ok() {});
+        gate.open();
         guard.shutdown();
         let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
         let mut reports = 0;
@@ -781,32 +746,16 @@ fn a_json_log_under_overload_stays_json_lines() {
 /// mutants: `>` → `>=` at either comparison in the ring's pop went unnoticed.)
 #[test]
 fn a_batch_fills_to_exactly_batch_bytes_and_an_oversized_record_still_goes() {
-    struct Gated {
-        entered: mpsc::Sender<()>,
-        gate: Arc<Mutex<mpsc::Receiver<()>>>,
-        writes: Arc<Mutex<Vec<usize>>>,
-    }
-    impl Sink for Gated {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            let _ = self.entered.send(());
-            let _ = self.gate.lock().unwrap().recv();
-            self.writes.lock().unwrap().push(buf.len());
-            Ok(buf.len())
-        }
-    }
     within(LIMIT, "batch boundary", || {
-        let (entered_tx, entered) = mpsc::channel();
-        let (open, gate) = mpsc::channel();
-        let writes = Arc::new(Mutex::new(Vec::new()));
+        let gate = Gate::closed();
+        let (sink, _) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (sink, wrote) = sink.observed();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .batch_bytes(300)
             .flush_interval(Duration::from_secs(3600))
-            .finish_sink(Gated {
-                entered: entered_tx,
-                gate: Arc::new(Mutex::new(gate)),
-                writes: writes.clone(),
-            });
+            .finish_sink(sink);
         let record = |c: u8, len: usize| {
             let mut r = vec![c; len - 1];
             r.push(b'\n');
@@ -820,10 +769,11 @@ fn a_batch_fills_to_exactly_batch_bytes_and_an_oversized_record_still_goes() {
             writer.submit(Level::Info, &record(b'a', 100));
         }
         writer.submit(Level::Info, &record(b'b', 450));
-        std::thread::spawn(move || while open.send(()).is_ok() {});
+        gate.open();
         let m = guard.shutdown();
         assert_eq!(m.written_records, 8, "{m:?}");
         assert_eq!(m.dropped_records, 0, "{m:?}");
-        assert_eq!(*writes.lock().unwrap(), [100, 300, 300, 450]);
+        let writes: Vec<usize> = wrote.try_iter().map(|w| w.len()).collect();
+        assert_eq!(writes, [100, 300, 300, 450]);
     });
 }

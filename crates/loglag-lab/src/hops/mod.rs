@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::lab::{LabError, Observer};
@@ -180,15 +180,7 @@ fn run_topology(
         path: "/buy".into(),
     };
     for id in 0..plan.warmup {
-        let one = LoadConfig {
-            target: target.clone(),
-            rate: 1000.0,
-            duration: Duration::from_millis(1),
-            connection: Connection::Keepalive,
-            closed: None,
-            grace: Duration::from_secs(10),
-            first_id: id as u64,
-        };
+        let one = LoadConfig::single(target.clone(), Connection::Keepalive, id as u64);
         let r = runtime.block_on(load::run(&one));
         if let Some(s) = r.samples.iter().find(|s| s.outcome != Outcome::Ok) {
             return Err(LabError::Failed(format!(
@@ -209,23 +201,15 @@ fn run_topology(
         grace: Duration::from_secs(30),
         first_id: plan.warmup as u64,
     };
-    let progress = load::LoadProgress::stopped_by(std::sync::Arc::new(AtomicBool::new(false)));
-    let stop = progress.stop.clone();
     let result = runtime.block_on(async {
         tokio::select! {
-            r = load::run_observed(&config, progress) => r,
-            () = async {
-                while !cancel.load(Ordering::SeqCst) {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                stop.store(true, Ordering::SeqCst);
-                std::future::pending::<()>().await
-            } => unreachable!(),
+            r = load::run(&config) => Some(r),
+            () = crate::lab::watch(cancel) => None,
         }
     });
-    if cancel.load(Ordering::SeqCst) {
+    let Some(result) = result else {
         return Err(LabError::Cancelled);
-    }
+    };
     // SIGTERM: each process writes the spans it still holds, then exits.
     for p in procs.iter_mut().rev() {
         p.guard

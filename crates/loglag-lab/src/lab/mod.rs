@@ -371,15 +371,7 @@ fn run_one(
     // Warm-up: a few requests (ids 0, 1, ...), wait until their log bytes are read,
     // then reset.
     for id in 0..plan.warmup {
-        let one = LoadConfig {
-            target: target.clone(),
-            rate: 1000.0,
-            duration: Duration::from_millis(1),
-            connection: plan.connection,
-            closed: None,
-            grace: Duration::from_secs(10),
-            first_id: id as u64,
-        };
+        let one = LoadConfig::single(target.clone(), plan.connection, id as u64);
         let r = runtime.block_on(load::run(&one));
         if let Some(s) = r.samples.iter().find(|s| s.outcome != Outcome::Ok) {
             api.check_alive()?;
@@ -524,7 +516,8 @@ fn run_one(
     }))
 }
 
-async fn watch(cancel: &AtomicBool) {
+/// Returns once `cancel` is set (polled: it is set from a signal handler).
+pub(crate) async fn watch(cancel: &AtomicBool) {
     while !cancel.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
