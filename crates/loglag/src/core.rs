@@ -8,6 +8,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::format::{self, time::coarse_monotonic_ns, Format};
+use crate::handshake::{Handshake, WriterEnd};
 use crate::level::Level;
 use crate::metrics::{Counters, DropReason, Metrics};
 use crate::mode::Mode;
@@ -69,18 +70,6 @@ impl std::fmt::Display for FlushTimeout {
 
 impl std::error::Error for FlushTimeout {}
 
-/// The writer's progress, shared with flushers and the guard.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    /// Ring position up to which every record is written or dropped.
-    pub(crate) done_pos: u64,
-    /// The writer thread has finished.
-    pub(crate) exited: bool,
-    /// The guard gave up on the writer (stuck in a write past the deadline); the writer
-    /// must not count anything any more, the guard already counted it.
-    pub(crate) abandoned: bool,
-}
-
 pub(crate) struct Core {
     id: u64,
     pub(crate) config: Config,
@@ -102,13 +91,11 @@ pub(crate) struct Core {
     /// written). Only touched when `max_records` is set.
     queued_records: AtomicU64,
     space: (Mutex<()>, Condvar),
-    pub(crate) progress: (Mutex<Progress>, Condvar),
-    /// Bytes and per-level counts of the batch the writer is writing right now.
-    pub(crate) batch_bytes_in_flight: AtomicU64,
-    pub(crate) batch_levels_in_flight: [AtomicU64; 5],
+    /// Progress, the batch in flight and the shutdown deadline, shared by the writer,
+    /// flushers and the guard.
+    pub(crate) handshake: Handshake,
     /// The sink itself in `sync` mode (there is no writer thread then).
     pub(crate) sync_sink: Mutex<Option<Box<dyn Sink>>>,
-    pub(crate) shutdown_deadline: Mutex<Option<Instant>>,
     /// Spool mode: the mapped file's header, and what recovery delivered at start.
     pub(crate) spool: Option<SpoolHeader>,
     recovered: Recovered,
@@ -205,11 +192,8 @@ impl Core {
             waiting_producers: AtomicU64::new(0),
             queued_records: AtomicU64::new(0),
             space: (Mutex::new(()), Condvar::new()),
-            progress: (Mutex::new(Progress::default()), Condvar::new()),
-            batch_bytes_in_flight: AtomicU64::new(0),
-            batch_levels_in_flight: Default::default(),
+            handshake: Handshake::default(),
             sync_sink: Mutex::new(sync_sink),
-            shutdown_deadline: Mutex::new(None),
             report_format: std::sync::atomic::AtomicU8::new(
                 config_report.unwrap_or(Format::Compact).index(),
             ),
@@ -305,8 +289,7 @@ impl Core {
     }
 
     pub(crate) fn metrics(&self) -> Metrics {
-        let in_flight_bytes =
-            self.ring.used_bytes() + self.batch_bytes_in_flight.load(Ordering::Relaxed);
+        let in_flight_bytes = self.ring.used_bytes() + self.handshake.in_flight_bytes();
         let age = self
             .ring
             .oldest_enqueued_ns()
@@ -615,29 +598,17 @@ impl Core {
         }
         let target = self.ring.head_position();
         self.wake_writer();
-        let (lock, cv) = &self.progress;
-        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if progress.done_pos >= target {
-                drop(progress);
-                let written = self.counters.written_records.load(Ordering::Acquire) - before;
-                return Ok(Flushed {
-                    written_records: written,
-                    metrics: self.metrics(),
-                });
-            }
-            let left = timeout.saturating_sub(started.elapsed());
-            if left.is_zero() || progress.exited {
-                drop(progress);
-                return Err(FlushTimeout {
-                    waited: started.elapsed(),
-                    metrics: Box::new(self.metrics()),
-                });
-            }
-            progress = cv
-                .wait_timeout(progress, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        if self.handshake.wait_done(target, timeout) {
+            let written = self.counters.written_records.load(Ordering::Acquire) - before;
+            Ok(Flushed {
+                written_records: written,
+                metrics: self.metrics(),
+            })
+        } else {
+            Err(FlushTimeout {
+                waited: started.elapsed(),
+                metrics: Box::new(self.metrics()),
+            })
         }
     }
 
@@ -662,59 +633,37 @@ impl Core {
             return self.metrics();
         }
         let deadline = Instant::now() + timeout;
-        *self
-            .shutdown_deadline
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.handshake.begin_shutdown(deadline);
         self.space_released();
         self.wake_writer();
         self.wait_exit(deadline)
     }
 
     fn wait_exit(&self, deadline: Instant) -> Metrics {
-        let (lock, cv) = &self.progress;
-        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
         // A little grace beyond the writer's own deadline, for its last bookkeeping.
         let give_up = deadline + Duration::from_millis(100);
-        while !progress.exited {
-            let now = Instant::now();
-            if now >= give_up {
-                // The writer is stuck inside a sink write. Count everything in flight as
-                // lost to the deadline; the writer will not count it again.
-                progress.abandoned = true;
-                if self.spool.is_none() {
-                    let levels: [u64; 5] = std::array::from_fn(|l| {
-                        self.batch_levels_in_flight[l].swap(0, Ordering::AcqRel)
-                    });
-                    for level in Level::ALL {
-                        self.counters.count_drop(
-                            DropReason::Shutdown,
-                            level,
-                            levels[level as usize],
-                        );
-                    }
-                    let counters = &self.counters;
-                    self.ring.discard_committed(|p| {
-                        counters.count_drop(DropReason::Shutdown, p.level, 1)
-                    });
+        let end = self.handshake.wait_exit_or_abandon(give_up, |batch| {
+            // With a spool, the stuck batch and the queue stay in the file for the next
+            // start: not lost, so not counted as dropped (they stay in flight).
+            if self.spool.is_none() {
+                let levels = batch.take();
+                for level in Level::ALL {
+                    self.counters
+                        .count_drop(DropReason::Shutdown, level, levels[level as usize]);
                 }
-                // With a spool, the stuck batch and the queue stay in the file for the
-                // next start: not lost, so not counted as dropped (they stay in flight).
-                drop(progress);
-                let m = self.metrics();
-                if self.spool.is_none() {
-                    eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)", m.shutdown);
-                } else {
-                    eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records stay in the spool for the next start", m.in_flight_records);
-                }
-                return m;
+                let counters = &self.counters;
+                self.ring
+                    .discard_committed(|p| counters.count_drop(DropReason::Shutdown, p.level, 1));
             }
-            progress = cv
-                .wait_timeout(progress, give_up - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        });
+        let m = self.metrics();
+        if end == WriterEnd::Abandoned {
+            if self.spool.is_none() {
+                eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)", m.shutdown);
+            } else {
+                eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records stay in the spool for the next start", m.in_flight_records);
+            }
         }
-        drop(progress);
-        self.metrics()
+        m
     }
 }

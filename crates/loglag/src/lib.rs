@@ -60,6 +60,7 @@
 mod builder;
 mod core;
 pub mod format;
+mod handshake;
 mod hooks;
 #[cfg(feature = "tracing")]
 mod layer;

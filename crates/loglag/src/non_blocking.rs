@@ -260,14 +260,7 @@ impl WorkerGuard {
         self.stopped = true;
         let metrics = self.core.shutdown(self.core.config.shutdown_timeout);
         if let Some(worker) = self.worker.take() {
-            let exited = self
-                .core
-                .progress
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .exited;
-            if exited {
+            if self.core.handshake.has_exited() {
                 let _ = worker.join();
             }
             // Otherwise the writer is stuck in a sink write past the deadline; it was

@@ -40,21 +40,17 @@ pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHand
 /// what it held as lost, and wake every waiter.
 fn writer_died(core: &Core) {
     core.closed.store(true, Ordering::Release);
-    let (lock, cv) = &core.progress;
-    let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if !progress.abandoned && core.spool.is_none() {
-        let counters = &core.counters;
-        for level in Level::ALL {
-            let n = core.batch_levels_in_flight[level as usize].swap(0, Ordering::AcqRel);
-            counters.count_drop(DropReason::IoError, level, n);
+    core.handshake.exit(core.ring.tail_position(), |batch| {
+        if core.spool.is_none() {
+            let counters = &core.counters;
+            let levels = batch.take();
+            for level in Level::ALL {
+                counters.count_drop(DropReason::IoError, level, levels[level as usize]);
+            }
+            core.ring
+                .discard_committed(|p| counters.count_drop(DropReason::IoError, p.level, 1));
         }
-        core.batch_bytes_in_flight.store(0, Ordering::Relaxed);
-        core.ring
-            .discard_committed(|p| counters.count_drop(DropReason::IoError, p.level, 1));
-    }
-    progress.exited = true;
-    cv.notify_all();
-    drop(progress);
+    });
     core.space_released();
     eprintln!("loglag: the writer thread panicked; the pipeline is closed and further records are dropped (shutdown)");
 }
@@ -92,11 +88,7 @@ impl Writer {
         let batch_bytes = self.core.config.batch_bytes as u64;
         let mut last_full_drain = Instant::now();
         loop {
-            let deadline = *self
-                .core
-                .shutdown_deadline
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let deadline = self.core.handshake.shutdown_deadline();
             // Urgent: a record at the flush level, a flush() call, a full queue.
             let urgent = self.core.wake_requested.swap(false, Ordering::AcqRel);
             // The interval runs from the last full drain, not from the last wake, so it
@@ -227,54 +219,42 @@ impl Writer {
     }
 
     fn publish_progress(&self) {
-        let (lock, cv) = &self.core.progress;
-        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
-        progress.done_pos = progress.done_pos.max(self.core.ring.tail_position());
-        cv.notify_all();
+        self.core.handshake.advance(self.core.ring.tail_position());
     }
 
     /// Writes `batch` and accounts for each record in it. Returns false if abandoned.
     fn write_batch(&mut self) -> bool {
         let core = &self.core;
         let counters = &core.counters;
-        core.batch_bytes_in_flight
-            .store(self.batch.len() as u64, Ordering::Relaxed);
         let mut per_level = [0u64; 5];
         for &(_, level) in &self.records {
             per_level[level as usize] += 1;
         }
-        for (slot, n) in core.batch_levels_in_flight.iter().zip(per_level) {
-            slot.store(n, Ordering::Release);
-        }
+        core.handshake.begin_batch(self.batch.len(), per_level);
 
         let result = counters.measured_write(self.sink.as_mut(), &self.batch);
 
-        // Accounting happens under the progress lock so it cannot race with a guard
-        // that gives up on us at the deadline and counts the batch as lost.
-        let progress = core.progress.0.lock().unwrap_or_else(|e| e.into_inner());
-        if progress.abandoned {
-            return false;
-        }
-        for slot in &core.batch_levels_in_flight {
-            slot.store(0, Ordering::Release);
-        }
-        core.batch_bytes_in_flight.store(0, Ordering::Relaxed);
-        match result {
+        // Accounting happens inside the handshake so it cannot race with a guard that
+        // gives up on us at the deadline and counts the batch as lost.
+        let batch = &self.batch;
+        let records = &self.records;
+        let failing = &mut self.failing;
+        core.handshake.end_batch(|| match result {
             Ok(()) => {
                 counters
                     .written_bytes
-                    .fetch_add(self.batch.len() as u64, Ordering::Relaxed);
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
                 counters
                     .written_records
-                    .fetch_add(self.records.len() as u64, Ordering::AcqRel);
-                self.failing = false;
+                    .fetch_add(records.len() as u64, Ordering::AcqRel);
+                *failing = false;
             }
             Err((error, partial)) => {
                 counters.io_errors.fetch_add(1, Ordering::Relaxed);
                 let mut end = 0;
                 let mut written = 0;
                 let mut lost = [0u64; 5];
-                for &(len, level) in &self.records {
+                for &(len, level) in records {
                     end += len;
                     if end <= partial {
                         written += 1;
@@ -291,16 +271,15 @@ impl Writer {
                 for level in Level::ALL {
                     counters.count_drop(DropReason::IoError, level, lost[level as usize]);
                 }
-                if !self.failing {
+                if !*failing {
                     eprintln!(
                         "loglag: write to the log sink failed: {error}; {} records dropped (io_error), counting further failures silently until a write succeeds",
                         lost.iter().sum::<u64>()
                     );
                 }
-                self.failing = true;
+                *failing = true;
             }
-        }
-        true
+        })
     }
 
     /// Announces drops since the last report, in-band, in the sink's format. If the
@@ -377,10 +356,9 @@ impl Writer {
             self.report_drops();
         }
         let _ = call_sink(|| self.sink.flush());
-        let (lock, cv) = &self.core.progress;
-        let mut progress = lock.lock().unwrap_or_else(|e| e.into_inner());
-        progress.done_pos = progress.done_pos.max(self.core.ring.tail_position());
-        progress.exited = true;
-        cv.notify_all();
+        // Every batch was accounted for in `write_batch`: nothing is in flight here.
+        self.core
+            .handshake
+            .exit(self.core.ring.tail_position(), |_| {});
     }
 }
