@@ -46,6 +46,16 @@ fn processes_using(dir: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// No process mentions `tmp` (the lab's `TMPDIR`) and nothing is left in it.
+fn assert_nothing_left(tmp: &Path, when: &str) {
+    assert_eq!(processes_using(tmp), "", "{when}: processes left behind");
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "{when}: left behind: {left:?}");
+}
+
 fn summary(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
@@ -292,12 +302,7 @@ fn an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind() {
                 "{stderr}"
             );
             // No child survives, and the lab's FIFO directory is gone.
-            assert_eq!(processes_using(tmp.path()), "");
-            assert_eq!(
-                std::fs::read_dir(tmp.path()).unwrap().count(),
-                0,
-                "leftover files"
-            );
+            assert_nothing_left(tmp.path(), "after the crash");
         },
     )
 }
@@ -424,12 +429,7 @@ fn ctrl_c_keeps_partial_results_and_cleans_up() {
             1,
             "the finished run is kept"
         );
-        assert_eq!(processes_using(tmp.path()), "");
-        assert_eq!(
-            std::fs::read_dir(tmp.path()).unwrap().count(),
-            0,
-            "leftover files"
-        );
+        assert_nothing_left(tmp.path(), "after Ctrl-C");
     })
 }
 
@@ -850,12 +850,7 @@ fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
                     );
                     }
                 }
-                assert_eq!(processes_using(tmp.path()), "", "at {delay_ms} ms");
-                assert_eq!(
-                    std::fs::read_dir(tmp.path()).unwrap().count(),
-                    0,
-                    "at {delay_ms} ms: leftover files"
-                );
+                assert_nothing_left(tmp.path(), &format!("at {delay_ms} ms"));
             }
         },
     )
@@ -1416,8 +1411,11 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
             assert!(s["hops"]["breakdown"].as_array().unwrap().len() == 2);
             assert_eq!(namespaces_of(pid), Vec::<String>::new());
 
-            // Killed mid-run: its namespaces stay until the next lab removes them.
+            // Killed mid-run: its namespaces and scratch directory stay until the next
+            // lab removes them.
+            let tmp = tempfile::tempdir().unwrap();
             let mut killed = loglag()
+                .env("TMPDIR", tmp.path())
                 .args([
                     "lab",
                     "hops",
@@ -1441,6 +1439,7 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
             killed.wait().unwrap();
             assert!(!namespaces_of(killed_pid).is_empty());
             let out = loglag()
+                .env("TMPDIR", tmp.path())
                 .args([
                     "lab",
                     "hops",
@@ -1460,6 +1459,12 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert_eq!(namespaces_of(killed_pid), Vec::<String>::new());
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("1 scratch directory(ies)"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_nothing_left(tmp.path(), "after the lab that followed a killed one");
         },
     )
 }

@@ -298,7 +298,12 @@ pub fn run_hops(
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Result<HopsOutput, LabError> {
-    let dir = tempfile::Builder::new().prefix("loglag-hops-").tempdir()?;
+    let (dir, stale) = crate::sys::scratch::create("hops")?;
+    if stale > 0 {
+        observer.warn(&format!(
+            "removed {stale} scratch directory(ies) left in the temporary directory by an earlier lab that was killed"
+        ));
+    }
     if plan.netns {
         let stale = netns::remove_stale();
         if stale > 0 {

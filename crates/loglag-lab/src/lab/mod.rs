@@ -111,7 +111,12 @@ pub fn run_lab(
     };
     let mut outputs = Vec::new();
     let result = (|| {
-        let dir = tempfile::Builder::new().prefix("loglag-lab-").tempdir()?;
+        let (dir, stale) = crate::sys::scratch::create("lab")?;
+        if stale > 0 {
+            observer.warn(&format!(
+                "removed {stale} scratch directory(ies) left in the temporary directory by an earlier lab that was killed"
+            ));
+        }
         let limits = match plan.cpu_limit {
             None => None,
             Some(cores) => {

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::sys::clock::mono_ns;
 
-/// How often the sampler records (time, bytes read): 20 times a second.
+/// How often `loglag sink --samples` records (time, bytes read): 20 times a second.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// What the reader has read so far.
@@ -240,7 +240,6 @@ mod tests {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FinalReport {
     pub stats: ReaderStats,
-    pub samples: Vec<(u64, u64)>,
     /// What the lines said, when the run asked.
     #[serde(default)]
     pub findings: Option<inspect::LineFindings>,
@@ -256,8 +255,9 @@ pub fn control_stdio(fifo: &Path, config: ReadConfig, pipe_size: Option<usize>) 
     if let Some(size) = pipe_size {
         loglag::sink::set_pipe_size(&file, size)?;
     }
+    // No sampler here: the lab samples the reader's stats itself, on the same clock
+    // as the API's backlog (`lab::mod`'s `Sampler`).
     let state = SharedState::default();
-    spawn_sampler(&state)?;
     let for_reader = state.clone();
     std::thread::Builder::new()
         .name("reader".into())
@@ -284,7 +284,6 @@ pub fn control_stdio(fifo: &Path, config: ReadConfig, pipe_size: Option<usize>) 
                     &mut out,
                     &FinalReport {
                         stats: s.stats(),
-                        samples: s.samples.clone(),
                         findings: s.inspector.as_ref().map(|i| i.findings.clone()),
                     },
                 )?;
