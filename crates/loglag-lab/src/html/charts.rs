@@ -82,7 +82,7 @@ pub fn latency_percentiles(s: &Summary) -> Section {
                 fewest = fewest.min(v.len());
                 let points = percentile_points(v.len())
                     .into_iter()
-                    .filter_map(|p| quantile(&mut v, p / 100.0).map(|us| (p, us as f64 / 1000.0)))
+                    .filter_map(|p| quantile(&mut v, p / 100.0).map(|us| (p, us as f64)))
                     .collect();
                 Series {
                     color: color(&c),
@@ -96,8 +96,8 @@ pub fn latency_percentiles(s: &Summary) -> Section {
     }
     // One y range for every panel, so fast and slow compare at a glance.
     let y = Axis::fit(
-        "latency (ms, log scale)",
-        Scale::Log,
+        "latency (log scale)",
+        Scale::LogMicros,
         panels
             .iter()
             .flat_map(|(_, series)| series.iter().flat_map(|s| s.points.iter().map(|p| p.1))),
@@ -155,7 +155,7 @@ pub fn request_timeline(s: &Summary) -> Section {
                     .requests
                     .iter()
                     .filter(|r| r.condition == c && r.sink == sink)
-                    .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l)))
+                    .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l * 1000.0)))
                     .collect();
                 Series {
                     color: color(&c),
@@ -171,8 +171,8 @@ pub fn request_timeline(s: &Summary) -> Section {
             series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
         );
         let y = Axis::fit(
-            "latency (ms, log scale)",
-            Scale::Log,
+            "latency (log scale)",
+            Scale::LogMicros,
             series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
         );
         charts.push(svg::xy(

@@ -84,6 +84,8 @@ impl Axis {
             Scale::Log | Scale::LogMicros => {
                 (v.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
             }
+            // The maximum (100th percentile) sits at the axis end.
+            Scale::Nines if v >= 100.0 => 1.0,
             Scale::Nines => nines(v) / self.max,
         };
         if f.is_finite() {
@@ -168,6 +170,8 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 160.0;
 const TOP: f64 = 30.0;
 const BOTTOM: f64 = 64.0;
+/// The font size of tick labels (`.tick` in the report's CSS).
+const TICK_PX: f64 = 10.0;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -176,11 +180,19 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A tick label a reader reads at a glance: 0.001, 0.5, 20, 1k, 10k, 1M, 1G (never 1e3).
 fn fmt_tick(v: f64) -> String {
     if v == 0.0 {
         "0".into()
-    } else if v.abs() >= 1000.0 || v.abs() < 0.01 {
-        format!("{v:.0e}")
+    } else if v.abs() >= 1e9 {
+        format!("{}G", fmt_tick(v / 1e9))
+    } else if v.abs() >= 1e6 {
+        format!("{}M", fmt_tick(v / 1e6))
+    } else if v.abs() >= 1e3 {
+        format!("{}k", fmt_tick(v / 1e3))
+    } else if v.abs() < 0.01 {
+        // Shortest round-trip form: 0.001, 0.0025.
+        format!("{v}")
     } else if v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
@@ -234,19 +246,47 @@ fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
         );
     }
     if x_ticks {
-        for t in x.ticks() {
-            let px = LEFT + pw * x.fraction(t);
-            let _ = write!(
-                out,
-                r#"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{y2}" class="grid"/><text x="{px:.1}" y="{ty}" class="tick" text-anchor="middle">{v}</text>"#,
-                y2 = TOP + ph,
-                ty = TOP + ph + 16.0,
-                v = if x.scale == Scale::Nines && t >= 100.0 {
+        // A label that would overlap the one before it is left out (its grid line
+        // stays); the last one (the axis end, `max` on a nines axis) always shows.
+        let ticks: Vec<(f64, String)> = x
+            .ticks()
+            .into_iter()
+            .map(|t| {
+                let label = if x.scale == Scale::Nines && t >= 100.0 {
                     "max".to_owned()
                 } else {
                     fmt_tick(t)
-                }
+                };
+                (LEFT + pw * x.fraction(t), label)
+            })
+            .collect();
+        let half = |label: &str| estimated_text_width(label, TICK_PX) / 2.0 + 2.0;
+        let mut shown = vec![false; ticks.len()];
+        let mut right_edge = f64::MIN;
+        for (i, (px, label)) in ticks.iter().enumerate() {
+            let last = i + 1 == ticks.len();
+            let clear_of_last = ticks
+                .last()
+                .is_none_or(|(end, l)| last || px + half(label) <= end - half(l));
+            if px - half(label) >= right_edge && clear_of_last {
+                shown[i] = true;
+                right_edge = px + half(label);
+            }
+        }
+        for ((px, label), shown) in ticks.iter().zip(shown) {
+            let _ = write!(
+                out,
+                r#"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{y2}" class="grid"/>"#,
+                y2 = TOP + ph,
             );
+            if shown {
+                let _ = write!(
+                    out,
+                    r#"<text x="{px:.1}" y="{ty}" class="tick" text-anchor="middle">{v}</text>"#,
+                    ty = TOP + ph + 16.0,
+                    v = esc(label),
+                );
+            }
         }
     }
     let _ = write!(
@@ -422,6 +462,52 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_read_at_a_glance() {
+        let labels: Vec<String> = [0.001, 0.5, 20.0, 1e3, 2.5e4, 1e6, 1e9]
+            .into_iter()
+            .map(fmt_tick)
+            .collect();
+        assert_eq!(labels, ["0.001", "0.5", "20", "1k", "25k", "1M", "1G"]);
+        let micros: Vec<String> = [10.0, 1e3, 1e4, 2e6].into_iter().map(fmt_micros).collect();
+        assert_eq!(micros, ["10 µs", "1 ms", "10 ms", "2 s"]);
+    }
+
+    #[test]
+    fn the_maximum_sits_at_the_end_of_a_nines_axis_and_labels_do_not_collide() {
+        let x = Axis {
+            label: "percentile".into(),
+            scale: Scale::Nines,
+            min: 0.0,
+            max: 40f64.log10(),
+        };
+        assert_eq!(x.fraction(100.0), 1.0);
+        assert_eq!(x.fraction(0.0), 0.0);
+        assert!((x.fraction(90.0) - 1.0 / 40f64.log10()).abs() < 1e-9);
+        let y = Axis::fit("latency", Scale::LogMicros, [100.0, 5e4]);
+        let chart = xy("t", &x, &y, &[], &[]);
+        // (x, label) of every x tick label drawn.
+        let labels: Vec<(f64, &str)> = chart
+            .split("<text x=\"")
+            .skip(1)
+            .filter(|t| t.contains(r#"class="tick" text-anchor="middle">"#))
+            .map(|t| {
+                let x: f64 = t.split('"').next().unwrap().parse().unwrap();
+                let label = t.split('>').nth(1).unwrap().split('<').next().unwrap();
+                (x, label)
+            })
+            .collect();
+        for pair in labels.windows(2) {
+            let gap = pair[1].0 - pair[0].0;
+            let room = (estimated_text_width(pair[0].1, TICK_PX)
+                + estimated_text_width(pair[1].1, TICK_PX))
+                / 2.0;
+            assert!(gap >= room, "{pair:?} overlap");
+        }
+        let names: Vec<&str> = labels.iter().map(|l| l.1).collect();
+        assert_eq!(names, ["0", "50", "90", "max"]);
+    }
 
     #[test]
     fn log_axes_cover_decades_and_clamp() {
