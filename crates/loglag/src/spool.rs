@@ -254,18 +254,7 @@ fn open_with(
     let len = file.metadata()?.len();
     let fresh = len == 0;
     let capacity = match (fresh, create) {
-        (true, Some(capacity)) => {
-            let capacity = ((capacity as u64) / 8).max(8) * 8;
-            if capacity > MAX_CAPACITY {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "spool capacity {capacity} bytes is above the maximum of {MAX_CAPACITY}"
-                    ),
-                ));
-            }
-            capacity
-        }
+        (true, Some(capacity)) => new_capacity(capacity)?,
         (true, None) => {
             return Err(invalid(
                 path,
@@ -329,6 +318,19 @@ fn open_with(
     // SAFETY: the ring area is zeroed and belongs to this ring only.
     let ring = unsafe { Ring::mapped(base, capacity, position, map, file) };
     Ok((ring, header, recovered))
+}
+
+/// The ring capacity of a new spool asked for `requested` bytes: whole 8-byte words,
+/// at least one, at most [`MAX_CAPACITY`].
+fn new_capacity(requested: usize) -> io::Result<u64> {
+    let capacity = ((requested as u64) / 8).max(8) * 8;
+    if capacity > MAX_CAPACITY {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("spool capacity {capacity} bytes is above the maximum of {MAX_CAPACITY}"),
+        ));
+    }
+    Ok(capacity)
 }
 
 /// Refuses a spool owned by someone else or open to other users.
@@ -798,6 +800,130 @@ mod tests {
             Some(SpoolErrorKind::InUse)
         );
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    #[test]
+    fn a_clean_shutdown_leaves_no_batch_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = dir.path().join("app.spool");
+        let (writer, guard) = crate::NonBlockingBuilder::default()
+            .spool(&spool)
+            .mode(crate::Mode::Async)
+            .finish_sink(FdSink::append(&log).unwrap());
+        for i in 0..RECORDS {
+            writer.submit(Level::Info, &record(i));
+        }
+        let m = guard.shutdown();
+        // The spool stays locked while any handle to the pipeline lives.
+        drop(writer);
+        assert_eq!(m.written_records, RECORDS as u64);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
+        // A batch still marked pending would be delivered again into another file.
+        let other = dir.path().join("other.log");
+        let r = recover(&spool, FdSink::append(&other).unwrap()).unwrap();
+        assert_eq!(r, Recovered::default());
+        assert_eq!(std::fs::read(&other).unwrap(), b"");
+    }
+
+    /// Counts what recovery hands the sink per chunk.
+    #[derive(Default)]
+    struct ChunkRecorder {
+        chunks: Vec<usize>,
+        bytes: Vec<u8>,
+    }
+    impl Sink for ChunkRecorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.bytes.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn before_batch(&mut self, bytes: usize) -> io::Result<()> {
+            self.chunks.push(bytes);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn recovery_delivers_in_full_chunks_of_at_most_64_kib() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("big.spool");
+        let mut sink = FdSink::stdout();
+        let records: Vec<Vec<u8>> = (0..3000)
+            .map(|i| format!("record {i:05} {}\n", "x".repeat(i % 90)).into_bytes())
+            .collect();
+        {
+            let (ring, _header, _) = open(&spool, 1 << 20, &mut sink, SpoolSync::Never).unwrap();
+            for r in &records {
+                ring.try_push(Level::Info, r, u64::MAX, 0).unwrap();
+            }
+        }
+        let mut recorder = ChunkRecorder::default();
+        let r = open_with(&spool, None, &mut recorder, SpoolSync::Never)
+            .unwrap()
+            .2;
+        assert_eq!(r.records, 3000);
+        assert_eq!(recorder.bytes, records.concat());
+        let total: usize = records.iter().map(Vec::len).sum();
+        assert_eq!(recorder.chunks.iter().sum::<usize>(), total);
+        assert!(total > 2 * RECOVERY_CHUNK, "the test needs several chunks");
+        for pair in recorder.chunks.windows(2) {
+            assert!(pair[0] <= RECOVERY_CHUNK, "{pair:?}");
+            // Greedy: a chunk ends only when the next record would not fit.
+            assert!(
+                pair[0] + 200 > RECOVERY_CHUNK,
+                "a chunk cut short: {pair:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_spools_capacity_is_whole_words_up_to_the_maximum() {
+        assert_eq!(new_capacity(1001).unwrap(), 1000);
+        assert_eq!(new_capacity(0).unwrap(), 64);
+        assert_eq!(new_capacity(MAX_CAPACITY as usize).unwrap(), MAX_CAPACITY);
+        let e = new_capacity(MAX_CAPACITY as usize + 8).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("above the maximum"), "{e}");
+    }
+
+    #[test]
+    fn each_kind_of_spool_error_has_its_io_kind() {
+        let p = Path::new("/x.spool");
+        for (kind, io_kind) in [
+            (SpoolErrorKind::InUse, io::ErrorKind::WouldBlock),
+            (SpoolErrorKind::Permissions, io::ErrorKind::PermissionDenied),
+            (SpoolErrorKind::NotASpool, io::ErrorKind::InvalidData),
+            (SpoolErrorKind::Version, io::ErrorKind::InvalidData),
+            (SpoolErrorKind::Corrupt, io::ErrorKind::InvalidData),
+        ] {
+            let e = spool_error(p, kind, "why".into());
+            assert_eq!(e.kind(), io_kind, "{kind:?}");
+            assert_eq!(SpoolError::of(&e).map(|s| s.kind), Some(kind));
+        }
+    }
+
+    #[test]
+    fn a_spool_shorter_than_its_header_says_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = crashed_spool(dir.path(), &log, 0, 0);
+        let cut = HEADER_BYTES + 1000;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&spool)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains("shorter than its header says"),
+            "{e}"
+        );
+        assert_eq!(
+            SpoolError::of(&e).map(|s| s.kind),
+            Some(SpoolErrorKind::Corrupt)
+        );
+        assert_eq!(std::fs::metadata(&spool).unwrap().len(), cut, "not grown");
     }
 
     #[test]
