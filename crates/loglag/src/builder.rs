@@ -77,6 +77,12 @@ impl Default for NonBlockingBuilder {
 }
 
 impl NonBlockingBuilder {
+    /// What the builder decided, for unit tests that build a `Core` by hand.
+    #[cfg(test)]
+    pub(crate) fn config(&self) -> Config {
+        self.config.clone()
+    }
+
     /// The byte budget for queued records, headers included (minimum 64 bytes).
     pub fn capacity_bytes(mut self, bytes: usize) -> Self {
         self.config.capacity_bytes = bytes;

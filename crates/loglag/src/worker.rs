@@ -362,3 +362,98 @@ impl Writer {
             .exit(self.core.ring.tail_position(), |_| {});
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A sink that keeps what it is given.
+    #[derive(Clone, Default)]
+    struct Keep(Arc<Mutex<Vec<u8>>>);
+    impl Sink for Keep {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+    }
+
+    fn config() -> crate::core::Config {
+        crate::NonBlockingBuilder::default()
+            .mode(crate::Mode::Async)
+            .config()
+    }
+
+    /// Runs a writer on this thread over `core`, whose shutdown deadline has already
+    /// passed with `queued` records still in the ring: it must stop at once and deal
+    /// with what the deadline cut off.
+    fn run_past_the_deadline(core: &Arc<Core>, queued: usize) -> Keep {
+        for i in 0..queued {
+            core.submit(Level::Info, format!("queued {i}\n").as_bytes());
+        }
+        core.closed.store(true, Ordering::Release);
+        core.handshake
+            .begin_shutdown(Instant::now() - std::time::Duration::from_secs(1));
+        let sink = Keep::default();
+        Writer::new(core.clone(), Box::new(sink.clone())).run();
+        assert!(core.handshake.has_exited());
+        sink
+    }
+
+    #[test]
+    fn what_the_deadline_cuts_off_is_counted_and_announced_in_band() {
+        let core = Arc::new(Core::new(config(), None));
+        let sink = run_past_the_deadline(&core, 7);
+        let m = core.metrics();
+        assert_eq!(m.shutdown, 7);
+        assert_eq!(m.written_records, 0);
+        assert_eq!(m.in_flight_records, 0);
+        assert!(m.is_accounted());
+        let out = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            out.contains("dropped 7 records since last report") && out.contains("shutdown=7"),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), 1, "only the report: {out}");
+    }
+
+    #[test]
+    fn with_a_spool_what_the_deadline_cuts_off_stays_for_the_next_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.spool");
+        let log = dir.path().join("app.log");
+        let mut file = crate::sink::FdSink::append(&log).unwrap();
+        let (ring, header, recovered) =
+            crate::spool::open(&path, 1 << 16, &mut file, crate::spool::SpoolSync::Never).unwrap();
+        let core = Arc::new(Core::with_ring(
+            config(),
+            ring,
+            None,
+            Some(header),
+            recovered,
+        ));
+        let sink = run_past_the_deadline(&core, 5);
+        let m = core.metrics();
+        assert_eq!(m.shutdown, 0, "not lost: {m:?}");
+        assert_eq!(m.in_flight_records, 5);
+        assert!(
+            sink.0.lock().unwrap().is_empty(),
+            "no drop report: nothing dropped"
+        );
+        drop(core);
+        let r = crate::spool::recover(&path, crate::sink::FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!(r.records, 5);
+        let lines = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(lines.lines().next(), Some("queued 0"));
+        assert_eq!(lines.lines().count(), 5);
+    }
+
+    #[test]
+    fn a_writer_whose_queue_is_empty_at_the_deadline_finishes_without_losses() {
+        let core = Arc::new(Core::new(config(), None));
+        let sink = run_past_the_deadline(&core, 0);
+        let m = core.metrics();
+        assert_eq!((m.shutdown, m.accepted), (0, 0));
+        assert!(sink.0.lock().unwrap().is_empty());
+    }
+}

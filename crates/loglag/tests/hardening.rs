@@ -408,8 +408,57 @@ fn hardening_child_main() {
                 Err(e) => println!("error: {e}"),
             }
         }
+        // Batches that fail, succeed, then fail again: two streaks of failures.
+        "failing-streaks" => {
+            // Fails the records `batch 0-2` and `batch 4-5`; in-band drop reports and
+            // `batch 3` go through.
+            struct Scripted;
+            impl Sink for Scripted {
+                fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                    let fails = [b"batch 0", b"batch 1", b"batch 2", b"batch 4", b"batch 5"];
+                    if fails.iter().any(|f| buf.starts_with(*f)) {
+                        return Err(io::Error::other("scripted failure"));
+                    }
+                    Ok(buf.len())
+                }
+            }
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .flush_interval(Duration::from_secs(3600))
+                .finish_sink(Scripted);
+            for i in 0..6 {
+                writer.submit(Level::Info, format!("batch {i}\n").as_bytes());
+                guard.flush(Duration::from_secs(60)).unwrap();
+            }
+            let m = guard.shutdown();
+            println!("io_error={} io_errors={}", m.io_error, m.io_errors);
+        }
         other => panic!("unknown role {other}"),
     }
+}
+
+/// The writer reports a streak of failed writes on stderr once, and a new streak after
+/// a success again: a failing disk does not flood stderr, and a recovery is not silent.
+#[test]
+fn write_failures_are_reported_on_stderr_once_per_streak() {
+    let out = wait_child_within(
+        child("failing-streaks", std::path::Path::new("")),
+        LIMIT,
+        "failing streaks",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("io_error=5 io_errors=5"), "{stdout}");
+    let reports: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("loglag: write to the log sink failed"))
+        .collect();
+    assert_eq!(reports.len(), 2, "one per streak: {stderr}");
+    assert!(
+        reports[0].contains("scripted failure; 1 records dropped (io_error)"),
+        "{stderr}"
+    );
 }
 
 #[test]
