@@ -319,6 +319,39 @@ impl Lateness {
     }
 }
 
+/// The lateness warnings of a lab run, one line each: per pair when a few pairs are
+/// late, else one line for all of them (a busy machine makes every pair late, and
+/// fourteen identical warnings hide the table). Each line is `(who, what)`.
+pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, String)> {
+    let late: Vec<&PairSummary> = pairs
+        .iter()
+        .filter(|p| p.lateness_warning.is_some())
+        .collect();
+    if late.len() <= 3 {
+        return late
+            .iter()
+            .map(|p| {
+                (
+                    format!("{} / {}", p.condition, p.sink),
+                    p.lateness_warning.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+    }
+    let p99s: Vec<f64> = late
+        .iter()
+        .filter_map(|p| p.send_lateness.map(|l| l.p99_us))
+        .collect();
+    let lo = p99s.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = p99s.iter().copied().fold(0.0, f64::max);
+    vec![(
+        format!("{} of {} pairs", late.len(), pairs.len()),
+        format!(
+            "the load generator sent late (p99 {lo:.0} to {hi:.0} µs, over the {limit_us:.0} µs limit; see the send late column): these latencies include its own delay. The machine was busy: close other work, or measure the floor with `loglag load --calibrate`"
+        ),
+    )]
+}
+
 /// A preset's results: one row per (step, condition, sink), each step being a full
 /// lab run written to its own subdirectory.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -668,4 +701,47 @@ pub struct FaultResult {
     pub dropped: u64,
     pub written: u64,
     pub accounted: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(condition: &str, late_p99_us: f64) -> PairSummary {
+        let mut p: PairSummary = serde_json::from_value(serde_json::json!({
+            "condition": condition, "sink": "fast", "runs": 1, "requests": 100,
+            "p50_ms": 0.1, "p99_ms": 1.0, "max_ms": 1.0, "http_errors": 0, "timeouts": 0,
+            "gen_us": null, "log_call_us": null, "max_backlog_kib": null, "drain_s": 0.0,
+            "rps_api": 20.0, "rps_logs_read": 20.0, "cpu_cores": null, "dropped": 0,
+            "queue_full": 0, "verified": true
+        }))
+        .unwrap();
+        let lateness = Lateness {
+            mean_us: late_p99_us / 2.0,
+            p99_us: late_p99_us,
+            max_us: late_p99_us * 2.0,
+        };
+        p.lateness_warning = lateness.warning(100.0);
+        p.send_lateness = Some(lateness);
+        p
+    }
+
+    #[test]
+    fn a_few_late_pairs_are_named_and_many_are_summed_up() {
+        let few = [pair("none", 50.0), pair("a", 300.0), pair("b", 200.0)];
+        let lines = lateness_warnings(&few, 100.0);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].0, "a / fast");
+        assert!(lines[0].1.contains("p99 300 µs"), "{:?}", lines[0]);
+
+        let many: Vec<PairSummary> = (0..6)
+            .map(|i| pair(&format!("c{i}"), 200.0 + 100.0 * i as f64))
+            .chain([pair("calm", 10.0)])
+            .collect();
+        let lines = lateness_warnings(&many, 100.0);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0].0, "6 of 7 pairs");
+        assert!(lines[0].1.contains("p99 200 to 700 µs"), "{:?}", lines[0]);
+        assert!(lateness_warnings(&[pair("calm", 10.0)], 100.0).is_empty());
+    }
 }

@@ -44,10 +44,8 @@ impl Exporter for Markdown {
                 )?;
             }
         }
-        for p in &s.pairs {
-            if let Some(w) = &p.lateness_warning {
-                writeln!(out, "\n**Warning** ({} / {}): {w}.", p.condition, p.sink)?;
-            }
+        for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.lateness_limit_us) {
+            writeln!(out, "\n**Warning** ({who}): {w}.")?;
         }
         Ok(())
     }

@@ -284,16 +284,13 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
-    for r in &s.pairs {
-        if let Some(w) = &r.lateness_warning {
-            let _ = write!(
-                h,
-                "<p class=\"bad\"><b>Warning</b> ({} / {}): {}.</p>",
-                esc(&r.condition),
-                esc(&r.sink),
-                esc(w)
-            );
-        }
+    for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.lateness_limit_us) {
+        let _ = write!(
+            h,
+            "<p class=\"bad\"><b>Warning</b> ({}): {}.</p>",
+            esc(&who),
+            esc(&w)
+        );
     }
     for section in sections(s) {
         let _ = write!(
