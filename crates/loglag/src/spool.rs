@@ -578,6 +578,7 @@ mod tests {
     use std::path::PathBuf;
 
     const RECORDS: usize = 40;
+    const CAPACITY: usize = 1 << 16;
 
     fn record(i: usize) -> Vec<u8> {
         format!("record {i:03}\n").into_bytes()
@@ -587,16 +588,33 @@ mod tests {
     /// first `in_batch` of them in a batch to `sink_path` that had written `written` of
     /// its bytes when the process died. Returns the spool's path.
     fn crashed_spool(dir: &Path, sink_path: &Path, in_batch: usize, written: usize) -> PathBuf {
+        crashed_spool_at(dir, sink_path, 0, in_batch, written)
+    }
+
+    /// [`crashed_spool`] whose ring had already carried `start` bytes (laps) before.
+    fn crashed_spool_at(
+        dir: &Path,
+        sink_path: &Path,
+        start: u64,
+        in_batch: usize,
+        written: usize,
+    ) -> PathBuf {
         let spool = dir.join("app.spool");
         let mut sink = FdSink::append(sink_path).unwrap();
-        let (ring, header, _) = open(&spool, 1 << 16, &mut sink, SpoolSync::Never).unwrap();
+        if start > 0 {
+            drop(open(&spool, CAPACITY, &mut sink, SpoolSync::Never).unwrap());
+            set_word(&spool, 3, start);
+        }
+        let (ring, header, _) = open(&spool, CAPACITY, &mut sink, SpoolSync::Never).unwrap();
+        assert_eq!(ring.tail_position(), start);
         for i in 0..RECORDS {
             ring.try_push(Level::Info, &record(i), u64::MAX, 0).unwrap();
         }
         let batch: Vec<u8> = (0..in_batch).flat_map(record).collect();
-        let end = (0..in_batch)
-            .map(|i| queue::footprint(record(i).len()))
-            .sum::<u64>();
+        let end = start
+            + (0..in_batch)
+                .map(|i| queue::footprint(record(i).len()))
+                .sum::<u64>();
         header.begin_batch(end, sink.position(), sink.identity(), batch.len() as u64);
         std::fs::OpenOptions::new()
             .append(true)
@@ -735,13 +753,74 @@ mod tests {
     }
 
     #[test]
+    fn a_spool_many_laps_on_recovers_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(&log, "before\n").unwrap();
+        // Three laps and a bit: positions far above the capacity.
+        let start = 3 * CAPACITY as u64 + 4096;
+        let spool = crashed_spool_at(dir.path(), &log, start, 10, 25);
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!((r.cut_bytes, r.records), (25, RECORDS as u64));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected("before\n"));
+    }
+
+    #[test]
+    fn header_bounds_are_inclusive_where_a_real_spool_can_reach_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        // A pending batch may end exactly one capacity after the tail.
+        let spool = crashed_spool(dir.path(), &log, 10, 0);
+        set_word(&spool, 4, CAPACITY as u64);
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!(r.records, RECORDS as u64);
+        std::fs::remove_file(&spool).unwrap();
+        // The largest capacity passes the header check (this file is then too short).
+        let spool = crashed_spool(dir.path(), &log, 0, 0);
+        set_word(&spool, 2, MAX_CAPACITY);
+        let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains("shorter than its header says"),
+            "{e}"
+        );
+        set_word(&spool, 2, MAX_CAPACITY + 8);
+        let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("implausible capacity"), "{e}");
+    }
+
+    #[test]
+    fn a_record_damaged_in_the_spool_is_skipped_and_counted_as_torn() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = crashed_spool(dir.path(), &log, 0, 0);
+        // Flip a byte of record 20's payload: its checksum no longer matches.
+        let mut bytes = std::fs::read(&spool).unwrap();
+        let needle = record(20);
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+            .unwrap();
+        bytes[at + 3] ^= 0x20;
+        std::fs::write(&spool, &bytes).unwrap();
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!((r.torn, r.records), (1, RECORDS as u64 - 1));
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert!(!got.contains("record 020"), "{got}");
+        assert!(got.contains("record 019\nrecord 021\n"), "{got}");
+    }
+
+    #[test]
     fn a_corrupt_header_is_refused_and_nothing_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("app.log");
-        let cases: [(u64, u64, &str); 5] = [
+        let cases: [(u64, u64, &str); 7] = [
             (3, 3, "unaligned tail"),
             (3, u64::MAX - 15, "wrapping"),
             (4, 1 << 40, "pending batch"),
+            // Unaligned, though inside the ring.
+            (4, 12, "pending batch"),
+            // Not after the tail (position 0 means "none pending", so 8 is the first).
+            (3, 1 << 20, "pending batch"),
             (6, 1 << 40, "larger than the ring"),
             (2, 1 << 50, "implausible capacity"),
         ];
