@@ -746,6 +746,36 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
     }
 
+    /// Writes everything, then fails to flush: a recovery killed after its chunk
+    /// reached the file but before the spool recorded it.
+    struct DiesAtFlush(FdSink);
+    impl Sink for DiesAtFlush {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Err(io::Error::other("killed"))
+        }
+        fn position(&mut self) -> Option<u64> {
+            self.0.position()
+        }
+        fn identity(&mut self) -> Option<(u64, u64)> {
+            self.0.identity()
+        }
+    }
+
+    #[test]
+    fn a_recovery_killed_after_writing_its_chunk_does_not_write_it_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        let spool = crashed_spool(dir.path(), &log, 0, 0);
+        assert!(recover(&spool, DiesAtFlush(FdSink::append(&log).unwrap())).is_err());
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
+        let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+        assert_eq!((r.already_delivered, r.records), (RECORDS as u64, 0));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), expected(""));
+    }
+
     fn set_word(path: &Path, i: u64, v: u64) {
         use std::os::unix::fs::FileExt;
         let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
@@ -961,6 +991,7 @@ mod tests {
         assert_eq!(r.records, 3000);
         assert_eq!(recorder.bytes, records.concat());
         let total: usize = records.iter().map(Vec::len).sum();
+        assert_eq!(r.bytes, total as u64);
         assert_eq!(recorder.chunks.iter().sum::<usize>(), total);
         assert!(total > 2 * RECOVERY_CHUNK, "the test needs several chunks");
         for pair in recorder.chunks.windows(2) {
