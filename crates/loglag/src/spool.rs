@@ -813,9 +813,17 @@ mod tests {
             e.to_string().contains("shorter than its header says"),
             "{e}"
         );
-        set_word(&spool, 2, MAX_CAPACITY + 8);
-        let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
-        assert!(e.to_string().contains("implausible capacity"), "{e}");
+        for implausible in [MAX_CAPACITY + 8, 56, 1004] {
+            set_word(&spool, 2, implausible);
+            let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+            assert!(
+                e.to_string().contains("implausible capacity"),
+                "{implausible}: {e}"
+            );
+        }
+        // The smallest capacity is a (tiny) spool.
+        set_word(&spool, 2, 64);
+        recover(&spool, FdSink::append(&log).unwrap()).unwrap();
     }
 
     #[test]
