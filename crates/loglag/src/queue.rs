@@ -533,6 +533,24 @@ mod tests {
         sampler.join().expect("no impossible timestamp");
     }
 
+    #[test]
+    fn the_oldest_enqueue_time_is_the_oldest_queued_records() {
+        let ring = Ring::new(4096);
+        assert_eq!(ring.oldest_enqueued_ns(), None, "empty");
+        ring.try_push(Level::Info, b"first\n", u64::MAX, 1_000)
+            .unwrap();
+        ring.try_push(Level::Info, b"second\n", u64::MAX, 2_000)
+            .unwrap();
+        assert_eq!(ring.oldest_enqueued_ns(), Some(1_000));
+        let mut out = Vec::new();
+        // One record out: the next one is now the oldest.
+        ring.pop_into(&mut out, 1, true, |_| {});
+        assert_eq!(out, b"first\n");
+        assert_eq!(ring.oldest_enqueued_ns(), Some(2_000));
+        ring.pop_into(&mut out, usize::MAX, true, |_| {});
+        assert_eq!(ring.oldest_enqueued_ns(), None, "drained");
+    }
+
     /// Recovery tells a complete record from a torn one only if any change to what was
     /// checksummed changes the checksum: every single-bit flip in the position, the
     /// state word and each payload byte, and the payload's length. (An `|` or `&` in
