@@ -395,7 +395,16 @@ mod tests {
         core.handshake
             .begin_shutdown(Instant::now() - std::time::Duration::from_secs(1));
         let sink = Keep::default();
-        Writer::new(core.clone(), Box::new(sink.clone())).run();
+        let writer = Writer::new(core.clone(), Box::new(sink.clone()));
+        // Bounded: a writer that ignores the passed deadline would loop for ever.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            writer.run();
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the writer stops at a passed deadline");
         assert!(core.handshake.has_exited());
         sink
     }
