@@ -102,6 +102,87 @@ fn drop_oldest_keeps_the_last_records() {
     )
 }
 
+/// A flush that runs out of time says what is still in flight, and returns the same
+/// figures as data.
+#[test]
+fn a_flush_that_times_out_says_what_is_still_in_flight() {
+    within(
+        std::time::Duration::from_secs(300),
+        "a_flush_that_times_out_says_what_is_still_in_flight",
+        || {
+            let (writer, guard, gate, _out) = stalled(Overflow::DropNewest);
+            writer.submit(Level::Info, &record(1));
+            writer.submit(Level::Info, &record(2));
+            let e = guard.flush(Duration::ZERO).unwrap_err();
+            assert_eq!(
+                e.metrics.in_flight_records, 3,
+                "the stuck write and two queued"
+            );
+            let text = e.to_string();
+            assert!(
+                text.starts_with("log flush timed out after")
+                    && text.contains(&format!(
+                        "with 3 records ({} bytes) still in flight",
+                        e.metrics.in_flight_bytes
+                    )),
+                "{text}"
+            );
+            finish(&writer, guard, gate);
+        },
+    )
+}
+
+/// However long `max_record_bytes` is set, a record is cut to fit half the budget (less
+/// its header), so that any policy can always make room for it.
+#[test]
+fn a_record_longer_than_half_a_small_budget_is_truncated_to_fit() {
+    within(
+        std::time::Duration::from_secs(300),
+        "a_record_longer_than_half_a_small_budget_is_truncated_to_fit",
+        || {
+            let (sink, out) = TestSink::new(Behaviour::Fast);
+            let (writer, guard) = NonBlockingBuilder::default()
+                .capacity_bytes(4096)
+                .max_record_bytes(1 << 20)
+                .overflow(Overflow::Block)
+                .mode(loglag::Mode::Async)
+                .finish_sink(sink);
+            let mut big = vec![b'x'; 3000];
+            big.push(b'\n');
+            writer.submit(Level::Info, &big);
+            let m = guard.shutdown();
+            assert_eq!((m.truncated, m.written_records), (1, 1), "{m:?}");
+            let written = out.lock().unwrap().len();
+            assert!(written <= 4096 / 2 - 32, "{written} bytes");
+            assert!(written > 1000, "{written} bytes");
+        },
+    )
+}
+
+/// TRACE shares DEBUG's limit (budget − 2 × reserve): the same offer into a stalled
+/// pipeline keeps exactly as many of each.
+#[test]
+fn shed_by_level_sheds_trace_where_it_sheds_debug() {
+    within(
+        std::time::Duration::from_secs(300),
+        "shed_by_level_sheds_trace_where_it_sheds_debug",
+        || {
+            let kept = |level: Level| {
+                let (writer, guard, gate, _out) = stalled(Overflow::ShedByLevel);
+                for i in 0..100 {
+                    writer.submit(level, &record(i));
+                }
+                let dropped = writer.metrics().dropped_by_level[level as usize];
+                finish(&writer, guard, gate);
+                100 - dropped
+            };
+            let (trace, debug) = (kept(Level::Trace), kept(Level::Debug));
+            assert!(debug > 0 && debug < 100, "{debug}");
+            assert_eq!(trace, debug);
+        },
+    )
+}
+
 #[test]
 fn shed_by_level_keeps_warn_and_error_while_shedding_debug_then_info() {
     within(
