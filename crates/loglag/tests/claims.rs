@@ -81,6 +81,27 @@ fn gated_recorder() -> (Recorder, Gate, mpsc::Receiver<()>, impl Sink) {
     (recorder, gate, rx, held)
 }
 
+/// `{:?}` of a writer, as a user prints it while debugging a setup, shows the settings
+/// in force and how full the queue is.
+#[test]
+fn a_writers_debug_output_shows_its_settings_and_queue() {
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .capacity_bytes(1 << 20)
+        .finish_sink(Recorder::default());
+    let text = format!("{writer:?}");
+    for expected in [
+        "capacity_bytes: 1048576",
+        "batch_bytes: 65536",
+        "Ring",
+        "capacity: 1048576",
+        "used: 0",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in {text}");
+    }
+    drop(guard);
+}
+
 #[test]
 fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
     within(LIMIT, "default budget", || {
