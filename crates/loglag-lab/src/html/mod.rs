@@ -134,7 +134,7 @@ fn esc(s: &str) -> String {
 
 const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
+table{border-collapse:collapse;font-size:12px;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
