@@ -605,6 +605,61 @@ fn a_full_batch_is_written_without_waiting_for_the_interval() {
     });
 }
 
+/// The scheduler state (`R`, `S`, ...) of one thread of this process, found by name.
+fn thread_state(name: &str) -> Option<char> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            return stat[stat.rfind(')')? + 2..].chars().next();
+        }
+    }
+    None
+}
+
+/// The record that completes a batch wakes a writer that is asleep (the interval is an
+/// hour away). Each record is offered only once the writer sleeps again, so no other
+/// wake-up can stand in for the one under test.
+#[test]
+fn the_record_that_completes_a_batch_wakes_a_sleeping_writer() {
+    within(LIMIT, "batch wake", || {
+        let (tx, wrote) = mpsc::channel();
+        struct Tell(mpsc::Sender<usize>);
+        impl Sink for Tell {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let _ = self.0.send(buf.len());
+                Ok(buf.len())
+            }
+        }
+        let (writer, _guard) = NonBlockingBuilder::default()
+            .thread_name("batch-wake")
+            .batch_bytes(4096)
+            .flush_interval(Duration::from_secs(3600))
+            .mode(Mode::Async)
+            .finish_sink(Tell(tx));
+        let record = [b'w'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        // Four records of 1 KiB (plus headers) cross 4 KiB with the fourth.
+        for _ in 0..4 {
+            while thread_state("batch-wake") != Some('S') {
+                std::thread::yield_now();
+            }
+            assert!(
+                wrote.try_recv().is_err(),
+                "written before the batch was full"
+            );
+            writer.submit(Level::Info, &record);
+        }
+        let first = wrote
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the fourth record wakes the writer");
+        assert_eq!(first, 4 * 1024);
+    });
+}
+
 /// CPU seconds one thread of this process has used, found by name.
 fn thread_cpu_seconds(name: &str) -> Option<f64> {
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
