@@ -269,19 +269,38 @@ fn many_short_lived_threads_do_not_grow_the_counter_slots() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .finish(io::sink());
+        // Three live threads hold a slot each.
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        let live: Vec<_> = (0..3)
+            .map(|_| {
+                let (w, barrier) = (writer.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    w.submit(Level::Info, b"live\n");
+                    barrier.wait(); // submitted
+                    barrier.wait(); // counted
+                })
+            })
+            .collect();
+        barrier.wait();
+        assert_eq!(writer.debug_counter_slots(), 3, "one slot per live thread");
+        barrier.wait();
+        for t in live {
+            t.join().unwrap();
+        }
         for _ in 0..2_000 {
             let w = writer.clone();
             std::thread::spawn(move || w.submit(Level::Info, b"x\n"))
                 .join()
                 .unwrap();
         }
-        let m = writer.metrics();
-        assert_eq!(m.accepted, 2_000);
+        // Before `metrics()`, which folds too: the slots must not have grown meanwhile.
         assert!(
             writer.debug_counter_slots() <= 128,
             "slots of exited threads are folded away: {}",
             writer.debug_counter_slots()
         );
+        let m = writer.metrics();
+        assert_eq!(m.accepted, 2_003);
         guard.shutdown();
     });
 }
