@@ -775,6 +775,38 @@ fn buffered_lines_limit_bounds_queued_records() {
     }
 }
 
+/// `lossy(false)` with `buffered_lines_limit(n)`: the (n + 1)-th record waits for a
+/// free slot instead of being dropped, and goes in once the writer frees one.
+#[test]
+fn a_blocking_lines_limit_waits_for_a_slot_and_loses_nothing() {
+    within(LIMIT, "blocking lines limit", || {
+        let gate = Gate::closed();
+        let (sink, lines) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .lossy(false)
+            .buffered_lines_limit(10)
+            .finish_sink(sink);
+        writer.submit(Level::Error, b"seq=0\n");
+        entered.recv().unwrap();
+        for seq in 1..=10u64 {
+            writer.submit(Level::Info, format!("seq={seq}\n").as_bytes());
+        }
+        // Every slot is taken: the next record waits on its own thread.
+        let waiting = {
+            let writer = writer.clone();
+            std::thread::spawn(move || writer.submit(Level::Info, b"seq=11\n"))
+        };
+        gate.open();
+        waiting.join().unwrap();
+        let m = guard.shutdown();
+        assert_eq!((m.written_records, m.dropped_records), (12, 0), "{m:?}");
+        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+        assert!(text.ends_with("seq=11\n"), "{text}");
+    });
+}
+
 /// `fmt().json()` through the `MakeWriter`, with the one builder call MIGRATING.md
 /// shows: under overload every line of the log, drop reports included, is JSON.
 #[test]
