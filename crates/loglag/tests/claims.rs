@@ -24,6 +24,7 @@ struct Recorder {
     out: Arc<Mutex<Vec<u8>>>,
     writes: Arc<Mutex<Vec<usize>>>,
     syncs: Arc<AtomicU64>,
+    flushes: Arc<AtomicU64>,
     /// Return EINTR on every odd call (before writing anything).
     interrupt: bool,
     /// Accept this many bytes of the n-th call, then fail the next call with EIO.
@@ -54,6 +55,11 @@ impl Sink for Recorder {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// A sink that holds the writer in its first write until the gate opens.
@@ -71,6 +77,9 @@ fn gated_recorder() -> (Recorder, Gate, mpsc::Receiver<()>, impl Sink) {
             let _ = self.entered.send(());
             self.gate.wait_open();
             self.inner.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
         }
     }
     let held = Held {
@@ -602,6 +611,96 @@ fn a_full_batch_is_written_without_waiting_for_the_interval() {
             .recv_timeout(Duration::from_secs(30))
             .expect("a write once 64 KiB was queued, long before the 1 h interval");
         assert!(first >= 32 << 10, "a batch, not a trickle: {first} bytes");
+    });
+}
+
+/// `flush` reports how many records it saw written, each time since the call began.
+#[test]
+fn each_flush_counts_the_records_written_while_it_waited() {
+    within(LIMIT, "flush counts", || {
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(Recorder::default());
+        for n in [3u64, 2] {
+            for _ in 0..n {
+                writer.submit(Level::Info, b"r\n");
+            }
+            assert_eq!(
+                guard
+                    .flush(Duration::from_secs(30))
+                    .unwrap()
+                    .written_records,
+                n
+            );
+        }
+    });
+}
+
+/// In `sync` mode `flush` reaches the sink, and from another thread it waits for a
+/// write in progress rather than skipping the flush.
+#[test]
+fn a_sync_flush_reaches_the_sink_even_while_another_thread_writes() {
+    within(LIMIT, "sync flush", || {
+        let (recorder, gate, entered, sink) = gated_recorder();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Sync)
+            .finish_sink(sink);
+        let writing = {
+            let writer = writer.clone();
+            std::thread::spawn(move || writer.submit(Level::Info, b"held\n"))
+        };
+        entered.recv().unwrap();
+        let guard = Arc::new(guard);
+        let flushing = {
+            let guard = guard.clone();
+            std::thread::Builder::new()
+                .name("sync-flusher".into())
+                .spawn(move || guard.flush(Duration::from_secs(30)).map(|_| ()))
+                .unwrap()
+        };
+        // Open the gate only once the flush waits for the sink (or has given up on it).
+        while !flushing.is_finished() && thread_state("sync-flusher") != Some('S') {
+            std::thread::yield_now();
+        }
+        gate.open();
+        writing.join().unwrap();
+        flushing.join().unwrap().unwrap();
+        assert_eq!(recorder.flushes.load(Ordering::Relaxed), 1);
+        assert_eq!(recorder.out.lock().unwrap().as_slice(), b"held\n");
+    });
+}
+
+/// A producer waiting for room under `BlockFor` is woken when the writer frees it, not
+/// when its (here: hour-long) wait runs out.
+#[test]
+fn a_producer_waiting_for_room_is_woken_when_room_is_made() {
+    within(LIMIT, "block-for wake", || {
+        let (_recorder, gate, entered, sink) = gated_recorder();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(4096)
+            .overflow(Overflow::BlockFor(Duration::from_secs(3600)))
+            .flush_interval(Duration::from_secs(3600))
+            .finish_sink(sink);
+        writer.submit(Level::Error, b"hold the writer\n");
+        entered.recv().unwrap();
+        let record = [b'k'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        // Three records of 1 KiB fill most of the 4 KiB; a fourth does not fit.
+        for _ in 0..3 {
+            writer.submit(Level::Info, &record);
+        }
+        let waiting = {
+            let (writer, record) = (writer.clone(), record.clone());
+            std::thread::spawn(move || writer.submit(Level::Info, &record))
+        };
+        gate.open();
+        waiting.join().unwrap();
+        let m = guard.shutdown();
+        assert_eq!((m.written_records, m.dropped_records), (5, 0), "{m:?}");
     });
 }
 
