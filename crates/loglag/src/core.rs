@@ -667,3 +667,106 @@ impl Core {
         m
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Holds the writer in its first write until `open` is sent; keeps the bytes.
+    struct Gated {
+        open: Option<mpsc::Receiver<()>>,
+        entered: mpsc::Sender<()>,
+        out: Arc<Mutex<Vec<u8>>>,
+    }
+    impl Sink for Gated {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Some(open) = self.open.take() {
+                let _ = self.entered.send(());
+                let _ = open.recv();
+            }
+            self.out.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+    }
+
+    fn config(mode: Mode) -> Config {
+        crate::NonBlockingBuilder::default()
+            .mode(mode)
+            .shutdown_timeout(Duration::from_secs(3600))
+            .config()
+    }
+
+    /// Runs `f` on its own thread and fails if it takes more than a minute.
+    fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{what}: still waiting after 60 s"))
+    }
+
+    /// Two parties shut down at once (the guard, and SIGTERM's flush): the second waits
+    /// for the writer like the first, and both see everything written.
+    #[test]
+    fn a_second_shutdown_waits_for_the_writer_like_the_first() {
+        bounded("two shutdowns", || {
+            let core = Arc::new(Core::new(config(Mode::Async), None));
+            let (open, open_rx) = mpsc::channel();
+            let (entered_tx, entered) = mpsc::channel();
+            let out = Arc::new(Mutex::new(Vec::new()));
+            let sink = Gated {
+                open: Some(open_rx),
+                entered: entered_tx,
+                out: out.clone(),
+            };
+            let writer = crate::worker::spawn(core.clone(), Box::new(sink)).unwrap();
+            core.submit(Level::Error, b"held\n");
+            entered.recv().unwrap();
+            core.submit(Level::Info, b"queued\n");
+            let first = {
+                let core = core.clone();
+                std::thread::spawn(move || core.shutdown(core.config.shutdown_timeout))
+            };
+            while !core.closed.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            let second = {
+                let core = core.clone();
+                std::thread::spawn(move || core.shutdown(core.config.shutdown_timeout))
+            };
+            open.send(()).unwrap();
+            for m in [first.join().unwrap(), second.join().unwrap()] {
+                assert_eq!(
+                    (m.written_records, m.in_flight_records, m.shutdown),
+                    (2, 0, 0),
+                    "{m:?}"
+                );
+            }
+            writer.join().unwrap();
+            assert_eq!(out.lock().unwrap().as_slice(), b"held\nqueued\n");
+        });
+    }
+
+    /// In `sync` mode there is no writer to wait for: a second shutdown returns at once.
+    #[test]
+    fn a_second_sync_shutdown_returns_at_once() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let (_open, open_rx) = mpsc::channel();
+        drop(_open);
+        let (entered, _) = mpsc::channel();
+        let sink = Gated {
+            open: Some(open_rx),
+            entered,
+            out: out.clone(),
+        };
+        let core = Arc::new(Core::new(config(Mode::Sync), Some(Box::new(sink))));
+        core.submit(Level::Info, b"one\n");
+        let m = bounded("sync shutdowns", move || {
+            core.shutdown(core.config.shutdown_timeout);
+            core.shutdown(core.config.shutdown_timeout)
+        });
+        assert_eq!(m.written_records, 1);
+    }
+}
