@@ -697,6 +697,18 @@ mod tests {
             .config()
     }
 
+    /// The scheduler state (`R`, `S`, ...) of this process's thread called `name`.
+    fn thread_state(name: &str) -> Option<char> {
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+                return stat[stat.rfind(')')? + 2..].chars().next();
+            }
+        }
+        None
+    }
+
     /// Runs `f` on its own thread and fails if it takes more than a minute.
     fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let (tx, rx) = mpsc::channel();
@@ -734,8 +746,16 @@ mod tests {
             }
             let second = {
                 let core = core.clone();
-                std::thread::spawn(move || core.shutdown(core.config.shutdown_timeout))
+                std::thread::Builder::new()
+                    .name("second-shutdown".into())
+                    .spawn(move || core.shutdown(core.config.shutdown_timeout))
+                    .unwrap()
             };
+            // The writer is still held: open it only once the second shutdown waits
+            // (or has returned, which is the bug this test is for).
+            while !second.is_finished() && thread_state("second-shutdown") != Some('S') {
+                std::thread::yield_now();
+            }
             open.send(()).unwrap();
             for m in [first.join().unwrap(), second.join().unwrap()] {
                 assert_eq!(
