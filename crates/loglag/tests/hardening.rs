@@ -452,8 +452,65 @@ fn hardening_child_main() {
             let m = guard.shutdown();
             println!("io_error={} io_errors={}", m.io_error, m.io_errors);
         }
+        // A clean shutdown, then one whose sink hangs past the deadline.
+        "deadline-messages" => {
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .finish_sink(FdSink::from_file(tempfile::tempfile().unwrap()));
+            writer.submit(Level::Info, b"clean\n");
+            guard.shutdown();
+            eprintln!("--- hung ---");
+            struct Hung;
+            impl Sink for Hung {
+                fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                    loop {
+                        std::thread::park();
+                    }
+                }
+            }
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .shutdown_timeout(Duration::from_millis(50))
+                .finish_sink(Hung);
+            for i in 0..3 {
+                writer.submit(Level::Error, format!("stuck {i}\n").as_bytes());
+            }
+            let m = guard.shutdown();
+            println!("shutdown={}", m.shutdown);
+        }
         other => panic!("unknown role {other}"),
     }
+}
+
+/// Only a shutdown that gives up on a hung sink says so on stderr, with the count.
+#[test]
+fn only_a_shutdown_cut_short_says_so_on_stderr() {
+    let out = wait_child_within(
+        child("deadline-messages", std::path::Path::new("")),
+        LIMIT,
+        "deadline messages",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (clean, hung) = stderr.split_once("--- hung ---").expect("marker");
+    assert!(
+        !clean.contains("loglag:"),
+        "a clean shutdown is silent: {clean}"
+    );
+    let shutdown: u64 = stdout
+        .split("shutdown=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("shutdown count");
+    assert_eq!(shutdown, 3);
+    assert!(
+        hung.contains(&format!(
+            "loglag: the sink did not finish within the shutdown deadline; {shutdown} records lost (shutdown)"
+        )),
+        "{hung}"
+    );
 }
 
 /// The writer reports a streak of failed writes on stderr once, and a new streak after
