@@ -347,7 +347,7 @@ pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, S
     vec![(
         format!("{} of {} pairs", late.len(), pairs.len()),
         format!(
-            "the load generator sent late (p99 {lo:.0} to {hi:.0} µs, over the {limit_us:.0} µs limit; see the send late column): these latencies include its own delay. The machine was busy: close other work, or measure the floor with `loglag load --calibrate`"
+            "the load generator sent late (p99 {lo:.0} to {hi:.0} µs, over the {limit_us:.0} µs limit; see the send late column): these latencies include its own delay. Usually the machine is busy: close other work, or measure the floor with `loglag load --calibrate`"
         ),
     )]
 }
