@@ -170,7 +170,11 @@ mod tests {
     fn a_writer_that_returns_after_being_abandoned_counts_nothing() {
         let handshake = Handshake::default();
         handshake.begin_batch(100, [0, 0, 3, 0, 0]);
-        assert_eq!(handshake.in_flight_bytes(), 100, "a batch in the sink is in flight");
+        assert_eq!(
+            handshake.in_flight_bytes(),
+            100,
+            "a batch in the sink is in flight"
+        );
         let mut guard_counted = [0; 5];
         let end = handshake.wait_exit_or_abandon(Instant::now(), |batch| {
             guard_counted = batch.take();
