@@ -93,16 +93,8 @@ impl RollingFileAppender {
 /// record (or batch), so rotation never splits one.
 fn write_rotating(file: &mut RollingFile, buf: &[u8]) -> io::Result<usize> {
     file.before_batch(buf.len())?;
-    let mut written = 0;
-    while written < buf.len() {
-        match file.write(&buf[written..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => written += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(written)
+    let (_, written) = crate::sink::write_all_counted(file, buf);
+    written.map(|()| buf.len()).map_err(|(e, _)| e)
 }
 
 impl io::Write for RollingFileAppender {
