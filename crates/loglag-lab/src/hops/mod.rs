@@ -299,10 +299,8 @@ pub fn run_hops(
     cancel: &AtomicBool,
 ) -> Result<HopsOutput, LabError> {
     let (dir, stale) = crate::sys::scratch::create("hops")?;
-    if stale > 0 {
-        observer.warn(&format!(
-            "removed {stale} scratch directory(ies) left in the temporary directory by an earlier lab that was killed"
-        ));
+    if let Some(warning) = stale {
+        observer.warn(&warning);
     }
     if plan.netns {
         let stale = netns::remove_stale();

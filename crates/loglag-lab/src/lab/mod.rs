@@ -112,10 +112,8 @@ pub fn run_lab(
     let mut outputs = Vec::new();
     let result = (|| {
         let (dir, stale) = crate::sys::scratch::create("lab")?;
-        if stale > 0 {
-            observer.warn(&format!(
-                "removed {stale} scratch directory(ies) left in the temporary directory by an earlier lab that was killed"
-            ));
+        if let Some(warning) = stale {
+            observer.warn(&warning);
         }
         let limits = match plan.cpu_limit {
             None => None,

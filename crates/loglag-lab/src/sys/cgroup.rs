@@ -84,9 +84,7 @@ impl CpuLimit {
                 else {
                     continue;
                 };
-                if !Path::new(&format!("/proc/{pid}")).exists()
-                    && std::fs::remove_dir(entry.path()).is_ok()
-                {
+                if !super::procfs::is_running(pid) && std::fs::remove_dir(entry.path()).is_ok() {
                     removed += 1;
                 }
             }

@@ -5,6 +5,12 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
+/// Whether process `pid` still exists: what tells the leftovers of a killed lab (named
+/// after its pid: cgroups, scratch directories) from a running lab's.
+pub fn is_running(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// One reading of a process's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcCounters {

@@ -7,10 +7,15 @@ use std::path::Path;
 
 /// Creates `$TMPDIR/loglag-<kind>-<pid>-XXXXXX`, removed when the returned guard drops,
 /// after removing stale `loglag-<kind>-<pid>-*` directories whose lab is gone. Returns
-/// the directory and how many stale ones were removed.
-pub fn create(kind: &str) -> io::Result<(tempfile::TempDir, usize)> {
+/// the directory and, if any were removed, a warning that says so.
+pub fn create(kind: &str) -> io::Result<(tempfile::TempDir, Option<String>)> {
     let tmp = std::env::temp_dir();
     let removed = remove_stale(&tmp, kind);
+    let warning = (removed > 0).then(|| {
+        format!(
+            "removed {removed} scratch directory(ies) left in the temporary directory by an earlier lab that was killed"
+        )
+    });
     let dir = tempfile::Builder::new()
         .prefix(&format!("loglag-{kind}-{}-", std::process::id()))
         .tempdir_in(&tmp)
@@ -23,7 +28,7 @@ pub fn create(kind: &str) -> io::Result<(tempfile::TempDir, usize)> {
                 ),
             )
         })?;
-    Ok((dir, removed))
+    Ok((dir, warning))
 }
 
 /// The pid in a name `loglag-<kind>-<pid>-<random>`.
@@ -53,9 +58,7 @@ fn remove_stale(tmp: &Path, kind: &str) -> usize {
             use std::os::unix::fs::MetadataExt;
             m.is_dir() && m.uid() == me
         });
-        if mine
-            && !Path::new(&format!("/proc/{pid}")).exists()
-            && std::fs::remove_dir_all(entry.path()).is_ok()
+        if mine && !super::procfs::is_running(pid) && std::fs::remove_dir_all(entry.path()).is_ok()
         {
             removed += 1;
         }
