@@ -2,7 +2,7 @@
 //! URL, then the final metrics. A smoke test for a logging setup, and the torture
 //! driver for files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -106,15 +106,9 @@ fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
         SinkUrl::Fifo(p) => Box::new(FdSink::fifo(p, None)?),
         SinkUrl::File(p) if !plan.rotation.any() => Box::new(FdSink::append(p)?),
         SinkUrl::File(p) => {
-            let dir = p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), PathBuf::from);
-            let name = p
-                .file_name()
-                .ok_or_else(|| std::io::Error::other(format!("{} names no file", p.display())))?
-                .to_string_lossy()
-                .into_owned();
+            let (dir, name) = dir_and_name(p);
+            let name = name
+                .ok_or_else(|| std::io::Error::other(format!("{} names no file", p.display())))?;
             let r = &plan.rotation;
             let mut b = RollingFileBuilder::new(dir, name);
             if let Some(m) = r.max_bytes {
@@ -132,6 +126,17 @@ fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
             Box::new(b.build()?)
         }
     })
+}
+
+/// A file path as a rolling sink takes it: its directory (`.` for a bare name) and its
+/// file name, if it has one.
+pub(crate) fn dir_and_name(path: &Path) -> (PathBuf, Option<String>) {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    (dir, name)
 }
 
 /// Builds record `seq`: `<level> emit: seq=<seq> thread=<t> ....` padded to `size`.
@@ -211,14 +216,8 @@ fn emit_via_tracing_appender(
             ))
         }
     };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let name = path
-        .file_name()
-        .map_or_else(|| "emit.log".into(), |n| n.to_owned());
-    let appender = RollingFileAppender::new(rotation, dir, name);
+    let (dir, name) = dir_and_name(path);
+    let appender = RollingFileAppender::new(rotation, dir, name.as_deref().unwrap_or("emit.log"));
     let syscw =
         || crate::sys::procfs::ProcCounters::read(std::process::id()).map_or(0, |c| c.syscw);
     let syscw_before = syscw();

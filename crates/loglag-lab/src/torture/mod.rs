@@ -45,25 +45,22 @@ fn sink(out: &Path, rotate_bytes: Option<u64>) -> std::io::Result<Box<dyn loglag
                 .open(out)?;
             Box::new(loglag::sink::FdSink::from_file(file))
         }
-        Some(max) => Box::new(
-            loglag::sink::RollingFileBuilder::new(
-                out.parent().unwrap_or(Path::new(".")),
-                out.file_name()
-                    .map_or("out.log".into(), |n| n.to_string_lossy().into_owned()),
+        Some(max) => {
+            let (dir, name) = crate::emit::dir_and_name(out);
+            Box::new(
+                loglag::sink::RollingFileBuilder::new(dir, name.unwrap_or("out.log".into()))
+                    .max_bytes(max)
+                    .build()?,
             )
-            .max_bytes(max)
-            .build()?,
-        ),
+        }
     })
 }
 
 /// Every file the flood wrote, oldest first: rotated files by modification time (their
 /// names are unique, not ordered), then the current one.
 fn written_files(out: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let dir = out.parent().unwrap_or(Path::new("."));
-    let name = out
-        .file_name()
-        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let (dir, name) = crate::emit::dir_and_name(out);
+    let name = name.unwrap_or_default();
     let mut rotated = Vec::new();
     for e in std::fs::read_dir(dir)? {
         let e = e?;
