@@ -704,16 +704,23 @@ fn a_producer_waiting_for_room_is_woken_when_room_is_made() {
     });
 }
 
-/// The scheduler state (`R`, `S`, ...) of one thread of this process, found by name.
-fn thread_state(name: &str) -> Option<char> {
+/// The fields of `/proc/self/task/*/stat` after the command name (state first), of
+/// the thread of this process called `name`.
+fn thread_stat(name: &str) -> Option<Vec<String>> {
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
         if comm.trim() == name {
             let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
-            return stat[stat.rfind(')')? + 2..].chars().next();
+            let rest = &stat[stat.rfind(')')? + 2..];
+            return Some(rest.split_whitespace().map(str::to_owned).collect());
         }
     }
     None
+}
+
+/// The scheduler state (`R`, `S`, ...) of one thread of this process, found by name.
+fn thread_state(name: &str) -> Option<char> {
+    thread_stat(name)?.first()?.chars().next()
 }
 
 /// The record that completes a batch wakes a writer that is asleep (the interval is an
@@ -761,17 +768,9 @@ fn the_record_that_completes_a_batch_wakes_a_sleeping_writer() {
 
 /// CPU seconds one thread of this process has used, found by name.
 fn thread_cpu_seconds(name: &str) -> Option<f64> {
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
-            let rest = &stat[stat.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-            return Some(ticks / 100.0);
-        }
-    }
-    None
+    let f = thread_stat(name)?;
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 /// An idle pipeline sleeps: its writer parks until the interval or a wake-up instead
