@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use loglag::sink::rolling::{Compression, Period};
-use loglag::sink::{FdSink, RollingFileBuilder, Sink};
+use loglag::rolling::{self, Compression, Naming};
+use loglag::sink::{FdSink, IntoSink, Sink};
 use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
 
 use crate::report::{EmitMetrics, EmitSummary};
@@ -110,20 +110,23 @@ fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
             let name = name
                 .ok_or_else(|| std::io::Error::other(format!("{} names no file", p.display())))?;
             let r = &plan.rotation;
-            let mut b = RollingFileBuilder::new(dir, name);
+            let mut b = rolling::Builder::new()
+                .naming(Naming::Fixed)
+                .filename_prefix(name);
             if let Some(m) = r.max_bytes {
-                b = b.max_bytes(m);
+                b = b.max_file_size(m);
             }
             if let Some(e) = r.every {
-                b = b.every(Period::Every(e));
+                b = b.rotation(rolling::Rotation::every(e));
             }
             if let Some(k) = r.keep {
-                b = b.keep_files(k);
+                // --keep counts rotated files; max_log_files counts the current one too.
+                b = b.max_log_files(k.saturating_add(1));
             }
             if r.gzip {
-                b = b.compress(Compression::Gzip);
+                b = b.compression(Compression::Gzip);
             }
-            Box::new(b.build()?)
+            Box::new(b.build(dir).map_err(std::io::Error::other)?.into_sink())
         }
     })
 }

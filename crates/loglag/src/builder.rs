@@ -228,27 +228,28 @@ impl NonBlockingBuilder {
     /// [`rolling::RollingFileAppender`](crate::rolling::RollingFileAppender) becomes its
     /// [`RollingFile`](crate::sink::RollingFile) sink, with the same guarantees.
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
-        let writer: Box<dyn std::any::Any> = Box::new(writer);
+        use crate::sink::IntoSink;
+        // The drop-in signature takes any `io::Write`, and stable Rust cannot
+        // specialise on it: the two writer types that have a better sink of their own
+        // are recognised here and converted through `IntoSink`, like any type of the
+        // user's passed to `finish_sink`.
+        let mut writer = Some(writer);
+        let slot: &mut dyn std::any::Any = &mut writer;
         #[cfg(feature = "rolling")]
-        let writer = match writer.downcast::<crate::rolling::RollingFileAppender>() {
-            // The appender becomes the sink: it rotates between batches only.
-            Ok(appender) => return self.finish_sink(appender.into_sink()),
-            Err(other) => other,
-        };
-        match writer.downcast::<std::fs::File>() {
-            Ok(file) => self.finish_sink(crate::sink::FdSink::from_file(*file)),
-            Err(other) => {
-                let writer = *other.downcast::<W>().expect("the type we boxed");
-                self.finish_sink(WriterSink::new(writer))
-            }
+        if let Some(appender) = slot.downcast_mut::<Option<crate::rolling::RollingFileAppender>>() {
+            return self.finish_sink(appender.take().expect("set above").into_sink());
         }
+        if let Some(file) = slot.downcast_mut::<Option<std::fs::File>>() {
+            return self.finish_sink(file.take().expect("set above").into_sink());
+        }
+        self.finish_sink(WriterSink::new(writer.take().expect("set above")))
     }
 
     /// Builds the pipeline over a [`Sink`].
     ///
     /// # Panics
     /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
-    pub fn finish_sink(self, sink: impl Sink) -> (NonBlocking, WorkerGuard) {
+    pub fn finish_sink(self, sink: impl crate::sink::IntoSink) -> (NonBlocking, WorkerGuard) {
         match self.try_finish_sink(sink) {
             Ok(pair) => pair,
             Err(e) => panic!("loglag: {e}"),
@@ -256,7 +257,10 @@ impl NonBlockingBuilder {
     }
 
     /// Like [`finish_sink`](Self::finish_sink), but returns errors.
-    pub fn try_finish_sink(mut self, sink: impl Sink) -> io::Result<(NonBlocking, WorkerGuard)> {
+    pub fn try_finish_sink(
+        mut self,
+        sink: impl crate::sink::IntoSink,
+    ) -> io::Result<(NonBlocking, WorkerGuard)> {
         if self.mode_from_env {
             self.config.mode =
                 Mode::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -268,7 +272,7 @@ impl NonBlockingBuilder {
                 path.display()
             );
         }
-        let mut sink: Box<dyn Sink> = Box::new(sink);
+        let mut sink: Box<dyn Sink> = Box::new(sink.into_sink());
         let (core, worker) =
             if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
                 if self.config.overflow == Overflow::DropOldest {

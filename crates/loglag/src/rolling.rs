@@ -15,17 +15,55 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! Beyond tracing-appender, [`Builder`] also rotates by size
-//! ([`Builder::max_file_size`]), keeps files by total size or age, compresses rotated
-//! files and follows local time.
+//! [`Builder`] is loglag's one rolling API: tracing-appender's knobs under their
+//! names, and loglag's own for what tracing-appender lacks (size rotation, retention
+//! by bytes or age, gzip, local time, a fixed current name, reopening, file mode).
+//!
+//! # What the sink touches
+//! Only files whose whole name it could have produced: `[PREFIX.]DATE[.NNN][.SUFFIX]`
+//! (or `PREFIX.DATE[.NNN]` for rotated files with [`Naming::Fixed`]), optionally
+//! followed by `.gz`, with `DATE` in exactly this rotation's format, and only regular
+//! files. Anything else in the directory (`2025-budget.xlsx`, `app.log.backup`, a
+//! directory, a symlink) is never deleted, renamed or compressed, and the live file
+//! never is, whatever its name (it is recognised by inode).
+//!
+//! # The order of names
+//! Within one period a counter `NNN` is never reused (it continues from the highest on
+//! disk, across restarts), and with size rotation every name carries one, so `ls |
+//! sort` lists files in the order they were written, compressed ones included (while
+//! a period has fewer than 1,000 files; `sort -V` beyond). The one exception is the
+//! wall clock itself going back: names follow the wall clock, so a file started after
+//! a backward jump is named for the earlier time (with the next free counter if that
+//! name was taken).
+//!
+//! # Time
+//! A period is identified by its start in wall time (UTC, or local with
+//! [`Builder::local_time`]): when daylight saving time ends and an hour repeats, the
+//! repeated hour is the same period and the same file. Any change of period, forward
+//! or back (a wall-clock step), rotates and re-anchors at once.
+//!
+//! # Symlinks
+//! No file the sink creates is reached through a symlink: the current file and the
+//! compression temporary are opened with `O_NOFOLLOW` (a planted link at the current
+//! file's path makes `build` fail, or a rotation fail and its records count as
+//! `io_error`), rotated files are renamed without replacing anything, and the
+//! `latest` link is made under a temporary name and renamed over the old one, which
+//! replaces a planted link rather than following it.
+//!
+//! # Permissions
+//! Files are created with mode `0o666` minus the process umask (`0o644` under the usual
+//! `022`), as tracing-appender and `File::create` do; [`Builder::file_mode`] sets
+//! another (`0o640`, `0o600`), still minus the umask. The spool is always `0o600`.
 
 use std::io;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use crate::sink::rolling::{Compression, Naming, Period, RollingFile, RollingFileBuilder};
+use crate::sink::rolling::{Period, RollingFile, Settings, TimeSource};
 use crate::sink::Sink;
+
+pub use crate::sink::rolling::{Compression, Naming};
 
 /// How often to rotate, as in tracing-appender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +75,13 @@ impl Rotation {
     pub const DAILY: Rotation = Rotation(Some(Period::Daily));
     pub const WEEKLY: Rotation = Rotation(Some(Period::Weekly));
     pub const NEVER: Rotation = Rotation(None);
+
+    /// Any period, aligned to multiples of it since the Unix epoch (loglag only).
+    /// Names carry the finest date unit that divides it (`2026-12-01-03-15` for 15
+    /// minutes, seconds for periods that are not whole minutes).
+    pub fn every(period: Duration) -> Rotation {
+        Rotation(Some(Period::Every(period)))
+    }
 }
 
 /// A file appender that rotates; see the module documentation.
@@ -79,9 +124,15 @@ impl RollingFileAppender {
         Builder::new()
     }
 
-    /// The sink behind the appender (what `finish` uses).
-    pub fn into_sink(self) -> RollingFile {
-        self.file.into_inner().unwrap_or_else(|e| e.into_inner())
+    /// The file being written now.
+    pub fn current_path(&self) -> std::path::PathBuf {
+        self.lock().current_path().to_owned()
+    }
+
+    /// Blocks until compression and retention have caught up with every rotation so
+    /// far. For tests and tools.
+    pub fn wait_housekeeping(&self) {
+        self.lock().wait_housekeeping();
     }
 
     fn lock(&self) -> MutexGuard<'_, RollingFile> {
@@ -151,7 +202,8 @@ pub fn daily(
     RollingFileAppender::new(Rotation::DAILY, directory, file_name_prefix)
 }
 
-/// A weekly-rotating appender (weeks start on Monday): `PREFIX.YYYY-MM-DD`.
+/// A weekly-rotating appender (weeks start on Sunday, 00:00 UTC, as in
+/// tracing-appender): `PREFIX.YYYY-MM-DD`, the date of that Sunday.
 pub fn weekly(
     directory: impl AsRef<Path>,
     file_name_prefix: impl AsRef<Path>,
@@ -159,13 +211,46 @@ pub fn weekly(
     RollingFileAppender::new(Rotation::WEEKLY, directory, file_name_prefix)
 }
 
-/// One file that is never rotated: `FILE_NAME`.
+/// One file that is never rotated: `FILE_NAME` (or, when it is empty, the date it was
+/// created, as in tracing-appender).
 pub fn never(directory: impl AsRef<Path>, file_name: impl AsRef<Path>) -> RollingFileAppender {
     RollingFileAppender::new(Rotation::NEVER, directory, file_name)
 }
 
-/// tracing-appender's builder, plus size rotation, retention by bytes or age,
-/// compression and local time.
+/// Builds a [`RollingFileAppender`]: tracing-appender's builder, plus what loglag adds.
+///
+/// | knob | default | |
+/// |---|---|---|
+/// | [`rotation`](Self::rotation) | [`Rotation::NEVER`] | tracing-appender |
+/// | [`filename_prefix`](Self::filename_prefix) | `""` | tracing-appender |
+/// | [`filename_suffix`](Self::filename_suffix) | `""` | tracing-appender |
+/// | [`max_log_files`](Self::max_log_files) | keep all | tracing-appender |
+/// | [`latest_symlink`](Self::latest_symlink) | none | tracing-appender |
+/// | [`max_file_size`](Self::max_file_size) | none | loglag |
+/// | [`max_total_size`](Self::max_total_size) | none | loglag |
+/// | [`max_age`](Self::max_age) | none | loglag |
+/// | [`compression`](Self::compression) | none | loglag |
+/// | [`naming`](Self::naming) | [`Naming::Dated`] | loglag |
+/// | [`local_time`](Self::local_time) | UTC | loglag |
+/// | [`reopen_on_sighup`](Self::reopen_on_sighup) | off | loglag |
+/// | [`file_mode`](Self::file_mode) | `0o666` minus umask | loglag |
+/// | [`time_source`](Self::time_source) | the system clock | loglag, for tests |
+///
+/// ```
+/// use loglag::rolling::{Builder, Compression, Rotation};
+/// let dir = tempfile::tempdir()?;
+/// let appender = Builder::new()
+///     .rotation(Rotation::DAILY)
+///     .filename_prefix("app")
+///     .filename_suffix("log")
+///     .max_file_size(64 << 20)
+///     .max_log_files(10)
+///     .compression(Compression::Gzip)
+///     .build(dir.path())?;
+/// let (writer, _guard) = loglag::non_blocking(appender);
+/// # drop(writer);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct Builder {
@@ -178,8 +263,11 @@ pub struct Builder {
     keep_bytes: Option<u64>,
     keep_age: Option<Duration>,
     compression: Option<Compression>,
+    naming: Naming,
     local_time: bool,
     reopen_on_sighup: bool,
+    file_mode: Option<u32>,
+    clock: TimeSource,
 }
 
 impl Default for Builder {
@@ -202,8 +290,11 @@ impl Builder {
             keep_bytes: None,
             keep_age: None,
             compression: None,
+            naming: Naming::Dated,
             local_time: false,
             reopen_on_sighup: false,
+            file_mode: None,
+            clock: TimeSource::default(),
         }
     }
 
@@ -211,6 +302,8 @@ impl Builder {
         Builder { rotation, ..self }
     }
 
+    /// The start of every file name (`app` in `app.2026-12-01.log`); with
+    /// [`Naming::Fixed`], the current file's whole name.
     pub fn filename_prefix(self, prefix: impl Into<String>) -> Builder {
         Builder {
             prefix: prefix.into(),
@@ -218,38 +311,48 @@ impl Builder {
         }
     }
 
+    /// The end of dated file names (`log` in `app.2026-12-01.log`).
     pub fn filename_suffix(self, suffix: impl Into<String>) -> Builder {
+        let suffix: String = suffix.into();
         Builder {
-            suffix: Some(suffix.into()),
+            suffix: Some(suffix).filter(|s| !s.is_empty()),
             ..self
         }
     }
 
-    /// Keeps at most `n` files, the current one included (tracing-appender's meaning).
+    /// Keeps at most `n` files, the current one included; `0` keeps every file
+    /// (tracing-appender's meaning). Every file the appender produces counts, size
+    /// rotation's included.
     pub fn max_log_files(self, n: usize) -> Builder {
         Builder {
-            max_files: Some(n.max(1)),
+            max_files: Some(n).filter(|&n| n > 0),
             ..self
         }
     }
 
-    /// A symlink `NAME` in the directory, always pointing at the current file.
+    /// A symlink `NAME` in the directory, always pointing at the current file. An
+    /// empty name means no link, as in tracing-appender.
     pub fn latest_symlink(self, name: impl Into<String>) -> Builder {
+        let name: String = name.into();
         Builder {
-            latest: Some(name.into()),
+            latest: Some(name).filter(|n| !n.is_empty()),
             ..self
         }
     }
 
-    /// Also rotates before a file would exceed `bytes` (loglag only).
+    /// Also rotates before a batch would take the current file past `bytes` (loglag
+    /// only). A batch is never split, so a file exceeds it by at most one batch when it
+    /// was empty. Every name then carries a counter (`app.2026-12-01.003.log`).
     pub fn max_file_size(self, bytes: u64) -> Builder {
         Builder {
-            max_bytes: Some(bytes),
+            max_bytes: Some(bytes.max(1)),
             ..self
         }
     }
 
-    /// Keeps rotated files up to `bytes` in total (loglag only).
+    /// Keeps rotated files up to `bytes` in total on disk (compressed sizes once
+    /// compressed), deleting the oldest first (loglag only). The current file is not
+    /// counted.
     pub fn max_total_size(self, bytes: u64) -> Builder {
         Builder {
             keep_bytes: Some(bytes),
@@ -257,7 +360,7 @@ impl Builder {
         }
     }
 
-    /// Deletes rotated files older than `age` (loglag only).
+    /// Deletes rotated files last written more than `age` ago (loglag only).
     pub fn max_age(self, age: Duration) -> Builder {
         Builder {
             keep_age: Some(age),
@@ -265,15 +368,29 @@ impl Builder {
         }
     }
 
-    /// Gzips rotated files in the background (loglag only).
-    pub fn compress_gzip(self) -> Builder {
+    /// Compresses rotated files in the background (loglag only).
+    pub fn compression(self, compression: Compression) -> Builder {
         Builder {
-            compression: Some(Compression::Gzip),
+            compression: Some(compression),
             ..self
         }
     }
 
-    /// Rotates on local-time boundaries rather than UTC (loglag only).
+    /// Gzips rotated files in the background.
+    #[deprecated(note = "use `.compression(Compression::Gzip)`")]
+    pub fn compress_gzip(self) -> Builder {
+        self.compression(Compression::Gzip)
+    }
+
+    /// What the files are called (loglag only): [`Naming::Dated`], tracing-appender's,
+    /// by default; [`Naming::Fixed`] keeps the current file at `PREFIX` and renames it
+    /// when it is rotated.
+    pub fn naming(self, naming: Naming) -> Builder {
+        Builder { naming, ..self }
+    }
+
+    /// Rotates on local-time boundaries and names files in local time rather than UTC
+    /// (loglag only).
     pub fn local_time(self, local: bool) -> Builder {
         Builder {
             local_time: local,
@@ -281,7 +398,11 @@ impl Builder {
         }
     }
 
-    /// Reopens the current file after SIGHUP (loglag only; logrotate's `create`).
+    /// Reopens the current file's path after SIGHUP, before the next batch (loglag
+    /// only): logrotate's `create` mode. Needs the `signals` feature. Without it, a
+    /// file moved or deleted under the sink is still noticed within a batch, reopened
+    /// and reported in-band. (`copytruncate` cannot be made safe: lines written between
+    /// its copy and its truncate are lost, whatever the writer does.)
     pub fn reopen_on_sighup(self, on: bool) -> Builder {
         Builder {
             reopen_on_sighup: on,
@@ -289,39 +410,56 @@ impl Builder {
         }
     }
 
+    /// The mode new files are created with, minus the umask (loglag only; `0o640` to
+    /// let a log group read them). Compressed files get the same mode.
+    pub fn file_mode(self, mode: u32) -> Builder {
+        Builder {
+            file_mode: Some(mode & 0o7777),
+            ..self
+        }
+    }
+
+    /// Where the appender reads the wall clock (loglag only). The default is the
+    /// system clock; tests pass their own to drive rotation through DST and clock
+    /// jumps. Rotation, names and `max_age` all read it.
+    pub fn time_source(self, now: impl Fn() -> SystemTime + Send + Sync + 'static) -> Builder {
+        Builder {
+            clock: TimeSource::new(now),
+            ..self
+        }
+    }
+
+    /// Creates the directory if needed and opens the current file.
     pub fn build(&self, directory: impl AsRef<Path>) -> Result<RollingFileAppender, InitError> {
         let b = self.clone();
-        let mut file = RollingFileBuilder::new(directory.as_ref(), b.prefix)
-            .naming(Naming::Dated)
-            .local_time(b.local_time)
-            .reopen_on_sighup(b.reopen_on_sighup);
-        if let Some(period) = b.rotation.0 {
-            file = file.every(period);
-        }
-        if let Some(s) = b.suffix {
-            file = file.suffix(s);
-        }
-        if let Some(n) = b.max_files {
-            // tracing-appender counts the current file; dated files never leave it.
-            file = file.keep_files(n.saturating_sub(1));
-        }
-        if let Some(l) = b.latest {
-            file = file.latest_symlink(l);
-        }
-        if let Some(m) = b.max_bytes {
-            file = file.max_bytes(m);
-        }
-        if let Some(k) = b.keep_bytes {
-            file = file.keep_bytes(k);
-        }
-        if let Some(a) = b.keep_age {
-            file = file.keep_age(a);
-        }
-        if let Some(c) = b.compression {
-            file = file.compress(c);
-        }
+        let settings = Settings {
+            dir: directory.as_ref().to_owned(),
+            prefix: b.prefix,
+            suffix: b.suffix,
+            naming: b.naming,
+            max_bytes: b.max_bytes,
+            period: b.rotation.0,
+            local_time: b.local_time,
+            // tracing-appender counts the current file.
+            keep_files: b.max_files.map(|n| n - 1),
+            keep_bytes: b.keep_bytes,
+            keep_age: b.keep_age,
+            compression: b.compression,
+            latest: b.latest,
+            reopen_on_sighup: b.reopen_on_sighup,
+            file_mode: b.file_mode,
+            clock: b.clock,
+        };
         Ok(RollingFileAppender {
-            file: Mutex::new(file.build().map_err(InitError)?),
+            file: Mutex::new(RollingFile::open(settings).map_err(InitError)?),
         })
+    }
+}
+
+impl crate::sink::IntoSink for RollingFileAppender {
+    type Sink = RollingFile;
+    /// The appender becomes the pipeline's sink: it rotates between batches only.
+    fn into_sink(self) -> RollingFile {
+        self.file.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 }

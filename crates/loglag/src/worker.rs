@@ -178,6 +178,9 @@ impl Writer {
                 // The batch still goes to the current file; the failure is counted.
                 self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
+            if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
+                self.write_own_line(&notice, &[]);
+            }
             if let Some(header) = spool {
                 let (position, identity) = crate::sink::place(self.sink.as_mut());
                 header.begin_batch(end, position, identity, self.batch.len() as u64);
@@ -301,6 +304,18 @@ impl Writer {
             "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={}, reentrant={})",
             delta[0], delta[1], delta[2], delta[3]
         );
+        let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
+        fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(delta));
+        if self.write_own_line(&message, &fields) {
+            self.reported = now;
+        }
+    }
+
+    /// Writes one WARN line from `loglag` itself (a drop report, a sink's notice) in
+    /// the report format, between whole records. Text carries the numbers in the
+    /// message; structured formats also get `fields`. Returns whether it was written.
+    fn write_own_line(&mut self, message: &str, fields: &[(&str, u64)]) -> bool {
+        let counters = &self.core.counters;
         let mut line = Vec::with_capacity(256);
         let mut builder = LineBuilder::begin(
             &mut line,
@@ -309,17 +324,15 @@ impl Writer {
             Level::Warn,
             "loglag",
         );
-        builder.field("message", Value::Str(&message));
-        // Text already carries the numbers in the message; structured formats get fields.
+        builder.field("message", Value::Str(message));
         if self.core.report_format() != Format::Compact {
-            builder.field("dropped", Value::U64(total));
-            for (reason, n) in DropReason::ALL.iter().zip(delta) {
-                builder.field(reason.as_str(), Value::U64(n));
+            for &(name, n) in fields {
+                builder.field(name, Value::U64(n));
             }
         }
         builder.finish();
         if counters.end_torn_line(self.sink.as_mut()).is_err() {
-            return; // retried after the next batch
+            return false;
         }
         let (calls, result) = write_all_counted(self.sink.as_mut(), &line);
         counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
@@ -330,8 +343,8 @@ impl Writer {
             counters
                 .written_bytes
                 .fetch_add(line.len() as u64, Ordering::Relaxed);
-            self.reported = now;
         }
+        result.is_ok()
     }
 
     /// Ends the thread at shutdown: counts whatever the deadline cut off.

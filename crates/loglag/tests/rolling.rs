@@ -6,25 +6,28 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use loglag::sink::rolling::{Compression, Naming, Period};
-use loglag::sink::RollingFileBuilder;
+use loglag::rolling::{Builder, Compression, Naming, Rotation};
+use loglag::sink::IntoSink;
 use loglag::{Level, NonBlockingBuilder, Overflow};
 
-/// Every file in `dir` whose name starts with `name`, oldest first (rotated ones by
-/// modification time, then the current file), decompressed.
+/// A rolling file at `dir/name` that keeps its name and is renamed when rotated.
+fn fixed(name: &str) -> Builder {
+    Builder::new().naming(Naming::Fixed).filename_prefix(name)
+}
+
+/// Every file in `dir` whose name starts with `name`, in the order `ls | sort` gives
+/// (the order the promise is about), then the current file, decompressed.
 fn read_all(dir: &Path, name: &str) -> (Vec<PathBuf>, Vec<u8>) {
-    let mut rotated: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
             n.starts_with(&format!("{name}.")) && !n.ends_with(".tmp")
         })
-        .map(|e| (e.metadata().unwrap().modified().unwrap(), e.path()))
+        .map(|e| e.path())
         .collect();
-    // By modification time, then by name (zero-padded counters) within a clock tick.
-    rotated.sort();
-    let mut files: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    files.sort();
     files.push(dir.join(name));
     let mut all = Vec::new();
     for f in &files {
@@ -59,8 +62,8 @@ fn assert_exactly_once(text: &[u8], n: u64) {
     assert_eq!(next, n, "records written");
 }
 
-fn flood(builder: RollingFileBuilder, n: u64) -> std::io::Result<()> {
-    let sink = builder.build()?;
+fn flood(builder: Builder, dir: &Path, n: u64) -> std::io::Result<()> {
+    let sink = builder.build(dir).map_err(std::io::Error::other)?;
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
         .batch_bytes(8 << 10)
@@ -84,9 +87,10 @@ fn size_rotation_with_compression_loses_and_duplicates_nothing() {
     // The guard's shutdown joins the writer, whose sink joins the housekeeper: every
     // rotated file is compressed when `flood` returns.
     flood(
-        RollingFileBuilder::new(dir.path(), "app.log")
-            .max_bytes(256 << 10)
-            .compress(Compression::Gzip),
+        fixed("app.log")
+            .max_file_size(256 << 10)
+            .compression(Compression::Gzip),
+        dir.path(),
         n,
     )
     .unwrap();
@@ -115,11 +119,7 @@ fn size_rotation_with_compression_loses_and_duplicates_nothing() {
 #[test]
 fn no_file_exceeds_its_size_by_more_than_a_batch_and_each_ends_a_record() {
     let dir = tempfile::tempdir().unwrap();
-    flood(
-        RollingFileBuilder::new(dir.path(), "app.log").max_bytes(64 << 10),
-        20_000,
-    )
-    .unwrap();
+    flood(fixed("app.log").max_file_size(64 << 10), dir.path(), 20_000).unwrap();
     let (files, text) = read_all(dir.path(), "app.log");
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
@@ -141,9 +141,8 @@ fn retention_deletes_exactly_the_oldest_files() {
     }
     let n = 30_000;
     flood(
-        RollingFileBuilder::new(dir.path(), "app.log")
-            .max_bytes(128 << 10)
-            .keep_files(3),
+        fixed("app.log").max_file_size(128 << 10).max_log_files(4),
+        dir.path(),
         n,
     )
     .unwrap();
@@ -177,9 +176,10 @@ fn retention_deletes_exactly_the_oldest_files() {
     // Total-size retention too.
     let dir = tempfile::tempdir().unwrap();
     flood(
-        RollingFileBuilder::new(dir.path(), "app.log")
-            .max_bytes(64 << 10)
-            .keep_bytes(200 << 10),
+        fixed("app.log")
+            .max_file_size(64 << 10)
+            .max_total_size(200 << 10),
+        dir.path(),
         20_000,
     )
     .unwrap();
@@ -194,9 +194,9 @@ fn retention_deletes_exactly_the_oldest_files() {
 #[test]
 fn time_rotation_under_load_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let sink = RollingFileBuilder::new(dir.path(), "app.log")
-        .every(Period::Every(std::time::Duration::from_secs(1)))
-        .build()
+    let sink = fixed("app.log")
+        .rotation(Rotation::every(std::time::Duration::from_secs(1)))
+        .build(dir.path())
         .unwrap();
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
@@ -232,9 +232,9 @@ fn time_rotation_under_load_loses_nothing() {
 #[test]
 fn a_sighup_reopen_under_load_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let sink = RollingFileBuilder::new(dir.path(), "app.log")
+    let sink = fixed("app.log")
         .reopen_on_sighup(true)
-        .build()
+        .build(dir.path())
         .unwrap();
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
@@ -298,7 +298,6 @@ fn dated_names_match_tracing_appender() {
             && name.len() == "svc.2026-12-01.log".len(),
         "{name}"
     );
-    let _ = Naming::Dated;
     // tracing-appender allows no prefix: names are then just dates, and retention must
     // still leave everything else in the directory alone.
     let dir = tempfile::tempdir().unwrap();

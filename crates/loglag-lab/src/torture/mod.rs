@@ -47,11 +47,14 @@ fn sink(out: &Path, rotate_bytes: Option<u64>) -> std::io::Result<Box<dyn loglag
         }
         Some(max) => {
             let (dir, name) = crate::emit::dir_and_name(out);
-            Box::new(
-                loglag::sink::RollingFileBuilder::new(dir, name.unwrap_or("out.log".into()))
-                    .max_bytes(max)
-                    .build()?,
-            )
+            use loglag::sink::IntoSink;
+            let appender = loglag::rolling::Builder::new()
+                .naming(loglag::rolling::Naming::Fixed)
+                .filename_prefix(name.unwrap_or("out.log".into()))
+                .max_file_size(max)
+                .build(dir)
+                .map_err(std::io::Error::other)?;
+            Box::new(appender.into_sink())
         }
     })
 }

@@ -6,7 +6,7 @@
 //! | a file, appended to | [`FdSink::append`] |
 //! | a FIFO or pipe | [`FdSink::fifo`] |
 //! | any `io::Write + Send` | [`WriterSink::new`] (or pass the writer to `finish`) |
-//! | rolling files: size/time rotation, retention, gzip | [`RollingFileBuilder`] |
+//! | rolling files: size/time rotation, retention, gzip | [`crate::rolling::Builder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
 
 mod fallback;
@@ -19,7 +19,7 @@ use std::io;
 pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
 #[cfg(feature = "rolling")]
-pub use rolling::{RollingFile, RollingFileBuilder};
+pub use rolling::RollingFile;
 
 /// A destination for batches of whole records.
 ///
@@ -46,6 +46,13 @@ pub trait Sink: Send + 'static {
     /// failed) since the last call. They are added to `Metrics::io_errors`.
     fn take_absorbed_errors(&mut self) -> u64 {
         0
+    }
+
+    /// Something the sink wants said in the log itself, as a WARN record from
+    /// `loglag` in the pipeline's report format, before the next batch (a rolling file
+    /// that found its file deleted and reopened it). Asked after `before_batch`.
+    fn take_notice(&mut self) -> Option<String> {
+        None
     }
 
     /// The sink's current length, for sinks that have one (regular files). Spool
@@ -82,6 +89,30 @@ pub trait Sink: Send + 'static {
     }
 }
 
+/// What can become a [`Sink`]: every sink, a `std::fs::File` (as an [`FdSink`], with
+/// exactly-once spool recovery), a [`crate::rolling::RollingFileAppender`] (as its
+/// [`RollingFile`]), and any type of yours that implements it (a file type of your
+/// own that knows its length and identity, say). Pass it to
+/// [`NonBlockingBuilder::finish_sink`](crate::NonBlockingBuilder::finish_sink).
+pub trait IntoSink {
+    type Sink: Sink;
+    fn into_sink(self) -> Self::Sink;
+}
+
+impl<S: Sink> IntoSink for S {
+    type Sink = S;
+    fn into_sink(self) -> S {
+        self
+    }
+}
+
+impl IntoSink for std::fs::File {
+    type Sink = FdSink;
+    fn into_sink(self) -> FdSink {
+        FdSink::from_file(self)
+    }
+}
+
 impl Sink for Box<dyn Sink> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         (**self).write(buf)
@@ -94,6 +125,9 @@ impl Sink for Box<dyn Sink> {
     }
     fn take_absorbed_errors(&mut self) -> u64 {
         (**self).take_absorbed_errors()
+    }
+    fn take_notice(&mut self) -> Option<String> {
+        (**self).take_notice()
     }
     fn position(&mut self) -> Option<u64> {
         (**self).position()

@@ -1,23 +1,30 @@
 //! Rolling files: rotation by size, by time or both, retention, background gzip, a
-//! `latest` symlink and reopening on SIGHUP.
+//! `latest` symlink and reopening a file that was moved or deleted under the sink.
+//! Configure it with [`crate::rolling::Builder`], the one rolling API.
 //!
 //! Rotation is decided in [`Sink::before_batch`], before the writer records where the
 //! batch will land, so a batch never straddles two files and, with a spool, the journal
 //! always names the file the batch went to: kill -9 at any moment, a rotation included,
 //! neither loses nor duplicates a record (see `tests/rolling.rs`).
 //!
+//! What the sink may touch is decided by one grammar, [`Names`], built from the
+//! configuration: `[PREFIX.]STAMP[.NNN][.SUFFIX][.gz]` with the stamp in exactly this
+//! rotation's date format. Retention, compression and the start-up sweep act only on
+//! regular files whose whole name parses, and never on the file the writer has open
+//! (checked by inode under [`Live`]'s lock). Everything else in the directory is the
+//! user's.
+//!
 //! Compression and retention run on a housekeeping thread, never on the writer. A
-//! rotated file is compressed to `NAME.gz.tmp`, synced, renamed to `NAME.gz`, and only
-//! then is `NAME` removed; a crash in between leaves the uncompressed file, which the
-//! next start compresses.
+//! rotated file is compressed into `NAME.gz.tmp` (created with `O_EXCL|O_NOFOLLOW`),
+//! synced, renamed to `NAME.gz`, and only then is `NAME` removed; a crash or a full
+//! disk in between leaves the uncompressed file, which a later pass compresses.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,35 +32,37 @@ use super::Sink;
 
 /// How often a file is rotated by time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Period {
+pub(crate) enum Period {
     Minutely,
     Hourly,
     Daily,
-    /// Weeks start on Monday (at midnight).
+    /// Weeks start on Sunday at midnight, as in tracing-appender.
     Weekly,
-    /// Any period, aligned to multiples of it since the Unix epoch (in the chosen clock).
+    /// Any period, aligned to multiples of it since the Unix epoch (in the chosen zone).
     Every(Duration),
 }
 
 impl Period {
-    fn seconds(self) -> u64 {
+    fn seconds(self) -> i64 {
         match self {
             Period::Minutely => 60,
             Period::Hourly => 3600,
             Period::Daily => 86_400,
             Period::Weekly => 7 * 86_400,
-            Period::Every(d) => d.as_secs().max(1),
+            Period::Every(d) => d.as_secs().max(1) as i64,
         }
     }
 
-    /// The start of the period holding `local_s` (seconds since the epoch, in the
-    /// chosen clock's wall time).
-    fn floor(self, local_s: i64) -> i64 {
-        let p = self.seconds() as i64;
+    /// The start of the period holding `wall_s` (seconds since the epoch in the zone's
+    /// wall time). This is the period's identity: two instants are in one period when
+    /// their wall times floor to the same value, whatever the UTC offset did between
+    /// them (DST).
+    fn floor(self, wall_s: i64) -> i64 {
+        let p = self.seconds();
         match self {
-            // 1970-01-01 was a Thursday: Mondays are 4 days later.
-            Period::Weekly => (local_s - 4 * 86_400).div_euclid(p) * p + 4 * 86_400,
-            _ => local_s.div_euclid(p) * p,
+            // 1970-01-01 was a Thursday: Sundays are 3 days later.
+            Period::Weekly => (wall_s - 3 * 86_400).div_euclid(p) * p + 3 * 86_400,
+            _ => wall_s.div_euclid(p) * p,
         }
     }
 
@@ -71,7 +80,7 @@ impl Period {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DateFormat {
     Day,
     Hour,
@@ -79,25 +88,47 @@ enum DateFormat {
     Second,
 }
 
-/// Whose midnight a period starts at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Clock {
-    #[default]
-    Utc,
-    /// The machine's local time zone (as `localtime_r` sees it, DST included).
-    Local,
+impl DateFormat {
+    /// `wall_s` formatted as tracing-appender names files.
+    fn format(self, wall_s: i64) -> String {
+        let (y, m, d) = crate::format::time::civil_from_days(wall_s.div_euclid(86_400));
+        let secs = wall_s.rem_euclid(86_400);
+        let (h, min, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+        match self {
+            DateFormat::Day => format!("{y:04}-{m:02}-{d:02}"),
+            DateFormat::Hour => format!("{y:04}-{m:02}-{d:02}-{h:02}"),
+            DateFormat::Minute => format!("{y:04}-{m:02}-{d:02}-{h:02}-{min:02}"),
+            DateFormat::Second => format!("{y:04}-{m:02}-{d:02}-{h:02}-{min:02}-{s:02}"),
+        }
+    }
+
+    /// Whether `s` is a stamp in exactly this format (`2026-12-01-03`, digits and
+    /// dashes in their places, nothing else).
+    fn matches(self, s: &str) -> bool {
+        let len = match self {
+            DateFormat::Day => 10,
+            DateFormat::Hour => 13,
+            DateFormat::Minute => 16,
+            DateFormat::Second => 19,
+        };
+        s.len() == len
+            && s.bytes().enumerate().all(|(i, b)| match i {
+                4 | 7 | 10 | 13 | 16 => b == b'-',
+                _ => b.is_ascii_digit(),
+            })
+    }
 }
 
 /// What the files are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Naming {
-    /// The current file keeps a fixed name (`app.log`); a rotated one gets the start of
-    /// its period appended (`app.log.2026-12-01-03`, then `.001`, `.002` if that exists).
-    /// `tail -F app.log` and logrotate-style tools follow it.
-    #[default]
+    /// The current file keeps a fixed name (`app.log`); a rotated one is renamed after
+    /// the start of its period (`app.log.2026-12-01-03`). `tail -F app.log` and
+    /// logrotate-style tools follow it.
     Fixed,
     /// tracing-appender's: the current file is `PREFIX.DATE[.SUFFIX]` and is never
     /// renamed.
+    #[default]
     Dated,
 }
 
@@ -107,144 +138,577 @@ pub enum Compression {
     Gzip,
 }
 
-/// Settings for a [`RollingFile`].
-#[derive(Debug, Clone)]
-pub struct RollingFileBuilder {
-    dir: PathBuf,
-    prefix: String,
-    suffix: Option<String>,
-    naming: Naming,
-    max_bytes: Option<u64>,
-    period: Option<Period>,
-    clock: Clock,
-    keep_files: Option<usize>,
-    keep_bytes: Option<u64>,
-    keep_age: Option<Duration>,
-    compression: Option<Compression>,
-    latest: Option<String>,
-    reopen_on_sighup: bool,
+/// Where the sink reads the wall clock: the system's, or a test's.
+#[derive(Clone, Default)]
+pub(crate) struct TimeSource(Option<Arc<dyn Fn() -> SystemTime + Send + Sync>>);
+
+impl TimeSource {
+    pub(crate) fn new(now: impl Fn() -> SystemTime + Send + Sync + 'static) -> TimeSource {
+        TimeSource(Some(Arc::new(now)))
+    }
+
+    fn now(&self) -> SystemTime {
+        self.0.as_ref().map_or_else(SystemTime::now, |f| f())
+    }
+
+    /// Seconds since the epoch (negative before it).
+    fn now_s(&self) -> i64 {
+        match self.now().duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_secs() as i64,
+            Err(e) => -(e.duration().as_secs() as i64),
+        }
+    }
 }
 
-impl RollingFileBuilder {
-    /// Files in `dir` named after `name` (`app.log`). Without a rotation setting the
-    /// file is never rotated.
-    pub fn new(dir: impl Into<PathBuf>, name: impl Into<String>) -> RollingFileBuilder {
-        RollingFileBuilder {
-            dir: dir.into(),
-            prefix: name.into(),
-            suffix: None,
-            naming: Naming::Fixed,
-            max_bytes: None,
-            period: None,
-            clock: Clock::Utc,
-            keep_files: None,
-            keep_bytes: None,
-            keep_age: None,
-            compression: None,
-            latest: None,
-            reopen_on_sighup: false,
+impl std::fmt::Debug for TimeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "TimeSource(custom)"
+        } else {
+            "TimeSource(system)"
+        })
+    }
+}
+
+/// Everything [`crate::rolling::Builder`] configures.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) dir: PathBuf,
+    pub(crate) prefix: String,
+    pub(crate) suffix: Option<String>,
+    pub(crate) naming: Naming,
+    pub(crate) max_bytes: Option<u64>,
+    pub(crate) period: Option<Period>,
+    pub(crate) local_time: bool,
+    /// Rotated files to keep (the current one not counted).
+    pub(crate) keep_files: Option<usize>,
+    pub(crate) keep_bytes: Option<u64>,
+    pub(crate) keep_age: Option<Duration>,
+    pub(crate) compression: Option<Compression>,
+    pub(crate) latest: Option<String>,
+    pub(crate) reopen_on_sighup: bool,
+    pub(crate) file_mode: Option<u32>,
+    pub(crate) clock: TimeSource,
+}
+
+impl Settings {
+    fn offset_s(&self, utc_s: i64) -> i64 {
+        if self.local_time {
+            local_offset_s(utc_s)
+        } else {
+            0
         }
     }
 
-    /// Rotates before a batch would take the current file past `bytes` (a batch is
-    /// never split, so a file may exceed it by at most one batch when it was empty).
-    pub fn max_bytes(mut self, bytes: u64) -> Self {
-        self.max_bytes = Some(bytes.max(1));
-        self
+    fn wall_s(&self, utc_s: i64) -> i64 {
+        utc_s + self.offset_s(utc_s)
     }
 
-    /// Rotates at each period boundary.
-    pub fn every(mut self, period: Period) -> Self {
-        self.period = Some(period);
-        self
+    fn names(&self) -> Names {
+        Names {
+            prefix: self.prefix.clone(),
+            suffix: self.suffix.clone(),
+            naming: self.naming,
+            format: self.period.map_or(DateFormat::Day, Period::date_format),
+            counted: self.max_bytes.is_some(),
+            never: self.period.is_none() && self.max_bytes.is_none(),
+        }
+    }
+}
+
+/// The local zone's UTC offset at `utc_s`, as `localtime_r` sees it (DST included).
+fn local_offset_s(utc_s: i64) -> i64 {
+    // SAFETY: localtime_r writes only into the `tm` we own.
+    unsafe {
+        let t = utc_s as libc::time_t;
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            0
+        } else {
+            tm.tm_gmtoff
+        }
+    }
+}
+
+/// A file name of this sink, taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parsed {
+    pub(crate) stamp: String,
+    pub(crate) counter: Option<u32>,
+    pub(crate) gz: bool,
+}
+
+/// The names one configuration produces, and nothing else: the grammar retention,
+/// compression and the sweep match exactly, anchored at both ends.
+///
+/// - [`Naming::Dated`]: `[PREFIX.]STAMP[.NNN][.SUFFIX]`, the current file included;
+///   with no rotation at all, tracing-appender's fixed name (`PREFIX[.SUFFIX]`).
+/// - [`Naming::Fixed`]: the current file is `PREFIX`; rotated ones `PREFIX.STAMP[.NNN]`.
+///
+/// Any of them may end in `.gz` once compressed. `NNN` (three digits or more) is
+/// always there when size rotation is on, and otherwise only when a period's name was
+/// taken already (the wall clock went back).
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    prefix: String,
+    suffix: Option<String>,
+    naming: Naming,
+    format: DateFormat,
+    counted: bool,
+    never: bool,
+}
+
+impl Names {
+    /// The one name of a never-rotating, never-dated file (tracing-appender's).
+    fn never_name(&self) -> Option<String> {
+        if !self.never || self.naming == Naming::Fixed {
+            return None;
+        }
+        match (self.prefix.as_str(), &self.suffix) {
+            ("", None) => None, // tracing-appender dates it
+            (p, None) => Some(p.to_owned()),
+            ("", Some(s)) => Some(s.clone()),
+            (p, Some(s)) => Some(format!("{p}.{s}")),
+        }
     }
 
-    /// Periods follow local time instead of UTC.
-    pub fn local_time(mut self, local: bool) -> Self {
-        self.clock = if local { Clock::Local } else { Clock::Utc };
-        self
+    pub(crate) fn name(&self, stamp: &str, counter: Option<u32>) -> String {
+        let mut parts: Vec<&str> = Vec::with_capacity(4);
+        if !self.prefix.is_empty() {
+            parts.push(&self.prefix);
+        }
+        parts.push(stamp);
+        let counter = counter.map(|n| format!("{n:03}"));
+        if let Some(c) = &counter {
+            parts.push(c);
+        }
+        if self.naming == Naming::Dated {
+            if let Some(s) = &self.suffix {
+                parts.push(s);
+            }
+        }
+        parts.join(".")
     }
 
-    pub fn naming(mut self, naming: Naming) -> Self {
-        self.naming = naming;
-        self
+    /// `name` taken apart, if this sink could have produced it (rotated or current,
+    /// compressed or not). The fixed current name (`PREFIX`) is not a match.
+    pub(crate) fn parse(&self, name: &str) -> Option<Parsed> {
+        let (rest, gz) = match name.strip_suffix(".gz") {
+            Some(r) => (r, true),
+            None => (name, false),
+        };
+        let mut rest = rest;
+        if !self.prefix.is_empty() {
+            rest = rest.strip_prefix(self.prefix.as_str())?.strip_prefix('.')?;
+        }
+        if self.naming == Naming::Dated {
+            if let Some(s) = &self.suffix {
+                rest = rest.strip_suffix(s.as_str())?.strip_suffix('.')?;
+            }
+        }
+        let (stamp, counter) = match rest.split_once('.') {
+            Some((stamp, n)) => {
+                if n.len() < 3 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                (stamp, Some(n.parse().ok()?))
+            }
+            None => (rest, None),
+        };
+        self.format.matches(stamp).then(|| Parsed {
+            stamp: stamp.to_owned(),
+            counter,
+            gz,
+        })
     }
 
-    /// A suffix after the date in [`Naming::Dated`] names (`app.2026-12-01.log`).
-    pub fn suffix(mut self, suffix: impl Into<String>) -> Self {
-        self.suffix = Some(suffix.into()).filter(|s| !s.is_empty());
-        self
+    /// Whether `name` is one of this sink's compression temporaries (`NAME.gz.tmp`).
+    fn is_temporary(&self, name: &str) -> bool {
+        name.strip_suffix(".gz.tmp")
+            .is_some_and(|n| self.parse(n).is_some_and(|p| !p.gz))
     }
+}
 
-    /// Keeps at most `n` rotated files (the current one not counted); older ones are
-    /// deleted after each rotation.
-    pub fn keep_files(mut self, n: usize) -> Self {
-        self.keep_files = Some(n);
-        self
+/// The identity (device, inode) of the file the writer has open. The writer holds the
+/// lock while it creates a file and publishes it; the housekeeper holds it while it
+/// decides a file is not the live one. So the housekeeper never compresses, renames or
+/// deletes the live file, whatever its name.
+#[derive(Debug, Default)]
+struct Live(Mutex<Option<(u64, u64)>>);
+
+impl Live {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, u64)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// Keeps rotated files up to `bytes` in total, deleting the oldest first.
-    pub fn keep_bytes(mut self, bytes: u64) -> Self {
-        self.keep_bytes = Some(bytes);
-        self
-    }
+/// A [`Sink`] writing to rolling files. Build it with [`crate::rolling::Builder`].
+#[derive(Debug)]
+pub struct RollingFile {
+    settings: Settings,
+    names: Names,
+    /// The current file's path and handle, and its length.
+    current: PathBuf,
+    file: Option<File>,
+    len: u64,
+    /// With time rotation: the current period's start, in wall-time seconds.
+    period: Option<i64>,
+    /// With dated names: the stamp in the current file's name.
+    current_stamp: String,
+    /// The last name taken in this process: a counter is never reused, even after
+    /// retention deleted the file that had it.
+    last_taken: Option<(String, Option<u32>)>,
+    live: Arc<Live>,
+    housekeeper: Housekeeper,
+    hup: Option<Arc<AtomicBool>>,
+    /// Something to say in-band before the next batch (a file reopened).
+    notice: Option<String>,
+}
 
-    /// Deletes rotated files older than `age` (by modification time).
-    pub fn keep_age(mut self, age: Duration) -> Self {
-        self.keep_age = Some(age);
-        self
-    }
-
-    /// Compresses rotated files in the background.
-    pub fn compress(mut self, compression: Compression) -> Self {
-        self.compression = Some(compression);
-        self
-    }
-
-    /// Keeps a symlink `dir/NAME` pointing at the current file (useful with
-    /// [`Naming::Dated`], whose current file's name changes).
-    pub fn latest_symlink(mut self, name: impl Into<String>) -> Self {
-        self.latest = Some(name.into());
-        self
-    }
-
-    /// Reopens the current file's path after SIGHUP, before the next batch: logrotate's
-    /// `create` mode (rename the file, then signal) then loses nothing. Needs the
-    /// `signals` feature. (`copytruncate` cannot be made safe: lines written between
-    /// its copy and its truncate are lost, whatever the writer does.)
-    pub fn reopen_on_sighup(mut self, on: bool) -> Self {
-        self.reopen_on_sighup = on;
-        self
-    }
-
+impl RollingFile {
     /// Opens (or creates) the current file and starts the housekeeping thread, which
     /// first compresses rotated files a crash left uncompressed.
-    pub fn build(self) -> io::Result<RollingFile> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| {
+    pub(crate) fn open(settings: Settings) -> io::Result<RollingFile> {
+        if settings.naming == Naming::Fixed && settings.prefix.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a fixed-name rolling file needs a file name (the prefix is empty)",
+            ));
+        }
+        if settings.prefix.contains('/')
+            || settings.suffix.as_deref().is_some_and(|s| s.contains('/'))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the file name prefix and suffix cannot contain '/' (put it in the directory)",
+            ));
+        }
+        std::fs::create_dir_all(&settings.dir).map_err(|e| {
             io::Error::new(
                 e.kind(),
-                format!("cannot create log directory {}: {e}", self.dir.display()),
+                format!(
+                    "cannot create log directory {}: {e}",
+                    settings.dir.display()
+                ),
             )
         })?;
-        let hup = if self.reopen_on_sighup {
+        let hup = if settings.reopen_on_sighup {
             Some(sighup_flag()?)
         } else {
             None
         };
-        let housekeeper = Housekeeper::start(Rules::of(&self))?;
-        let now = now_s();
+        let names = settings.names();
+        let live = Arc::new(Live::default());
+        let now = settings.clock.now_s();
         let mut file = RollingFile {
-            period_start: self.period.map(|p| period_start(p, self.clock, now)),
+            period: settings.period.map(|p| p.floor(settings.wall_s(now))),
+            names,
             current: PathBuf::new(),
             file: None,
             len: 0,
-            config: self,
-            housekeeper,
+            current_stamp: String::new(),
+            last_taken: None,
+            live: live.clone(),
+            housekeeper: Housekeeper::idle(),
             hup,
+            notice: None,
+            settings,
         };
-        file.open_current()?;
-        file.housekeeper.send(Job::Sweep(file.current.clone()));
+        file.open_at_start()?;
+        file.update_latest_link()?;
+        file.housekeeper = Housekeeper::start(Rules::of(&file.settings, live))?;
+        file.housekeeper.send(Job::Pass);
         Ok(file)
+    }
+
+    /// The file being written now.
+    pub fn current_path(&self) -> &Path {
+        &self.current
+    }
+
+    fn stamp_of(&self, wall_s: i64) -> String {
+        self.names.format.format(wall_s)
+    }
+
+    /// The stamp a new dated file gets now: its period's, or today's for size-only.
+    fn new_stamp(&self) -> String {
+        let wall = self.settings.wall_s(self.settings.clock.now_s());
+        match (self.period, self.settings.period) {
+            (Some(start), Some(_)) => self.stamp_of(start),
+            _ => DateFormat::Day.format(wall),
+        }
+    }
+
+    /// At start, continue the file a previous run was writing (exactly-once recovery
+    /// with a spool needs the same file), or start a new one.
+    fn open_at_start(&mut self) -> io::Result<()> {
+        match self.settings.naming {
+            Naming::Fixed => {
+                let path = self.settings.dir.join(&self.settings.prefix);
+                self.open_path(&path, false)?;
+                // A file left by an earlier run belongs to the period it was last
+                // written in: the first batch rotates it if that period is over.
+                if let (Some(p), true) = (self.settings.period, self.len > 0) {
+                    if let Some(m) = self.file.as_ref().and_then(|f| f.metadata().ok()) {
+                        self.period = Some(p.floor(self.settings.wall_s(m.mtime())));
+                    }
+                }
+                Ok(())
+            }
+            Naming::Dated => {
+                if let Some(name) = self.names.never_name() {
+                    let path = self.settings.dir.join(name);
+                    return self.open_path(&path, false);
+                }
+                let stamp = self.new_stamp();
+                // The highest-numbered file of this stamp, if still uncompressed, is
+                // the one an earlier run was writing.
+                let newest = self
+                    .ours_with_stamp(&stamp)
+                    .into_iter()
+                    .max_by_key(|p| p.counter.map_or(-1, i64::from));
+                match newest {
+                    Some(p)
+                        if !p.gz
+                            && !self
+                                .settings
+                                .dir
+                                .join(self.names.name(&stamp, p.counter) + ".gz")
+                                .exists() =>
+                    {
+                        let path = self.settings.dir.join(self.names.name(&stamp, p.counter));
+                        self.open_path(&path, false)?;
+                        self.current_stamp = stamp.clone();
+                        self.last_taken = Some((stamp, p.counter));
+                        Ok(())
+                    }
+                    _ => self.open_new_dated(stamp),
+                }
+            }
+        }
+    }
+
+    /// This sink's names in the directory with this stamp (any counter, gz or not).
+    fn ours_with_stamp(&self, stamp: &str) -> Vec<Parsed> {
+        let Ok(entries) = std::fs::read_dir(&self.settings.dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| self.names.parse(e.file_name().to_str()?))
+            .filter(|p| p.stamp == stamp)
+            .collect()
+    }
+
+    /// The next counter for `stamp`: above every one on disk and every one taken in
+    /// this process. `None` (no counter) when neither size rotation nor a clash asks
+    /// for one.
+    fn next_counter(&self, stamp: &str) -> Option<u32> {
+        let mut highest: Option<i64> = self
+            .ours_with_stamp(stamp)
+            .iter()
+            .map(|p| p.counter.map_or(-1, i64::from))
+            .max();
+        if let Some((s, n)) = &self.last_taken {
+            if s == stamp {
+                highest = highest.max(Some(n.map_or(-1, i64::from)));
+            }
+        }
+        match highest {
+            None if !self.names.counted => None,
+            None => Some(0),
+            Some(h) => Some((h + 1).max(if self.names.counted { 0 } else { 1 }) as u32),
+        }
+    }
+
+    /// Creates a new dated file with `stamp` and the next free counter.
+    fn open_new_dated(&mut self, stamp: String) -> io::Result<()> {
+        let mut counter = self.next_counter(&stamp);
+        loop {
+            let path = self.settings.dir.join(self.names.name(&stamp, counter));
+            match self.open_path(&path, true) {
+                Ok(()) => break,
+                // Someone else holds the name (or its .gz does): take the next one.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    counter = Some(counter.map_or(1, |n| n + 1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.current_stamp = stamp.clone();
+        self.last_taken = Some((stamp, counter));
+        Ok(())
+    }
+
+    /// Opens `path` for appending (or, with `new`, creates it and fails if it or its
+    /// compressed form exists) without following a symlink, and publishes it as live.
+    fn open_path(&mut self, path: &Path, new: bool) -> io::Result<()> {
+        let mut live = self.live.lock();
+        if new && gz(path).exists() {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        let mut options = OpenOptions::new();
+        options
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        if new {
+            options.create_new(true);
+        } else {
+            options.create(true);
+        }
+        if let Some(mode) = self.settings.file_mode {
+            options.mode(mode);
+        }
+        let file = options.open(path).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{} is a symbolic link; loglag does not write through a link it did not make",
+                        path.display()
+                    ),
+                )
+            } else if e.kind() == io::ErrorKind::AlreadyExists {
+                e
+            } else {
+                io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+            }
+        })?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
+        *live = Some((meta.dev(), meta.ino()));
+        drop(live);
+        self.len = meta.len();
+        self.file = Some(file);
+        self.current = path.to_owned();
+        Ok(())
+    }
+
+    /// Points the `latest` link at the current file: a new link under a temporary
+    /// name, renamed over the old one, so readers never see it missing. `rename`
+    /// replaces a planted link or file at that name; it never follows one.
+    fn update_latest_link(&self) -> io::Result<()> {
+        let Some(link) = &self.settings.latest else {
+            return Ok(());
+        };
+        let link = self.settings.dir.join(link);
+        if link == self.current {
+            return Ok(());
+        }
+        let target = self.current.file_name().expect("a file");
+        let tmp = self.settings.dir.join(format!(
+            ".{}.{}.tmp",
+            link.file_name().expect("a file name").to_string_lossy(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&tmp); // a link, or nothing: never followed
+        std::os::unix::fs::symlink(target, &tmp)?;
+        std::fs::rename(&tmp, &link).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+
+    /// Closes the current file and starts a new one for the period starting at
+    /// `new_period` (wall seconds), or for size rotation within this one.
+    fn rotate(&mut self, new_period: Option<i64>) -> io::Result<()> {
+        let old_period = self.period;
+        self.period = new_period.or(old_period);
+        let rotated = match self.settings.naming {
+            // The new file is opened before the old one is closed: if that fails, the
+            // old file stays current and the next batch tries again.
+            Naming::Dated => {
+                let stamp = self.new_stamp();
+                self.open_new_dated(stamp)
+            }
+            Naming::Fixed => self.rotate_fixed(old_period),
+        };
+        if let Err(e) = rotated {
+            self.period = old_period;
+            return Err(e);
+        }
+        if let Err(e) = self.update_latest_link() {
+            self.notice = Some(format!("cannot update the latest symlink: {e}"));
+        }
+        self.housekeeper.send(Job::Pass);
+        Ok(())
+    }
+
+    /// Renames the current file after its period (never over an existing file) and
+    /// opens a new one under the fixed name.
+    fn rotate_fixed(&mut self, old_period: Option<i64>) -> io::Result<()> {
+        let wall = self.settings.wall_s(self.settings.clock.now_s());
+        let stamp = match (old_period, self.settings.period) {
+            (Some(start), Some(_)) => self.stamp_of(start),
+            _ => DateFormat::Day.format(wall),
+        };
+        let mut counter = self.next_counter(&stamp);
+        let old = self.current.clone();
+        let mut live = self.live.lock();
+        loop {
+            let target = self.settings.dir.join(self.names.name(&stamp, counter));
+            match rename_noreplace(&old, &target) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    counter = Some(counter.map_or(1, |n| n + 1));
+                }
+                // Gone already (deleted under us): just start a new one.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) => return Err(e),
+            }
+        }
+        // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
+        // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
+        self.file = None;
+        *live = None;
+        drop(live);
+        self.last_taken = Some((stamp, counter));
+        self.open_path(&old, false)
+    }
+
+    /// Whether the open file still has a name: not deleted (`st_nlink == 0`) and,
+    /// for a fixed name, still the file at that path.
+    fn still_named(&self) -> bool {
+        let Some(file) = &self.file else { return true };
+        let Ok(open) = file.metadata() else {
+            return true;
+        };
+        if open.nlink() == 0 {
+            return false;
+        }
+        match std::fs::symlink_metadata(&self.current) {
+            Ok(at_path) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
+            Err(_) => false,
+        }
+    }
+
+    /// Drops the handle and opens the current path afresh (a new file if it is gone).
+    fn reopen(&mut self) -> io::Result<()> {
+        self.file = None;
+        *self.live.lock() = None;
+        let _ = std::fs::create_dir_all(&self.settings.dir);
+        let path = self.current.clone();
+        self.open_path(&path, false)
+    }
+
+    fn file(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            self.reopen()?;
+        }
+        Ok(self.file.as_mut().expect("opened above"))
+    }
+
+    /// Blocks until the housekeeping thread has done everything asked of it so far
+    /// (compression and retention after each rotation) and one more pass. For tests
+    /// and tools.
+    pub fn wait_housekeeping(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.housekeeper.send(Job::Idle(tx));
+        let _ = rx.recv();
     }
 }
 
@@ -263,185 +727,39 @@ fn sighup_flag() -> io::Result<Arc<AtomicBool>> {
     ))
 }
 
-fn now_s() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// The clock's UTC offset at `utc_s`, in seconds.
-fn offset_s(clock: Clock, utc_s: i64) -> i64 {
-    match clock {
-        Clock::Utc => 0,
-        Clock::Local => {
-            // SAFETY: localtime_r writes into the `tm` we own.
-            unsafe {
-                let t = utc_s as libc::time_t;
-                let mut tm: libc::tm = std::mem::zeroed();
-                if libc::localtime_r(&t, &mut tm).is_null() {
-                    0
-                } else {
-                    tm.tm_gmtoff
-                }
-            }
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // A file system without RENAME_NOREPLACE: link(2) refuses to replace too.
+        Some(libc::EINVAL | libc::ENOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
         }
+        _ => Err(e),
     }
-}
-
-/// The UTC second at which the period holding `utc_s` started, in `clock`'s wall time.
-fn period_start(period: Period, clock: Clock, utc_s: i64) -> i64 {
-    let offset = offset_s(clock, utc_s);
-    period.floor(utc_s + offset) - offset
-}
-
-/// `utc_s` as `clock`'s wall time, formatted as tracing-appender names files.
-fn format_date(utc_s: i64, clock: Clock, format: DateFormat) -> String {
-    let local = utc_s + offset_s(clock, utc_s);
-    let (y, m, d) = crate::format::time::civil_from_days(local.div_euclid(86_400));
-    let secs = local.rem_euclid(86_400);
-    let (h, min, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
-    match format {
-        DateFormat::Day => format!("{y:04}-{m:02}-{d:02}"),
-        DateFormat::Hour => format!("{y:04}-{m:02}-{d:02}-{h:02}"),
-        DateFormat::Minute => format!("{y:04}-{m:02}-{d:02}-{h:02}-{min:02}"),
-        DateFormat::Second => format!("{y:04}-{m:02}-{d:02}-{h:02}-{min:02}-{s:02}"),
-    }
-}
-
-/// A [`Sink`] writing to rolling files. Build it with [`RollingFileBuilder`], or use
-/// [`crate::rolling`]'s tracing-appender-compatible functions.
-#[derive(Debug)]
-pub struct RollingFile {
-    config: RollingFileBuilder,
-    /// The current file's path and handle, and its length.
-    current: PathBuf,
-    file: Option<File>,
-    len: u64,
-    /// The start of the current period (UTC seconds), with time rotation.
-    period_start: Option<i64>,
-    housekeeper: Housekeeper,
-    hup: Option<Arc<AtomicBool>>,
-}
-
-impl RollingFile {
-    /// The file being written now.
-    pub fn current_path(&self) -> &Path {
-        &self.current
-    }
-
-    fn dated_name(&self, period_start: Option<i64>) -> String {
-        let c = &self.config;
-        let date = format_date(
-            period_start.unwrap_or_else(now_s),
-            c.clock,
-            c.period.map_or(DateFormat::Day, Period::date_format),
-        );
-        let mut name = if c.prefix.is_empty() {
-            date
-        } else if c.period.is_none() {
-            // tracing-appender's `never`: the name as given.
-            c.prefix.clone()
-        } else {
-            format!("{}.{date}", c.prefix)
-        };
-        if let Some(suffix) = &c.suffix {
-            name.push('.');
-            name.push_str(suffix);
-        }
-        name
-    }
-
-    fn open_current(&mut self) -> io::Result<()> {
-        let name = match self.config.naming {
-            Naming::Fixed => self.config.prefix.clone(),
-            Naming::Dated => self.dated_name(self.period_start),
-        };
-        let path = self.config.dir.join(&name);
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
-            })?;
-        self.len = file.metadata()?.len();
-        self.file = Some(file);
-        self.current = path;
-        if let Some(link) = &self.config.latest {
-            let link = self.config.dir.join(link);
-            if link != self.current {
-                // A new link under a temporary name, renamed over the old: readers
-                // never see it missing.
-                let tmp = self.config.dir.join(format!(".{}.tmp", name));
-                let _ = std::fs::remove_file(&tmp);
-                std::os::unix::fs::symlink(&name, &tmp)?;
-                std::fs::rename(&tmp, &link)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn file(&mut self) -> io::Result<&mut File> {
-        if self.file.is_none() {
-            self.open_current()?;
-        }
-        Ok(self.file.as_mut().expect("opened above"))
-    }
-
-    /// Closes the current file and starts a new one. With fixed naming the old file is
-    /// renamed after the start of its period (or now, for size rotation).
-    fn rotate(&mut self, new_period: Option<i64>) -> io::Result<()> {
-        // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
-        // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
-        drop(self.file.take());
-        let old = self.current.clone();
-        let rotated = match self.config.naming {
-            Naming::Dated => {
-                if new_period == self.period_start {
-                    // Size rotation within a dated period: the dated file is complete;
-                    // move it aside with a counter so the next one can take the name.
-                    let target = unique(&old);
-                    std::fs::rename(&old, &target)?;
-                    target
-                } else {
-                    old
-                }
-            }
-            Naming::Fixed => {
-                let stamp = format_date(
-                    self.period_start.unwrap_or_else(now_s),
-                    self.config.clock,
-                    self.config
-                        .period
-                        .map_or(DateFormat::Second, Period::date_format),
-                );
-                let target = unique(&old.with_file_name(format!("{}.{stamp}", self.config.prefix)));
-                std::fs::rename(&old, &target)?;
-                target
-            }
-        };
-        self.period_start = new_period;
-        self.open_current()?;
-        self.housekeeper
-            .send(Job::Rotated(rotated, self.current.clone()));
-        Ok(())
-    }
-}
-
-/// `path`, or `path.001`, `path.002`, ... whichever does not exist yet. Zero-padded,
-/// so that names sort in the order the files were rotated.
-fn unique(path: &Path) -> PathBuf {
-    if !path.exists() && !gz(path).exists() {
-        return path.to_owned();
-    }
-    (1..)
-        .map(|n| PathBuf::from(format!("{}.{n:03}", path.display())))
-        .find(|p| !p.exists() && !gz(p).exists())
-        .expect("some number is free")
 }
 
 fn gz(path: &Path) -> PathBuf {
-    PathBuf::from(format!("{}.gz", path.display()))
+    let mut p = path.as_os_str().to_owned();
+    p.push(".gz");
+    PathBuf::from(p)
 }
 
 impl Sink for RollingFile {
@@ -452,26 +770,48 @@ impl Sink for RollingFile {
     }
 
     fn before_batch(&mut self, batch_len: usize) -> io::Result<()> {
-        if let Some(hup) = &self.hup {
-            if hup.swap(false, Ordering::AcqRel) {
-                // logrotate moved the file away: write to a new one at the same path.
-                self.file = None;
-                self.open_current()?;
+        let hup = self
+            .hup
+            .as_ref()
+            .is_some_and(|h| h.swap(false, Ordering::AcqRel));
+        if hup {
+            // logrotate moved the file away: write to a new one at the same path.
+            self.reopen()?;
+        } else if !self.still_named() {
+            let path = self.current.display().to_string();
+            self.reopen()?;
+            self.notice = Some(format!(
+                "the log file {path} was deleted or moved by someone else; reopened it"
+            ));
+        }
+        if let Some(p) = self.settings.period {
+            let wall = p.floor(self.settings.wall_s(self.settings.clock.now_s()));
+            if Some(wall) != self.period {
+                let same_name = self.settings.naming == Naming::Dated
+                    && self.stamp_of(wall) == self.current_stamp;
+                if same_name {
+                    // The clock came back into a period of the same name (the repeated
+                    // hour when DST ends): that is no rotation.
+                    self.period = Some(wall);
+                } else {
+                    // Forward, or back after a jump: either way a new period, which
+                    // re-anchors; a name already taken gets the next counter.
+                    return self.rotate(Some(wall));
+                }
             }
         }
-        let now_period = self
-            .config
-            .period
-            .map(|p| period_start(p, self.config.clock, now_s()));
-        let time_up = now_period.is_some() && now_period > self.period_start;
         let too_big = self
-            .config
+            .settings
             .max_bytes
             .is_some_and(|max| self.len > 0 && self.len + batch_len as u64 > max);
-        if time_up || too_big {
-            self.rotate(now_period.or(self.period_start))?;
+        if too_big {
+            self.rotate(None)?;
         }
         Ok(())
+    }
+
+    fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     fn position(&mut self) -> Option<u64> {
@@ -495,75 +835,143 @@ impl Sink for RollingFile {
 }
 
 /// What the housekeeper needs to know about the files.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Rules {
     dir: PathBuf,
-    /// Rotated files start with this (and are not the current file).
-    stem: String,
+    names: Names,
     keep_files: Option<usize>,
     keep_bytes: Option<u64>,
     keep_age: Option<Duration>,
     compression: Option<Compression>,
-    latest: Option<String>,
+    file_mode: Option<u32>,
+    clock: TimeSource,
+    live: Arc<Live>,
 }
 
 impl Rules {
-    fn of(b: &RollingFileBuilder) -> Rules {
+    fn of(s: &Settings, live: Arc<Live>) -> Rules {
         Rules {
-            dir: b.dir.clone(),
-            stem: if b.prefix.is_empty() {
-                String::new()
-            } else {
-                format!("{}.", b.prefix)
-            },
-            keep_files: b.keep_files,
-            keep_bytes: b.keep_bytes,
-            keep_age: b.keep_age,
-            compression: b.compression,
-            latest: b.latest.clone(),
+            dir: s.dir.clone(),
+            names: s.names(),
+            keep_files: s.keep_files,
+            keep_bytes: s.keep_bytes,
+            keep_age: s.keep_age,
+            compression: s.compression,
+            file_mode: s.file_mode,
+            clock: s.clock.clone(),
+            live,
         }
     }
 
-    /// Rotated files (compressed or not), oldest first; never `current`.
-    fn rotated(&self, current: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    /// Rotated files (compressed or not), oldest first: regular files whose whole name
+    /// parses, never the live file.
+    fn rotated(&self) -> Vec<(PathBuf, Parsed, std::fs::Metadata)> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
-        let mut files: Vec<(PathBuf, std::fs::Metadata)> = entries
+        let live = *self.live.lock();
+        let mut files: Vec<_> = entries
             .flatten()
             .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                // Only names this sink gives: the stem, then a date (`2026-...`).
-                // Anything else in the directory is someone else's and never deleted,
-                // which matters when the prefix is empty.
-                let dated = name.strip_prefix(&self.stem).is_some_and(|rest| {
-                    let b = rest.as_bytes();
-                    b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
-                });
-                let ours = dated && !name.ends_with(".tmp") && Some(&name) != self.latest.as_ref();
+                let parsed = self.names.parse(e.file_name().to_str()?)?;
                 let path = e.path();
                 let meta = std::fs::symlink_metadata(&path).ok()?;
-                (ours && meta.is_file() && path != current).then_some((path, meta))
+                let is_live = live == Some((meta.dev(), meta.ino()));
+                (meta.is_file() && !is_live).then_some((path, parsed, meta))
             })
             .collect();
-        // Modification time to the nanosecond, then the name (zero-padded counters
-        // sort in rotation order) for files rotated within one clock tick.
+        // Modification time to the nanosecond (a compressed file keeps its original's),
+        // then the name (zero-padded counters sort in rotation order).
         files.sort_by(|a, b| {
             let t = |m: &std::fs::Metadata| (m.mtime(), m.mtime_nsec());
-            t(&a.1).cmp(&t(&b.1)).then(a.0.cmp(&b.0))
+            t(&a.2).cmp(&t(&b.2)).then(a.0.cmp(&b.0))
         });
         files
+    }
+
+    /// Removes this sink's own stale compression temporaries.
+    fn sweep_temporaries(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let is_ours = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| self.names.is_temporary(n));
+            if is_ours {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    /// Compresses every rotated file not compressed yet, then applies retention to
+    /// what is on disk. Returns whether a compression failed (and is to be retried).
+    fn pass(&self) -> bool {
+        let mut failed = false;
+        if let Some(c) = self.compression {
+            for (path, parsed, _) in self.rotated() {
+                if parsed.gz {
+                    continue;
+                }
+                // The live check under the lock: a file the writer publishes after
+                // the listing above is not the one we hold here.
+                let still_rotated = {
+                    let live = self.live.lock();
+                    std::fs::symlink_metadata(&path)
+                        .is_ok_and(|m| *live != Some((m.dev(), m.ino())))
+                };
+                if still_rotated {
+                    if let Err(e) = compress(&path, c, self.file_mode) {
+                        failed = true;
+                        eprintln!(
+                            "loglag: cannot compress {} (kept as it is, retried later): {e}",
+                            path.display()
+                        );
+                    }
+                }
+            }
+        }
+        self.retain();
+        failed
+    }
+
+    /// Deletes the oldest rotated files until every rule holds. Sizes are what is on
+    /// disk (compressed sizes once compressed).
+    fn retain(&self) {
+        let mut files = self.rotated();
+        let now = self.clock.now();
+        let too_old = |meta: &std::fs::Metadata| {
+            self.keep_age.is_some_and(|age| {
+                meta.modified()
+                    .ok()
+                    .and_then(|m| now.duration_since(m).ok())
+                    .is_some_and(|a| a > age)
+            })
+        };
+        let mut total: u64 = files.iter().map(|(_, _, m)| m.len()).sum();
+        while let Some((path, _, meta)) = files.first() {
+            let over_count = self.keep_files.is_some_and(|k| files.len() > k);
+            let over_bytes = self.keep_bytes.is_some_and(|k| total > k);
+            if !(over_count || over_bytes || too_old(meta)) {
+                break;
+            }
+            let live = self.live.lock();
+            let is_live =
+                std::fs::symlink_metadata(path).is_ok_and(|m| *live == Some((m.dev(), m.ino())));
+            if !is_live && std::fs::remove_file(path).is_ok() {
+                total -= meta.len();
+            }
+            drop(live);
+            files.remove(0);
+        }
     }
 }
 
 enum Job {
-    /// A file was just rotated (the first path; the second is the new current file):
-    /// compress it, then apply retention.
-    Rotated(PathBuf, PathBuf),
-    /// Compress what a crash left uncompressed, remove stale temporaries, apply
-    /// retention (at start; the path is the current file).
-    Sweep(PathBuf),
-    /// Report back once everything before this is done.
+    /// Compress what is pending, then apply retention.
+    Pass,
+    /// Report back once everything before this is done, after one more pass.
     Idle(mpsc::Sender<()>),
 }
 
@@ -574,43 +982,48 @@ struct Housekeeper {
     thread: Option<JoinHandle<()>>,
 }
 
+/// How soon a failed compression (a full disk) is tried again without a rotation.
+const COMPRESSION_RETRY: Duration = Duration::from_secs(30);
+
 impl Housekeeper {
+    fn idle() -> Housekeeper {
+        Housekeeper {
+            tx: None,
+            thread: None,
+        }
+    }
+
     fn start(rules: Rules) -> io::Result<Housekeeper> {
         let (tx, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("loglag-rolling".into())
             .spawn(move || {
-                for job in rx {
-                    match job {
-                        Job::Rotated(path, current) => {
-                            if let Some(c) = rules.compression {
-                                if let Err(e) = compress(&path, c) {
-                                    eprintln!("loglag: cannot compress {}: {e}", path.display());
-                                }
-                            }
-                            retain(&rules, &current);
+                rules.sweep_temporaries();
+                let mut retry = false;
+                loop {
+                    let job = if retry {
+                        match rx.recv_timeout(COMPRESSION_RETRY) {
+                            Ok(job) => Some(job),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
                         }
-                        Job::Sweep(current) => {
-                            if let Some(c) = rules.compression {
-                                for (path, _) in rules.rotated(&current) {
-                                    if !path.to_string_lossy().ends_with(".gz") {
-                                        let _ = compress(&path, c);
-                                    }
-                                }
-                            }
-                            if let Ok(entries) = std::fs::read_dir(&rules.dir) {
-                                for e in entries.flatten() {
-                                    let name = e.file_name().to_string_lossy().into_owned();
-                                    if name.starts_with(&rules.stem) && name.ends_with(".gz.tmp") {
-                                        let _ = std::fs::remove_file(e.path());
-                                    }
-                                }
-                            }
-                            retain(&rules, &current);
+                    } else {
+                        match rx.recv() {
+                            Ok(job) => Some(job),
+                            Err(_) => break,
                         }
-                        Job::Idle(done) => {
-                            let _ = done.send(());
+                    };
+                    // Jobs queued meanwhile are folded into this pass: one pass sees
+                    // every rotated file, so retention counts compressed sizes.
+                    let mut acks = Vec::new();
+                    for job in job.into_iter().chain(rx.try_iter()) {
+                        if let Job::Idle(ack) = job {
+                            acks.push(ack);
                         }
+                    }
+                    retry = rules.pass();
+                    for ack in acks {
+                        let _ = ack.send(());
                     }
                 }
             })?;
@@ -623,6 +1036,8 @@ impl Housekeeper {
     fn send(&self, job: Job) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(job);
+        } else if let Job::Idle(ack) = job {
+            let _ = ack.send(());
         }
     }
 }
@@ -638,67 +1053,57 @@ impl Drop for Housekeeper {
     }
 }
 
-impl RollingFile {
-    /// Blocks until the housekeeping thread has done everything asked of it so far
-    /// (compression and retention after each rotation). For tests and tools.
-    pub fn wait_housekeeping(&self) {
-        let (tx, rx) = mpsc::channel();
-        self.housekeeper.send(Job::Idle(tx));
-        let _ = rx.recv();
-    }
-}
-
-/// Compresses `path` to `path.gz`: into a temporary, synced, renamed, and only then is
-/// the original removed.
-fn compress(path: &Path, compression: Compression) -> io::Result<()> {
+/// Compresses `path` to `path.gz`: into a temporary that is created, never followed,
+/// synced and renamed; only then is the original removed. On failure the temporary
+/// is removed and the original kept.
+fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Result<()> {
     match compression {
         Compression::Gzip => {
             let target = gz(path);
-            let tmp = PathBuf::from(format!("{}.tmp", target.display()));
-            let mut input = match File::open(path) {
+            let mut tmp = target.as_os_str().to_owned();
+            tmp.push(".tmp");
+            let tmp = PathBuf::from(tmp);
+            let mut input = match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)
+            {
                 Ok(f) => f,
                 // Retention got to it first.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => return Err(e),
             };
-            let modified = input.metadata()?.modified()?;
-            let out = File::create(&tmp)?;
-            let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-            io::copy(&mut input, &mut encoder)?;
-            let out = encoder.finish()?;
-            // Keep the original's time: retention orders files by it, and a compressed
-            // file must not look newer than the files rotated after it.
-            out.set_modified(modified)?;
-            out.sync_all()?;
-            std::fs::rename(&tmp, &target)?;
+            let meta = input.metadata()?;
+            if !meta.is_file() {
+                return Ok(());
+            }
+            // Whatever is at the temporary's name (ours from a crash, or a planted
+            // link) is removed, not followed; the new one must not exist.
+            let _ = std::fs::remove_file(&tmp);
+            let mut options = OpenOptions::new();
+            options
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .mode(mode.unwrap_or(meta.mode() & 0o777));
+            let out = options.open(&tmp)?;
+            let written = (|| {
+                let mut encoder =
+                    flate2::write::GzEncoder::new(out, flate2::Compression::default());
+                io::copy(&mut input, &mut encoder)?;
+                let out = encoder.finish()?;
+                // Keep the original's time: retention orders files by it, and a
+                // compressed file must not look newer than files rotated after it.
+                out.set_modified(meta.modified()?)?;
+                out.sync_all()?;
+                std::fs::rename(&tmp, &target)
+            })();
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
             std::fs::remove_file(path)
         }
-    }
-}
-
-/// Deletes the oldest rotated files until every rule holds.
-fn retain(rules: &Rules, current: &Path) {
-    let mut files = rules.rotated(current);
-    let now = SystemTime::now();
-    let too_old = |meta: &std::fs::Metadata| {
-        rules.keep_age.is_some_and(|age| {
-            meta.modified()
-                .ok()
-                .and_then(|m| now.duration_since(m).ok())
-                .is_some_and(|a| a > age)
-        })
-    };
-    let mut total: u64 = files.iter().map(|(_, m)| m.len()).sum();
-    while let Some((path, meta)) = files.first() {
-        let over_count = rules.keep_files.is_some_and(|k| files.len() > k);
-        let over_bytes = rules.keep_bytes.is_some_and(|k| total > k);
-        if !(over_count || over_bytes || too_old(meta)) {
-            break;
-        }
-        if std::fs::remove_file(path).is_ok() {
-            total -= meta.len();
-        }
-        files.remove(0);
     }
 }
 
@@ -706,42 +1111,82 @@ fn retain(rules: &Rules, current: &Path) {
 mod tests {
     use super::*;
 
+    fn names(
+        prefix: &str,
+        suffix: Option<&str>,
+        naming: Naming,
+        format: DateFormat,
+        counted: bool,
+    ) -> Names {
+        Names {
+            prefix: prefix.into(),
+            suffix: suffix.map(Into::into),
+            naming,
+            format,
+            counted,
+            never: false,
+        }
+    }
+
     #[test]
     fn periods_start_on_their_boundaries() {
         // 2026-12-01T03:17:34Z is a Tuesday.
         let t = 1_796_095_054;
+        assert_eq!(DateFormat::Second.format(t), "2026-12-01-03-17-34");
         assert_eq!(
-            format_date(t, Clock::Utc, DateFormat::Second),
-            "2026-12-01-03-17-34"
-        );
-        assert_eq!(
-            format_date(
-                period_start(Period::Hourly, Clock::Utc, t),
-                Clock::Utc,
-                DateFormat::Hour
-            ),
+            DateFormat::Hour.format(Period::Hourly.floor(t)),
             "2026-12-01-03"
         );
+        assert_eq!(DateFormat::Day.format(Period::Daily.floor(t)), "2026-12-01");
         assert_eq!(
-            format_date(
-                period_start(Period::Daily, Clock::Utc, t),
-                Clock::Utc,
-                DateFormat::Day
-            ),
-            "2026-12-01"
+            DateFormat::Second.format(Period::Weekly.floor(t)),
+            "2026-11-29-00-00-00",
+            "weeks start on Sunday, as in tracing-appender"
         );
         assert_eq!(
-            format_date(
-                period_start(Period::Weekly, Clock::Utc, t),
-                Clock::Utc,
-                DateFormat::Second
-            ),
-            "2026-11-30-00-00-00",
-            "weeks start on Monday"
-        );
-        assert_eq!(
-            period_start(Period::Every(Duration::from_secs(15 * 60)), Clock::Utc, t) % 900,
+            Period::Every(Duration::from_secs(15 * 60)).floor(t) % 900,
             0
         );
+    }
+
+    #[test]
+    fn the_grammar_matches_only_names_it_produces() {
+        let n = names("", None, Naming::Dated, DateFormat::Day, false);
+        assert_eq!(
+            n.parse("2026-12-01").map(|p| p.stamp),
+            Some("2026-12-01".into())
+        );
+        assert!(n.parse("2026-12-01.gz").is_some_and(|p| p.gz));
+        assert_eq!(n.parse("2026-12-01.004").and_then(|p| p.counter), Some(4));
+        for user in [
+            "2025-budget.xlsx",
+            "2019-wedding-photos.tar",
+            "2026-12-01.xlsx",
+            "2026-12-01-03",
+            "2026-12-01.04",
+            "x.gz.tmp",
+        ] {
+            assert_eq!(n.parse(user), None, "{user}");
+        }
+        let n = names("app.log", None, Naming::Fixed, DateFormat::Day, true);
+        assert!(n.parse("app.log.2026-12-01.000").is_some());
+        for user in [
+            "app.log",
+            "app.log.2024-incident-notes.md",
+            "app.log.backup",
+            "app.log.001",
+            "app.logger.2026-12-01",
+        ] {
+            assert_eq!(n.parse(user), None, "{user}");
+        }
+        let n = names("app", Some("log"), Naming::Dated, DateFormat::Hour, true);
+        assert_eq!(
+            n.name("2026-12-01-03", Some(7)),
+            "app.2026-12-01-03.007.log"
+        );
+        assert!(n.parse("app.2026-12-01-03.007.log.gz").is_some());
+        assert!(n.is_temporary("app.2026-12-01-03.007.log.gz.tmp"));
+        assert!(!n.is_temporary("backup.gz.tmp"));
+        assert!(!n.is_temporary("app.2026-12-01-03.007.log.gz.gz.tmp"));
     }
 }
