@@ -1,0 +1,512 @@
+#![cfg(feature = "rolling")]
+//! Rolling files can be trusted with a user's directory: retention, compression and the
+//! start-up sweep touch only names the sink itself produces, every limit holds in every
+//! mode, and `ls | sort` lists the files in the order they were written.
+//!
+//! The sink is driven as the writer thread drives it (`before_batch`, then `write`),
+//! with the clock behind `time_source`, so every rotation happens exactly when a test
+//! moves the clock.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use loglag::rolling::{Builder, Compression, Naming, Rotation};
+use loglag::sink::{IntoSink, RollingFile, Sink};
+use proptest::prelude::*;
+
+/// 2026-12-01T00:00:00Z.
+const START: i64 = 1_796_083_200;
+
+/// A clock the test moves.
+#[derive(Clone)]
+struct TestClock(Arc<AtomicI64>);
+
+impl TestClock {
+    fn at(s: i64) -> TestClock {
+        TestClock(Arc::new(AtomicI64::new(s)))
+    }
+    fn advance(&self, s: i64) {
+        self.0.fetch_add(s, Ordering::SeqCst);
+    }
+    fn install(&self, b: Builder) -> Builder {
+        let c = self.0.clone();
+        b.time_source(move || UNIX_EPOCH + Duration::from_secs(c.load(Ordering::SeqCst) as u64))
+    }
+}
+
+/// Files a user keeps next to the logs, each made to look like a log file.
+const USER_FILES: [&str; 7] = [
+    "2025-budget.xlsx",
+    "2019-wedding-photos.tar",
+    "app.log.2024-incident-notes.md",
+    "x.gz.tmp",
+    "backup.gz.tmp",
+    "app.log.backup",
+    "app.log.2026-12-01-notes",
+];
+
+/// Seeds the directory with the user's files, and with directories named exactly like
+/// rotated files of every format (the sink deletes only regular files).
+fn seed(dir: &Path, prefix: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut seeded = Vec::new();
+    for (i, name) in USER_FILES.iter().enumerate() {
+        let path = dir.join(name);
+        let content = format!("the user's own file {i}\n").into_bytes();
+        std::fs::write(&path, &content).unwrap();
+        seeded.push((path, content));
+    }
+    let p = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}.")
+    };
+    for stamp in ["2020-01-01", "2020-01-01-00", "2020-01-01-00-00"] {
+        let d = dir.join(format!("{p}{stamp}"));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("inside"), b"kept").unwrap();
+    }
+    seeded
+}
+
+fn user_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let p = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}.")
+    };
+    ["2020-01-01", "2020-01-01-00", "2020-01-01-00-00"]
+        .iter()
+        .map(|s| dir.join(format!("{p}{s}")))
+        .collect()
+}
+
+fn decompressed(path: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    if path.to_string_lossy().ends_with(".gz") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .unwrap_or_else(|e| panic!("{path:?} is not gzip: {e}"));
+        out
+    } else {
+        bytes
+    }
+}
+
+/// The sequence numbers in `text`, in order.
+fn seqs(text: &[u8]) -> Vec<u64> {
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let l = std::str::from_utf8(l).unwrap();
+            l.strip_prefix("seq=")
+                .and_then(|r| r.split(' ').next())
+                .unwrap_or_else(|| panic!("not a record: {l:?}"))
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// One batch of `n` records, as the writer hands it to the sink.
+fn write_batch(sink: &mut RollingFile, next: &mut u64, n: usize) {
+    let mut batch = Vec::new();
+    for _ in 0..n {
+        batch.extend_from_slice(format!("seq={:08} {}\n", *next, "x".repeat(40)).as_bytes());
+        *next += 1;
+    }
+    sink.before_batch(batch.len()).unwrap();
+    let mut rest = &batch[..];
+    while !rest.is_empty() {
+        let k = sink.write(rest).unwrap();
+        rest = &rest[k..];
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    rotation: Option<(Rotation, i64)>,
+    prefix: &'static str,
+    suffix: Option<&'static str>,
+    naming: Naming,
+    max_file_size: Option<u64>,
+    max_log_files: Option<usize>,
+    max_total_size: Option<u64>,
+    gzip: bool,
+    /// (what happens to the clock, records in the batch), per batch.
+    steps: Vec<(u8, usize)>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let rotation = prop_oneof![
+        Just(None),
+        Just(Some((Rotation::MINUTELY, 60))),
+        Just(Some((Rotation::HOURLY, 3600))),
+        Just(Some((Rotation::DAILY, 86_400))),
+        Just(Some((Rotation::WEEKLY, 7 * 86_400))),
+    ];
+    (
+        rotation,
+        prop_oneof![Just(""), Just("app.log"), Just("app")],
+        prop_oneof![Just(None), Just(Some("log"))],
+        prop_oneof![Just(Naming::Dated), Just(Naming::Fixed)],
+        proptest::option::of(150u64..1500),
+        proptest::option::of(0usize..5),
+        proptest::option::of(300u64..3000),
+        any::<bool>(),
+        proptest::collection::vec((0u8..5, 1usize..6), 10..70),
+    )
+        .prop_map(
+            |(rotation, prefix, suffix, naming, size, count, total, gzip, steps)| Case {
+                rotation,
+                prefix,
+                suffix,
+                naming,
+                max_file_size: size,
+                max_log_files: count,
+                max_total_size: total,
+                gzip,
+                steps,
+            },
+        )
+}
+
+impl Case {
+    fn builder(&self, clock: &TestClock) -> Builder {
+        let mut b = Builder::new()
+            .naming(self.naming)
+            .filename_prefix(self.prefix);
+        if let Some((r, _)) = self.rotation {
+            b = b.rotation(r);
+        }
+        if let Some(s) = self.suffix {
+            b = b.filename_suffix(s);
+        }
+        if let Some(m) = self.max_file_size {
+            b = b.max_file_size(m);
+        }
+        if let Some(n) = self.max_log_files {
+            b = b.max_log_files(n);
+        }
+        if let Some(t) = self.max_total_size {
+            b = b.max_total_size(t);
+        }
+        if self.gzip {
+            b = b.compression(Compression::Gzip);
+        }
+        clock.install(b)
+    }
+}
+
+fn run(case: Case) {
+    let dir = tempfile::tempdir().unwrap();
+    let seeded = seed(dir.path(), case.prefix);
+    let clock = TestClock::at(START + 1234);
+    let builder = case.builder(&clock);
+    if case.naming == Naming::Fixed && case.prefix.is_empty() {
+        let e = builder
+            .build(dir.path())
+            .expect_err("a fixed name needs a name");
+        assert!(e.to_string().contains("needs a file name"), "{e}");
+        return;
+    }
+    let period = case.rotation.map_or(3600, |(_, p)| p);
+    let mut sink = builder.build(dir.path()).unwrap().into_sink();
+    let mut next = 0u64;
+    for &(what, n) in &case.steps {
+        match what {
+            0 => {}
+            1 => clock.advance(period / 2),
+            2 => clock.advance(period),
+            3 => clock.advance(7),
+            // A restart: the next run continues the numbering (not for a fixed name
+            // with time rotation, which dates its leftover file by its real mtime).
+            _ if case.naming == Naming::Dated || case.rotation.is_none() => {
+                sink.wait_housekeeping();
+                drop(sink);
+                sink = case.builder(&clock).build(dir.path()).unwrap().into_sink();
+            }
+            _ => {}
+        }
+        write_batch(&mut sink, &mut next, n);
+    }
+    sink.wait_housekeeping();
+    let current = sink.current_path().to_owned();
+    drop(sink);
+
+    // 1. Every user file is byte-identical; the look-alike directories are intact.
+    for (path, content) in &seeded {
+        assert_eq!(
+            &std::fs::read(path).unwrap(),
+            content,
+            "{path:?} was touched"
+        );
+    }
+    for d in user_dirs(dir.path(), case.prefix) {
+        assert_eq!(std::fs::read(d.join("inside")).unwrap(), b"kept", "{d:?}");
+    }
+
+    // 2. Our files, in `ls | sort` order, the fixed current name last.
+    let user: Vec<PathBuf> = seeded.iter().map(|(p, _)| p.clone()).collect();
+    let dirs = user_dirs(dir.path(), case.prefix);
+    let mut ours: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !user.contains(p) && !dirs.contains(p))
+        .collect();
+    ours.sort();
+    if case.naming == Naming::Fixed {
+        ours.retain(|p| p != &current);
+        ours.push(current.clone());
+    }
+    assert!(
+        ours.contains(&current),
+        "the live file exists: {current:?} {ours:?}"
+    );
+    assert!(
+        !ours.iter().any(|p| p.to_string_lossy().ends_with(".tmp")),
+        "no temporary left: {ours:?}"
+    );
+    let rotated: Vec<&PathBuf> = ours.iter().filter(|p| **p != current).collect();
+
+    // 3. The limits hold.
+    if let Some(n) = case.max_log_files.filter(|&n| n > 0) {
+        assert!(ours.len() <= n, "max_log_files({n}): {ours:?}");
+    }
+    if let Some(t) = case.max_total_size {
+        let on_disk: u64 = rotated
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert!(
+            on_disk <= t,
+            "max_total_size({t}): {on_disk} bytes in {rotated:?}"
+        );
+    }
+    if case.gzip {
+        for p in &rotated {
+            assert!(p.to_string_lossy().ends_with(".gz"), "compressed: {p:?}");
+        }
+    }
+    if let Some(m) = case.max_file_size {
+        let batch_max = 5 * 55;
+        for p in &ours {
+            let len = decompressed(p).len() as u64;
+            assert!(len <= m.max(batch_max), "{p:?}: {len} > {m}");
+        }
+    }
+
+    // 4. Sorted names give the records in order, each exactly once; with retention,
+    // what is left is the newest, contiguous up to the last record.
+    let text: Vec<u8> = ours.iter().flat_map(|p| decompressed(p)).collect();
+    let got = seqs(&text);
+    let retained = case.max_log_files.is_some_and(|n| n > 0) || case.max_total_size.is_some();
+    let first = if retained {
+        got.first().copied().unwrap_or(next)
+    } else {
+        0
+    };
+    let want: Vec<u64> = (first..next).collect();
+    assert_eq!(got, want, "records in {ours:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+    #[test]
+    fn retention_touches_only_its_own_names_and_sorted_names_give_the_records_in_order(c in case()) {
+        run(c);
+    }
+}
+
+/// The case: size-only rotation (tracing-appender's default `NEVER`), with
+/// both limits. Every rotated file counts.
+#[test]
+fn size_only_rotation_obeys_max_log_files_and_max_total_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = Builder::new()
+        .filename_prefix("app.log")
+        .max_file_size(200)
+        .max_log_files(2)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    let mut next = 0;
+    for _ in 0..60 {
+        write_batch(&mut sink, &mut next, 2);
+    }
+    sink.wait_housekeeping();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    drop(sink);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = Builder::new()
+        .filename_prefix("app.log")
+        .max_file_size(200)
+        .max_total_size(500)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    for _ in 0..60 {
+        write_batch(&mut sink, &mut next, 2);
+    }
+    sink.wait_housekeeping();
+    let current = sink.current_path().to_owned();
+    let rotated: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path() != current)
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(rotated <= 500, "{rotated}");
+}
+
+#[test]
+fn max_log_files_zero_keeps_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = Builder::new()
+        .filename_prefix("app.log")
+        .max_file_size(200)
+        .max_log_files(0)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    let mut next = 0;
+    for _ in 0..20 {
+        write_batch(&mut sink, &mut next, 3);
+    }
+    sink.wait_housekeeping();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 20);
+}
+
+/// Counters are never reused within a period, even when retention deleted the files
+/// that had them, and a restart continues from the highest one on disk.
+#[test]
+fn counters_continue_across_retention_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(START);
+    let builder = clock.install(
+        Builder::new()
+            .rotation(Rotation::DAILY)
+            .filename_prefix("app")
+            .filename_suffix("log")
+            .max_file_size(100)
+            .max_log_files(2)
+            .compression(Compression::Gzip),
+    );
+    let mut next = 0;
+    let mut names_seen = Vec::new();
+    for _run in 0..3 {
+        let mut sink = builder.build(dir.path()).unwrap().into_sink();
+        for _ in 0..6 {
+            write_batch(&mut sink, &mut next, 2);
+            names_seen.push(
+                sink.current_path()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        sink.wait_housekeeping();
+    }
+    names_seen.dedup();
+    let mut sorted = names_seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(
+        names_seen, sorted,
+        "each new file sorts after the last, none reused"
+    );
+    assert_eq!(
+        names_seen.first().map(String::as_str),
+        Some("app.2026-12-01.000.log")
+    );
+}
+
+/// The start-up sweep removes only its own temporaries, and only with a name it
+/// could have made.
+#[test]
+fn the_sweep_removes_only_its_own_temporaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(START);
+    for name in [
+        "x.gz.tmp",
+        "backup.gz.tmp",
+        "app.log.gz.tmp",
+        "app.log.2026-11-30.gz.tmp",
+    ] {
+        std::fs::write(dir.path().join(name), b"tmp").unwrap();
+    }
+    let sink = clock
+        .install(
+            Builder::new()
+                .rotation(Rotation::DAILY)
+                .filename_prefix("app.log")
+                .compression(Compression::Gzip),
+        )
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    sink.wait_housekeeping();
+    for kept in ["x.gz.tmp", "backup.gz.tmp", "app.log.gz.tmp"] {
+        assert!(dir.path().join(kept).exists(), "{kept} is the user's");
+    }
+    assert!(
+        !dir.path().join("app.log.2026-11-30.gz.tmp").exists(),
+        "ours, stale"
+    );
+    // And without compression configured, the sweep still removes only its own.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.gz.tmp"), b"tmp").unwrap();
+    let sink = Builder::new()
+        .filename_prefix("")
+        .rotation(Rotation::DAILY)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    sink.wait_housekeeping();
+    assert!(dir.path().join("x.gz.tmp").exists());
+}
+
+/// A file the writer has open is never compressed or deleted, even when its name is
+/// a rotated file's and retention would otherwise remove it.
+#[test]
+fn the_live_file_is_never_compressed_or_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(START);
+    let builder = clock.install(
+        Builder::new()
+            .rotation(Rotation::HOURLY)
+            .filename_prefix("app")
+            .max_log_files(1)
+            .max_total_size(0)
+            .compression(Compression::Gzip),
+    );
+    let mut sink = builder.build(dir.path()).unwrap().into_sink();
+    let mut next = 0;
+    for _ in 0..10 {
+        write_batch(&mut sink, &mut next, 3);
+        clock.advance(3600);
+        sink.wait_housekeeping();
+        let current = sink.current_path().to_owned();
+        assert!(current.exists(), "{current:?}");
+        assert!(!current.to_string_lossy().ends_with(".gz"));
+    }
+    write_batch(&mut sink, &mut next, 3);
+    sink.wait_housekeeping();
+    let text = decompressed(sink.current_path());
+    assert_eq!(seqs(&text), (30..33).collect::<Vec<_>>());
+}
