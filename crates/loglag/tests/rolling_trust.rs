@@ -510,3 +510,15 @@ fn the_live_file_is_never_compressed_or_deleted() {
     let text = decompressed(sink.current_path());
     assert_eq!(seqs(&text), (30..33).collect::<Vec<_>>());
 }
+
+/// The plain file sink takes a mode too; the default is `File::create`'s.
+#[test]
+fn a_plain_file_sink_is_created_with_the_mode_asked_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("private.log");
+    let mut sink = loglag::sink::FdSink::append_with_mode(&path, 0o600).unwrap();
+    sink.write(b"x\n").unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+}

@@ -42,12 +42,20 @@ impl FdSink {
         }
     }
 
-    /// A file opened for appending, created if missing.
+    /// A file opened for appending, created if missing with mode `0o666` minus the
+    /// umask (as `File::create`; the spool, by contrast, is always `0o600`).
     pub fn append(path: impl AsRef<Path>) -> io::Result<FdSink> {
+        FdSink::append_with_mode(path, 0o666)
+    }
+
+    /// A file opened for appending, created if missing with `mode` minus the umask
+    /// (`0o640` to let a log group read it). An existing file keeps its mode.
+    pub fn append_with_mode(path: impl AsRef<Path>, mode: u32) -> io::Result<FdSink> {
         let path = path.as_ref();
         let file = OpenOptions::new()
             .append(true)
             .create(true)
+            .mode(mode & 0o7777)
             .open(path)
             .map_err(|e| {
                 io::Error::new(
