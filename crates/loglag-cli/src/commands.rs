@@ -991,8 +991,9 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
 
 pub fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
     let report = match a.output.as_deref() {
+        // The output is opened only once the spool is known to be one.
         Some(path) if path.as_os_str() != "-" => {
-            loglag::spool::recover(&a.spool, loglag::sink::FdSink::append(path)?)?
+            loglag::spool::recover_opening(&a.spool, || loglag::sink::FdSink::append(path))?
         }
         _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
     };

@@ -1147,7 +1147,16 @@ fn an_error_flushes_the_buffered_context_in_order() {
             let r = run(&s, c, "fast");
             // Ids 0..N were served (the warm-up's included); every seventh logged an ERROR.
             let served = r["completed"].as_u64().unwrap() + 2;
-            assert_eq!(r["error_lines"].as_u64().unwrap(), served / 7, "{c}: {r}");
+            // queue-memory-100's channel drops when full (counted as queue_full, and
+            // an ERROR is not spared): on a busy machine every missing ERROR must be
+            // one of those counted drops.
+            let errors = r["error_lines"].as_u64().unwrap();
+            let dropped = r["dropped"].as_u64().unwrap();
+            assert!(
+                errors <= served / 7 && errors + dropped >= served / 7,
+                "{c}: {errors} ERROR lines, {dropped} dropped, {} logged: {r}",
+                served / 7
+            );
             assert_eq!(r["out_of_order"], 0, "{c}: {r}");
             assert_eq!(r["lost_records"], 0, "{c}: {r}");
             // Each ERROR made the buffer write: at least one write call per ERROR of

@@ -66,6 +66,7 @@ impl Default for NonBlockingBuilder {
                 report_format: None,
                 mode: Mode::Async,
                 spool: None,
+                spool_refused: false,
                 thread_name: "loglag-writer".into(),
                 max_records: None,
             },
@@ -228,42 +229,65 @@ impl NonBlockingBuilder {
     /// [`rolling::RollingFileAppender`](crate::rolling::RollingFileAppender) becomes its
     /// [`RollingFile`](crate::sink::RollingFile) sink, with the same guarantees.
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
-        use crate::sink::IntoSink;
-        // The drop-in signature takes any `io::Write`, and stable Rust cannot
-        // specialise on it: the two writer types that have a better sink of their own
-        // are recognised here and converted through `IntoSink`, like any type of the
-        // user's passed to `finish_sink`.
-        let mut writer = Some(writer);
-        let slot: &mut dyn std::any::Any = &mut writer;
-        #[cfg(feature = "rolling")]
-        if let Some(appender) = slot.downcast_mut::<Option<crate::rolling::RollingFileAppender>>() {
-            return self.finish_sink(appender.take().expect("set above").into_sink());
-        }
-        if let Some(file) = slot.downcast_mut::<Option<std::fs::File>>() {
-            return self.finish_sink(file.take().expect("set above").into_sink());
-        }
-        self.finish_sink(WriterSink::new(writer.take().expect("set above")))
-    }
-
-    /// Builds the pipeline over a [`Sink`].
-    ///
-    /// # Panics
-    /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
-    pub fn finish_sink(self, sink: impl crate::sink::IntoSink) -> (NonBlocking, WorkerGuard) {
-        match self.try_finish_sink(sink) {
+        match self.build(writer_into_sink(writer), Strictness::CarryOn) {
             Ok(pair) => pair,
             Err(e) => panic!("loglag: {e}"),
         }
     }
 
-    /// Like [`finish_sink`](Self::finish_sink), but returns errors.
+    /// Builds the pipeline over a [`Sink`] (or anything [`IntoSink`](crate::sink::IntoSink)).
+    ///
+    /// Nothing about the environment or the spool stops the service: an invalid
+    /// `LOGLAG_MODE` is warned about on stderr (naming the value and the valid ones)
+    /// and `async` is used; a spool that is in use by another process, corrupt, or not
+    /// ours is warned about and the pipeline runs without it
+    /// ([`Metrics::spool_refused`](crate::Metrics::spool_refused) says so). Use
+    /// [`try_finish_sink`](Self::try_finish_sink) to fail instead.
+    ///
+    /// # Panics
+    /// Only if the writer thread cannot be spawned (the system is out of threads or
+    /// memory).
+    pub fn finish_sink(self, sink: impl crate::sink::IntoSink) -> (NonBlocking, WorkerGuard) {
+        match self.build(Box::new(sink.into_sink()), Strictness::CarryOn) {
+            Ok(pair) => pair,
+            Err(e) => panic!("loglag: {e}"),
+        }
+    }
+
+    /// Like [`finish_sink`](Self::finish_sink), but fails instead of carrying on: an
+    /// invalid `LOGLAG_MODE` is [`FinishError::Mode`], a spool that cannot be used is
+    /// [`FinishError::Spool`] (with its [`SpoolErrorKind`](crate::spool::SpoolErrorKind)),
+    /// and a failure to start the writer thread [`FinishError::Io`].
     pub fn try_finish_sink(
-        mut self,
+        self,
         sink: impl crate::sink::IntoSink,
-    ) -> io::Result<(NonBlocking, WorkerGuard)> {
+    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
+        self.build(Box::new(sink.into_sink()), Strictness::Fail)
+    }
+
+    /// [`try_finish_sink`](Self::try_finish_sink) for any writer, recognising a file or
+    /// a rolling appender as [`finish`](Self::finish) does.
+    pub fn try_finish<W: io::Write + Send + 'static>(
+        self,
+        writer: W,
+    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
+        self.build(writer_into_sink(writer), Strictness::Fail)
+    }
+
+    fn build(
+        mut self,
+        mut sink: Box<dyn Sink>,
+        strictness: Strictness,
+    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
         if self.mode_from_env {
-            self.config.mode =
-                Mode::from_env().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            self.config.mode = match Mode::from_env() {
+                Ok(mode) => mode,
+                Err(e) if strictness == Strictness::Fail => return Err(FinishError::Mode(e)),
+                Err(e) => {
+                    eprintln!("loglag: {e}; using async");
+                    Mode::Async
+                }
+            };
         }
         let mode = self.config.mode;
         if let (true, Some((path, _))) = (mode != Mode::Async, &self.config.spool) {
@@ -272,35 +296,51 @@ impl NonBlockingBuilder {
                 path.display()
             );
         }
-        let mut sink: Box<dyn Sink> = Box::new(sink.into_sink());
-        let (core, worker) =
-            if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
-                if self.config.overflow == Overflow::DropOldest {
-                    self.config.overflow = Overflow::DropNewest;
+        let mut spooled = None;
+        if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
+            match crate::spool::open(&path, self.config.capacity_bytes, sink.as_mut(), sync) {
+                Ok(opened) => spooled = Some(opened),
+                Err(e) if strictness == Strictness::Fail => {
+                    return Err(match crate::spool::SpoolError::of(&e) {
+                        Some(spool) => FinishError::Spool(spool.clone()),
+                        None => FinishError::Io(e),
+                    })
                 }
-                let (ring, header, recovered) =
-                    crate::spool::open(&path, self.config.capacity_bytes, sink.as_mut(), sync)?;
-                let core = Arc::new(Core::with_ring(
-                    self.config,
-                    ring,
-                    None,
-                    Some(header),
-                    recovered,
-                ));
-                let handle = worker::spawn(core.clone(), sink)?;
-                (core, Some(handle))
-            } else if mode == Mode::Async {
-                let core = Arc::new(Core::new(self.config, None));
-                let handle = worker::spawn(core.clone(), sink)?;
-                (core, Some(handle))
-            } else {
-                (Arc::new(Core::new(self.config, Some(sink))), None)
-            };
+                Err(e) => {
+                    eprintln!(
+                        "loglag: cannot use the spool {}: {e}; logging without it (records do not survive a crash)",
+                        path.display()
+                    );
+                    self.config.spool = None;
+                    self.config.spool_refused = true;
+                }
+            }
+        }
+        let (core, worker) = if let Some((ring, header, recovered)) = spooled {
+            if self.config.overflow == Overflow::DropOldest {
+                self.config.overflow = Overflow::DropNewest;
+            }
+            let core = Arc::new(Core::with_ring(
+                self.config,
+                ring,
+                None,
+                Some(header),
+                recovered,
+            ));
+            let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
+            (core, Some(handle))
+        } else if mode == Mode::Async {
+            let core = Arc::new(Core::new(self.config, None));
+            let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
+            (core, Some(handle))
+        } else {
+            (Arc::new(Core::new(self.config, Some(sink))), None)
+        };
         if self.flush_on_panic {
             hooks::flush_on_panic(&core);
         }
         let signals = if self.flush_on_signals {
-            Some(hooks::flush_on_signals(&core)?)
+            Some(hooks::flush_on_signals(&core).map_err(FinishError::Io)?)
         } else {
             None
         };
@@ -308,5 +348,76 @@ impl NonBlockingBuilder {
             NonBlocking::new(core.clone()),
             WorkerGuard::new(core, worker, signals),
         ))
+    }
+}
+
+/// Whether `finish` carries on past a bad `LOGLAG_MODE` or an unusable spool (with a
+/// warning) or `try_finish` fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    CarryOn,
+    Fail,
+}
+
+/// The sink for a writer given to `finish`.
+fn writer_into_sink<W: io::Write + Send + 'static>(writer: W) -> Box<dyn Sink> {
+    use crate::sink::IntoSink;
+    // The drop-in signature takes any `io::Write`, and stable Rust cannot specialise on
+    // it: the two writer types that have a better sink of their own are recognised
+    // here and converted through `IntoSink`, like any type of the user's passed to
+    // `finish_sink`.
+    let mut writer = Some(writer);
+    let slot: &mut dyn std::any::Any = &mut writer;
+    #[cfg(feature = "rolling")]
+    if let Some(appender) = slot.downcast_mut::<Option<crate::rolling::RollingFileAppender>>() {
+        return Box::new(appender.take().expect("set above").into_sink());
+    }
+    if let Some(file) = slot.downcast_mut::<Option<std::fs::File>>() {
+        return Box::new(file.take().expect("set above").into_sink());
+    }
+    Box::new(WriterSink::new(writer.take().expect("set above")))
+}
+
+/// Why [`NonBlockingBuilder::try_finish_sink`] (or `try_finish`) could not build the
+/// pipeline. Converts into `io::Error` for `?` in functions that return one.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FinishError {
+    /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
+    Mode(crate::mode::ParseModeError),
+    /// The spool cannot be used: in use by another process, corrupt, another
+    /// version, or not ours.
+    Spool(crate::spool::SpoolError),
+    /// The writer thread or a signal handler could not be set up.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for FinishError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FinishError::Mode(e) => e.fmt(f),
+            FinishError::Spool(e) => e.fmt(f),
+            FinishError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FinishError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FinishError::Mode(e) => Some(e),
+            FinishError::Spool(e) => Some(e),
+            FinishError::Io(e) => Some(e),
+        }
+    }
+}
+
+impl From<FinishError> for io::Error {
+    fn from(e: FinishError) -> io::Error {
+        match e {
+            FinishError::Io(e) => e,
+            FinishError::Mode(e) => io::Error::new(io::ErrorKind::InvalidInput, e),
+            FinishError::Spool(spool) => spool.into(),
+        }
     }
 }

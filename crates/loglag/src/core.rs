@@ -33,6 +33,9 @@ pub(crate) struct Config {
     pub(crate) report_format: Option<Format>,
     pub(crate) mode: Mode,
     pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
+    /// A spool was asked for and refused (in use, corrupt, not ours): the pipeline
+    /// runs without it.
+    pub(crate) spool_refused: bool,
     /// The writer thread's name.
     pub(crate) thread_name: String,
     /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
@@ -101,6 +104,9 @@ pub(crate) struct Core {
     recovered: Recovered,
     /// The format of in-band drop reports, as [`Format::index`].
     report_format: std::sync::atomic::AtomicU8,
+    /// Whether the report format is settled (set on the builder, or adopted from a
+    /// front-end); until then the writer follows the records it writes.
+    report_format_settled: AtomicBool,
 }
 
 impl std::fmt::Debug for Core {
@@ -197,6 +203,7 @@ impl Core {
             report_format: std::sync::atomic::AtomicU8::new(
                 config_report.unwrap_or(Format::Compact).index(),
             ),
+            report_format_settled: AtomicBool::new(config_report.is_some()),
             spool,
             recovered,
         }
@@ -212,7 +219,20 @@ impl Core {
     pub(crate) fn adopt_report_format(&self, format: Format) {
         if self.config.report_format.is_none() {
             self.report_format.store(format.index(), Ordering::Relaxed);
+            self.report_format_settled.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// With no format set or adopted, reports follow the records around them: JSON
+    /// when the latest record is a JSON object (`fmt().json()` through the
+    /// `MakeWriter`), compact text otherwise.
+    pub(crate) fn follow_records_format(&self, latest_record: &[u8]) {
+        if self.report_format_settled.load(Ordering::Relaxed) {
+            return;
+        }
+        let json = latest_record.first() == Some(&b'{');
+        let format = if json { Format::Json } else { Format::Compact };
+        self.report_format.store(format.index(), Ordering::Relaxed);
     }
 
     pub(crate) fn mode(&self) -> Mode {
@@ -298,6 +318,7 @@ impl Core {
             .counters
             .snapshot(|| self.accepted(), in_flight_bytes, age);
         m.recovered_records = self.recovered.records;
+        m.spool_refused = self.config.spool_refused;
         m.torn_records = self.recovered.torn;
         m
     }
@@ -530,6 +551,10 @@ impl Core {
         let _inside = InsideSink::enter(self.id);
         if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        // Sync mode has no in-band report line; a sink's notice goes to stderr.
+        if let Ok(Some(notice)) = crate::sink::call_sink(|| Ok(sink.take_notice())) {
+            eprintln!("loglag: {notice}");
         }
         match self.counters.measured_write(sink.as_mut(), record) {
             Ok(()) => {

@@ -78,7 +78,7 @@ pub mod sink;
 pub mod spool;
 mod worker;
 
-pub use crate::builder::NonBlockingBuilder;
+pub use crate::builder::{FinishError, NonBlockingBuilder};
 pub use crate::core::{FlushTimeout, Flushed};
 pub use crate::format::{Format, ParseFormatError};
 #[cfg(feature = "tracing")]

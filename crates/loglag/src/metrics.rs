@@ -206,6 +206,7 @@ impl Counters {
             oldest_queued_age: oldest_age,
             write_latency: self.write_latency.snapshot(),
             recovered_records: 0,
+            spool_refused: false,
             torn_records: 0,
         }
     }
@@ -282,6 +283,10 @@ pub struct Metrics {
     pub recovered_records: u64,
     /// Spool mode: torn regions skipped at recovery.
     pub torn_records: u64,
+    /// A spool was configured but refused at start (in use by another process,
+    /// corrupt, or not ours), so this pipeline runs without one: records survive a
+    /// crash only as far as a pipeline without a spool does. `finish` warned on stderr.
+    pub spool_refused: bool,
 }
 
 impl Metrics {

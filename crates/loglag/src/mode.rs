@@ -35,7 +35,9 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// Reads `LOGLAG_MODE`. Unset means `async`; an invalid value is an error.
+    /// Reads `LOGLAG_MODE` (case-insensitive). Unset means `async`; an invalid value is
+    /// an error here. `NonBlockingBuilder::finish` warns about it on stderr and uses
+    /// `async` instead: a typo in the environment must not stop a service.
     pub fn from_env() -> Result<Mode, ParseModeError> {
         match std::env::var(MODE_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse(),
@@ -79,12 +81,12 @@ impl std::error::Error for ParseModeError {}
 impl FromStr for Mode {
     type Err = ParseModeError;
     fn from_str(s: &str) -> Result<Mode, ParseModeError> {
-        match s.trim() {
+        match s.trim().to_ascii_lowercase().as_str() {
             "off" => Ok(Mode::Off),
             "format-only" | "format_only" => Ok(Mode::FormatOnly),
             "sync" => Ok(Mode::Sync),
             "async" => Ok(Mode::Async),
-            other => Err(ParseModeError(other.to_owned())),
+            _ => Err(ParseModeError(s.trim().to_owned())),
         }
     }
 }

@@ -22,10 +22,15 @@ use crate::level::Level;
 use crate::metrics::Metrics;
 use crate::mode::Mode;
 
-/// A cheap-to-clone handle that turns each `write` into one record.
+/// A cheap-to-clone handle that turns each line written into one record.
 ///
-/// It implements [`io::Write`] (one `write` call is one record, as tracing-subscriber's
-/// fmt layer issues one `write_all` per event) and, with the `tracing` feature,
+/// It implements [`io::Write`]: bytes are gathered up to a newline, so `writeln!`,
+/// `write!` followed by `"\n"`, and tracing-subscriber's one `write_all` per event each
+/// make exactly one record, and a line is never split across files or around a drop
+/// report. Each clone gathers its own line; what is left without a newline is submitted
+/// on `flush` or when the clone is dropped, and a line longer than
+/// [`max_record_bytes`](NonBlockingBuilder::max_record_bytes) is submitted (and cut
+/// with a marker) when it reaches it. With the `tracing` feature it is also
 /// `tracing_subscriber::fmt::MakeWriter`, which also passes each event's level so that
 /// [`Overflow::ShedByLevel`](crate::Overflow::ShedByLevel) and the flush level work.
 ///
@@ -37,9 +42,58 @@ use crate::mode::Mode;
 /// tracing::info!(user = "ann", "logged in");
 /// assert!(writer.metrics().accepted <= 1);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct NonBlocking {
     pub(crate) core: Arc<Core>,
+    line: PartialLine,
+}
+
+impl Clone for NonBlocking {
+    /// A new handle on the same pipeline, with a line of its own.
+    fn clone(&self) -> NonBlocking {
+        NonBlocking::new(self.core.clone())
+    }
+}
+
+impl Drop for NonBlocking {
+    fn drop(&mut self) {
+        self.line.submit_rest(&self.core, Level::Info);
+    }
+}
+
+/// The bytes of a line written so far, without its newline yet.
+#[derive(Debug, Default)]
+struct PartialLine(Vec<u8>);
+
+impl PartialLine {
+    /// Submits every whole line in what was written so far as one record, and keeps
+    /// the rest. A write that ends in a newline with nothing pending (the usual case)
+    /// is submitted as it is, without a copy.
+    fn write(&mut self, core: &Core, level: Level, buf: &[u8]) {
+        match buf.iter().rposition(|&b| b == b'\n') {
+            Some(end) if self.0.is_empty() => {
+                core.submit(level, &buf[..=end]);
+                self.0.extend_from_slice(&buf[end + 1..]);
+            }
+            Some(end) => {
+                self.0.extend_from_slice(&buf[..=end]);
+                core.submit(level, &self.0);
+                self.0.clear();
+                self.0.extend_from_slice(&buf[end + 1..]);
+            }
+            None => self.0.extend_from_slice(buf),
+        }
+        if self.0.len() >= core.config.max_record_bytes {
+            self.submit_rest(core, level);
+        }
+    }
+
+    fn submit_rest(&mut self, core: &Core, level: Level) {
+        if !self.0.is_empty() {
+            core.submit(level, &self.0);
+            self.0.clear();
+        }
+    }
 }
 
 /// Counts dropped records, as tracing-appender's `ErrorCounter` does.
@@ -62,7 +116,10 @@ impl std::fmt::Debug for ErrorCounter {
 
 impl NonBlocking {
     pub(crate) fn new(core: Arc<Core>) -> NonBlocking {
-        NonBlocking { core }
+        NonBlocking {
+            core,
+            line: PartialLine::default(),
+        }
     }
 
     /// Hands one complete record to the pipeline. It should end in `\n`.
@@ -135,19 +192,21 @@ impl NonBlocking {
         RecordWriter {
             core: &self.core,
             level,
+            line: PartialLine::default(),
         }
     }
 }
 
 impl io::Write for NonBlocking {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.core.submit(Level::Info, buf);
+        self.line.write(&self.core, Level::Info, buf);
         Ok(buf.len())
     }
 
+    /// Submits a line left without its newline. It does not wait for the sink:
+    /// formatters call it after every event (`NonBlocking::flush(timeout)` waits).
     fn flush(&mut self) -> io::Result<()> {
-        // Flushing is explicit (`NonBlocking::flush(timeout)`): io::Write::flush is
-        // called by formatters after every event and must not wait on the sink.
+        self.line.submit_rest(&self.core, Level::Info);
         Ok(())
     }
 }
@@ -158,16 +217,24 @@ impl io::Write for NonBlocking {
 pub struct RecordWriter<'a> {
     core: &'a Core,
     level: Level,
+    line: PartialLine,
 }
 
 impl io::Write for RecordWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.core.submit(self.level, buf);
+        self.line.write(self.core, self.level, buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.line.submit_rest(self.core, self.level);
         Ok(())
+    }
+}
+
+impl Drop for RecordWriter<'_> {
+    fn drop(&mut self) {
+        self.line.submit_rest(self.core, self.level);
     }
 }
 

@@ -133,7 +133,8 @@ impl SpoolHeader {
 /// Why a spool could not be opened or recovered. It travels inside the `io::Error`
 /// that [`recover`] and `NonBlockingBuilder::try_finish_sink` return; get it back with
 /// [`SpoolError::of`] to tell the cases apart without matching on text.
-#[derive(Debug)]
+/// `NonBlockingBuilder::try_finish_sink` returns it as [`crate::FinishError::Spool`].
+#[derive(Debug, Clone)]
 pub struct SpoolError {
     pub path: std::path::PathBuf,
     pub kind: SpoolErrorKind,
@@ -172,20 +173,24 @@ impl std::fmt::Display for SpoolError {
 
 impl std::error::Error for SpoolError {}
 
+impl From<SpoolError> for io::Error {
+    fn from(e: SpoolError) -> io::Error {
+        let io_kind = match e.kind {
+            SpoolErrorKind::InUse => io::ErrorKind::WouldBlock,
+            SpoolErrorKind::Permissions => io::ErrorKind::PermissionDenied,
+            _ => io::ErrorKind::InvalidData,
+        };
+        io::Error::new(io_kind, e)
+    }
+}
+
 fn spool_error(path: &Path, kind: SpoolErrorKind, message: String) -> io::Error {
-    let io_kind = match kind {
-        SpoolErrorKind::InUse => io::ErrorKind::WouldBlock,
-        SpoolErrorKind::Permissions => io::ErrorKind::PermissionDenied,
-        _ => io::ErrorKind::InvalidData,
-    };
-    io::Error::new(
-        io_kind,
-        SpoolError {
-            path: path.to_owned(),
-            kind,
-            message,
-        },
-    )
+    SpoolError {
+        path: path.to_owned(),
+        kind,
+        message,
+    }
+    .into()
 }
 
 fn invalid(path: &Path, kind: SpoolErrorKind, why: impl std::fmt::Display) -> io::Error {
@@ -558,7 +563,18 @@ fn recover_into(
 /// eprintln!("{} records recovered, {} torn regions skipped", report.records, report.torn);
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn recover(path: impl AsRef<Path>, mut sink: impl Sink) -> io::Result<Recovered> {
+pub fn recover(path: impl AsRef<Path>, sink: impl Sink) -> io::Result<Recovered> {
+    recover_opening(path, || Ok(sink))
+}
+
+/// [`recover`], with the sink opened only once the spool has been found valid (so that
+/// recovering a path that is no spool creates no empty output file), and refused when
+/// the sink is the spool file itself.
+pub fn recover_opening<S: Sink>(
+    path: impl AsRef<Path>,
+    open_sink: impl FnOnce() -> io::Result<S>,
+) -> io::Result<Recovered> {
+    use std::os::unix::fs::MetadataExt;
     let path = path.as_ref();
     if !path.exists() {
         return Err(io::Error::new(
@@ -566,8 +582,76 @@ pub fn recover(path: impl AsRef<Path>, mut sink: impl Sink) -> io::Result<Recove
             format!("no spool at {}", path.display()),
         ));
     }
+    let spool = check(path)?;
+    let mut sink = open_sink()?;
+    if sink.identity() == Some((spool.dev(), spool.ino())) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the output is the spool {} itself; recover into another file",
+                path.display()
+            ),
+        ));
+    }
     let (_ring, _header, recovered) = open_with(path, None, &mut sink, SpoolSync::Never)?;
     Ok(recovered)
+}
+
+/// Checks, read-only, that `path` is a spool no live process holds, whose header
+/// and length agree. Returns its metadata.
+fn check(path: &Path) -> io::Result<std::fs::Metadata> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot open spool {}: {e}", path.display()),
+            )
+        })?;
+    // SAFETY: flock on a descriptor we own; a shared lock conflicts with a live
+    // writer's exclusive one, and goes away when `file` is closed.
+    if unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_SH | libc::LOCK_NB,
+        )
+    } != 0
+    {
+        let e = io::Error::last_os_error();
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::InUse,
+            format!(
+                "spool {} is in use by another process ({e}); recover it after that process ends",
+                path.display()
+            ),
+        ));
+    }
+    let meta = file.metadata()?;
+    if meta.len() == 0 {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::NotASpool,
+            "not a loglag spool (the file is empty); nothing to recover",
+        ));
+    }
+    let capacity = read_capacity(&file, path)?;
+    check_ownership(&file, path)?;
+    if meta.len() < HEADER_BYTES + capacity {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Corrupt,
+            format!(
+                "spool is {} bytes, shorter than its header says ({})",
+                meta.len(),
+                HEADER_BYTES + capacity
+            ),
+        ));
+    }
+    Ok(meta)
 }
 
 #[cfg(test)]

@@ -178,6 +178,10 @@ impl Writer {
                 // The batch still goes to the current file; the failure is counted.
                 self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
+            if let Some(&(len, _)) = self.records.last() {
+                let batch = &self.batch;
+                self.core.follow_records_format(&batch[batch.len() - len..]);
+            }
             if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
                 self.write_own_line(&notice, &[]);
             }

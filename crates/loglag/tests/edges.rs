@@ -1,0 +1,329 @@
+//! The pipeline at its edges: configuration that cannot crash the service, a spool
+//! that cannot be used, lines that stay whole, drop reports in the log's own format,
+//! and `recover` that cannot be pointed at its own spool.
+
+mod support;
+
+use std::io::Write;
+use std::time::Duration;
+
+use loglag::spool::SpoolErrorKind;
+use loglag::{FinishError, Level, Mode, NonBlockingBuilder, Overflow};
+use support::{within, Behaviour, Gate, TestSink};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const CHILD_ENV: &str = "LOGLAG_EDGES_CHILD";
+
+/// Runs this binary's `edges_child_main` with `LOGLAG_MODE` set to `mode`.
+fn child_with_mode(role: &str, mode: &str, out: &std::path::Path) -> std::process::Output {
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "edges_child_main",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, role)
+        .env("LOGLAG_MODE", mode)
+        .env("LOGLAG_EDGES_OUT", out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_child_within(child, LIMIT, role)
+}
+
+/// Not a test of its own: the child processes' entry point.
+#[test]
+fn edges_child_main() {
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let out = std::env::var("LOGLAG_EDGES_OUT").unwrap();
+    match role.as_str() {
+        "finish" => {
+            let file = std::fs::File::create(&out).unwrap();
+            let (writer, guard) = NonBlockingBuilder::default().finish(file);
+            writer.submit(Level::Info, b"the service started\n");
+            println!("mode={}", writer.mode());
+            let m = guard.shutdown();
+            println!("written={}", m.written_records);
+        }
+        "try_finish" => match NonBlockingBuilder::default().try_finish(std::io::sink()) {
+            Err(FinishError::Mode(e)) => println!("refused: {e}"),
+            Err(other) => println!("wrong error: {other}"),
+            Ok(_) => println!("accepted"),
+        },
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn a_typo_in_loglag_mode_warns_once_and_the_service_starts_in_async() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    let out = child_with_mode("finish", "fast", &log);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    assert!(
+        stdout.contains("mode=async") && stdout.contains("written=1"),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), b"the service started\n");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("LOGLAG_MODE"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning: {stderr}");
+    assert!(
+        warnings[0].contains("\"fast\"") && warnings[0].contains("off, format-only, sync or async"),
+        "it names the value and the valid ones: {stderr}"
+    );
+}
+
+#[test]
+fn loglag_mode_is_case_insensitive() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child_with_mode("finish", " SYNC ", &dir.path().join("app.log"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("mode=sync"), "{stdout}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("LOGLAG_MODE"));
+    assert_eq!("Format-Only".parse::<Mode>().unwrap(), Mode::FormatOnly);
+}
+
+#[test]
+fn try_finish_refuses_a_bad_loglag_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = child_with_mode("try_finish", "fast", &dir.path().join("unused"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("refused: invalid LOGLAG_MODE \"fast\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_spool_in_use_is_warned_about_and_the_pipeline_runs_without_it() {
+    within(LIMIT, "spool in use", || {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("app.spool");
+        let (first, _first_guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .finish_sink(TestSink::new(Behaviour::Fast).0);
+        assert!(!first.metrics().spool_refused);
+        // A restart while the old instance is still exiting: the second must not panic.
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (second, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .finish_sink(sink);
+        assert!(second.metrics().spool_refused, "Metrics say so");
+        second.submit(Level::Info, b"still logging\n");
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, 1);
+        assert_eq!(out.lock().unwrap().as_slice(), b"still logging\n");
+        // try_finish_sink fails instead, with the typed error.
+        match NonBlockingBuilder::default()
+            .spool(&spool)
+            .try_finish_sink(TestSink::new(Behaviour::Fast).0)
+        {
+            Err(FinishError::Spool(e)) => assert_eq!(e.kind, SpoolErrorKind::InUse, "{e}"),
+            Err(other) => panic!("wrong error: {other}"),
+            Ok(_) => panic!("a spool in use was accepted"),
+        }
+    });
+}
+
+#[test]
+fn a_corrupt_spool_is_warned_about_and_the_pipeline_runs_without_it() {
+    within(LIMIT, "corrupt spool", || {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("app.spool");
+        std::fs::write(
+            &spool,
+            b"this is not a spool at all, just text\n".repeat(200),
+        )
+        .unwrap();
+        let before = std::fs::read(&spool).unwrap();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (writer, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .finish_sink(sink);
+        assert!(writer.metrics().spool_refused);
+        writer.submit(Level::Info, b"x\n");
+        guard.shutdown();
+        assert_eq!(out.lock().unwrap().as_slice(), b"x\n");
+        assert_eq!(
+            std::fs::read(&spool).unwrap(),
+            before,
+            "the refused file is left alone"
+        );
+        let err = NonBlockingBuilder::default()
+            .spool(&spool)
+            .try_finish_sink(TestSink::new(Behaviour::Fast).0)
+            .expect_err("refused");
+        assert!(matches!(err, FinishError::Spool(_)), "{err:?}");
+        // And it still converts into an io::Error for `?`.
+        let io: std::io::Error = err.into();
+        assert!(loglag::spool::SpoolError::of(&io).is_some());
+    });
+}
+
+/// `writeln!` with several arguments is several `write` calls: they make one record.
+#[test]
+fn writeln_makes_one_record_per_line() {
+    within(LIMIT, "writeln", || {
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (mut writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::Block)
+            .finish_sink(sink);
+        let n = 10_000u64;
+        for seq in 0..n {
+            let part = "part";
+            writeln!(writer, "seq={seq} {part} {}", seq * 3).unwrap();
+        }
+        // A line without its newline goes out on flush.
+        write!(writer, "no newline").unwrap();
+        std::io::Write::flush(&mut writer).unwrap();
+        let m = guard.shutdown();
+        assert_eq!(m.accepted, n + 1, "one record per line");
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        assert_eq!(lines.len() as u64, n + 1);
+        for (seq, line) in lines.iter().take(n as usize).enumerate() {
+            assert_eq!(*line, format!("seq={seq} part {}\n", seq * 3));
+        }
+        assert_eq!(lines[n as usize], "no newline");
+    });
+}
+
+/// Under drops and size rotation, every line on disk is whole, rotated files begin
+/// with a line, and each line is written exactly once or counted as dropped.
+#[test]
+fn lines_stay_whole_under_drops_and_rotation() {
+    within(LIMIT, "whole lines", || {
+        let dir = tempfile::tempdir().unwrap();
+        let appender = loglag::rolling::Builder::new()
+            .filename_prefix("app.log")
+            .max_file_size(1 << 10)
+            .build(dir.path())
+            .unwrap();
+        let (mut writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::DropNewest)
+            .capacity_bytes(8 << 10)
+            .finish(appender);
+        let n = 40_000u64;
+        for seq in 0..n {
+            // Three writes per line, as `writeln!` does with arguments.
+            write!(writer, "seq={seq} ").unwrap();
+            write!(writer, "{}", "y".repeat(30)).unwrap();
+            writeln!(writer).unwrap();
+        }
+        let m = guard.shutdown();
+        assert_eq!(m.accepted, n);
+        assert_eq!(m.written_records + m.dropped_records, n, "{m:?}");
+        let mut seen = vec![false; n as usize];
+        let mut files = 0;
+        for e in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            files += 1;
+            let text = String::from_utf8(std::fs::read(e.path()).unwrap()).unwrap();
+            assert!(
+                text.is_empty() || text.ends_with('\n'),
+                "{:?} ends mid-line",
+                e.path()
+            );
+            for line in text.lines() {
+                if line.contains(" WARN loglag: dropped ") {
+                    continue; // the in-band report, between whole lines
+                }
+                let (head, tail) = line.split_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+                assert_eq!(tail, "y".repeat(30), "a whole line: {line:?}");
+                let seq: usize = head.strip_prefix("seq=").unwrap().parse().unwrap();
+                assert!(!seen[seq], "seq {seq} twice");
+                seen[seq] = true;
+            }
+        }
+        assert!(files > 1, "it rotated");
+        let written = seen.iter().filter(|s| **s).count() as u64;
+        assert_eq!(written, m.written_records, "every written line is on disk");
+    });
+}
+
+/// `fmt().json()` through the `MakeWriter`, with nothing else configured: the drop
+/// reports are JSON too, so every line of the file parses.
+#[test]
+fn json_records_get_json_drop_reports_without_being_asked() {
+    within(LIMIT, "json reports", || {
+        let gate = Gate::closed();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(16 << 10)
+            .finish_sink(sink);
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(seq = 0, "the first, written at once");
+            entered.recv().unwrap();
+            // The writer is held in the sink: these fill the queue and overflow.
+            for seq in 1..2000 {
+                tracing::info!(seq, "queued or dropped");
+            }
+        });
+        assert!(writer.metrics().dropped_records > 0, "the test needs drops");
+        gate.open();
+        let m = guard.shutdown();
+        assert!(m.dropped_records > 0);
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let mut reports = 0;
+        for line in text.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+            if v["target"] == "loglag" {
+                reports += 1;
+            }
+        }
+        assert!(reports >= 1, "a drop report is in the file: {text}");
+    });
+}
+
+#[test]
+fn recover_refuses_the_spool_itself_as_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("app.spool");
+    {
+        let (_w, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .finish_sink(TestSink::new(Behaviour::Fast).0);
+        guard.shutdown();
+    }
+    let before = std::fs::read(&spool).unwrap();
+    let err = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&spool))
+        .expect_err("refused");
+    assert!(err.to_string().contains("itself"), "{err}");
+    assert_eq!(
+        std::fs::read(&spool).unwrap(),
+        before,
+        "the spool is untouched"
+    );
+}
+
+#[test]
+fn recover_opens_its_output_only_once_the_spool_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    for spool in [dir.path().join("missing.spool"), {
+        let p = dir.path().join("garbage.spool");
+        std::fs::write(&p, b"garbage").unwrap();
+        p
+    }] {
+        let result = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&out));
+        assert!(result.is_err(), "{spool:?}");
+        assert!(!out.exists(), "no output file was created for {spool:?}");
+    }
+}
