@@ -316,6 +316,7 @@ impl NonBlockingBuilder {
                 }
             }
         }
+        let sink_fd = sink.raw_fd().unwrap_or(-1);
         let (core, worker) = if let Some((ring, header, recovered)) = spooled {
             if self.config.overflow == Overflow::DropOldest {
                 self.config.overflow = Overflow::DropNewest;
@@ -327,14 +328,21 @@ impl NonBlockingBuilder {
                 Some(header),
                 recovered,
             ));
+            core.sink_fd
+                .store(sink_fd, std::sync::atomic::Ordering::Release);
             let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
             (core, Some(handle))
         } else if mode == Mode::Async {
             let core = Arc::new(Core::new(self.config, None));
+            core.sink_fd
+                .store(sink_fd, std::sync::atomic::Ordering::Release);
             let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
             (core, Some(handle))
         } else {
-            (Arc::new(Core::new(self.config, Some(sink))), None)
+            let core = Arc::new(Core::new(self.config, Some(sink)));
+            core.sink_fd
+                .store(sink_fd, std::sync::atomic::Ordering::Release);
+            (core, None)
         };
         if self.flush_on_panic {
             hooks::flush_on_panic(&core);

@@ -104,6 +104,13 @@ pub(crate) struct Core {
     recovered: Recovered,
     /// The format of in-band drop reports, as [`Format::index`].
     report_format: std::sync::atomic::AtomicU8,
+    /// The fork generation this pipeline was built in (see `fork.rs`).
+    born_in: u64,
+    /// The sink's descriptor as of the writer's last batch, or -1: where a forked
+    /// child writes.
+    pub(crate) sink_fd: std::sync::atomic::AtomicI32,
+    /// Whether this (forked child) process has said on stderr how it logs.
+    child_warned: AtomicBool,
     /// Whether the report format is settled (set on the builder, or adopted from a
     /// front-end); until then the writer follows the records it writes.
     report_format_settled: AtomicBool,
@@ -204,6 +211,9 @@ impl Core {
                 config_report.unwrap_or(Format::Compact).index(),
             ),
             report_format_settled: AtomicBool::new(config_report.is_some()),
+            born_in: crate::fork::watch(),
+            sink_fd: std::sync::atomic::AtomicI32::new(-1),
+            child_warned: AtomicBool::new(false),
             spool,
             recovered,
         }
@@ -319,7 +329,7 @@ impl Core {
             .snapshot(|| self.accepted(), in_flight_bytes, age);
         m.recovered_records = self.recovered.records;
         m.spool_refused = self.config.spool_refused;
-        m.torn_records = self.recovered.torn;
+        m.torn_records = self.recovered.torn + self.ring.torn.load(Ordering::Relaxed);
         m
     }
 
@@ -328,6 +338,9 @@ impl Core {
         match self.config.mode {
             Mode::Off | Mode::FormatOnly => return,
             Mode::Sync | Mode::Async => {}
+        }
+        if self.in_forked_child() {
+            return self.submit_in_forked_child(level, record);
         }
         self.count_accepted();
         if record.len() > self.config.max_record_bytes {
@@ -351,6 +364,49 @@ impl Core {
             return;
         }
         self.submit_accepted(level, record);
+    }
+
+    /// Whether this process is a `fork()` of the one that built the pipeline.
+    pub(crate) fn in_forked_child(&self) -> bool {
+        crate::fork::generation() != self.born_in
+    }
+
+    /// A forked child has no writer thread, and must not touch the ring (in spool mode
+    /// it is shared with the parent's writer). Its records are written at once with
+    /// `write(2)` to the sink's descriptor, whole, and counted as written; a sink that
+    /// is no descriptor drops them, counted as `io_error`. Locks the parent may have
+    /// held at the fork are never taken here.
+    fn submit_in_forked_child(&self, level: Level, record: &[u8]) {
+        self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        let fd = self.sink_fd.load(Ordering::Acquire);
+        let truncated;
+        let record = if record.len() > self.config.max_record_bytes {
+            self.counters.truncated.fetch_add(1, Ordering::Relaxed);
+            let mut own = Vec::new();
+            format::truncate_into(&mut own, record, self.config.max_record_bytes);
+            truncated = own;
+            &truncated[..]
+        } else {
+            record
+        };
+        let written = fd >= 0 && crate::fork::write_all_fd(fd, record).is_ok();
+        if written {
+            self.counters
+                .written_bytes
+                .fetch_add(record.len() as u64, Ordering::Relaxed);
+            self.counters.written_records.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters.count_drop(DropReason::IoError, level, 1);
+        }
+        if !self.child_warned.swap(true, Ordering::Relaxed) {
+            let how = if fd >= 0 {
+                "its records are written directly to the inherited sink, one write(2) each"
+            } else {
+                "the sink is not a file descriptor, so its records are dropped (io_error)"
+            };
+            eprintln!("loglag: this process is a fork() of the one that started logging; {how}");
+        }
     }
 
     fn submit_accepted(&self, level: Level, record: &[u8]) {
@@ -552,6 +608,8 @@ impl Core {
         if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
         }
+        self.sink_fd
+            .store(sink.raw_fd().unwrap_or(-1), Ordering::Release);
         // Sync mode has no in-band report line; a sink's notice goes to stderr.
         if let Ok(Some(notice)) = crate::sink::call_sink(|| Ok(sink.take_notice())) {
             eprintln!("loglag: {notice}");
@@ -603,6 +661,14 @@ impl Core {
 
     /// Waits until every record accepted before the call is written or dropped.
     pub(crate) fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
+        if self.in_forked_child() {
+            // Everything this process logged is written already; the parent's queue
+            // is the parent's.
+            return Ok(Flushed {
+                written_records: 0,
+                metrics: self.metrics(),
+            });
+        }
         let started = Instant::now();
         let before = self.counters.written_records.load(Ordering::Acquire);
         if self.config.mode != Mode::Async {
@@ -640,6 +706,11 @@ impl Core {
     /// Stops accepting, lets the writer drain until `timeout`, and counts whatever is
     /// cut off as `shutdown` drops, reported on stderr. Idempotent.
     pub(crate) fn shutdown(&self, timeout: Duration) -> Metrics {
+        if self.in_forked_child() {
+            // No writer thread here to wait for, and the queue is the parent's.
+            self.closed.store(true, Ordering::Release);
+            return self.metrics();
+        }
         if self.closed.swap(true, Ordering::AcqRel) {
             if self.config.mode != Mode::Async {
                 return self.metrics();

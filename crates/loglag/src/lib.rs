@@ -59,6 +59,7 @@
 
 mod builder;
 mod core;
+mod fork;
 pub mod format;
 mod handshake;
 mod hooks;

@@ -281,7 +281,8 @@ pub struct Metrics {
     /// Spool mode: records a previous process left in the spool, delivered at start.
     /// They are not part of this process's `accepted`.
     pub recovered_records: u64,
-    /// Spool mode: torn regions skipped at recovery.
+    /// Torn regions skipped: at spool recovery, or by the live writer when a record
+    /// header could not have been written by this process (see RELIABILITY.md, "fork").
     pub torn_records: u64,
     /// A spool was configured but refused at start (in use by another process,
     /// corrupt, or not ours), so this pipeline runs without one: records survive a

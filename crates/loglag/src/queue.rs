@@ -66,6 +66,9 @@ pub(crate) struct Ring {
     /// Serialises the consumer with producers that evict the oldest record
     /// (`Overflow::DropOldest`). Producers on the normal path never take it.
     consume: Mutex<()>,
+    /// Regions skipped because their header could not have been written by a
+    /// producer of this process.
+    pub(crate) torn: AtomicU64,
     _storage: Storage,
 }
 
@@ -145,6 +148,7 @@ impl Ring {
             head: Padded(AtomicU64::new(position)),
             tail: Padded(AtomicU64::new(position)),
             consume: Mutex::new(()),
+            torn: AtomicU64::new(0),
             _storage: storage,
         }
     }
@@ -307,11 +311,21 @@ impl Ring {
                 break;
             }
             let len = (state >> 8) as usize;
+            if pos + footprint(len) > head || len as u64 > self.capacity {
+                // No producer of this process writes such a header: the memory was
+                // written by someone else (a forked child in the shared spool mapping)
+                // or corrupted. Trusting its length would read past the ring or
+                // allocate without bound, so what is left is skipped and counted.
+                self.torn.fetch_add(1, Ordering::Relaxed);
+                pos = head;
+                break;
+            }
             if taken > 0 && taken + len > max_bytes {
                 break;
             }
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
-            // SAFETY: the record is committed (acquire above) and we hold `consume`.
+            // SAFETY: the record is committed (acquire above), lies within the reserved
+            // region (checked above) and we hold `consume`.
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
             out.extend_from_slice(a);
             out.extend_from_slice(b);
@@ -472,6 +486,30 @@ pub(crate) unsafe fn scan(base: *const u8, capacity: u64, from: u64) -> Scan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A header that no producer of this process wrote (a forked child writing into a
+    /// shared spool mapping with its own copy of the positions) is skipped and counted,
+    /// never trusted: its length once made the writer allocate 27 PB and abort.
+    #[test]
+    fn a_header_no_producer_wrote_is_skipped_not_trusted() {
+        let ring = Ring::new(1024);
+        ring.try_push(Level::Info, b"good\n", u64::MAX, 0).unwrap();
+        ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0)
+            .unwrap();
+        let second = footprint(5);
+        ring.word(second)
+            .store((0x6363_6363_6363u64 << 8) | COMMITTED, Ordering::Release);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        let (count, end) = ring.pop_into(&mut out, 1 << 20, true, |p| seen.push(p.len));
+        assert_eq!((count, out.as_slice()), (1, &b"good\n"[..]));
+        assert_eq!(end, ring.head_position(), "the rest is skipped");
+        assert_eq!(ring.torn.load(Ordering::Relaxed), 1);
+        ring.try_push(Level::Info, b"after\n", u64::MAX, 0).unwrap();
+        out.clear();
+        ring.pop_into(&mut out, 1 << 20, true, |_| {});
+        assert_eq!(out, b"after\n", "the ring goes on");
+    }
 
     #[test]
     fn records_come_out_in_order_and_wrap() {

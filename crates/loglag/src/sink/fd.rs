@@ -161,6 +161,10 @@ impl FdSink {
 }
 
 impl Sink for FdSink {
+    fn raw_fd(&self) -> Option<RawFd> {
+        Some(self.fd)
+    }
+
     fn identity(&mut self) -> Option<(u64, u64)> {
         use std::os::unix::fs::MetadataExt;
         let meta = self.regular_file()?.metadata().ok()?;

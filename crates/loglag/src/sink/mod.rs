@@ -55,6 +55,13 @@ pub trait Sink: Send + 'static {
         None
     }
 
+    /// The descriptor this sink writes to right now, for sinks that are one file
+    /// descriptor. A forked child, which has no writer thread, writes its records to
+    /// it directly (see `RELIABILITY.md`, "fork"). Asked after every `before_batch`.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// The sink's current length, for sinks that have one (regular files). Spool
     /// recovery uses it to deliver an interrupted batch exactly once.
     fn position(&mut self) -> Option<u64> {
@@ -128,6 +135,9 @@ impl Sink for Box<dyn Sink> {
     }
     fn take_notice(&mut self) -> Option<String> {
         (**self).take_notice()
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        (**self).raw_fd()
     }
     fn position(&mut self) -> Option<u64> {
         (**self).position()

@@ -814,6 +814,11 @@ impl Sink for RollingFile {
         self.notice.take()
     }
 
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.file.as_ref().map(|f| f.as_raw_fd())
+    }
+
     fn position(&mut self) -> Option<u64> {
         self.file().ok()?.metadata().ok().map(|m| m.len())
     }

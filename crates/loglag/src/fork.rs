@@ -1,0 +1,55 @@
+//! Knowing that this process is a `fork()` of the one that built a pipeline.
+//!
+//! A forked child has a copy of the parent's memory but none of its threads: no writer
+//! thread drains the ring, and in spool mode the ring is a *shared* mapping that the
+//! parent's writer is reading. So a child must never push into the ring. A
+//! `pthread_atfork` handler bumps a generation counter in every child; a pipeline built
+//! in another generation knows it runs in a forked child with one relaxed load.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+static WATCHING: Once = Once::new();
+
+extern "C" fn in_child() {
+    // Async-signal-safe: one atomic add.
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Starts counting forks (once per process) and returns the current generation.
+pub(crate) fn watch() -> u64 {
+    WATCHING.call_once(|| {
+        // SAFETY: registers a handler that only does an atomic add. A failure (ENOMEM)
+        // leaves forks undetected, as before this module existed.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
+    });
+    generation()
+}
+
+/// How many forks separate this process from the first one that watched.
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
+/// Writes all of `buf` to `fd` with `write(2)`, retrying on EINTR and short writes.
+pub(crate) fn write_all_fd(fd: i32, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: writes from a live slice to a descriptor the sink owns.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
