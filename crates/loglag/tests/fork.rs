@@ -49,8 +49,9 @@ fn fork_a_logging_child(writer: &loglag::NonBlocking, child: usize) -> (u64, u64
             libc::_exit(0);
         }
     }
-    // SAFETY: closing the child's end; owning ours.
+    // SAFETY: closing the child's end, which this process no longer uses.
     unsafe { libc::close(fds[1]) };
+    // SAFETY: the read end is ours alone from here on.
     let mut from_child = unsafe { std::fs::File::from_raw_fd(fds[0]) };
     let mut report = String::new();
     from_child.read_to_string(&mut report).unwrap();
