@@ -998,8 +998,8 @@ pub fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
         _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
     };
     eprintln!(
-        "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered",
-        report.records, report.bytes, report.torn, report.already_delivered
+        "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered, {} drops announced that the process had not reported",
+        report.records, report.bytes, report.torn, report.already_delivered, report.unannounced_drops
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -194,7 +194,13 @@ impl Core {
             id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             config,
             ring,
-            counters: Counters::default(),
+            counters: {
+                let counters = Counters::default();
+                if let Some(header) = &spool {
+                    let _ = counters.ledger.set(header.ledger());
+                }
+                counters
+            },
             accepted_slots: Mutex::new(Vec::new()),
             accepted_retired: AtomicU64::new(0),
             fold_at: std::sync::atomic::AtomicUsize::new(64),

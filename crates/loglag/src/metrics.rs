@@ -107,6 +107,9 @@ pub(crate) struct Counters {
     /// A write failed part-way through a line: the sink holds a fragment with no
     /// newline, which would glue itself to the next record.
     pub(crate) torn_line: std::sync::atomic::AtomicBool,
+    /// Spool mode: the header's count of drops not yet announced, which survives a
+    /// crash.
+    pub(crate) ledger: std::sync::OnceLock<crate::spool::DropLedger>,
 }
 
 impl Counters {
@@ -142,6 +145,9 @@ impl Counters {
 
     pub(crate) fn count_drop(&self, reason: DropReason, level: Level, n: u64) {
         self.dropped[reason as usize][level as usize].fetch_add(n, Ordering::AcqRel);
+        if let Some(ledger) = self.ledger.get() {
+            ledger.dropped(reason as usize, level as usize, n);
+        }
     }
 
     /// Writes all of `bytes` to `sink`, recording the write's latency, its system calls

@@ -15,6 +15,14 @@
 //! | 5 | the sink's length before that batch (files only) |
 //! | 6 | that batch's length in bytes |
 //! | 7, 8 | the sink file's device and inode (0, 0: not a file) |
+//! | 16..36 | drops not yet announced in-band, by reason (4) and level (5) |
+//! | 36 | the report format in use, as `Format::index() + 1` (0: not known) |
+//!
+//! Drops survive a crash as a count: every drop is added to words 16..36 as it is
+//! counted, and subtracted once the writer's in-band report of it is in the sink.
+//! Recovery writes one report for what is left, in the report format of word 36, after
+//! the recovered records, then clears the words. (A kill between a live report's write
+//! and its subtraction announces those drops twice; nothing is ever announced less.)
 //!
 //! Exactly once: before a batch is written the writer records where it ends, which file
 //! it goes to and how long that file was; after the write it advances the tail. If the
@@ -85,6 +93,47 @@ pub struct Recovered {
     /// An interrupted batch went to a different sink than the one recovering (or one
     /// that cannot tell its length): it was delivered again, at least once.
     pub at_least_once: bool,
+    /// Records the previous process dropped (by its overflow policy, a failing sink…)
+    /// and had not yet announced in-band when it ended. Recovery announced them in the
+    /// sink, in one report after the recovered records.
+    pub unannounced_drops: u64,
+}
+
+/// The unannounced-drop words of a spool's header (see the layout above).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DropLedger {
+    words: NonNull<AtomicU64>,
+}
+
+// SAFETY: atomics inside the mapping, which lives as long as the `Core` that holds both.
+unsafe impl Send for DropLedger {}
+// SAFETY: as above.
+unsafe impl Sync for DropLedger {}
+
+impl DropLedger {
+    fn word(&self, reason: usize, level: usize) -> &AtomicU64 {
+        debug_assert!(reason < 4 && level < 5);
+        // SAFETY: words 16..36 lie inside the 4096-byte header.
+        unsafe { &*self.words.as_ptr().add(UNANNOUNCED + reason * 5 + level) }
+    }
+
+    pub(crate) fn dropped(&self, reason: usize, level: usize, n: u64) {
+        self.word(reason, level).fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// `n` of these drops are now announced in the sink.
+    pub(crate) fn announced(&self, reason: usize, level: usize, n: u64) {
+        let w = self.word(reason, level);
+        let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            Some(v.saturating_sub(n))
+        });
+    }
+
+    pub(crate) fn set_report_format(&self, format: crate::format::Format) {
+        // SAFETY: word 36 lies inside the header.
+        let w = unsafe { &*self.words.as_ptr().add(REPORT_FORMAT) };
+        w.store(u64::from(format.index()) + 1, Ordering::Relaxed);
+    }
 }
 
 /// The header words of an open spool. Points into the mapping the ring owns.
@@ -100,7 +149,17 @@ unsafe impl Send for SpoolHeader {}
 // SAFETY: as above.
 unsafe impl Sync for SpoolHeader {}
 
+/// The first of the header words counting drops not yet announced.
+const UNANNOUNCED: usize = 16;
+/// The header word holding the report format.
+const REPORT_FORMAT: usize = 36;
+
 impl SpoolHeader {
+    /// The header's drop ledger, for the counters of the pipeline that owns the spool.
+    pub(crate) fn ledger(&self) -> DropLedger {
+        DropLedger { words: self.words }
+    }
+
     fn word(&self, i: usize) -> &AtomicU64 {
         // SAFETY: i < 512 words of the 4096-byte header.
         unsafe { &*self.words.as_ptr().add(i) }
@@ -549,10 +608,67 @@ fn recover_into(
         delivered_to = end;
         records = rest;
     }
+    announce_unannounced(header, sink, &mut recovered)?;
     call_sink(|| sink.flush())?;
     let _ = call_sink(|| sink.sync());
     header.end_batch(scan.end.max(tail).max(delivered_to));
     Ok(recovered)
+}
+
+/// Writes one in-band report of the drops the previous process had not announced, in
+/// its report format, then clears them.
+fn announce_unannounced(
+    header: &SpoolHeader,
+    sink: &mut dyn Sink,
+    recovered: &mut Recovered,
+) -> io::Result<()> {
+    use crate::format::{Format, LineBuilder, Value};
+    use crate::metrics::DropReason;
+    let ledger = header.ledger();
+    let by_reason: [u64; 4] = std::array::from_fn(|r| {
+        (0..5)
+            .map(|l| ledger.word(r, l).load(Ordering::Acquire))
+            .sum()
+    });
+    let total: u64 = by_reason.iter().sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let format = match header.word(REPORT_FORMAT).load(Ordering::Acquire) {
+        0 => Format::Compact,
+        n => Format::from_index((n - 1) as u8),
+    };
+    let message = format!(
+        "dropped {total} records before the previous process ended, announced at recovery (queue_full={}, io_error={}, shutdown={}, reentrant={})",
+        by_reason[0], by_reason[1], by_reason[2], by_reason[3]
+    );
+    let mut line = Vec::with_capacity(256);
+    let mut builder = LineBuilder::begin(
+        &mut line,
+        format,
+        std::time::SystemTime::now(),
+        Level::Warn,
+        "loglag",
+    );
+    builder.field("message", Value::Str(&message));
+    if format != Format::Compact {
+        builder.field("dropped", Value::U64(total));
+        for (reason, n) in DropReason::ALL.iter().zip(by_reason) {
+            builder.field(reason.as_str(), Value::U64(n));
+        }
+    }
+    builder.finish();
+    call_sink(|| sink.before_batch(line.len()))?;
+    if let (_, Err((e, _))) = write_all_counted(sink, &line) {
+        return Err(e);
+    }
+    for r in 0..4 {
+        for l in 0..5 {
+            ledger.word(r, l).store(0, Ordering::Release);
+        }
+    }
+    recovered.unannounced_drops = total;
+    Ok(())
 }
 
 /// Recovers a spool without the application: writes every record it still holds to

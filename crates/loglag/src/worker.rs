@@ -62,7 +62,7 @@ struct Writer {
     /// (length, level) of each record in `batch`, to account for partial failures.
     records: Vec<(usize, Level)>,
     /// Drops by reason already announced in-band.
-    reported: [u64; 4],
+    reported: [[u64; 5]; 4],
     /// Whether the last write failed, so a streak of errors is reported on stderr once.
     failing: bool,
     /// When the spool was last synced (`SpoolSync::Every`).
@@ -77,7 +77,7 @@ impl Writer {
             records: Vec::with_capacity(1024),
             core,
             sink,
-            reported: [0; 4],
+            reported: [[0; 5]; 4],
             failing: false,
             last_sync: Instant::now(),
         }
@@ -184,6 +184,10 @@ impl Writer {
             if let Some(&(len, _)) = self.records.last() {
                 let batch = &self.batch;
                 self.core.follow_records_format(&batch[batch.len() - len..]);
+            }
+            if let Some(ledger) = self.core.counters.ledger.get() {
+                // Recovery after a crash announces drops in the format the log had.
+                ledger.set_report_format(self.core.report_format());
             }
             if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
                 self.write_own_line(&notice, &[]);
@@ -297,24 +301,32 @@ impl Writer {
     /// is never lost.
     fn report_drops(&mut self) {
         let counters = &self.core.counters;
-        let now: [u64; 4] = DropReason::ALL.map(|r| {
-            (0..5)
-                .map(|l| counters.dropped[r as usize][l].load(Ordering::Acquire))
-                .sum()
+        let now: [[u64; 5]; 4] = std::array::from_fn(|r| {
+            std::array::from_fn(|l| counters.dropped[r][l].load(Ordering::Acquire))
         });
-        let delta: [u64; 4] = std::array::from_fn(|i| now[i] - self.reported[i]);
-        let total: u64 = delta.iter().sum();
+        let delta: [[u64; 5]; 4] =
+            std::array::from_fn(|r| std::array::from_fn(|l| now[r][l] - self.reported[r][l]));
+        let by_reason: [u64; 4] = delta.map(|levels| levels.iter().sum());
+        let total: u64 = by_reason.iter().sum();
         if total == 0 {
             return;
         }
         let message = format!(
             "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={}, reentrant={})",
-            delta[0], delta[1], delta[2], delta[3]
+            by_reason[0], by_reason[1], by_reason[2], by_reason[3]
         );
         let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
-        fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(delta));
+        fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
         if self.write_own_line(&message, &fields) {
             self.reported = now;
+            // In the sink now: the spool need not announce them after a crash.
+            if let Some(ledger) = self.core.counters.ledger.get() {
+                for (r, levels) in delta.iter().enumerate() {
+                    for (l, &n) in levels.iter().enumerate() {
+                        ledger.announced(r, l, n);
+                    }
+                }
+            }
         }
     }
 

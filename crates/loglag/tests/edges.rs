@@ -54,6 +54,26 @@ fn edges_child_main() {
             Err(other) => println!("wrong error: {other}"),
             Ok(_) => println!("accepted"),
         },
+        "drops-then-sigkill" => {
+            // The writer is held in its first write, so every drop stays unannounced.
+            let gate = Gate::closed();
+            let (sink, entered) = TestSink::new(Behaviour::Fast).0.gated(gate);
+            let (writer, _guard) = NonBlockingBuilder::default()
+                .spool(&out)
+                .capacity_bytes(64 << 10)
+                .finish_sink(sink);
+            writer.submit(Level::Error, b"seq=0\n");
+            entered.recv().unwrap();
+            for seq in 1..20_000u64 {
+                writer.submit(Level::Info, format!("seq={seq}\n").as_bytes());
+            }
+            let m = writer.metrics();
+            println!("returned={} dropped={}", m.accepted, m.dropped_records);
+            std::io::stdout().flush().unwrap();
+            loop {
+                std::thread::park(); // until the parent's SIGKILL
+            }
+        }
         other => panic!("unknown role {other}"),
     }
 }
@@ -326,4 +346,66 @@ fn recover_opens_its_output_only_once_the_spool_is_valid() {
         assert!(result.is_err(), "{spool:?}");
         assert!(!out.exists(), "no output file was created for {spool:?}");
     }
+}
+
+/// Drops counted just before a kill -9 are announced by recovery: every record whose
+/// call returned is in the sink or in that count, exactly.
+#[test]
+fn drops_just_before_a_kill_9_are_announced_by_recovery() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("app.spool");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "edges_child_main",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "drops-then-sigkill")
+        .env("LOGLAG_EDGES_OUT", &spool)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The test harness prints its own lines first.
+    let line = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .find_map(|l| l.find("returned=").map(|at| l[at..].to_owned()))
+        .expect("the child reports before it is killed");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
+        .collect();
+    let (returned, dropped) = (numbers[0], numbers[1]);
+    assert!(dropped > 0, "the test needs drops: {line}");
+
+    let out = dir.path().join("recovered.log");
+    let r = loglag::spool::recover(&spool, loglag::sink::FdSink::append(&out).unwrap()).unwrap();
+    assert_eq!(r.unannounced_drops, dropped, "{r:?}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut present = std::collections::HashSet::new();
+    let mut announced = 0;
+    for line in text.lines() {
+        if let Some(rest) = line.split(" WARN loglag: dropped ").nth(1) {
+            announced += rest.split(' ').next().unwrap().parse::<u64>().unwrap();
+            assert!(rest.contains("before the previous process ended"), "{line}");
+            continue;
+        }
+        let seq: u64 = line.strip_prefix("seq=").unwrap().parse().unwrap();
+        assert!(present.insert(seq), "seq {seq} twice");
+    }
+    assert_eq!(announced, dropped);
+    assert_eq!(
+        present.len() as u64 + announced,
+        returned,
+        "records returned = records present + records announced as dropped"
+    );
+    // A second recovery announces nothing again.
+    let again =
+        loglag::spool::recover(&spool, loglag::sink::FdSink::append(&out).unwrap()).unwrap();
+    assert_eq!((again.records, again.unannounced_drops), (0, 0));
 }
