@@ -22,15 +22,18 @@ use crate::level::Level;
 use crate::metrics::Metrics;
 use crate::mode::Mode;
 
-/// A cheap-to-clone handle that turns each line written into one record.
+/// A cheap-to-clone handle that turns what is written into records.
 ///
-/// It implements [`io::Write`]: bytes are gathered up to a newline, so `writeln!`,
-/// `write!` followed by `"\n"`, and tracing-subscriber's one `write_all` per event each
-/// make exactly one record, and a line is never split across files or around a drop
-/// report. Each clone gathers its own line; what is left without a newline is submitted
-/// on `flush` or when the clone is dropped, and a line longer than
-/// [`max_record_bytes`](NonBlockingBuilder::max_record_bytes) is submitted (and cut
-/// with a marker) when it reaches it. With the `tracing` feature it is also
+/// It implements [`io::Write`]. One `write` (or `write_all`) is one record, as in
+/// tracing-appender and as tracing-subscriber's fmt layer writes each event. `write!`
+/// and `writeln!` are gathered into whole lines: a line begun with `write!` becomes one
+/// record when its newline arrives (from `writeln!`, another `write!`, or a plain
+/// `write` of `"\n"`), so the pieces of one line are never separate records, never split
+/// across files and never interleaved with a drop report. Each clone gathers its own
+/// line; a line left without its newline is submitted on `flush` or when the clone is
+/// dropped, and one that reaches
+/// [`max_record_bytes`](NonBlockingBuilder::max_record_bytes) is submitted (cut with a
+/// marker). With the `tracing` feature it is also
 /// `tracing_subscriber::fmt::MakeWriter`, which also passes each event's level so that
 /// [`Overflow::ShedByLevel`](crate::Overflow::ShedByLevel) and the flush level work.
 ///
@@ -61,27 +64,50 @@ impl Drop for NonBlocking {
     }
 }
 
-/// The bytes of a line written so far, without its newline yet.
+/// A line begun with `write!` whose newline has not been written yet.
 #[derive(Debug, Default)]
 struct PartialLine(Vec<u8>);
 
 impl PartialLine {
-    /// Submits every whole line in what was written so far as one record, and keeps
-    /// the rest. A write that ends in a newline with nothing pending (the usual case)
-    /// is submitted as it is, without a copy.
+    /// A plain `write`: one record, as in tracing-appender (tracing-subscriber's fmt
+    /// layer writes each event with one `write_all`), unless it continues a line that
+    /// `write!` began.
     fn write(&mut self, core: &Core, level: Level, buf: &[u8]) {
-        match buf.iter().rposition(|&b| b == b'\n') {
-            Some(end) if self.0.is_empty() => {
-                core.submit(level, &buf[..=end]);
-                self.0.extend_from_slice(&buf[end + 1..]);
+        if self.0.is_empty() {
+            core.submit(level, buf);
+            return;
+        }
+        self.0.extend_from_slice(buf);
+        self.submit_whole_lines(core, level);
+    }
+
+    /// `write!` / `writeln!`: formatted into the line, which is submitted once it has
+    /// its newline, so the pieces of one line are one record.
+    fn write_fmt(
+        &mut self,
+        core: &Core,
+        level: Level,
+        args: std::fmt::Arguments<'_>,
+    ) -> io::Result<()> {
+        struct Into<'a>(&'a mut Vec<u8>);
+        impl std::fmt::Write for Into<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.extend_from_slice(s.as_bytes());
+                Ok(())
             }
-            Some(end) => {
-                self.0.extend_from_slice(&buf[..=end]);
-                core.submit(level, &self.0);
-                self.0.clear();
-                self.0.extend_from_slice(&buf[end + 1..]);
-            }
-            None => self.0.extend_from_slice(buf),
+        }
+        std::fmt::write(&mut Into(&mut self.0), args)
+            .map_err(|_| io::Error::other("a Display implementation returned an error"))?;
+        self.submit_whole_lines(core, level);
+        Ok(())
+    }
+
+    /// Submits everything up to the last newline as one record and keeps the rest; a
+    /// rest as long as a record may be is submitted too (and cut with a marker).
+    fn submit_whole_lines(&mut self, core: &Core, level: Level) {
+        if let Some(end) = self.0.iter().rposition(|&b| b == b'\n') {
+            core.submit(level, &self.0[..=end]);
+            self.0.drain(..=end);
         }
         if self.0.len() >= core.config.max_record_bytes {
             self.submit_rest(core, level);
@@ -203,6 +229,15 @@ impl io::Write for NonBlocking {
         Ok(buf.len())
     }
 
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.line.write(&self.core, Level::Info, buf);
+        Ok(())
+    }
+
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> io::Result<()> {
+        self.line.write_fmt(&self.core, Level::Info, args)
+    }
+
     /// Submits a line left without its newline. It does not wait for the sink:
     /// formatters call it after every event (`NonBlocking::flush(timeout)` waits).
     fn flush(&mut self) -> io::Result<()> {
@@ -224,6 +259,15 @@ impl io::Write for RecordWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.line.write(self.core, self.level, buf);
         Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.line.write(self.core, self.level, buf);
+        Ok(())
+    }
+
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> io::Result<()> {
+        self.line.write_fmt(self.core, self.level, args)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -203,18 +203,29 @@ fn writeln_makes_one_record_per_line() {
             let part = "part";
             writeln!(writer, "seq={seq} {part} {}", seq * 3).unwrap();
         }
+        // `write!` then a plain write of the newline: one record too.
+        write!(writer, "seq={n} {}", "part").unwrap();
+        writer
+            .write_all(format!(" {}\n", n * 3).as_bytes())
+            .unwrap();
+        // A plain write is a record of its own, newline or not (tracing-appender's).
+        writer.write_all(b"plain").unwrap();
         // A line without its newline goes out on flush.
         write!(writer, "no newline").unwrap();
         std::io::Write::flush(&mut writer).unwrap();
         let m = guard.shutdown();
-        assert_eq!(m.accepted, n + 1, "one record per line");
+        assert_eq!(m.accepted, n + 3, "one record per line");
         let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
-        assert_eq!(lines.len() as u64, n + 1);
-        for (seq, line) in lines.iter().take(n as usize).enumerate() {
+        assert_eq!(lines.len() as u64, n + 2);
+        for (seq, line) in lines.iter().take(n as usize + 1).enumerate() {
             assert_eq!(*line, format!("seq={seq} part {}\n", seq * 3));
         }
-        assert_eq!(lines[n as usize], "no newline");
+        assert_eq!(
+            lines[n as usize + 1],
+            "plainno newline",
+            "two records, no newline in either"
+        );
     });
 }
 

@@ -1,0 +1,87 @@
+//! Thread churn: a service that runs each task on a short-lived thread, each of which
+//! logs, must not grow memory with the number of threads it ever had.
+
+mod support;
+
+use std::time::Duration;
+
+use loglag::{Level, Mode, NonBlockingBuilder, Overflow};
+use support::within;
+
+/// Resident memory of this process, in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// Runs `threads` short-lived threads, `at_once` at a time, each logging one record.
+fn churn(writer: &loglag::NonBlocking, threads: usize, at_once: usize) {
+    for _ in 0..threads / at_once {
+        let handles: Vec<_> = (0..at_once)
+            .map(|_| {
+                let w = writer.clone();
+                std::thread::spawn(move || {
+                    w.submit(Level::Info, b"one record from a short-lived thread\n")
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+}
+
+/// The finding behind the bound: the growth the issue measured (5.7 MB per 100,000
+/// threads, 8.4 MB at 150,000) was the queue's own pages becoming resident as the ring
+/// was written through for the first time. It stops at `capacity_bytes` (8 MiB by
+/// default), the budget the pipeline promises, whatever the number of threads. Here
+/// the ring is written through once before measuring, so what remains is what threads
+/// cost.
+#[test]
+fn two_hundred_thousand_short_lived_logging_threads_keep_memory_flat() {
+    within(Duration::from_secs(600), "thread churn", || {
+        let capacity = 1 << 20;
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .overflow(Overflow::Block)
+            .capacity_bytes(capacity)
+            .finish(std::io::sink());
+        // Warm up: the allocator's arenas reach their working size, and every page of
+        // the ring has been written once.
+        churn(&writer, 20_000, 8);
+        let record = [b'w'; 1000];
+        for _ in 0..2 * capacity / record.len() {
+            writer.submit(Level::Info, &record);
+        }
+        let warm = 20_000 + 2 * capacity / record.len();
+        let before = rss_kib();
+        let threads: usize = std::env::var("CHURN_THREADS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(200_000);
+        churn(&writer, threads, 8);
+        let after = rss_kib();
+        let grown = after.saturating_sub(before);
+        eprintln!(
+            "RSS {before} KiB -> {after} KiB over {threads} threads ({grown} KiB); {} counter slots",
+            writer.debug_counter_slots()
+        );
+        // The bound: 1 MiB for 200,000 threads, about 5 bytes a thread.
+        assert!(
+            grown <= 1024,
+            "RSS grew {grown} KiB over {threads} logging threads"
+        );
+        assert!(
+            writer.debug_counter_slots() <= 64,
+            "counter slots follow the live threads: {}",
+            writer.debug_counter_slots()
+        );
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, (warm + threads) as u64);
+    });
+}
