@@ -204,7 +204,7 @@ fn writeln_makes_one_record_per_line() {
             writeln!(writer, "seq={seq} {part} {}", seq * 3).unwrap();
         }
         // `write!` then a plain write of the newline: one record too.
-        write!(writer, "seq={n} {}", "part").unwrap();
+        write!(writer, "seq={n} part").unwrap();
         writer
             .write_all(format!(" {}\n", n * 3).as_bytes())
             .unwrap();
