@@ -62,6 +62,7 @@ pub struct ChildArgs {
 #[command(after_help = "EXAMPLES:
     loglag torture                                # kill -9 trials, overload soak, hung sink
     loglag torture --only kill9 --trials 100
+    loglag torture --only kill9 --kill9-policy default   # drops announced across kill -9
     loglag torture --only soak --soak 60s --format json
 
 WHAT IT MEASURES:
@@ -87,6 +88,13 @@ pub struct TortureArgs {
     /// Seed for the kill moments (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// kill9: the flooding child's overflow policy. `block` drops nothing, so every
+    /// record whose call returned must be in the sink; `default` (ShedByLevel) drops
+    /// under the flood, and every record whose call returned must be in the sink or
+    /// counted in an in-band report, the one recovery writes for the killed process
+    /// included.
+    #[arg(long, value_enum, default_value_t = Kill9Policy::Block)]
+    pub kill9_policy: Kill9Policy,
     /// kill9: write through a rolling file sink that rotates at this size (e.g.
     /// 300KiB), and check every record exactly once across all files.
     #[arg(long, value_parser = parse_bytes)]
@@ -94,6 +102,15 @@ pub struct TortureArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+}
+
+/// The kill -9 torture's flooding policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kill9Policy {
+    /// Overflow::Block: nothing dropped.
+    Block,
+    /// The default policy (ShedByLevel): drops, each counted in the sink.
+    Default,
 }
 
 /// The overflow policy, by name.

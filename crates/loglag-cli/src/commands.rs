@@ -925,26 +925,37 @@ pub fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     if wants("kill9") {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
         let seed = a.seed.unwrap_or_else(loglag_lab::sys::clock::mono_ns);
-        eprintln!("loglag torture: {} kill -9 trials (seed {seed})", a.trials);
+        let policy = match a.kill9_policy {
+            crate::args::Kill9Policy::Block => torture::FloodPolicy::Block,
+            crate::args::Kill9Policy::Default => torture::FloodPolicy::Default,
+        };
+        eprintln!(
+            "loglag torture: {} kill -9 trials (seed {seed}, policy {policy:?})",
+            a.trials
+        );
         summary.kill9 = Some(torture::kill9(
             a.trials,
             seed,
             a.rotate_bytes,
+            policy,
             |spool, out, progress| {
                 ChildSpec::Flood {
                     spool: spool.to_owned(),
                     out: out.to_owned(),
                     progress: progress.to_owned(),
                     rotate_bytes: a.rotate_bytes,
+                    policy,
                 }
                 .command(&exe)
             },
             |i, t| {
                 eprintln!(
-                    "  trial {}: expected {}, recovered {}, duplicates {}, from spool {}, torn {}, files {}",
+                    "  trial {}: returned {}, present {}, announced dropped {}, difference {}, duplicates {}, from spool {}, torn {}, files {}",
                     i + 1,
                     t.expected,
                     t.recovered,
+                    t.announced,
+                    t.expected as i64 - t.recovered as i64 - t.announced as i64,
                     t.duplicates,
                     t.from_spool,
                     t.torn,

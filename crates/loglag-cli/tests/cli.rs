@@ -533,6 +533,52 @@ fn kill_9_during_a_flood_loses_and_duplicates_nothing() {
     })
 }
 
+/// The default policy drops under the flood: every record whose call returned is in
+/// the sink or counted in an in-band report, the one recovery writes for the killed
+/// process included. A call in progress at the kill may be dropped and counted without
+/// having returned: at most one per producer (two).
+#[test]
+fn kill_9_with_the_default_policy_announces_every_drop() {
+    within(
+        "kill_9_with_the_default_policy_announces_every_drop",
+        || {
+            let trials = 10u64;
+            let out = loglag()
+                .args([
+                    "torture",
+                    "--only",
+                    "kill9",
+                    "--kill9-policy",
+                    "default",
+                    "--trials",
+                    &trials.to_string(),
+                    "--format",
+                    "json",
+                ])
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let r = &all["kill9"];
+            assert_eq!(r["policy"], "default");
+            let (returned, present, announced) = (
+                r["expected"].as_u64().unwrap(),
+                r["recovered"].as_u64().unwrap(),
+                r["announced"].as_u64().unwrap(),
+            );
+            assert!(announced > 0, "the flood dropped: {r}");
+            assert!(
+            present + announced >= returned && present + announced <= returned + 2 * trials,
+            "returned {returned} = present {present} + announced {announced} (within the calls in flight): {r}"
+        );
+            assert_eq!(r["duplicates"], 0);
+            assert_eq!(r["out_of_order"], 0);
+            assert_eq!(r["corrupt"], 0);
+            assert_eq!(r["passed"], true);
+        },
+    )
+}
+
 #[test]
 fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
     within(
@@ -552,6 +598,7 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
                 out: sink.clone(),
                 progress: progress.clone(),
                 rotate_bytes: None,
+                policy: loglag_lab::torture::FloodPolicy::Block,
             };
             let mut child = spec
                 .command(&assert_cmd::cargo::cargo_bin("loglag"))

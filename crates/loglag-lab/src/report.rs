@@ -631,6 +631,10 @@ pub struct Trial {
     /// Files the records were spread over (rotation).
     #[serde(default)]
     pub files: u64,
+    /// Drops announced in the sink: the live in-band reports and recovery's report of
+    /// what the killed process had not announced (only with the default policy).
+    #[serde(default)]
+    pub announced: u64,
 }
 
 /// The summary of all trials.
@@ -652,6 +656,12 @@ pub struct Kill9Report {
     pub rotate_bytes: Option<u64>,
     #[serde(default)]
     pub max_files: u64,
+    /// The overflow policy of the flooding child.
+    #[serde(default)]
+    pub policy: crate::torture::FloodPolicy,
+    /// Drops announced in the sink, over all trials.
+    #[serde(default)]
+    pub announced: u64,
     pub passed: bool,
 }
 

@@ -17,12 +17,19 @@
 //! | 7, 8 | the sink file's device and inode (0, 0: not a file) |
 //! | 16..36 | drops not yet announced in-band, by reason (4) and level (5) |
 //! | 36 | the report format in use, as `Format::index() + 1` (0: not known) |
+//! | 40..60 | a live report being written: its counts, by reason and level |
+//! | 60 | that report's length in bytes (0: none being written) |
+//! | 61 | the sink's length before it (`u64::MAX`: not known) |
+//! | 62, 63 | the sink file's device and inode (0, 0: not a file) |
 //!
 //! Drops survive a crash as a count: every drop is added to words 16..36 as it is
-//! counted, and subtracted once the writer's in-band report of it is in the sink.
-//! Recovery writes one report for what is left, in the report format of word 36, after
-//! the recovered records, then clears the words. (A kill between a live report's write
-//! and its subtraction announces those drops twice; nothing is ever announced less.)
+//! counted, and subtracted once the writer's in-band report of it is in the sink. A
+//! live report is journaled like a batch (words 40..64) before it is written, so a kill
+//! right after its `write(2)` (where SIGKILL is most often delivered) does not announce
+//! it twice: recovery subtracts it if the same file holds it. Recovery then writes one
+//! report for what is left, in the report format of word 36, after the recovered
+//! records, and clears the words. Into a sink that cannot tell its length, a report
+//! interrupted by the kill is announced again (at least once, never less).
 //!
 //! Exactly once: before a batch is written the writer records where it ends, which file
 //! it goes to and how long that file was; after the write it advances the tail. If the
@@ -129,6 +136,48 @@ impl DropLedger {
         });
     }
 
+    fn at(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: every index used is below 64, inside the 4096-byte header.
+        unsafe { &*self.words.as_ptr().add(i) }
+    }
+
+    /// Journals a live report of `counts` about to be written into a sink of length
+    /// `position` and identity `identity`.
+    pub(crate) fn begin_report(
+        &self,
+        counts: &[[u64; 5]; 4],
+        len: u64,
+        position: Option<u64>,
+        identity: Option<(u64, u64)>,
+    ) {
+        for (r, levels) in counts.iter().enumerate() {
+            for (l, &n) in levels.iter().enumerate() {
+                self.at(PENDING_REPORT + r * 5 + l)
+                    .store(n, Ordering::Release);
+            }
+        }
+        let (dev, ino) = identity.unwrap_or((0, 0));
+        self.at(PENDING_REPORT + 21)
+            .store(position.unwrap_or(u64::MAX), Ordering::Release);
+        self.at(PENDING_REPORT + 22).store(dev, Ordering::Release);
+        self.at(PENDING_REPORT + 23).store(ino, Ordering::Release);
+        self.at(PENDING_REPORT + 20).store(len, Ordering::Release);
+    }
+
+    /// The journaled report is in the sink (`written`) or is not: its counts leave the
+    /// ledger only if it is.
+    pub(crate) fn end_report(&self, written: bool) {
+        if written {
+            for r in 0..4 {
+                for l in 0..5 {
+                    let n = self.at(PENDING_REPORT + r * 5 + l).load(Ordering::Acquire);
+                    self.announced(r, l, n);
+                }
+            }
+        }
+        self.at(PENDING_REPORT + 20).store(0, Ordering::Release);
+    }
+
     pub(crate) fn set_report_format(&self, format: crate::format::Format) {
         // SAFETY: word 36 lies inside the header.
         let w = unsafe { &*self.words.as_ptr().add(REPORT_FORMAT) };
@@ -153,6 +202,9 @@ unsafe impl Sync for SpoolHeader {}
 const UNANNOUNCED: usize = 16;
 /// The header word holding the report format.
 const REPORT_FORMAT: usize = 36;
+/// The first of the words journaling a live report (counts, then length, sink length,
+/// device, inode).
+const PENDING_REPORT: usize = 40;
 
 impl SpoolHeader {
     /// The header's drop ledger, for the counters of the pipeline that owns the spool.
@@ -625,6 +677,22 @@ fn announce_unannounced(
     use crate::format::{Format, LineBuilder, Value};
     use crate::metrics::DropReason;
     let ledger = header.ledger();
+    // A live report the killed process was writing: in this very file, whole, it
+    // announced its counts already.
+    let pending_len = ledger.at(PENDING_REPORT + 20).load(Ordering::Acquire);
+    if pending_len != 0 {
+        let before = ledger.at(PENDING_REPORT + 21).load(Ordering::Acquire);
+        let recorded = (
+            ledger.at(PENDING_REPORT + 22).load(Ordering::Acquire),
+            ledger.at(PENDING_REPORT + 23).load(Ordering::Acquire),
+        );
+        let (position, identity) = crate::sink::place(sink);
+        let landed = before != u64::MAX
+            && recorded != (0, 0)
+            && identity == Some(recorded)
+            && position.is_some_and(|now| now >= before.saturating_add(pending_len));
+        ledger.end_report(landed);
+    }
     let by_reason: [u64; 4] = std::array::from_fn(|r| {
         (0..5)
             .map(|l| ledger.word(r, l).load(Ordering::Acquire))

@@ -190,7 +190,8 @@ impl Writer {
                 ledger.set_report_format(self.core.report_format());
             }
             if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
-                self.write_own_line(&notice, &[]);
+                let line = self.own_line(&notice, &[]);
+                self.write_line(&line);
             }
             if let Some(header) = spool {
                 let (position, identity) = crate::sink::place(self.sink.as_mut());
@@ -317,24 +318,27 @@ impl Writer {
         );
         let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
         fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
-        if self.write_own_line(&message, &fields) {
+        let line = self.own_line(&message, &fields);
+        // Journaled in the spool first: a kill right after the write (where SIGKILL
+        // lands, on the way out of the system call) must not announce it twice.
+        let ledger = self.core.counters.ledger.get().copied();
+        if let Some(ledger) = ledger {
+            let (position, identity) = crate::sink::place(self.sink.as_mut());
+            ledger.begin_report(&delta, line.len() as u64, position, identity);
+        }
+        let written = self.write_line(&line);
+        if let Some(ledger) = ledger {
+            ledger.end_report(written);
+        }
+        if written {
             self.reported = now;
-            // In the sink now: the spool need not announce them after a crash.
-            if let Some(ledger) = self.core.counters.ledger.get() {
-                for (r, levels) in delta.iter().enumerate() {
-                    for (l, &n) in levels.iter().enumerate() {
-                        ledger.announced(r, l, n);
-                    }
-                }
-            }
         }
     }
 
-    /// Writes one WARN line from `loglag` itself (a drop report, a sink's notice) in
-    /// the report format, between whole records. Text carries the numbers in the
-    /// message; structured formats also get `fields`. Returns whether it was written.
-    fn write_own_line(&mut self, message: &str, fields: &[(&str, u64)]) -> bool {
-        let counters = &self.core.counters;
+    /// One WARN line from `loglag` itself (a drop report, a sink's notice) in the
+    /// report format. Text carries the numbers in the message; structured formats also
+    /// get `fields`.
+    fn own_line(&self, message: &str, fields: &[(&str, u64)]) -> Vec<u8> {
         let mut line = Vec::with_capacity(256);
         let mut builder = LineBuilder::begin(
             &mut line,
@@ -350,13 +354,20 @@ impl Writer {
             }
         }
         builder.finish();
+        line
+    }
+
+    /// Writes one of `loglag`'s own lines between whole records. Returns whether it was
+    /// written.
+    fn write_line(&mut self, line: &[u8]) -> bool {
+        let counters = &self.core.counters;
         if counters.end_torn_line(self.sink.as_mut()).is_err() {
             return false;
         }
-        let (calls, result) = write_all_counted(self.sink.as_mut(), &line);
+        let (calls, result) = write_all_counted(self.sink.as_mut(), line);
         counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
         if let Err((_, partial)) = &result {
-            counters.note_partial(&line, *partial);
+            counters.note_partial(line, *partial);
         }
         if result.is_ok() {
             counters

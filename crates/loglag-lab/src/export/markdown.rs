@@ -88,13 +88,15 @@ impl Exporter for Markdown {
     fn export_torture(&self, t: &TortureSummary, out: &mut dyn Write) -> io::Result<()> {
         let yes = |b: bool| if b { "yes" } else { "NO" };
         if let Some(k) = &t.kill9 {
-            writeln!(out, "| kill -9 trials | records expected | recovered | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(out, "| kill -9 trials | policy | records returned | present | announced dropped | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {:?} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 k.trials,
+                k.policy,
                 k.expected,
                 k.recovered,
+                k.announced,
                 k.duplicates,
                 k.out_of_order,
                 k.corrupt,

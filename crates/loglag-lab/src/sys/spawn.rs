@@ -37,6 +37,8 @@ pub enum ChildSpec {
         /// Write through a rolling file sink rotating at this size, instead of one file.
         #[serde(default)]
         rotate_bytes: Option<u64>,
+        #[serde(default)]
+        policy: crate::torture::FloodPolicy,
     },
     /// A `lab hops` service; prints its ready line once it listens.
     Hop {
@@ -81,7 +83,8 @@ impl ChildSpec {
                 out,
                 progress,
                 rotate_bytes,
-            } => crate::torture::flood(&spool, &out, &progress, rotate_bytes),
+                policy,
+            } => crate::torture::flood(&spool, &out, &progress, rotate_bytes, policy),
             ChildSpec::Hop { hop } => crate::hops::service::serve(hop, |addr| {
                 use std::io::Write;
                 println!("{}", crate::hops::service::ready_line(addr));
@@ -118,6 +121,7 @@ mod tests {
                 out: "o".into(),
                 progress: "p".into(),
                 rotate_bytes: Some(300 << 10),
+                policy: crate::torture::FloodPolicy::Default,
             },
         ] {
             let cmd = spec.command(Path::new("/bin/loglag"));
