@@ -522,3 +522,23 @@ fn a_plain_file_sink_is_created_with_the_mode_asked_for() {
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "{mode:o}");
 }
+
+/// tracing-appender's meaning: an empty `latest_symlink` name is no link (it made
+/// `build` fail with NotADirectory).
+#[test]
+fn an_empty_latest_symlink_name_means_no_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let appender = Builder::new()
+        .rotation(Rotation::DAILY)
+        .filename_prefix("app")
+        .latest_symlink("")
+        .build(dir.path())
+        .expect("builds");
+    drop(appender);
+    let links = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_symlink())
+        .count();
+    assert_eq!(links, 0);
+}
