@@ -316,7 +316,7 @@ impl NonBlockingBuilder {
                 }
             }
         }
-        let sink_fd = sink.raw_fd().unwrap_or(-1);
+        let sink_fd = sink.raw_fd();
         let (core, worker) = if let Some((ring, header, recovered)) = spooled {
             if self.config.overflow == Overflow::DropOldest {
                 self.config.overflow = Overflow::DropNewest;
@@ -328,20 +328,17 @@ impl NonBlockingBuilder {
                 Some(header),
                 recovered,
             ));
-            core.sink_fd
-                .store(sink_fd, std::sync::atomic::Ordering::Release);
+            core.note_sink_fd(sink_fd);
             let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
             (core, Some(handle))
         } else if mode == Mode::Async {
             let core = Arc::new(Core::new(self.config, None));
-            core.sink_fd
-                .store(sink_fd, std::sync::atomic::Ordering::Release);
+            core.note_sink_fd(sink_fd);
             let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
             (core, Some(handle))
         } else {
             let core = Arc::new(Core::new(self.config, Some(sink)));
-            core.sink_fd
-                .store(sink_fd, std::sync::atomic::Ordering::Release);
+            core.note_sink_fd(sink_fd);
             (core, None)
         };
         if self.flush_on_panic {

@@ -108,7 +108,10 @@ pub(crate) struct Core {
     born_in: u64,
     /// The sink's descriptor as of the writer's last batch, or -1: where a forked
     /// child writes.
-    pub(crate) sink_fd: std::sync::atomic::AtomicI32,
+    sink_fd: std::sync::atomic::AtomicI32,
+    /// What `sink_fd` referred to when it was stored (device, inode): a child checks it
+    /// before writing, so a descriptor number closed and reused since is never written.
+    sink_identity: [AtomicU64; 2],
     /// Whether this (forked child) process has said on stderr how it logs.
     child_warned: AtomicBool,
     /// Whether the report format is settled (set on the builder, or adopted from a
@@ -219,6 +222,7 @@ impl Core {
             report_format_settled: AtomicBool::new(config_report.is_some()),
             born_in: crate::fork::watch(),
             sink_fd: std::sync::atomic::AtomicI32::new(-1),
+            sink_identity: [AtomicU64::new(0), AtomicU64::new(0)],
             child_warned: AtomicBool::new(false),
             spool,
             recovered,
@@ -372,6 +376,17 @@ impl Core {
         self.submit_accepted(level, record);
     }
 
+    /// Records where a forked child would write: the sink's descriptor now, and what it
+    /// refers to. Called by the writer after each `before_batch`.
+    pub(crate) fn note_sink_fd(&self, fd: Option<i32>) {
+        let fd = fd.unwrap_or(-1);
+        let (dev, ino) = crate::fork::fd_identity(fd).map_or((0, 0), |(id, _)| id);
+        // A fork between these stores sees a pair that does not match: it drops.
+        self.sink_identity[0].store(dev, Ordering::Release);
+        self.sink_identity[1].store(ino, Ordering::Release);
+        self.sink_fd.store(fd, Ordering::Release);
+    }
+
     /// Whether this process is a `fork()` of the one that built the pipeline.
     pub(crate) fn in_forked_child(&self) -> bool {
         crate::fork::generation() != self.born_in
@@ -395,7 +410,15 @@ impl Core {
         } else {
             record
         };
-        let written = fd >= 0 && crate::fork::write_all_fd(fd, record).is_ok();
+        let expected = (
+            self.sink_identity[0].load(Ordering::Acquire),
+            self.sink_identity[1].load(Ordering::Acquire),
+        );
+        // The same file it was at the fork (not a number since reused), and not deleted
+        // by the parent's rotation and retention since.
+        let usable = fd >= 0
+            && crate::fork::fd_identity(fd).is_some_and(|(id, named)| id == expected && named);
+        let written = usable && crate::fork::write_all_fd(fd, record).is_ok();
         if written {
             self.counters
                 .written_bytes
@@ -407,11 +430,12 @@ impl Core {
         }
         if !self.child_warned.swap(true, Ordering::Relaxed) {
             let how = if fd >= 0 {
-                "its records are written directly to the inherited sink, one write(2) each"
+                "its records are written directly to the sink's file as of the fork, one write(2) each, while that file has a name (then dropped, io_error)\n"
             } else {
-                "the sink is not a file descriptor, so its records are dropped (io_error)"
+                "the sink is not a file descriptor, so its records are dropped (io_error)\n"
             };
-            eprintln!("loglag: this process is a fork() of the one that started logging; {how}");
+            crate::fork::say("loglag: this process is a fork() of the one that started logging; ");
+            crate::fork::say(how);
         }
     }
 
@@ -614,8 +638,7 @@ impl Core {
         if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
         }
-        self.sink_fd
-            .store(sink.raw_fd().unwrap_or(-1), Ordering::Release);
+        self.note_sink_fd(sink.raw_fd());
         // Sync mode has no in-band report line; a sink's notice goes to stderr.
         if let Ok(Some(notice)) = crate::sink::call_sink(|| Ok(sink.take_notice())) {
             eprintln!("loglag: {notice}");

@@ -53,3 +53,23 @@ pub(crate) fn write_all_fd(fd: i32, mut buf: &[u8]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The (device, inode) of what `fd` refers to, and whether it still has a name (a
+/// regular file with no links left has been deleted).
+pub(crate) fn fd_identity(fd: i32) -> Option<((u64, u64), bool)> {
+    // SAFETY: fstat into a stat we own; a closed descriptor just fails.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return None;
+        }
+        let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
+        Some(((st.st_dev, st.st_ino), !regular || st.st_nlink > 0))
+    }
+}
+
+/// Writes `message` to standard error with one `write(2)`: no lock that a thread of
+/// the parent may have held at the fork.
+pub(crate) fn say(message: &str) {
+    let _ = write_all_fd(2, message.as_bytes());
+}

@@ -580,6 +580,7 @@ fn recover_into(
     sink: &mut dyn Sink,
     path: &Path,
 ) -> io::Result<Recovered> {
+    settle_pending_report(header, sink);
     let tail = header.word(3).load(Ordering::Acquire);
     // SAFETY: nobody else uses the mapping yet.
     let scan = unsafe { queue::scan(ring_base, capacity, tail) };
@@ -667,6 +668,28 @@ fn recover_into(
     Ok(recovered)
 }
 
+/// Settles a live report the killed process was writing: in this very file, whole, it
+/// announced its counts already. Before recovery writes anything, so that only the
+/// report itself can account for the file's length past where it began.
+fn settle_pending_report(header: &SpoolHeader, sink: &mut dyn Sink) {
+    let ledger = header.ledger();
+    let pending_len = ledger.at(PENDING_REPORT + 20).load(Ordering::Acquire);
+    if pending_len == 0 {
+        return;
+    }
+    let before = ledger.at(PENDING_REPORT + 21).load(Ordering::Acquire);
+    let recorded = (
+        ledger.at(PENDING_REPORT + 22).load(Ordering::Acquire),
+        ledger.at(PENDING_REPORT + 23).load(Ordering::Acquire),
+    );
+    let (position, identity) = crate::sink::place(sink);
+    let landed = before != u64::MAX
+        && recorded != (0, 0)
+        && identity == Some(recorded)
+        && position.is_some_and(|now| now >= before.saturating_add(pending_len));
+    ledger.end_report(landed);
+}
+
 /// Writes one in-band report of the drops the previous process had not announced, in
 /// its report format, then clears them.
 fn announce_unannounced(
@@ -677,22 +700,6 @@ fn announce_unannounced(
     use crate::format::{Format, LineBuilder, Value};
     use crate::metrics::DropReason;
     let ledger = header.ledger();
-    // A live report the killed process was writing: in this very file, whole, it
-    // announced its counts already.
-    let pending_len = ledger.at(PENDING_REPORT + 20).load(Ordering::Acquire);
-    if pending_len != 0 {
-        let before = ledger.at(PENDING_REPORT + 21).load(Ordering::Acquire);
-        let recorded = (
-            ledger.at(PENDING_REPORT + 22).load(Ordering::Acquire),
-            ledger.at(PENDING_REPORT + 23).load(Ordering::Acquire),
-        );
-        let (position, identity) = crate::sink::place(sink);
-        let landed = before != u64::MAX
-            && recorded != (0, 0)
-            && identity == Some(recorded)
-            && position.is_some_and(|now| now >= before.saturating_add(pending_len));
-        ledger.end_report(landed);
-    }
     let by_reason: [u64; 4] = std::array::from_fn(|r| {
         (0..5)
             .map(|l| ledger.word(r, l).load(Ordering::Acquire))

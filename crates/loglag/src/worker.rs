@@ -178,9 +178,7 @@ impl Writer {
                 // The batch still goes to the current file; the failure is counted.
                 self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
-            self.core
-                .sink_fd
-                .store(self.sink.raw_fd().unwrap_or(-1), Ordering::Release);
+            self.core.note_sink_fd(self.sink.raw_fd());
             if let Some(&(len, _)) = self.records.last() {
                 let batch = &self.batch;
                 self.core.follow_records_format(&batch[batch.len() - len..]);

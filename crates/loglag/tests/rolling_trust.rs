@@ -542,3 +542,107 @@ fn an_empty_latest_symlink_name_means_no_link() {
         .count();
     assert_eq!(links, 0);
 }
+
+/// Configurations that would confuse the grammar, or replace a user's file, are
+/// refused at build with a clear error, not discovered later.
+#[test]
+fn confusing_configurations_are_refused_at_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = |b: Builder| b.build(dir.path()).expect_err("refused").to_string();
+    let e = err(Builder::new()
+        .filename_prefix("app")
+        .filename_suffix("log.gz"));
+    assert!(e.contains("gz"), "{e}");
+    let e = err(Builder::new()
+        .filename_prefix("app")
+        .latest_symlink("../elsewhere"));
+    assert!(e.contains("plain file name"), "{e}");
+    std::fs::write(dir.path().join("current"), b"a user's file").unwrap();
+    let e = err(Builder::new()
+        .filename_prefix("app")
+        .latest_symlink("current"));
+    assert!(e.contains("not a symlink"), "{e}");
+    assert_eq!(
+        std::fs::read(dir.path().join("current")).unwrap(),
+        b"a user's file"
+    );
+}
+
+/// A never-rotating file has one name: files that merely look dated are not its own,
+/// and a counter longer than six digits is nobody's counter.
+#[test]
+fn a_never_rotating_file_claims_no_other_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["app.log.2026-01-01", "app.log.2026-01-01.4294967295"] {
+        std::fs::write(dir.path().join(name), b"mine").unwrap();
+    }
+    let mut sink = Builder::new()
+        .filename_prefix("app.log")
+        .max_log_files(1)
+        .compression(Compression::Gzip)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    let mut next = 0;
+    write_batch(&mut sink, &mut next, 3);
+    sink.wait_housekeeping();
+    for name in ["app.log.2026-01-01", "app.log.2026-01-01.4294967295"] {
+        assert_eq!(
+            std::fs::read(dir.path().join(name)).unwrap(),
+            b"mine",
+            "{name}"
+        );
+    }
+}
+
+/// An operator gzips the live file under its own name: the sink notices the file is
+/// gone, continues under the next counter, and never replaces the operator's `.gz`.
+#[test]
+fn a_live_file_compressed_by_someone_else_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(START);
+    let mut sink = clock
+        .install(
+            Builder::new()
+                .rotation(Rotation::DAILY)
+                .filename_prefix("app")
+                .compression(Compression::Gzip),
+        )
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    let mut next = 0;
+    write_batch(&mut sink, &mut next, 3);
+    let live = sink.current_path().to_owned();
+    // What `gzip FILE` does: FILE.gz, then FILE removed.
+    let original = std::fs::read(&live).unwrap();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, &original).unwrap();
+    let theirs = enc.finish().unwrap();
+    let gz = PathBuf::from(format!("{}.gz", live.display()));
+    std::fs::write(&gz, &theirs).unwrap();
+    std::fs::remove_file(&live).unwrap();
+    write_batch(&mut sink, &mut next, 3);
+    assert_ne!(sink.current_path(), live.as_path(), "a new name");
+    assert!(sink.take_notice().is_some(), "said in-band");
+    clock.advance(86_400);
+    write_batch(&mut sink, &mut next, 3);
+    sink.wait_housekeeping();
+    assert_eq!(
+        std::fs::read(&gz).unwrap(),
+        theirs,
+        "the operator's .gz is untouched"
+    );
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    let text: Vec<u8> = names.iter().flat_map(|p| decompressed(p)).collect();
+    // Each record once. (Their order across these names is not sorted: the counter
+    // was taken because someone else took the name.)
+    let mut got = seqs(&text);
+    got.sort();
+    assert_eq!(got, (0..9).collect::<Vec<_>>(), "{names:?}");
+}

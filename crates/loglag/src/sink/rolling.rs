@@ -5,7 +5,12 @@
 //! Rotation is decided in [`Sink::before_batch`], before the writer records where the
 //! batch will land, so a batch never straddles two files and, with a spool, the journal
 //! always names the file the batch went to: kill -9 at any moment, a rotation included,
-//! neither loses nor duplicates a record (see `tests/rolling.rs`).
+//! neither loses nor duplicates a record (see `tests/rolling.rs`). One exception: a
+//! dated file whose period ended while the process was down starts a new file at the
+//! restart, so the interrupted batch is delivered again there (at least once).
+//!
+//! Two sinks writing the same names in one directory (two processes, or overlapping
+//! deploys) are not protected from each other: each knows only its own live file.
 //!
 //! What the sink may touch is decided by one grammar, [`Names`], built from the
 //! configuration: `[PREFIX.]STAMP[.NNN][.SUFFIX][.gz]` with the stamp in exactly this
@@ -72,9 +77,9 @@ impl Period {
             Period::Minutely => DateFormat::Minute,
             Period::Hourly => DateFormat::Hour,
             Period::Daily | Period::Weekly => DateFormat::Day,
-            Period::Every(d) if d.as_secs() % 86_400 == 0 => DateFormat::Day,
-            Period::Every(d) if d.as_secs() % 3600 == 0 => DateFormat::Hour,
-            Period::Every(d) if d.as_secs() % 60 == 0 => DateFormat::Minute,
+            Period::Every(_) if self.seconds() % 86_400 == 0 => DateFormat::Day,
+            Period::Every(_) if self.seconds() % 3600 == 0 => DateFormat::Hour,
+            Period::Every(_) if self.seconds() % 60 == 0 => DateFormat::Minute,
             Period::Every(_) => DateFormat::Second,
         }
     }
@@ -211,7 +216,14 @@ impl Settings {
             naming: self.naming,
             format: self.period.map_or(DateFormat::Day, Period::date_format),
             counted: self.max_bytes.is_some(),
-            never: self.period.is_none() && self.max_bytes.is_none(),
+            // Never rotated, with one fixed name. (With neither prefix nor suffix,
+            // tracing-appender names the file after the day it was created: that is a
+            // dated name, and the grammar's.)
+            never: self.period.is_none()
+                && self.max_bytes.is_none()
+                && !(self.naming == Naming::Dated
+                    && self.prefix.is_empty()
+                    && self.suffix.is_none()),
         }
     }
 }
@@ -293,6 +305,10 @@ impl Names {
     /// `name` taken apart, if this sink could have produced it (rotated or current,
     /// compressed or not). The fixed current name (`PREFIX`) is not a match.
     pub(crate) fn parse(&self, name: &str) -> Option<Parsed> {
+        if self.never {
+            // One fixed name, never rotated: nothing else is this sink's.
+            return None;
+        }
         let (rest, gz) = match name.strip_suffix(".gz") {
             Some(r) => (r, true),
             None => (name, false),
@@ -308,7 +324,9 @@ impl Names {
         }
         let (stamp, counter) = match rest.split_once('.') {
             Some((stamp, n)) => {
-                if n.len() < 3 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                // Three to six digits: the counter never comes near u32's end, and a
+                // longer number is someone else's.
+                if !(3..=6).contains(&n.len()) || !n.bytes().all(|b| b.is_ascii_digit()) {
                     return None;
                 }
                 (stamp, Some(n.parse().ok()?))
@@ -382,6 +400,36 @@ impl RollingFile {
                 io::ErrorKind::InvalidInput,
                 "the file name prefix and suffix cannot contain '/' (put it in the directory)",
             ));
+        }
+        if settings
+            .suffix
+            .as_deref()
+            .is_some_and(|s| s == "gz" || s.ends_with(".gz"))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a file name suffix ending in \"gz\" would read as a compressed file; compression adds .gz itself",
+            ));
+        }
+        if let Some(latest) = &settings.latest {
+            if latest.contains('/') || latest == "." || latest == ".." {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "latest_symlink {latest:?} must be a plain file name in the log directory"
+                    ),
+                ));
+            }
+            let at = settings.dir.join(latest);
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| !m.file_type().is_symlink()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "latest_symlink: {} exists and is not a symlink; refusing to replace it",
+                        at.display()
+                    ),
+                ));
+            }
         }
         std::fs::create_dir_all(&settings.dir).map_err(|e| {
             io::Error::new(
@@ -682,16 +730,25 @@ impl RollingFile {
         }
         match std::fs::symlink_metadata(&self.current) {
             Ok(at_path) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
-            Err(_) => false,
+            // Gone. Any other error (EACCES, ESTALE) says nothing about the file: keep
+            // writing to the descriptor that works.
+            Err(e) => e.kind() != io::ErrorKind::NotFound,
         }
     }
 
     /// Drops the handle and opens the current path afresh (a new file if it is gone).
     fn reopen(&mut self) -> io::Result<()> {
+        // The old identity stays published until `open_path` swaps in the new one, under
+        // one lock: the housekeeper never sees a moment with no live file.
         self.file = None;
-        *self.live.lock() = None;
         let _ = std::fs::create_dir_all(&self.settings.dir);
         let path = self.current.clone();
+        if self.settings.naming == Naming::Dated && gz(&path).exists() {
+            // Someone compressed the live file under its own name: continue under the
+            // next counter rather than beside that `.gz`, which compression would
+            // otherwise meet.
+            return self.open_new_dated(self.current_stamp.clone());
+        }
         self.open_path(&path, false)
     }
 
@@ -928,7 +985,8 @@ impl Rules {
                 };
                 if still_rotated {
                     if let Err(e) = compress(&path, c, self.file_mode) {
-                        failed = true;
+                        // A `.gz` that is not ours stays in the way; retrying will not help.
+                        failed |= e.kind() != io::ErrorKind::AlreadyExists;
                         eprintln!(
                             "loglag: cannot compress {} (kept as it is, retried later): {e}",
                             path.display()
@@ -1101,15 +1159,44 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
                 // compressed file must not look newer than files rotated after it.
                 out.set_modified(meta.modified()?)?;
                 out.sync_all()?;
-                std::fs::rename(&tmp, &target)
+                rename_noreplace(&tmp, &target)
             })();
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
+            match written {
+                Ok(()) => std::fs::remove_file(path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let _ = std::fs::remove_file(&tmp);
+                    // `NAME.gz` is there already: a crash between the rename and the
+                    // removal leaves a complete one, whose gzip trailer holds the
+                    // original's length. Anything else is not ours to replace.
+                    if gzip_length(&target).is_some_and(|n| n == meta.len() as u32) {
+                        std::fs::remove_file(path)
+                    } else {
+                        Err(io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            format!(
+                                "{} exists and is not this file compressed; both are kept",
+                                target.display()
+                            ),
+                        ))
+                    }
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    Err(e)
+                }
             }
-            std::fs::remove_file(path)
         }
     }
+}
+
+/// The uncompressed length (mod 2^32) a gzip file's trailer records.
+fn gzip_length(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut tail = [0u8; 4];
+    file.read_exact_at(&mut tail, len.checked_sub(4)?).ok()?;
+    Some(u32::from_le_bytes(tail))
 }
 
 #[cfg(test)]
