@@ -54,7 +54,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ChildArgs {
-    /// A `loglag_lab::sys::spawn::ChildSpec` as JSON.
+    /// A `loglag_lab::child::ChildSpec` as JSON.
     pub spec: String,
 }
 

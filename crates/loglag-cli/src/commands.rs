@@ -18,7 +18,7 @@ use loglag_lab::reader::{self, ReadConfig, SharedState};
 use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary, SCHEMA};
 use loglag_lab::stats::quantile;
 
-use loglag_lab::sys::spawn::ChildSpec;
+use loglag_lab::child::ChildSpec;
 
 use crate::args::{
     ChildArgs, EmitArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs,
@@ -623,7 +623,7 @@ pub fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     };
     let floor = if a.calibrate {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-        let server = load::NullServer::start(&exe).context("--calibrate")?;
+        let server = loglag_lab::child::NullServer::start(&exe).context("--calibrate")?;
         let label = format!("floor: null server at http://{}/", server.addr);
         eprintln!("calibrating: the same load against a null server ({label})");
         let result = run(server.target());

@@ -593,7 +593,7 @@ fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
             std::fs::write(&progress, [0u8; 16]).unwrap();
             // A process flooding a spool-mode pipeline...
             // Started as the torture starts it: through the child contract.
-            let spec = loglag_lab::sys::spawn::ChildSpec::Flood {
+            let spec = loglag_lab::child::ChildSpec::Flood {
                 spool: spool.clone(),
                 out: sink.clone(),
                 progress: progress.clone(),

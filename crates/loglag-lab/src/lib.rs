@@ -7,6 +7,7 @@
 //! injector; `sys` holds what talks to the OS (child processes, cgroups, the clock,
 //! units); `report`, `stats`, `export` and `html` are the outputs.
 pub mod api;
+pub mod child;
 pub mod emit;
 pub mod export;
 pub mod hops;

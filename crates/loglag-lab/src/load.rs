@@ -477,57 +477,6 @@ async fn collect(
     }
 }
 
-/// A null HTTP server (the built-in API, condition `none`, no hash work) in a child
-/// process, for measuring the generator's own floor: whatever latency the load shows
-/// against it is the instrument's, not an API's.
-#[derive(Debug)]
-pub struct NullServer {
-    guard: crate::sys::child::ChildGuard,
-    pub addr: SocketAddr,
-}
-
-impl NullServer {
-    /// Starts `exe` as the null server; it dies with us.
-    pub fn start(exe: &std::path::Path) -> std::io::Result<NullServer> {
-        use std::io::BufRead;
-        let mut cmd = crate::sys::spawn::ChildSpec::Api(crate::api::server::ServeConfig {
-            hash_rounds: 0,
-            ..crate::api::server::ServeConfig::new(crate::api::condition::Condition::None)
-        })
-        .command(exe);
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit());
-        let mut guard = crate::sys::child::ChildGuard::spawn(cmd, "the calibration server")?;
-        let mut line = String::new();
-        let stdout = guard.child.stdout.take().expect("piped");
-        std::io::BufReader::new(stdout).read_line(&mut line)?;
-        let listening = crate::api::server::parse_ready_line(&line).ok_or_else(|| {
-            std::io::Error::other(format!(
-                "the calibration server did not start (it printed {line:?})"
-            ))
-        })?;
-        Ok(NullServer {
-            guard,
-            addr: listening.http,
-        })
-    }
-
-    pub fn target(&self) -> Target {
-        Target {
-            addr: self.addr,
-            host: self.addr.to_string(),
-            path: "/".into(),
-        }
-    }
-}
-
-impl Drop for NullServer {
-    fn drop(&mut self) {
-        self.guard.stop(Duration::from_secs(1));
-    }
-}
-
 /// Waits for absolute `CLOCK_MONOTONIC` deadlines to within a few microseconds.
 ///
 /// tokio's timer has a 1 ms granularity and rounds deadlines up, which made every

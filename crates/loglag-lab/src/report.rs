@@ -611,6 +611,20 @@ impl TortureSummary {
     }
 }
 
+/// The flooding child's overflow policy in the kill -9 torture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FloodPolicy {
+    /// `Overflow::Block`: nothing is dropped, so every record whose call returned must
+    /// be in the sink.
+    #[default]
+    Block,
+    /// The default policy (`ShedByLevel`): records are dropped under the flood, so
+    /// each one whose call returned must be in the sink or counted in an in-band
+    /// report, live or written by recovery.
+    Default,
+}
+
 /// One kill -9 trial's outcome.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Trial {
@@ -658,7 +672,7 @@ pub struct Kill9Report {
     pub max_files: u64,
     /// The overflow policy of the flooding child.
     #[serde(default)]
-    pub policy: crate::torture::FloodPolicy,
+    pub policy: FloodPolicy,
     /// Drops announced in the sink, over all trials.
     #[serde(default)]
     pub announced: u64,

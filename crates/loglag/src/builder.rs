@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use crate::core::{Config, Core};
 use crate::format::Format;
+use crate::handle::{NonBlocking, WorkerGuard};
 use crate::hooks;
 use crate::level::Level;
 use crate::mode::Mode;
-use crate::non_blocking::{NonBlocking, WorkerGuard};
 use crate::overflow::Overflow;
 use crate::sink::{Sink, WriterSink};
 use crate::worker;

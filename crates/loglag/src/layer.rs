@@ -9,9 +9,9 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 use crate::format::{escape, with_line_buffer, write_field, Format, LineBuilder, Value};
+use crate::handle::NonBlocking;
 use crate::level::Level;
 use crate::mode::Mode;
-use crate::non_blocking::NonBlocking;
 
 /// A tracing layer that renders each event in a [`Format`] (JSON by default) into a
 /// per-thread buffer and submits it, without allocating per event.

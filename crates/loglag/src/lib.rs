@@ -61,16 +61,26 @@ mod builder;
 mod core;
 mod fork;
 pub mod format;
+mod handle;
 mod handshake;
 mod hooks;
 #[cfg(feature = "tracing")]
 mod layer;
+mod ledger;
 mod level;
 #[cfg(feature = "log")]
 mod logger;
 mod metrics;
 mod mode;
-pub mod non_blocking;
+/// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
+/// NonBlockingBuilder}` as `tracing_appender::non_blocking::...`.
+pub mod non_blocking {
+    pub use crate::builder::NonBlockingBuilder;
+    pub use crate::handle::{
+        ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard,
+        DEFAULT_BUFFERED_LINES_LIMIT,
+    };
+}
 mod overflow;
 mod queue;
 #[cfg(feature = "rolling")]
@@ -82,6 +92,7 @@ mod worker;
 pub use crate::builder::{FinishError, NonBlockingBuilder};
 pub use crate::core::{FlushTimeout, Flushed};
 pub use crate::format::{Format, ParseFormatError};
+pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
 #[cfg(feature = "tracing")]
 pub use crate::layer::LoglagLayer;
 pub use crate::level::{Level, ParseLevelError};
@@ -89,7 +100,6 @@ pub use crate::level::{Level, ParseLevelError};
 pub use crate::logger::Logger;
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
-pub use crate::non_blocking::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
 pub use crate::overflow::Overflow;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].

@@ -3,9 +3,9 @@
 use std::time::{Duration, SystemTime};
 
 use crate::format::{with_line_buffer, Format, LineBuilder, Value};
+use crate::handle::NonBlocking;
 use crate::level::Level;
 use crate::mode::Mode;
-use crate::non_blocking::NonBlocking;
 
 /// Routes the `log` crate's records through the pipeline.
 ///

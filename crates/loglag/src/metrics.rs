@@ -109,7 +109,7 @@ pub(crate) struct Counters {
     pub(crate) torn_line: std::sync::atomic::AtomicBool,
     /// Spool mode: the header's count of drops not yet announced, which survives a
     /// crash.
-    pub(crate) ledger: std::sync::OnceLock<crate::spool::DropLedger>,
+    pub(crate) ledger: std::sync::OnceLock<crate::ledger::DropLedger>,
 }
 
 impl Counters {

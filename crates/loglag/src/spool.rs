@@ -55,6 +55,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::ledger::{DropLedger, PENDING_REPORT, REPORT_FORMAT};
 use crate::level::Level;
 use crate::queue::{self, Ring};
 use crate::sink::{call_sink, write_all_counted, Sink};
@@ -106,85 +107,6 @@ pub struct Recovered {
     pub unannounced_drops: u64,
 }
 
-/// The unannounced-drop words of a spool's header (see the layout above).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DropLedger {
-    words: NonNull<AtomicU64>,
-}
-
-// SAFETY: atomics inside the mapping, which lives as long as the `Core` that holds both.
-unsafe impl Send for DropLedger {}
-// SAFETY: as above.
-unsafe impl Sync for DropLedger {}
-
-impl DropLedger {
-    fn word(&self, reason: usize, level: usize) -> &AtomicU64 {
-        debug_assert!(reason < 4 && level < 5);
-        // SAFETY: words 16..36 lie inside the 4096-byte header.
-        unsafe { &*self.words.as_ptr().add(UNANNOUNCED + reason * 5 + level) }
-    }
-
-    pub(crate) fn dropped(&self, reason: usize, level: usize, n: u64) {
-        self.word(reason, level).fetch_add(n, Ordering::AcqRel);
-    }
-
-    /// `n` of these drops are now announced in the sink.
-    pub(crate) fn announced(&self, reason: usize, level: usize, n: u64) {
-        let w = self.word(reason, level);
-        let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-            Some(v.saturating_sub(n))
-        });
-    }
-
-    fn at(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: every index used is below 64, inside the 4096-byte header.
-        unsafe { &*self.words.as_ptr().add(i) }
-    }
-
-    /// Journals a live report of `counts` about to be written into a sink of length
-    /// `position` and identity `identity`.
-    pub(crate) fn begin_report(
-        &self,
-        counts: &[[u64; 5]; 4],
-        len: u64,
-        position: Option<u64>,
-        identity: Option<(u64, u64)>,
-    ) {
-        for (r, levels) in counts.iter().enumerate() {
-            for (l, &n) in levels.iter().enumerate() {
-                self.at(PENDING_REPORT + r * 5 + l)
-                    .store(n, Ordering::Release);
-            }
-        }
-        let (dev, ino) = identity.unwrap_or((0, 0));
-        self.at(PENDING_REPORT + 21)
-            .store(position.unwrap_or(u64::MAX), Ordering::Release);
-        self.at(PENDING_REPORT + 22).store(dev, Ordering::Release);
-        self.at(PENDING_REPORT + 23).store(ino, Ordering::Release);
-        self.at(PENDING_REPORT + 20).store(len, Ordering::Release);
-    }
-
-    /// The journaled report is in the sink (`written`) or is not: its counts leave the
-    /// ledger only if it is.
-    pub(crate) fn end_report(&self, written: bool) {
-        if written {
-            for r in 0..4 {
-                for l in 0..5 {
-                    let n = self.at(PENDING_REPORT + r * 5 + l).load(Ordering::Acquire);
-                    self.announced(r, l, n);
-                }
-            }
-        }
-        self.at(PENDING_REPORT + 20).store(0, Ordering::Release);
-    }
-
-    pub(crate) fn set_report_format(&self, format: crate::format::Format) {
-        // SAFETY: word 36 lies inside the header.
-        let w = unsafe { &*self.words.as_ptr().add(REPORT_FORMAT) };
-        w.store(u64::from(format.index()) + 1, Ordering::Relaxed);
-    }
-}
-
 /// The header words of an open spool. Points into the mapping the ring owns.
 #[derive(Debug)]
 pub(crate) struct SpoolHeader {
@@ -198,18 +120,11 @@ unsafe impl Send for SpoolHeader {}
 // SAFETY: as above.
 unsafe impl Sync for SpoolHeader {}
 
-/// The first of the header words counting drops not yet announced.
-const UNANNOUNCED: usize = 16;
-/// The header word holding the report format.
-const REPORT_FORMAT: usize = 36;
-/// The first of the words journaling a live report (counts, then length, sink length,
-/// device, inode).
-const PENDING_REPORT: usize = 40;
-
 impl SpoolHeader {
     /// The header's drop ledger, for the counters of the pipeline that owns the spool.
     pub(crate) fn ledger(&self) -> DropLedger {
-        DropLedger { words: self.words }
+        // SAFETY: the header outlives the `Core` that holds both it and the ledger.
+        unsafe { DropLedger::new(self.words) }
     }
 
     fn word(&self, i: usize) -> &AtomicU64 {

@@ -412,6 +412,61 @@ pub fn json_payload() -> String {
     (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect()
 }
 
+/// One run's condition: the built-in API's, or any name an `--app` understands (passed
+/// to it through `{condition}`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RunCondition {
+    BuiltIn(Condition),
+    /// A name only the `--app` knows; verified against `--expect-lines`.
+    Named(String),
+}
+
+impl std::fmt::Display for RunCondition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl RunCondition {
+    /// A built-in name is always the built-in condition (with its expectations); any
+    /// other name is accepted only for an `--app`.
+    pub fn parse(name: &str, app: bool) -> Result<RunCondition, String> {
+        let name = name.trim();
+        match name.parse::<Condition>() {
+            Ok(c) => Ok(RunCondition::BuiltIn(c)),
+            // The name goes into a shell command line: only characters a shell leaves
+            // alone.
+            Err(_)
+                if app
+                    && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._+=:-".contains(c)) =>
+            {
+                Ok(RunCondition::Named(name.to_owned()))
+            }
+            Err(_) if app => Err(format!(
+                "invalid condition name {name:?}: with --app, a name is passed to a shell, so it may hold only letters, digits and . _ + = : -"
+            )),
+            Err(e) => Err(format!("{e} (any other name needs --app)")),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            RunCondition::BuiltIn(c) => c.as_str(),
+            RunCondition::Named(n) => n,
+        }
+    }
+
+    pub fn built_in(&self) -> Option<Condition> {
+        match self {
+            RunCondition::BuiltIn(c) => Some(*c),
+            RunCondition::Named(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

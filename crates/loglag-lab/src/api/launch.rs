@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::api::condition::RunCondition;
 use crate::api::control::{ApiStats, ControlClient};
 use crate::api::server::{self, ServeConfig};
-use crate::lab::RunCondition;
+use crate::child::ChildSpec;
 use crate::sys::child::{ChildGuard, Ended};
-use crate::sys::spawn::ChildSpec;
 
 /// Which API to start.
 #[derive(Debug, Clone)]

@@ -14,11 +14,11 @@ use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::child::ChildSpec;
 use crate::lab::{LabError, Observer};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
 use crate::report::{HopsParams, HopsSummary, Machine};
 use crate::sys::child::ChildGuard;
-use crate::sys::spawn::ChildSpec;
 use analyse::TopologyRun;
 use service::{Calls, Downstream, HopConfig, Role, Work};
 use trace::SpanLine;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Stdio};
 
 use super::{FinalReport, ReadConfig, ReaderStats};
+use crate::child::ChildSpec;
 use crate::sys::child::ChildGuard;
-use crate::sys::spawn::ChildSpec;
 
 /// A running reader child.
 #[derive(Debug)]

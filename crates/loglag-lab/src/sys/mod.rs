@@ -5,6 +5,5 @@ pub mod child;
 pub mod clock;
 pub mod procfs;
 pub mod scratch;
-pub mod spawn;
 pub mod stop;
 pub mod units;

@@ -21,19 +21,7 @@ fn line(producer: usize, seq: u64) -> String {
 }
 
 /// The pipeline both the child and the recovery use: a small spool, so it wraps often.
-/// The flooding child's overflow policy in the kill -9 torture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FloodPolicy {
-    /// `Overflow::Block`: nothing is dropped, so every record whose call returned must
-    /// be in the sink.
-    #[default]
-    Block,
-    /// The default policy (`ShedByLevel`): records are dropped under the flood, so
-    /// each one whose call returned must be in the sink or counted in an in-band
-    /// report, live or written by recovery.
-    Default,
-}
+pub use crate::report::FloodPolicy;
 
 fn builder(spool: &Path, policy: FloodPolicy) -> NonBlockingBuilder {
     let builder = NonBlockingBuilder::default()

@@ -1,8 +1,11 @@
-//! The contract between the lab and the processes it starts: one hidden subcommand,
+//! The contract between the lab and the processes it starts, above every role it
+//! can start (so `sys/` stays plain OS code and no role imports another through it): one hidden subcommand,
 //! `loglag child '<json>'`, whose argument is a [`ChildSpec`] serialised here and
 //! parsed here. The lab never builds a child's command line from flag names, so
 //! renaming a user-facing flag cannot break it, and a value keeps its type end to end
 //! (the slow reader's rate is a `u64` from the plan to the read loop).
+
+use std::net::SocketAddr;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +13,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::api::server::{self, ServeConfig};
+use crate::load::Target;
 use crate::reader::{self, ReadConfig};
 
 /// The name of the hidden subcommand.
@@ -38,7 +42,7 @@ pub enum ChildSpec {
         #[serde(default)]
         rotate_bytes: Option<u64>,
         #[serde(default)]
-        policy: crate::torture::FloodPolicy,
+        policy: crate::report::FloodPolicy,
     },
     /// A `lab hops` service; prints its ready line once it listens.
     Hop {
@@ -94,6 +98,57 @@ impl ChildSpec {
     }
 }
 
+/// A null HTTP server (the built-in API, condition `none`, no hash work) in a child
+/// process, for measuring the generator's own floor: whatever latency the load shows
+/// against it is the instrument's, not an API's.
+#[derive(Debug)]
+pub struct NullServer {
+    guard: crate::sys::child::ChildGuard,
+    pub addr: SocketAddr,
+}
+
+impl NullServer {
+    /// Starts `exe` as the null server; it dies with us.
+    pub fn start(exe: &std::path::Path) -> std::io::Result<NullServer> {
+        use std::io::BufRead;
+        let mut cmd = ChildSpec::Api(crate::api::server::ServeConfig {
+            hash_rounds: 0,
+            ..crate::api::server::ServeConfig::new(crate::api::condition::Condition::None)
+        })
+        .command(exe);
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        let mut guard = crate::sys::child::ChildGuard::spawn(cmd, "the calibration server")?;
+        let mut line = String::new();
+        let stdout = guard.child.stdout.take().expect("piped");
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let listening = crate::api::server::parse_ready_line(&line).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "the calibration server did not start (it printed {line:?})"
+            ))
+        })?;
+        Ok(NullServer {
+            guard,
+            addr: listening.http,
+        })
+    }
+
+    pub fn target(&self) -> Target {
+        Target {
+            addr: self.addr,
+            host: self.addr.to_string(),
+            path: "/".into(),
+        }
+    }
+}
+
+impl Drop for NullServer {
+    fn drop(&mut self) {
+        self.guard.stop(std::time::Duration::from_secs(1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,7 +176,7 @@ mod tests {
                 out: "o".into(),
                 progress: "p".into(),
                 rotate_bytes: Some(300 << 10),
-                policy: crate::torture::FloodPolicy::Default,
+                policy: crate::report::FloodPolicy::Default,
             },
         ] {
             let cmd = spec.command(Path::new("/bin/loglag"));

@@ -1,7 +1,6 @@
-//! [`NonBlocking`], the drop-in for `tracing_appender::non_blocking`, and its
-//! [`WorkerGuard`].
-
-pub use crate::builder::NonBlockingBuilder;
+//! [`NonBlocking`], the handle that takes records (the drop-in for
+//! `tracing_appender::non_blocking::NonBlocking`), and its [`WorkerGuard`]. Published
+//! under tracing-appender's module path, `loglag::non_blocking`, by `lib.rs`.
 
 /// tracing-appender's default `buffered_lines_limit`, for code that names it. loglag's
 /// own bound is in bytes ([`NonBlockingBuilder::capacity_bytes`]); a lines limit, when
@@ -32,7 +31,7 @@ use crate::mode::Mode;
 /// across files and never interleaved with a drop report. Each clone gathers its own
 /// line; a line left without its newline is submitted on `flush` or when the clone is
 /// dropped, and one that reaches
-/// [`max_record_bytes`](NonBlockingBuilder::max_record_bytes) is submitted (cut with a
+/// [`max_record_bytes`](crate::NonBlockingBuilder::max_record_bytes) is submitted (cut with a
 /// marker). With the `tracing` feature it is also
 /// `tracing_subscriber::fmt::MakeWriter`, which also passes each event's level so that
 /// [`Overflow::ShedByLevel`](crate::Overflow::ShedByLevel) and the flush level work.

@@ -1,0 +1,104 @@
+//! The spool header's ledger of drops not yet announced in-band (words 16..64 of the
+//! layout in `spool.rs`). Its own module so that the counters, which add every drop to
+//! it, and the spool, which owns the header and announces what is left after a crash,
+//! both depend on it and not on each other.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The first of the header words counting drops not yet announced.
+pub(crate) const UNANNOUNCED: usize = 16;
+/// The header word holding the report format.
+pub(crate) const REPORT_FORMAT: usize = 36;
+/// The first of the words journaling a live report (counts, then length, sink length,
+/// device, inode).
+pub(crate) const PENDING_REPORT: usize = 40;
+
+/// The unannounced-drop words of a spool's header (see the layout above).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DropLedger {
+    words: NonNull<AtomicU64>,
+}
+
+impl DropLedger {
+    /// The ledger inside a spool header that starts at `words`.
+    ///
+    /// # Safety
+    /// `words` points at a 4096-byte header that outlives every copy of the ledger.
+    pub(crate) unsafe fn new(words: NonNull<AtomicU64>) -> DropLedger {
+        DropLedger { words }
+    }
+}
+
+// SAFETY: atomics inside the mapping, which lives as long as the `Core` that holds both.
+unsafe impl Send for DropLedger {}
+// SAFETY: as above.
+unsafe impl Sync for DropLedger {}
+
+impl DropLedger {
+    pub(crate) fn word(&self, reason: usize, level: usize) -> &AtomicU64 {
+        debug_assert!(reason < 4 && level < 5);
+        // SAFETY: words 16..36 lie inside the 4096-byte header.
+        unsafe { &*self.words.as_ptr().add(UNANNOUNCED + reason * 5 + level) }
+    }
+
+    pub(crate) fn dropped(&self, reason: usize, level: usize, n: u64) {
+        self.word(reason, level).fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// `n` of these drops are now announced in the sink.
+    pub(crate) fn announced(&self, reason: usize, level: usize, n: u64) {
+        let w = self.word(reason, level);
+        let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+            Some(v.saturating_sub(n))
+        });
+    }
+
+    pub(crate) fn at(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: every index used is below 64, inside the 4096-byte header.
+        unsafe { &*self.words.as_ptr().add(i) }
+    }
+
+    /// Journals a live report of `counts` about to be written into a sink of length
+    /// `position` and identity `identity`.
+    pub(crate) fn begin_report(
+        &self,
+        counts: &[[u64; 5]; 4],
+        len: u64,
+        position: Option<u64>,
+        identity: Option<(u64, u64)>,
+    ) {
+        for (r, levels) in counts.iter().enumerate() {
+            for (l, &n) in levels.iter().enumerate() {
+                self.at(PENDING_REPORT + r * 5 + l)
+                    .store(n, Ordering::Release);
+            }
+        }
+        let (dev, ino) = identity.unwrap_or((0, 0));
+        self.at(PENDING_REPORT + 21)
+            .store(position.unwrap_or(u64::MAX), Ordering::Release);
+        self.at(PENDING_REPORT + 22).store(dev, Ordering::Release);
+        self.at(PENDING_REPORT + 23).store(ino, Ordering::Release);
+        self.at(PENDING_REPORT + 20).store(len, Ordering::Release);
+    }
+
+    /// The journaled report is in the sink (`written`) or is not: its counts leave the
+    /// ledger only if it is.
+    pub(crate) fn end_report(&self, written: bool) {
+        if written {
+            for r in 0..4 {
+                for l in 0..5 {
+                    let n = self.at(PENDING_REPORT + r * 5 + l).load(Ordering::Acquire);
+                    self.announced(r, l, n);
+                }
+            }
+        }
+        self.at(PENDING_REPORT + 20).store(0, Ordering::Release);
+    }
+
+    pub(crate) fn set_report_format(&self, format: crate::format::Format) {
+        // SAFETY: word 36 lies inside the header.
+        let w = unsafe { &*self.words.as_ptr().add(REPORT_FORMAT) };
+        w.store(u64::from(format.index()) + 1, Ordering::Relaxed);
+    }
+}
