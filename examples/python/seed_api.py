@@ -2,7 +2,8 @@
 """A reference API in Python for `loglag lab --app`: the seven logging conditions of
 the reference experiment, on one asyncio event loop, with the standard library only.
 
-    loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
+    loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}' \\
+        --conditions none,short1,short10,json-gen,json-pre-sync,json-sync,json-queue
 
 Synchronous conditions use logging.StreamHandler (write + flush on the event loop);
 json-queue uses QueueHandler in front of a QueueListener thread with a 256-record queue.

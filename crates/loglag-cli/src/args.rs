@@ -130,7 +130,7 @@ pub enum OverflowName {
 #[command(after_help = "EXAMPLES:
     loglag emit --sink stdout --count 10
     loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
-    loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip
+    loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
     loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
 
 Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0.

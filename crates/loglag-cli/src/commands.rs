@@ -92,6 +92,16 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
             "--record and --error-every shape what the built-in API logs; an --app logs on its own"
         );
     }
+    if app && a.conditions.is_empty() {
+        bail!(
+            "--app needs --conditions: name the conditions your app understands; each is passed to it as {{condition}}, one run per name (the reference API's are {})",
+            Condition::REFERENCE
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
     if a.preset.is_some() && app {
         bail!("--preset runs the built-in API's conditions; with --app, give --conditions and --expect-lines instead");
     }
@@ -260,6 +270,9 @@ impl lab::Observer for StepObserver<'_> {
     }
     fn warn(&self, message: &str) {
         self.inner.warn(message);
+    }
+    fn progress(&self, message: &str) {
+        self.inner.progress(message);
     }
 }
 
@@ -521,8 +534,10 @@ pub fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
         via_tracing_appender: a.via == "tracing-appender",
     };
     let progress = std::sync::atomic::AtomicU64::new(0);
-    let summary =
-        emit::emit(&plan, &progress).with_context(|| format!("loglag emit into {}", a.sink))?;
+    // Ctrl-C stops emitting; what was emitted is drained and summarised. A second exits.
+    let stop = cancel_flag()?;
+    let summary = emit::emit(&plan, &progress, &stop)
+        .with_context(|| format!("loglag emit into {}", a.sink))?;
     // The summary must not mix into the records.
     let mut out: Box<dyn Write> = if a.sink == SinkUrl::Stdout {
         Box::new(std::io::stderr())
@@ -575,6 +590,13 @@ pub fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
+    if summary.interrupted {
+        eprintln!(
+            "loglag emit: interrupted after {} of {} records; those are drained and summarised above",
+            summary.records, a.count
+        );
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
     if m.dropped_records > 0 && !a.allow_drops {
         eprintln!(
             "loglag emit: {} of {} records dropped (use --overflow block to wait instead, or --allow-drops)",
@@ -699,13 +721,23 @@ fn summarize(a: &LoadArgs, url: &str, result: &load::LoadResult, limit_us: f64) 
         },
         rate: a.closed.is_none().then_some(a.rate),
         connections: a.closed.map(|n| n as usize),
-        duration_s: a.duration.as_secs_f64(),
+        // An interrupted run lasted as long as it ran, not as planned.
+        duration_s: if result.interrupted {
+            result.wall.as_secs_f64()
+        } else {
+            a.duration.as_secs_f64()
+        },
         requests: result.samples.len() as u64,
         ok,
         http_errors: count(Outcome::HttpError),
         io_errors: count(Outcome::IoError),
         timeouts: count(Outcome::Timeout),
-        achieved_rps: ok as f64 / result.wall.as_secs_f64().max(a.duration.as_secs_f64()),
+        achieved_rps: ok as f64
+            / if result.interrupted {
+                result.wall.as_secs_f64().max(1e-9)
+            } else {
+                result.wall.as_secs_f64().max(a.duration.as_secs_f64())
+            },
         p50_ms: ms(quantile(&mut latencies, 0.5)),
         p90_ms: ms(quantile(&mut latencies, 0.9)),
         p99_ms: ms(quantile(&mut latencies, 0.99)),

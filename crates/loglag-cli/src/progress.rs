@@ -76,6 +76,10 @@ impl Observer for Progress {
     fn warn(&self, message: &str) {
         self.line(&format!("loglag lab: warning: {message}"));
     }
+
+    fn progress(&self, message: &str) {
+        self.line(&format!("loglag lab: {message}"));
+    }
 }
 
 /// `loglag load`'s progress on a terminal: sent and finished requests, refreshed by a

@@ -353,6 +353,15 @@ fn bad_input_is_refused_clearly() {
             (&["lab", "--conditions", "none,json-sync,none"][..], "twice"),
             (&["lab", "--sinks", "slow,slow"][..], "twice"),
             (&["lab", "--threads", "0"][..], "--threads"),
+            // An --app is asked only for conditions it was told about.
+            (
+                &[
+                    "lab",
+                    "--app",
+                    "python3 app.py --port {port} --log {log_path}",
+                ][..],
+                "--app needs --conditions",
+            ),
         ] {
             let out = loglag().args(args).output().unwrap();
             assert!(!out.status.success(), "{args:?} was accepted");
@@ -838,6 +847,65 @@ fn ctrl_c_during_load_prints_what_was_measured_so_far() {
             .as_str()
             .unwrap()
             .contains("interrupted"));
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        // The rate is over the time it ran, not the 60 s planned: at 100/s it is near
+        // 100, where dividing by 60 s would give a few per second.
+        let ran = summary["duration_s"].as_f64().unwrap();
+        assert!(ran < 60.0, "the time actually run: {ran}");
+        let rps = summary["achieved_rps"].as_f64().unwrap();
+        assert!(
+            (rps - requests as f64 / ran).abs() < 1e-6 && rps > 20.0,
+            "{rps} requests/s over {ran} s"
+        );
+    })
+}
+
+/// Ctrl-C during `loglag emit`: what was emitted is drained and summarised, and the
+/// exit status says it was interrupted.
+#[test]
+fn ctrl_c_during_emit_prints_its_summary() {
+    within("ctrl_c_during_emit_prints_its_summary", || {
+        use std::io::{BufRead, Read};
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("emit.fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path in our own temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let mut child = loglag()
+            .args(["emit", "--sink", &format!("fifo://{}", fifo.display())])
+            .args(["--count", "100000000", "--format", "json", "--allow-drops"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first records through the FIFO say it is emitting; then interrupt, and
+        // keep reading so that the writer can drain.
+        let mut reader = std::fs::File::open(&fifo).unwrap();
+        let mut first = [0u8; 4096];
+        reader.read_exact(&mut first).unwrap();
+        let drain = std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let stdout = child.stdout.take().unwrap();
+        let json: String = std::io::BufReader::new(stdout)
+            .lines()
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let out = child.wait_with_output().unwrap();
+        drain.join().unwrap().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{stderr}");
+        let summary: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(summary["interrupted"], true);
+        let records = summary["records"].as_u64().unwrap();
+        assert!((1..100_000_000).contains(&records), "{records}");
+        assert_eq!(
+            summary["metrics"]["written_records"].as_u64().unwrap()
+                + summary["metrics"]["dropped_records"].as_u64().unwrap(),
+            records,
+            "every emitted record accounted for: {summary}"
+        );
         assert!(stderr.contains("interrupted"), "{stderr}");
     })
 }

@@ -154,9 +154,13 @@ pub fn record(out: &mut Vec<u8>, level: Level, seq: u64, thread: usize, size: us
 }
 
 /// Emits and returns what happened. `progress` counts records submitted.
-pub fn emit(plan: &EmitPlan, progress: &AtomicU64) -> std::io::Result<EmitSummary> {
+pub fn emit(
+    plan: &EmitPlan,
+    progress: &AtomicU64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> std::io::Result<EmitSummary> {
     if plan.via_tracing_appender {
-        return emit_via_tracing_appender(plan, progress);
+        return emit_via_tracing_appender(plan, progress, stop);
     }
     let sink = open_sink(plan)?;
     let mut builder = NonBlockingBuilder::default().overflow(plan.overflow);
@@ -165,7 +169,7 @@ pub fn emit(plan: &EmitPlan, progress: &AtomicU64) -> std::io::Result<EmitSummar
     }
     let (writer, guard) = builder.try_finish_sink(sink)?;
     let started = Instant::now();
-    produce(plan, progress, started, || {
+    let submitted = produce(plan, progress, started, stop, || {
         let writer = writer.clone();
         Box::new(move |line: &[u8]| writer.submit(plan.level, line))
     });
@@ -175,7 +179,8 @@ pub fn emit(plan: &EmitPlan, progress: &AtomicU64) -> std::io::Result<EmitSummar
     Ok(EmitSummary {
         schema: crate::report::SCHEMA,
         sink: plan.sink.to_string(),
-        records: plan.count,
+        records: submitted,
+        interrupted: submitted < plan.count,
         record_bytes: plan.size,
         threads: plan.threads,
         submit_s: submitted_s,
@@ -192,6 +197,7 @@ pub fn emit(plan: &EmitPlan, progress: &AtomicU64) -> std::io::Result<EmitSummar
 fn emit_via_tracing_appender(
     plan: &EmitPlan,
     progress: &AtomicU64,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<EmitSummary> {
     use std::io::Write as _;
     use tracing_appender::rolling::{RollingFileAppender, Rotation as TaRotation};
@@ -229,7 +235,7 @@ fn emit_via_tracing_appender(
         .finish(appender);
     let errors = writer.error_counter();
     let started = Instant::now();
-    produce(plan, progress, started, || {
+    let submitted = produce(plan, progress, started, stop, || {
         let mut writer = writer.clone();
         Box::new(move |line: &[u8]| {
             let _ = writer.write_all(line);
@@ -244,7 +250,8 @@ fn emit_via_tracing_appender(
     Ok(EmitSummary {
         schema: crate::report::SCHEMA,
         sink: format!("{} (tracing-appender)", plan.sink),
-        records: plan.count,
+        records: submitted,
+        interrupted: submitted < plan.count,
         record_bytes: plan.size,
         threads: plan.threads,
         submit_s,
@@ -278,20 +285,27 @@ type Submit<'a> = Box<dyn FnMut(&[u8]) + Send + 'a>;
 /// Runs `plan.threads` producers sharing one sequence, each building record `seq` and
 /// handing it to its own submitter (from `submitter`), on the open-loop schedule
 /// `seq / rate` when there is one.
+/// Emits the plan's records from its threads until all are submitted or `stop` is
+/// set. Returns how many were submitted.
 fn produce<'a>(
     plan: &EmitPlan,
     progress: &AtomicU64,
     started: Instant,
+    stop: &std::sync::atomic::AtomicBool,
     submitter: impl Fn() -> Submit<'a> + Sync,
-) {
+) -> u64 {
     let next = AtomicU64::new(0);
+    let submitted = AtomicU64::new(0);
     std::thread::scope(|scope| {
         for t in 0..plan.threads.max(1) {
-            let next = &next;
+            let (next, submitted) = (&next, &submitted);
             let mut submit = submitter();
             scope.spawn(move || {
                 let mut line = Vec::with_capacity(plan.size);
                 loop {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let seq = next.fetch_add(1, Ordering::Relaxed);
                     if seq >= plan.count {
                         return;
@@ -305,11 +319,13 @@ fn produce<'a>(
                     }
                     record(&mut line, plan.level, seq, t, plan.size);
                     submit(&line);
+                    submitted.fetch_add(1, Ordering::Relaxed);
                     progress.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
     });
+    submitted.into_inner()
 }
 
 fn metrics(m: &Metrics) -> EmitMetrics {

@@ -494,7 +494,11 @@ pub struct WaterfallSpan {
 pub struct EmitSummary {
     pub schema: u32,
     pub sink: String,
+    /// Records emitted: all that were asked for, or those before an interruption.
     pub records: u64,
+    /// Stopped by Ctrl-C (or SIGTERM) before every record was emitted.
+    #[serde(default)]
+    pub interrupted: bool,
     pub record_bytes: usize,
     pub threads: usize,
     /// Until the last record was submitted, and until the pipeline had written it all.
@@ -708,10 +712,22 @@ pub struct SoakResult {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HungResult {
     pub policy: String,
+    /// Calls timed, after the budget was full.
     pub calls: u64,
     pub p99_wait_us: f64,
     pub max_wait_us: f64,
+    /// Every drop of the run: the calls that found the budget full (the fill-up's
+    /// included) and what was still queued at the shutdown deadline.
     pub dropped: u64,
+    /// Every call made: the fill-up and the timed calls.
+    #[serde(default)]
+    pub all_calls: u64,
+    /// Drops because the budget was full.
+    #[serde(default)]
+    pub dropped_queue_full: u64,
+    /// Records still queued when the shutdown deadline passed (the sink never returns).
+    #[serde(default)]
+    pub dropped_shutdown: u64,
     pub accounted: bool,
 }
 

@@ -128,22 +128,25 @@ impl Exporter for Markdown {
             writeln!(out)?;
         }
         if !t.hung.is_empty() {
-            writeln!(out, "| policy (hung sink) | calls | caller's p99 wait µs | caller's max wait µs | dropped | accounted |\n|---|--:|--:|--:|--:|:-:|")?;
+            writeln!(out, "A sink whose write never returns: a 64 KiB budget is filled, then each call is timed. Calls: timed / all; dropped: every drop of the run, the fill-up's and what was queued at the shutdown deadline included.\n")?;
+            writeln!(out, "| policy (hung sink) | calls timed / all | caller's p99 wait µs | caller's max wait µs | dropped: budget full | dropped: at shutdown | accounted |\n|---|--:|--:|--:|--:|--:|:-:|")?;
             for r in &t.hung {
                 writeln!(
                     out,
-                    "| {} | {} | {:.1} | {:.1} | {} | {} |",
+                    "| {} | {} / {} | {:.1} | {:.1} | {} | {} | {} |",
                     r.policy,
                     r.calls,
+                    r.all_calls,
                     r.p99_wait_us,
                     r.max_wait_us,
-                    r.dropped,
+                    r.dropped_queue_full,
+                    r.dropped_shutdown,
                     yes(r.accounted)
                 )?;
             }
             writeln!(
                 out,
-                "| Block | — | — | waits until the sink returns, by definition | 0 | yes |\n"
+                "| Block | — | — | waits until the sink returns, by definition | 0 | 0 | yes |\n"
             )?;
         }
         if !t.faults.is_empty() {

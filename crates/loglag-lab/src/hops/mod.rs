@@ -348,7 +348,7 @@ pub fn run_hops(
             Some(_) => {}
         }
         let s = analyse::summarise(&run);
-        observer.warn(&format!(
+        observer.progress(&format!(
             "{label}: p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s, {} errors, {} spans",
             s.p50_ms.unwrap_or(0.0),
             s.p99_ms.unwrap_or(0.0),

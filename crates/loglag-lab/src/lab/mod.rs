@@ -32,6 +32,8 @@ pub trait Observer {
     fn run_started(&self, _index: usize, _total: usize, _label: &str) {}
     fn run_finished(&self, _run: &RunSummary) {}
     fn warn(&self, _message: &str) {}
+    /// A line of progress that is not a warning (a finished topology's figures).
+    fn progress(&self, _message: &str) {}
 }
 
 /// Why a lab run stopped early.

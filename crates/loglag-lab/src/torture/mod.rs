@@ -459,6 +459,9 @@ pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
         p99_wait_us: p99 as f64 / 1000.0,
         max_wait_us: max.as_secs_f64() * 1e6,
         dropped: m.dropped_records,
+        all_calls: calls + 1024,
+        dropped_queue_full: m.queue_full,
+        dropped_shutdown: m.shutdown,
         accounted: m.is_accounted(),
     }
 }
