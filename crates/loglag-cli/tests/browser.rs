@@ -4,6 +4,15 @@
 //! `.ci/run` installs Debian's chromium and sets `LOGLAG_REQUIRE_BROWSER=1`, so in CI a
 //! missing browser fails the test; elsewhere it is skipped with a message.
 
+/// A skip is said on stderr past the test harness's capture (which holds only what
+/// `eprintln!` prints), so a plain `cargo test` shows what did not run and why.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -44,7 +53,7 @@ fn the_report_renders_in_headless_chromium() {
             std::env::var_os("LOGLAG_REQUIRE_BROWSER").is_none(),
             "LOGLAG_REQUIRE_BROWSER is set but no chromium is installed"
         );
-        eprintln!("SKIPPED: no chromium; install Debian's `chromium` to run the browser test");
+        skip_note!("SKIPPED: no chromium; install Debian's `chromium` to run the browser test");
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

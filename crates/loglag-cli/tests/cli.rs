@@ -2,6 +2,15 @@
 //! mechanisms show up in its results. Short runs; assertions are on mechanisms, not on
 //! timing constants.
 
+/// A skip is said on stderr past the test harness's capture (which holds only what
+/// `eprintln!` prints), so a plain `cargo test` shows what did not run and why.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::path::Path;
 use std::process::Command;
 
@@ -480,7 +489,7 @@ fn cpu_limit_uses_cgroups_when_allowed_and_removes_them() {
                     "LOGLAG_REQUIRE_CGROUP is set but --cpu-limit was not applied: {stderr}"
                 );
             } else if !applied {
-                eprintln!("SKIPPED the quota check: cgroups are not usable here ({stderr})");
+                skip_note!("SKIPPED the quota check: cgroups are not usable here ({stderr})");
             }
             if applied {
                 let cores = run(&s, "json-sync", "fast")["cpu_cores"].as_f64().unwrap();
@@ -1094,7 +1103,7 @@ fn the_fastapi_example_names_its_losses() {
                 "LOGLAG_REQUIRE_FASTAPI is set but {} is missing",
                 python.display()
             );
-            eprintln!(
+            skip_note!(
                 "SKIPPED: {} is missing (python3 -m venv target/fastapi-venv && target/fastapi-venv/bin/pip install fastapi uvicorn)",
                 python.display()
             );
@@ -1510,7 +1519,7 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
                     std::env::var_os("LOGLAG_REQUIRE_NETNS").is_none(),
                     "LOGLAG_REQUIRE_NETNS is set but this is not root with iproute2"
                 );
-                eprintln!("SKIPPED: --netns needs root and iproute2");
+                skip_note!("SKIPPED: --netns needs root and iproute2");
                 return;
             }
             let dir = tempfile::tempdir().unwrap();

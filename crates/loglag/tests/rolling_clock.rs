@@ -8,6 +8,15 @@
 //! Every test in this binary runs in Europe/Berlin: `TZ` is set once, before any test
 //! reads local time.
 
+/// A skip is said on stderr past the test harness's capture (which holds only what
+/// `eprintln!` prints), so a plain `cargo test` shows what did not run and why.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -43,7 +52,7 @@ fn berlin() -> bool {
         std::env::var_os("LOGLAG_REQUIRE_TZDATA").is_none(),
         "Europe/Berlin is not in /usr/share/zoneinfo (install tzdata)"
     );
-    eprintln!("skipped: no zone database (install tzdata to run the DST tests)");
+    skip_note!("skipped: no zone database (install tzdata to run the DST tests)");
     false
 }
 

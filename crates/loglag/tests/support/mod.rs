@@ -2,6 +2,15 @@
 //! inject short writes and failures. Synchronisation is by channels and condvars only.
 #![allow(dead_code)]
 
+/// A skip is said on stderr past the test harness's capture (which holds only what
+/// `eprintln!` prints), so a plain `cargo test` shows what did not run and why.
+macro_rules! skip_note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 use std::io;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -283,7 +292,7 @@ pub fn mount_tmpfs(size: &str, test: &str) -> Option<Tmpfs> {
             std::env::var_os("LOGLAG_REQUIRE_MOUNT").is_none(),
             "{test}: cannot mount a tmpfs, and LOGLAG_REQUIRE_MOUNT is set"
         );
-        eprintln!("SKIPPED {test}: cannot mount a tmpfs here (needs root); set LOGLAG_REQUIRE_MOUNT=1 to make this a failure");
+        skip_note!("SKIPPED {test}: cannot mount a tmpfs here (needs root); set LOGLAG_REQUIRE_MOUNT=1 to make this a failure");
         return None;
     }
     Some(Tmpfs { path, _dir: dir })
