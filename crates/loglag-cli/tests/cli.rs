@@ -1365,13 +1365,20 @@ fn the_sweep_writes_less_as_batches_grow() {
             .collect();
         assert_eq!(writes.len(), 3, "{p}");
         assert!(writes[0] > writes[1] && writes[1] > writes[2], "{writes:?}");
-        assert!(
-            p["verdict"]
-                .as_str()
-                .unwrap()
-                .starts_with("The numbers favour"),
-            "{p}"
-        );
+        // A clean run names a favourite; a run the machine disturbed (a late generator,
+        // failed requests) must say it is inconclusive instead, and why.
+        let flagged = p["rows"].as_array().unwrap().iter().any(|r| {
+            !r["pair"]["lateness_warning"].is_null()
+                || r["pair"]["http_errors"].as_u64() != Some(0)
+                || r["pair"]["timeouts"].as_u64() != Some(0)
+                || r["pair"]["verified"] != true
+        });
+        let verdict = p["verdict"].as_str().unwrap();
+        if flagged {
+            assert!(verdict.starts_with("Inconclusive"), "{p}");
+        } else {
+            assert!(verdict.starts_with("The numbers favour"), "{p}");
+        }
         for r in p["rows"].as_array().unwrap() {
             assert!(r["pair"]["oldest_queued_ms"].as_f64().is_some(), "{r}");
             assert!(r["pair"]["rss_peak_kib"].as_u64().unwrap() > 0, "{r}");

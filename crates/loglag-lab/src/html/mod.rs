@@ -139,7 +139,8 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
 .title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
-.legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}";
+.legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}
+.inconclusive{border-left:4px solid #b60;padding:4px 10px;background:#fff6e8;max-width:900px}";
 
 /// Renders the report.
 /// A preset's page: its table, what it favours, and a link to each step's report.
@@ -180,9 +181,23 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
                 esc(note)
             );
         }
+        if let Some(w) = &r.pair.lateness_warning {
+            let _ = write!(
+                h,
+                "<p><strong>Warning</strong> ({} / {}): {}.</p>",
+                esc(&r.step),
+                esc(&r.pair.condition),
+                esc(w)
+            );
+        }
     }
     if let Some(v) = &s.verdict {
-        let _ = write!(h, "<p><strong>{}</strong></p>", esc(v));
+        // An inconclusive verdict is not a finding: it is not set in bold.
+        if v.starts_with("Inconclusive") {
+            let _ = write!(h, "<p class=\"inconclusive\">{}</p>", esc(v));
+        } else {
+            let _ = write!(h, "<p><strong>{}</strong></p>", esc(v));
+        }
     }
     h.push_str("<h2>Steps</h2><ul>");
     for step in &s.steps {

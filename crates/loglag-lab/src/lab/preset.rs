@@ -227,15 +227,48 @@ impl std::str::FromStr for Preset {
 /// this still queued at a SIGKILL.
 pub const LOSS_WINDOW_MS: f64 = 200.0;
 
+/// Why a point's figures cannot carry a comparison, if they cannot: the generator was
+/// late (so latency includes the instrument's own delay), requests failed, or what was
+/// logged was not verified.
+pub fn flagged(r: &PresetRow) -> Option<String> {
+    let p = &r.pair;
+    let why = if p.lateness_warning.is_some() {
+        "the load generator was late"
+    } else if p.http_errors > 0 || p.timeouts > 0 {
+        "requests failed or timed out"
+    } else if !p.verified {
+        "the log was not verified"
+    } else {
+        return None;
+    };
+    Some(format!("{} ({})", r.step, why))
+}
+
 /// Which grid point the sweep's numbers favour, and why. Of the points whose p99 is
 /// within 10% (or 0.2 ms) of the best and whose oldest queued record stayed under
 /// [`LOSS_WINDOW_MS`], the one that writes least often; ties go to the smaller batch
 /// (less memory held), then the shorter interval.
+///
+/// No point is favoured when any point is [`flagged`]: the verdict then says
+/// "Inconclusive" and why. The p99 spread between rounds is given when there was more
+/// than one round, and its absence said when there was not.
 pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let measured: Vec<&PresetRow> = rows
         .iter()
         .filter(|r| r.pair.p99_ms.is_some() && r.pair.process.log_writes_per_min.is_some())
         .collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let flags: Vec<String> = measured.iter().filter_map(|r| flagged(r)).collect();
+    if !flags.is_empty() {
+        return Some(format!(
+            "Inconclusive: {} of {} points were measured under conditions that cannot carry a comparison: {}. No point is favoured; run again on a quieter machine (see the warnings), or with more --rounds.",
+            flags.len(),
+            measured.len(),
+            flags.join(", ")
+        ));
+    }
     let best_p99 = measured
         .iter()
         .filter_map(|r| r.pair.p99_ms)
@@ -276,13 +309,21 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
         .filter(|r| age(r) <= LOSS_WINDOW_MS)
         .min_by(fewest_writes)
         .or_else(|| fast_enough.iter().copied().min_by(fewest_writes))?;
+    let spread = |r: &PresetRow| match (r.pair.runs, r.pair.p99_ms_range) {
+        (n, Some((lo, hi))) if n > 1 => format!(", {lo:.2}–{hi:.2} ms over {n} rounds"),
+        _ => String::new(),
+    };
     let mut text = format!(
-        "The numbers favour {}: its p99 ({:.2} ms) is within {tolerance:.2} ms of the best ({best_p99:.2} ms); of those points whose oldest queued record stayed under {LOSS_WINDOW_MS:.0} ms (what a SIGKILL can lose), it writes least often ({:.1} writes/s, the oldest record {:.0} ms).",
+        "The numbers favour {}: its p99 ({:.2} ms{}) is within {tolerance:.2} ms of the best ({best_p99:.2} ms); of those points whose oldest queued record stayed under {LOSS_WINDOW_MS:.0} ms (what a SIGKILL can lose), it writes least often ({:.1} writes/s, the oldest record {:.0} ms).",
         label(pick),
         pick.pair.p99_ms.unwrap_or(0.0),
+        spread(pick),
         writes(pick),
         age(pick),
     );
+    if pick.pair.runs <= 1 {
+        text.push_str(" One round: no spread between rounds is known (--rounds 3 gives one).");
+    }
     if let Some(fewer) = fast_enough.iter().copied().min_by(fewest_writes) {
         if fewer.step != pick.step && writes(fewer) < writes(pick) {
             text.push_str(&format!(
@@ -356,7 +397,35 @@ mod tests {
         assert!(v.starts_with("The numbers favour 32 KiB / 100 ms"), "{v}");
         assert!(v.contains("1024 KiB / 2000 ms writes less"), "{v}");
         assert!(v.contains("slowest point is 1024 KiB / 10 ms"), "{v}");
+        assert!(v.contains("One round"), "{v}");
         assert_eq!(sweep_verdict(&[]), None);
+    }
+
+    /// The run: 15 of 16 points flagged for a late generator, and the lab still
+    /// named a favourite. A flagged point makes the verdict inconclusive, and says why.
+    #[test]
+    fn a_flagged_point_makes_the_verdict_inconclusive() {
+        let mut rows = vec![
+            row(4, 10, 0.20, 100.0, 12.0),
+            row(32, 100, 0.21, 10.0, 96.0),
+            row(128, 100, 0.20, 10.1, 100.0),
+        ];
+        rows[1].pair.lateness_warning = Some("sends were up to 276 ms late".into());
+        rows[2].pair.http_errors = 3;
+        let v = sweep_verdict(&rows).unwrap();
+        assert!(v.starts_with("Inconclusive: 2 of 3 points"), "{v}");
+        assert!(v.contains("32-100 (the load generator was late)"), "{v}");
+        assert!(v.contains("128-100 (requests failed or timed out)"), "{v}");
+        assert!(!v.contains("favour "), "{v}");
+        // With rounds, the favourite's spread is given.
+        let mut rows = vec![
+            row(4, 10, 0.20, 100.0, 12.0),
+            row(32, 100, 0.21, 10.0, 96.0),
+        ];
+        rows[1].pair.runs = 3;
+        rows[1].pair.p99_ms_range = Some((0.19, 0.24));
+        let v = sweep_verdict(&rows).unwrap();
+        assert!(v.contains("0.19–0.24 ms over 3 rounds"), "{v}");
     }
 
     #[test]
