@@ -1578,6 +1578,25 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
             killed.kill().unwrap();
             killed.wait().unwrap();
             assert!(!namespaces_of(killed_pid).is_empty());
+            // A kill between `ip link add` and moving an end into its namespace leaves
+            // a veth pair in the root namespace: plant one for a lab pid that is not
+            // running.
+            let running = |n: u32| {
+                std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+                    p.file_name()
+                        .to_str()
+                        .and_then(|s| s.parse::<u32>().ok())
+                        .is_some_and(|pid| pid % 100_000 == n)
+                })
+            };
+            let dead = (90_000..100_000).find(|&n| !running(n)).unwrap();
+            let veth = format!("lh{dead}r0a");
+            let planted = std::process::Command::new("ip")
+                .args(["link", "add", &veth, "type", "veth", "peer", "name"])
+                .arg(format!("lh{dead}r0b"))
+                .status()
+                .unwrap();
+            assert!(planted.success());
             let out = loglag()
                 .env("TMPDIR", tmp.path())
                 .args([
@@ -1599,6 +1618,16 @@ fn lab_hops_netns_runs_across_namespaces_and_leaves_none_behind() {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert_eq!(namespaces_of(killed_pid), Vec::<String>::new());
+            let left = std::process::Command::new("ip")
+                .args(["link", "show", &veth])
+                .output()
+                .unwrap();
+            assert!(!left.status.success(), "the stale veth pair {veth} is gone");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("veth pair(s)"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             assert!(
                 String::from_utf8_lossy(&out.stderr).contains("1 scratch directory(ies)"),
                 "{}",

@@ -304,9 +304,10 @@ pub fn run_hops(
     }
     if plan.netns {
         let stale = netns::remove_stale();
-        if stale > 0 {
+        if stale.namespaces > 0 || stale.veths > 0 {
             observer.warn(&format!(
-                "removed {stale} network namespace(s) left by an earlier lab that was killed"
+                "removed {} network namespace(s) and {} veth pair(s) left by an earlier lab that was killed",
+                stale.namespaces, stale.veths
             ));
         }
     }

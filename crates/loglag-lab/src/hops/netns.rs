@@ -1,8 +1,14 @@
 //! `lab hops --netns`: each service in its own network namespace, joined to the
 //! caller by veth pairs, so every hop crosses a real network stack rather than
-//! loopback. Namespaces are named `llh<lab pid>-<n>`; [`Namespaces`] removes its own on
-//! drop (every exit path that unwinds), and [`remove_stale`] those of a lab that was
-//! killed.
+//! loopback. Namespaces are named `llh<lab pid>-<n>` and veth ends
+//! `lh<lab pid>r<run><end>`; [`Namespaces`] removes its own on drop (every exit path that
+//! unwinds), and [`remove_stale`] the namespaces and the root-side veth pairs of a lab
+//! that was killed (between creating a pair and moving it into its namespace, one stays
+//! in the root namespace).
+//!
+//! Addresses: each lab claims a `10.<octet>.0.0/16` of its own by `flock`ing
+//! `/run/loglag/netns-<octet>.lock` for its lifetime, so two labs running at once never
+//! share a subnet (the lock goes with the process, however it ends).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
@@ -60,10 +66,42 @@ impl Place {
     }
 }
 
-/// A /30 per link: the lab's pid picks the second octet, so two labs running at once
-/// (or one and the leftovers of a killed one) rarely share addresses.
-fn subnet(run: u8, link: u8, host: u8) -> Ipv4Addr {
-    let lab = 128 + (std::process::id() % 64) as u8;
+/// Claims a second octet no other running lab holds: the first of 128..192 whose lock
+/// file this process can `flock`. The returned file holds the claim.
+fn claim_octet() -> io::Result<(u8, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::path::Path::new("/run/loglag");
+    std::fs::create_dir_all(dir)?;
+    for octet in 128u8..192 {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir.join(format!("netns-{octet}.lock")))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok((octet, file));
+        }
+    }
+    Err(io::Error::other(
+        "--netns: 64 labs already hold every 10.128-191 subnet; wait for one to finish",
+    ))
+}
+
+/// This lab's second octet, claimed once for the life of the process.
+fn lab_octet() -> io::Result<u8> {
+    static CLAIM: std::sync::OnceLock<(u8, std::fs::File)> = std::sync::OnceLock::new();
+    if let Some((octet, _)) = CLAIM.get() {
+        return Ok(*octet);
+    }
+    let claim = claim_octet()?;
+    Ok(CLAIM.get_or_init(|| claim).0)
+}
+
+/// A /30 per link inside this lab's /16.
+fn subnet(lab: u8, run: u8, link: u8, host: u8) -> Ipv4Addr {
     Ipv4Addr::new(10, lab, run.wrapping_mul(4).wrapping_add(link), host)
 }
 
@@ -81,6 +119,7 @@ impl Namespaces {
             ));
         }
         let tag = format!("llh{}-{run}", std::process::id() % 100_000);
+        let lab = lab_octet()?;
         let mut ns = Namespaces { names: Vec::new() };
         let make = |ns: &mut Namespaces, name: String| -> io::Result<String> {
             ip(&["netns", "add", &name])?;
@@ -97,7 +136,7 @@ impl Namespaces {
          -> io::Result<(Ipv4Addr, Ipv4Addr)> {
             ip(&["link", "add", a, "type", "veth", "peer", "name", b])?;
             ip(&["link", "set", b, "netns", b_ns])?;
-            let (ia, ib) = (subnet(run, net, 1), subnet(run, net, 2));
+            let (ia, ib) = (subnet(lab, run, net, 1), subnet(lab, run, net, 2));
             match a_ns {
                 Some(n) => {
                     ip(&["link", "set", a, "netns", n])?;
@@ -114,7 +153,9 @@ impl Namespaces {
             Ok((ia, ib))
         };
         let front = make(&mut ns, format!("{tag}-0"))?;
-        let short = format!("lh{}{run}", std::process::id() % 100_000);
+        // `lh<pid>r<run>`: the pid can be read back from a leftover (at most 14 bytes
+        // with its end's letter and index).
+        let short = format!("lh{}r{run}", std::process::id() % 100_000);
         let (_, front_addr) = link(&format!("{short}a"), None, &format!("{short}b"), &front, 0)?;
         let mut places = Vec::new();
         for i in 0..downstream {
@@ -156,33 +197,98 @@ impl Drop for Namespaces {
     }
 }
 
-/// Removes namespaces left by a lab that was killed (its pid no longer runs).
-/// Returns how many.
-pub fn remove_stale() -> usize {
-    let Ok(entries) = std::fs::read_dir("/var/run/netns") else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("llh")
-            .and_then(|r| r.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
+/// Whether a process whose pid is `pid` modulo 100,000 runs (names carry it so).
+fn lab_alive(pid: u32) -> bool {
+    std::fs::read_dir("/proc").is_ok_and(|procs| {
+        procs.flatten().any(|p| {
+            p.file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+                .is_some_and(|n| n % 100_000 == pid)
+        })
+    })
+}
+
+/// The lab pid in a root-side veth name of ours (`lh<pid>r<run><end>`).
+fn veth_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("lh")?;
+    let (pid, tail) = rest.split_once('r')?;
+    (!pid.is_empty() && tail.starts_with(|c: char| c.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// What [`remove_stale`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    pub namespaces: usize,
+    pub veths: usize,
+}
+
+/// Removes the namespaces and the root-side veth pairs left by a lab that was killed
+/// (its pid no longer runs).
+pub fn remove_stale() -> Removed {
+    let mut removed = Removed::default();
+    if let Ok(entries) = std::fs::read_dir("/var/run/netns") {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("llh")
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !lab_alive(pid) && ip(&["netns", "del", &name]).is_ok() {
+                removed.namespaces += 1;
+            }
+        }
+    }
+    // Links in the root namespace: `N: NAME@PEER: <...>` per line.
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    for line in links.lines() {
+        let Some(name) = line
+            .split(": ")
+            .nth(1)
+            .map(|n| n.split('@').next().unwrap_or(n).trim())
         else {
             continue;
         };
-        let alive = std::fs::read_dir("/proc").is_ok_and(|procs| {
-            procs.flatten().any(|p| {
-                p.file_name()
-                    .to_str()
-                    .and_then(|s| s.parse::<u32>().ok())
-                    .is_some_and(|n| n % 100_000 == pid)
-            })
-        });
-        if !alive && ip(&["netns", "del", &name]).is_ok() {
-            removed += 1;
+        if let Some(pid) = veth_owner(name) {
+            // Deleting one end removes the pair.
+            if !lab_alive(pid) && ip(&["link", "del", name]).is_ok() {
+                removed.veths += 1;
+            }
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn veth_names_give_back_their_lab() {
+        assert_eq!(veth_owner("lh12345r0a"), Some(12345));
+        assert_eq!(veth_owner("lh7r12c3"), Some(7));
+        for other in ["lo", "eth0", "lhx", "lh12a", "lhr0a", "lh12rX"] {
+            assert_eq!(veth_owner(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn two_claims_never_share_a_subnet() {
+        if std::fs::create_dir_all("/run/loglag").is_err() {
+            return; // not root: --netns is refused before this anyway
+        }
+        // Two open file descriptions conflict like two processes would.
+        let (a, _hold_a) = claim_octet().unwrap();
+        let (b, _hold_b) = claim_octet().unwrap();
+        assert_ne!(a, b);
+    }
 }
