@@ -104,6 +104,10 @@ pub struct TortureArgs {
     pub format: OutputFormat,
 }
 
+fn parse_readiness(s: &str) -> Result<loglag_lab::api::launch::Readiness, String> {
+    s.parse()
+}
+
 /// The kill -9 torture's flooding policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Kill9Policy {
@@ -332,6 +336,15 @@ pub struct LabArgs {
     /// {condition} are filled in.
     #[arg(long)]
     pub app: Option<String>,
+    /// With --app: how the lab knows the app is ready. `connect` (a TCP connection
+    /// succeeds; the probe is a real connection), `http:/PATH` (a 2xx answer; a real
+    /// request) or `log:TEXT` (a line of the app's stderr contains TEXT; no connection,
+    /// so nothing the app logs is the probe's).
+    #[arg(long, default_value = "connect", value_parser = parse_readiness)]
+    pub ready: loglag_lab::api::launch::Readiness,
+    /// With --app: how long to wait for it to be ready.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub ready_timeout: Duration,
     /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here
     /// (a preset: one subdirectory per step, and preset.md and preset.json).
     #[arg(long)]

@@ -135,6 +135,12 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
             bail!("--app must contain {{port}} and {{log_path}} so the lab can reach it and read its log: {app:?}");
         }
     }
+    if !app && a.ready != loglag_lab::api::launch::Readiness::Connect {
+        bail!("--ready says how an --app shows it is ready; the built-in API says so itself");
+    }
+    if a.ready_timeout.is_zero() {
+        bail!("--ready-timeout must be positive");
+    }
     if a.slow_rate == 0 {
         bail!("--slow-rate must be positive");
     }
@@ -164,6 +170,8 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.warmup = a.warmup;
     base.cpu_limit = a.cpu_limit;
     base.app = a.app.clone();
+    base.ready = a.ready.clone();
+    base.ready_timeout = a.ready_timeout;
     base.drain_timeout = a.drain_timeout;
     base.lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
     base.expect_lines = a.expect_lines.clone().unwrap_or_default();

@@ -241,6 +241,103 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
     })
 }
 
+/// An app that logs every connection: the default readiness probe (a TCP connect) is
+/// one line more than the requests explain; `--ready log:TEXT` probes without a
+/// connection, so every line is a request's.
+#[test]
+fn readiness_from_the_apps_own_log_adds_no_connection() {
+    within("readiness_from_the_apps_own_log_adds_no_connection", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("conn_logger.py");
+        std::fs::write(
+            &script,
+            r#"import socket, sys
+port, log = int(sys.argv[1]), sys.argv[2]
+out = open(log, "w", buffering=1)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", port))
+server.listen(64)
+print("listening on", port, file=sys.stderr, flush=True)
+while True:
+    conn, _ = server.accept()
+    out.write("connection accepted\n")
+    data = conn.recv(65536)
+    if data:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    conn.close()
+"#,
+        )
+        .unwrap();
+        let app = format!("python3 {} {{port}} {{log_path}}", script.display());
+        let lab = |ready: &str| {
+            let out_dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--app",
+                    &app,
+                    "--conditions",
+                    "conn",
+                    "--expect-lines",
+                    "1",
+                ])
+                .args([
+                    "--sinks",
+                    "fast",
+                    "--duration",
+                    "1s",
+                    "--ready",
+                    ready,
+                    "--out",
+                ])
+                .arg(out_dir.path())
+                .output()
+                .unwrap();
+            (out, summary(out_dir.path()))
+        };
+        let (_, probed) = lab("connect");
+        let r = run(&probed, "conn", "fast");
+        assert_eq!(
+            r["verified"], false,
+            "the probe's connection is one line more: {r}"
+        );
+        assert!(r["verify_note"].as_str().unwrap().contains("extra"), "{r}");
+        let (out, quiet) = lab("log:listening on");
+        assert_success(&out);
+        let r = run(&quiet, "conn", "fast");
+        assert_eq!(r["verified"], true, "{r}");
+        // A readiness that never comes is a clear error within --ready-timeout.
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--conditions",
+                "conn",
+                "--expect-lines",
+                "1",
+            ])
+            .args([
+                "--sinks",
+                "fast",
+                "--duration",
+                "1s",
+                "--ready",
+                "log:never printed",
+            ])
+            .args(["--ready-timeout", "1s"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--ready-timeout") && stderr.contains("never printed"),
+            "{stderr}"
+        );
+    })
+}
+
 #[test]
 fn the_python_reference_api_runs_through_app() {
     within("the_python_reference_api_runs_through_app", || {

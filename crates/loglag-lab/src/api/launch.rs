@@ -22,8 +22,69 @@ pub enum ApiKind<'a> {
         exe: &'a Path,
         config: &'a ServeConfig,
     },
-    /// A shell command with `{port}`, `{log_path}` and `{condition}` placeholders.
-    App(&'a str),
+    /// A shell command with `{port}`, `{log_path}` and `{condition}` placeholders, how
+    /// to know it is ready, and for how long to wait.
+    App {
+        command: &'a str,
+        ready: &'a Readiness,
+        timeout: Duration,
+    },
+}
+
+/// How the lab knows an `--app` is ready for its load (`--ready`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Readiness {
+    /// A TCP connection to its port succeeds (the default). The probe is a real
+    /// connection: an app that logs every connection logs it.
+    #[default]
+    Connect,
+    /// `GET PATH` answers 2xx. The probe is a real request, logged like any.
+    Http(String),
+    /// Its stderr has a line containing this text (no connection at all, so nothing
+    /// the app logs is the probe's).
+    Log(String),
+}
+
+impl std::str::FromStr for Readiness {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Readiness, String> {
+        match s.split_once(':') {
+            _ if s == "connect" => Ok(Readiness::Connect),
+            Some(("http", path)) if path.starts_with('/') => Ok(Readiness::Http(path.to_owned())),
+            Some(("log", text)) if !text.is_empty() => Ok(Readiness::Log(text.to_owned())),
+            _ => Err(format!(
+                "--ready {s:?}: expected connect, http:/PATH (a 2xx answer) or log:TEXT (a line of the app's stderr containing TEXT)"
+            )),
+        }
+    }
+}
+
+impl Readiness {
+    /// Whether the app at `http`, writing its stderr to `stderr_path`, is ready now.
+    fn ready(&self, http: std::net::SocketAddr, stderr_path: &Path) -> bool {
+        use std::io::Write;
+        let connect = || std::net::TcpStream::connect_timeout(&http, Duration::from_millis(200));
+        match self {
+            Readiness::Connect => connect().is_ok(),
+            Readiness::Http(path) => {
+                let Ok(mut stream) = connect() else {
+                    return false;
+                };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let request =
+                    format!("GET {path} HTTP/1.1\r\nHost: {http}\r\nConnection: close\r\n\r\n");
+                if stream.write_all(request.as_bytes()).is_err() {
+                    return false;
+                }
+                let mut status = [0u8; 12];
+                stream.read_exact(&mut status).is_ok()
+                    && status.starts_with(b"HTTP/1.")
+                    && status[9] == b'2'
+            }
+            Readiness::Log(text) => std::fs::read(stderr_path)
+                .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(text.as_str())),
+        }
+    }
 }
 
 /// A running API.
@@ -83,7 +144,11 @@ impl ApiProc {
                     stderr_path,
                 })
             }
-            ApiKind::App(template) => {
+            ApiKind::App {
+                command: template,
+                ready,
+                timeout,
+            } => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")?
                     .local_addr()?
                     .port();
@@ -99,7 +164,7 @@ impl ApiProc {
                     .stderr(stderr);
                 let mut guard = ChildGuard::spawn(cmd, "the --app command")?;
                 let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-                let deadline = Instant::now() + Duration::from_secs(20);
+                let deadline = Instant::now() + timeout;
                 loop {
                     if let Some(status) = guard.exited() {
                         return Err(io::Error::other(format!(
@@ -107,18 +172,24 @@ impl ApiProc {
                             tail(&stderr_path)
                         )));
                     }
-                    if std::net::TcpStream::connect_timeout(&http, Duration::from_millis(200))
-                        .is_ok()
-                    {
+                    if ready.ready(http, &stderr_path) {
                         break;
                     }
                     if Instant::now() > deadline {
+                        guard.stop(Duration::from_secs(1));
                         return Err(io::Error::other(format!(
-                            "--app did not listen on 127.0.0.1:{port} within 20 s: {}",
+                            "--app was not ready ({}) on 127.0.0.1:{port} within {:?} (--ready-timeout): {}",
+                            match ready {
+                                Readiness::Connect => "no connection".to_owned(),
+                                Readiness::Http(p) => format!("no 2xx answer to GET {p}"),
+                                Readiness::Log(t) => format!("no stderr line containing {t:?}"),
+                            },
+                            timeout,
                             tail(&stderr_path)
                         )));
                     }
-                    // Polling a port another program opens: there is nothing to wait on.
+                    // Polling a program the lab does not control: there is nothing to
+                    // wait on.
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Ok(ApiProc {

@@ -355,7 +355,11 @@ fn run_one(
         ..ServeConfig::new(Condition::None)
     };
     let kind = match &plan.app {
-        Some(app) => ApiKind::App(app),
+        Some(app) => ApiKind::App {
+            command: app,
+            ready: &plan.ready,
+            timeout: plan.ready_timeout,
+        },
         None => ApiKind::BuiltIn {
             exe: &plan.exe,
             config: &serve,

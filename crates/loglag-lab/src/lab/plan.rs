@@ -152,6 +152,9 @@ pub struct LabPlan {
     pub cpu_limit: Option<f64>,
     /// An external API command with `{port}`, `{log_path}` and `{condition}` placeholders.
     pub app: Option<String>,
+    /// How the lab knows the `--app` is ready, and how long it waits.
+    pub ready: crate::api::launch::Readiness,
+    pub ready_timeout: Duration,
     /// The `loglag` executable, used to start `serve` and `sink` children.
     pub exe: PathBuf,
     /// How long to wait for the log to drain after the last response.
@@ -199,6 +202,8 @@ impl LabPlan {
             warmup: 2,
             cpu_limit: None,
             app: None,
+            ready: crate::api::launch::Readiness::Connect,
+            ready_timeout: Duration::from_secs(20),
             exe,
             drain_timeout: Duration::from_secs(120),
             lateness_limit_us: crate::report::Lateness::DEFAULT_LIMIT_US,
