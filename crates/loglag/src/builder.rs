@@ -26,7 +26,7 @@ use crate::worker;
 /// | [`flush_interval`](Self::flush_interval) | 100 ms | ... or when this much time has passed |
 /// | [`flush_level`](Self::flush_level) | ERROR | such a record is written at once, with its context |
 /// | [`shutdown_timeout`](Self::shutdown_timeout) | 5 s | how long dropping the guard may take |
-/// | [`report_format`](Self::report_format) | the front-end's (`LoglagLayer`, `Logger`), else compact text | format of in-band "dropped N" records |
+/// | [`report_format`](Self::report_format) | the front-end's (`LoglagLayer`, `Logger`), else the records' (JSON when they are JSON objects, compact text otherwise) | format of in-band "dropped N" records |
 /// | [`mode`](Self::mode) | `async`, or `LOGLAG_MODE` | see [`Mode`] |
 /// | [`flush_on_panic`](Self::flush_on_panic) | on | a panic hook flushes |
 /// | [`flush_on_signals`](Self::flush_on_signals) | off | SIGTERM/SIGINT flush, then take their default action |
@@ -162,7 +162,8 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// The format of the in-band "dropped N records" record; match your sink's format.
+    /// The format of the in-band "dropped N records" record. Without it, reports take
+    /// the front-end's format, or follow the records they sit between.
     pub fn report_format(mut self, format: Format) -> Self {
         self.config.report_format = Some(format);
         self
