@@ -117,17 +117,9 @@ pub enum Kill9Policy {
     Default,
 }
 
-/// The overflow policy, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OverflowName {
-    /// Wait for room (nothing dropped; the caller can stall).
-    Block,
-    /// Drop the record being logged.
-    DropNewest,
-    /// Evict the oldest queued records.
-    DropOldest,
-    /// Never wait; DEBUG/TRACE go first, WARN/ERROR keep a reserve (the default).
-    ShedByLevel,
+fn parse_overflow(s: &str) -> Result<loglag::Overflow, String> {
+    s.parse()
+        .map_err(|e: loglag::ParseOverflowError| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -162,9 +154,12 @@ pub struct EmitArgs {
     /// Spool the queue in this file (kill -9 safe; exactly once into a file).
     #[arg(long)]
     pub spool: Option<PathBuf>,
-    /// What to do when the queue is full.
-    #[arg(long, value_enum, default_value_t = OverflowName::ShedByLevel)]
-    pub overflow: OverflowName,
+    /// What to do when the queue is full: shed-by-level (never waits; DEBUG, then INFO
+    /// go first, WARN/ERROR keep a reserve), block (waits; nothing dropped),
+    /// block-for=DURATION (waits at most that long, e.g. block-for=5ms), drop-newest or
+    /// drop-oldest.
+    #[arg(long, default_value = "shed-by-level", value_parser = parse_overflow)]
+    pub overflow: loglag::Overflow,
     /// file://: rotate before a file exceeds this size.
     #[arg(long, value_parser = parse_bytes)]
     pub rotate_bytes: Option<u64>,

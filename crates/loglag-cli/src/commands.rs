@@ -500,7 +500,7 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
-    use crate::args::{CompressName, OverflowName};
+    use crate::args::CompressName;
     use loglag_lab::emit::{self, EmitPlan, Rotation, SinkUrl};
     if a.count == 0 {
         bail!("--count must be at least 1");
@@ -527,12 +527,7 @@ pub fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
         level: a.level,
         threads: a.threads,
         spool: a.spool.clone(),
-        overflow: match a.overflow {
-            OverflowName::Block => loglag::Overflow::Block,
-            OverflowName::DropNewest => loglag::Overflow::DropNewest,
-            OverflowName::DropOldest => loglag::Overflow::DropOldest,
-            OverflowName::ShedByLevel => loglag::Overflow::ShedByLevel,
-        },
+        overflow: a.overflow,
         rotation: Rotation {
             max_bytes: a.rotate_bytes,
             every: a.rotate_every,

@@ -100,7 +100,7 @@ pub use crate::level::{Level, ParseLevelError};
 pub use crate::logger::Logger;
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
-pub use crate::overflow::Overflow;
+pub use crate::overflow::{Overflow, ParseOverflowError};
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].
 ///

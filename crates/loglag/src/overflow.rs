@@ -38,3 +38,84 @@ pub enum Overflow {
     #[default]
     ShedByLevel,
 }
+
+impl Overflow {
+    /// The name [`FromStr`](std::str::FromStr) reads back (`block`, `block-for=5ms`,
+    /// `drop-newest`, `drop-oldest`, `shed-by-level`).
+    pub fn name(self) -> String {
+        match self {
+            Overflow::Block => "block".into(),
+            Overflow::BlockFor(d) => format!("block-for={}us", d.as_micros()),
+            Overflow::DropNewest => "drop-newest".into(),
+            Overflow::DropOldest => "drop-oldest".into(),
+            Overflow::ShedByLevel => "shed-by-level".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Overflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// An overflow policy name that is not one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseOverflowError(String);
+
+impl std::fmt::Display for ParseOverflowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid overflow policy {:?}: expected block, block-for=DURATION (e.g. 5ms), drop-newest, drop-oldest or shed-by-level",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseOverflowError {}
+
+impl std::str::FromStr for Overflow {
+    type Err = ParseOverflowError;
+
+    /// Case-insensitive; `_` may stand for `-`.
+    ///
+    /// ```
+    /// use loglag::Overflow;
+    /// assert_eq!("shed-by-level".parse::<Overflow>()?, Overflow::ShedByLevel);
+    /// assert_eq!(
+    ///     "block-for=5ms".parse::<Overflow>()?,
+    ///     Overflow::BlockFor(std::time::Duration::from_millis(5))
+    /// );
+    /// # Ok::<(), loglag::ParseOverflowError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Overflow, ParseOverflowError> {
+        let err = || ParseOverflowError(s.trim().to_owned());
+        let name = s.trim().to_ascii_lowercase().replace('_', "-");
+        Ok(match name.as_str() {
+            "block" => Overflow::Block,
+            "drop-newest" => Overflow::DropNewest,
+            "drop-oldest" => Overflow::DropOldest,
+            "shed-by-level" => Overflow::ShedByLevel,
+            other => {
+                let wait = other.strip_prefix("block-for=").ok_or_else(err)?;
+                let split = wait
+                    .find(|c: char| !c.is_ascii_digit() && c != '.')
+                    .ok_or_else(err)?;
+                let (number, unit) = wait.split_at(split);
+                let number: f64 = number.parse().map_err(|_| err())?;
+                let seconds = match unit {
+                    "ns" => number / 1e9,
+                    "us" | "µs" => number / 1e6,
+                    "ms" => number / 1e3,
+                    "s" => number,
+                    _ => return Err(err()),
+                };
+                if !(seconds.is_finite() && seconds >= 0.0) {
+                    return Err(err());
+                }
+                Overflow::BlockFor(Duration::from_secs_f64(seconds))
+            }
+        })
+    }
+}

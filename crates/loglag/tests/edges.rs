@@ -423,3 +423,35 @@ fn drops_just_before_a_kill_9_are_announced_by_recovery() {
         loglag::spool::recover(&spool, loglag::sink::FdSink::append(&out).unwrap()).unwrap();
     assert_eq!((again.records, again.unannounced_drops), (0, 0));
 }
+
+/// Overflow policies have names that read back, for configuration files and flags.
+#[test]
+fn overflow_policies_parse_from_their_names() {
+    for policy in [
+        Overflow::Block,
+        Overflow::BlockFor(Duration::from_millis(5)),
+        Overflow::DropNewest,
+        Overflow::DropOldest,
+        Overflow::ShedByLevel,
+    ] {
+        assert_eq!(
+            policy.name().parse::<Overflow>().unwrap(),
+            policy,
+            "{policy}"
+        );
+    }
+    assert_eq!(
+        "Drop_Newest".parse::<Overflow>().unwrap(),
+        Overflow::DropNewest
+    );
+    for bad in [
+        "fast",
+        "block-for=",
+        "block-for=5",
+        "block-for=-1ms",
+        "block-for=5parsecs",
+    ] {
+        let e = bad.parse::<Overflow>().unwrap_err().to_string();
+        assert!(e.contains("shed-by-level"), "{bad}: {e}");
+    }
+}
