@@ -259,3 +259,35 @@ fn the_cycle_check_finds_a_cycle_when_there_is_one() {
     );
     assert!(!paths.iter().any(|p| p.starts_with("x")), "{paths:?}");
 }
+
+/// ARCHITECTURE.md's code map names every source file (by its file name), so the map
+/// cannot fall behind the tree unnoticed.
+#[test]
+fn the_code_map_names_every_source_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for krate in ["loglag", "loglag-lab", "loglag-cli"] {
+        let src = root.join("crates").join(krate).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            // `mod.rs` and `lib.rs` are named by their folder and crate.
+            if name == "mod.rs" || name == "lib.rs" {
+                continue;
+            }
+            if !map.contains(&format!("`{name}`")) && !map.contains(&format!("/{name}`")) {
+                missing.push(f.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in ARCHITECTURE.md's code map: {missing:?}"
+    );
+}
