@@ -91,30 +91,6 @@ pub struct Machine {
     pub kernel: String,
 }
 
-impl Machine {
-    /// Reads /proc for the CPU model and kernel.
-    pub fn detect() -> Machine {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu = cpuinfo
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("model name")
-                    .and_then(|r| r.split_once(':'))
-                    .map(|(_, v)| v.trim().to_owned())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        Machine {
-            cpu,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            kernel,
-        }
-    }
-}
-
 /// One run: one (condition, sink) pair in one round, with a fresh API.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunSummary {

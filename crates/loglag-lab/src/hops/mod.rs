@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::child::ChildSpec;
 use crate::lab::{LabError, Observer};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
-use crate::report::{HopsParams, HopsSummary, Machine};
+use crate::report::{HopsParams, HopsSummary};
 use crate::sys::child::ChildGuard;
 use analyse::TopologyRun;
 use service::{Calls, Downstream, HopConfig, Role, Work};
@@ -397,7 +397,7 @@ pub fn run_hops(
             spans_file: None,
             spans: spans.len(),
             identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
-            machine: Machine::detect(),
+            machine: crate::sys::procfs::machine(),
         },
         spans,
     })

@@ -21,7 +21,7 @@ use crate::load::{self, LoadConfig, Outcome, Target};
 use crate::reader::client::ReaderProc;
 use crate::reader::inspect::InspectConfig;
 use crate::reader::{self, ReadConfig};
-use crate::report::{Machine, Params, RunSummary, Summary};
+use crate::report::{Params, RunSummary, Summary};
 use crate::sys::cgroup::CpuLimit;
 use crate::sys::child::cpu_seconds;
 use crate::sys::clock::mono_ns;
@@ -96,7 +96,7 @@ pub fn run_lab(
         loglag_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_revision: option_env!("LOGLAG_GIT_REVISION").map(str::to_owned),
         started_unix_s,
-        machine: Machine::detect(),
+        machine: crate::sys::procfs::machine(),
         closed: plan.closed,
         record: plan.app.is_none().then(|| plan.record.to_string()),
         error_every: plan.error_every,

@@ -95,6 +95,29 @@ pub fn raise_open_files(needed: u64) -> Result<u64, String> {
     Ok(needed)
 }
 
+/// This machine, as reports describe it: the CPU model and kernel from /proc, and the
+/// cores available to this process.
+pub fn machine() -> crate::report::Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    crate::report::Machine {
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
