@@ -104,6 +104,10 @@ pub struct TortureArgs {
     pub format: OutputFormat,
 }
 
+fn parse_app_log(s: &str) -> Result<loglag_lab::api::launch::AppLog, String> {
+    s.parse()
+}
+
 fn parse_readiness(s: &str) -> Result<loglag_lab::api::launch::Readiness, String> {
     s.parse()
 }
@@ -337,6 +341,11 @@ pub struct LabArgs {
     /// so nothing the app logs is the probe's).
     #[arg(long, default_value = "connect", value_parser = parse_readiness)]
     pub ready: loglag_lab::api::launch::Readiness,
+    /// With --app: where it writes the log the lab reads: `path` (the file it is given
+    /// as {log_path}), `stdout` or `stderr` (as containers log; {log_path} is then not
+    /// needed).
+    #[arg(long, default_value = "path", value_parser = parse_app_log)]
+    pub app_log: loglag_lab::api::launch::AppLog,
     /// With --app: how long to wait for it to be ready.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub ready_timeout: Duration,

@@ -131,9 +131,18 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
         }
     }
     if let Some(app) = &a.app {
-        if !app.contains("{port}") || !app.contains("{log_path}") {
-            bail!("--app must contain {{port}} and {{log_path}} so the lab can reach it and read its log: {app:?}");
+        use loglag_lab::api::launch::{AppLog, Readiness};
+        if !app.contains("{port}") {
+            bail!("--app must contain {{port}} so the lab can reach it: {app:?}");
         }
+        if a.app_log == AppLog::Path && !app.contains("{log_path}") {
+            bail!("--app must contain {{log_path}} so the lab can read its log, or say --app-log stdout|stderr: {app:?}");
+        }
+        if a.app_log == AppLog::Stderr && matches!(a.ready, Readiness::Log(_)) {
+            bail!("--ready log: watches the app's stderr, which --app-log stderr makes its log; use --ready connect or http:/PATH");
+        }
+    } else if a.app_log != loglag_lab::api::launch::AppLog::Path {
+        bail!("--app-log says where an --app writes its log; the built-in API writes to the lab's sink");
     }
     if !app && a.ready != loglag_lab::api::launch::Readiness::Connect {
         bail!("--ready says how an --app shows it is ready; the built-in API says so itself");
@@ -172,6 +181,7 @@ fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.app = a.app.clone();
     base.ready = a.ready.clone();
     base.ready_timeout = a.ready_timeout;
+    base.app_log = a.app_log;
     base.drain_timeout = a.drain_timeout;
     base.lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
     base.expect_lines = a.expect_lines.clone().unwrap_or_default();

@@ -338,6 +338,72 @@ while True:
     })
 }
 
+/// A service that logs to standard output, as containers do: `--app-log stdout`
+/// connects it to the lab's reader, and its log is verified like a file's.
+#[test]
+fn an_app_that_logs_to_stdout_is_measured() {
+    within("an_app_that_logs_to_stdout_is_measured", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("stdout_logger.py");
+        std::fs::write(
+            &script,
+            r#"import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(64)
+print("listening", file=sys.stderr, flush=True)
+while True:
+    conn, _ = server.accept()
+    if conn.recv(65536):
+        print("served a request", flush=True)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    conn.close()
+"#,
+        )
+        .unwrap();
+        let app = format!("python3 {} {{port}}", script.display());
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--app-log",
+                "stdout",
+                "--conditions",
+                "stdout",
+            ])
+            .args([
+                "--expect-lines",
+                "1",
+                "--sinks",
+                "fast,slow",
+                "--duration",
+                "1s",
+            ])
+            .args(["--ready", "log:listening", "--out"])
+            .arg(out_dir.path())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let s = summary(out_dir.path());
+        for sink in ["fast", "slow"] {
+            let r = run(&s, "stdout", sink);
+            assert_eq!(r["verified"], true, "{sink}: {r}");
+            assert_eq!(r["expected_records"], 22, "20 requests and 2 warm-up: {r}");
+            assert!(r["verify_note"].as_str().unwrap().contains("22 lines"), "{r}");
+        }
+        // Without {log_path}, the default --app-log path is refused with the way out.
+        let out = loglag()
+            .args(["lab", "--app", &app, "--conditions", "stdout"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--app-log stdout|stderr"));
+    })
+}
+
 #[test]
 fn the_python_reference_api_runs_through_app() {
     within("the_python_reference_api_runs_through_app", || {

@@ -28,7 +28,34 @@ pub enum ApiKind<'a> {
         command: &'a str,
         ready: &'a Readiness,
         timeout: Duration,
+        log: AppLog,
     },
+}
+
+/// Where an `--app` writes the log the lab reads (`--app-log`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppLog {
+    /// The path the lab fills in for `{log_path}` (a FIFO the reader reads).
+    #[default]
+    Path,
+    /// Its standard output, as containers log: the lab connects it to the FIFO.
+    Stdout,
+    /// Its standard error.
+    Stderr,
+}
+
+impl std::str::FromStr for AppLog {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AppLog, String> {
+        match s {
+            "path" => Ok(AppLog::Path),
+            "stdout" => Ok(AppLog::Stdout),
+            "stderr" => Ok(AppLog::Stderr),
+            other => Err(format!(
+                "--app-log {other:?}: expected path (the app writes to {{log_path}}), stdout or stderr"
+            )),
+        }
+    }
 }
 
 /// How the lab knows an `--app` is ready for its load (`--ready`).
@@ -148,6 +175,7 @@ impl ApiProc {
                 command: template,
                 ready,
                 timeout,
+                log,
             } => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")?
                     .local_addr()?
@@ -159,9 +187,21 @@ impl ApiProc {
                 let mut cmd = Command::new("sh");
                 cmd.arg("-c")
                     .arg(format!("exec {command}"))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(stderr);
+                    .stdin(Stdio::null());
+                // The reader holds the FIFO open for reading already, so this open
+                // does not wait.
+                let fifo = || std::fs::OpenOptions::new().write(true).open(log_path);
+                match log {
+                    AppLog::Path => {
+                        cmd.stdout(Stdio::null()).stderr(stderr);
+                    }
+                    AppLog::Stdout => {
+                        cmd.stdout(fifo()?).stderr(stderr);
+                    }
+                    AppLog::Stderr => {
+                        cmd.stdout(Stdio::null()).stderr(fifo()?);
+                    }
+                }
                 let mut guard = ChildGuard::spawn(cmd, "the --app command")?;
                 let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
                 let deadline = Instant::now() + timeout;

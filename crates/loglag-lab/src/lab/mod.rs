@@ -359,6 +359,7 @@ fn run_one(
             command: app,
             ready: &plan.ready,
             timeout: plan.ready_timeout,
+            log: plan.app_log,
         },
         None => ApiKind::BuiltIn {
             exe: &plan.exe,

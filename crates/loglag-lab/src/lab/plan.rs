@@ -155,6 +155,8 @@ pub struct LabPlan {
     /// How the lab knows the `--app` is ready, and how long it waits.
     pub ready: crate::api::launch::Readiness,
     pub ready_timeout: Duration,
+    /// Where the `--app` writes its log.
+    pub app_log: crate::api::launch::AppLog,
     /// The `loglag` executable, used to start `serve` and `sink` children.
     pub exe: PathBuf,
     /// How long to wait for the log to drain after the last response.
@@ -204,6 +206,7 @@ impl LabPlan {
             app: None,
             ready: crate::api::launch::Readiness::Connect,
             ready_timeout: Duration::from_secs(20),
+            app_log: crate::api::launch::AppLog::Path,
             exe,
             drain_timeout: Duration::from_secs(120),
             lateness_limit_us: crate::report::Lateness::DEFAULT_LIMIT_US,
