@@ -392,7 +392,10 @@ while True:
             let r = run(&s, "stdout", sink);
             assert_eq!(r["verified"], true, "{sink}: {r}");
             assert_eq!(r["expected_records"], 22, "20 requests and 2 warm-up: {r}");
-            assert!(r["verify_note"].as_str().unwrap().contains("22 lines"), "{r}");
+            assert!(
+                r["verify_note"].as_str().unwrap().contains("22 lines"),
+                "{r}"
+            );
         }
         // Without {log_path}, the default --app-log path is refused with the way out.
         let out = loglag()
@@ -401,6 +404,111 @@ while True:
             .unwrap();
         assert!(!out.status.success());
         assert!(String::from_utf8_lossy(&out.stderr).contains("--app-log stdout|stderr"));
+    })
+}
+
+/// Processes whose command line contains every one of `words`.
+fn processes_running(words: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| {
+            let pid: u32 = p.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(p.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            words.iter().all(|w| cmdline.contains(w)).then_some(pid)
+        })
+        .collect()
+}
+
+/// An app that forks a worker and a `setsid` daemon: nothing of it outlives the lab,
+/// whether the lab ends normally or is SIGKILLed (then the next lab removes it).
+#[test]
+fn nothing_an_app_starts_outlives_the_lab() {
+    within("nothing_an_app_starts_outlives_the_lab", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("stdout_logger.py");
+        std::fs::write(
+            &script,
+            r#"import socket, sys
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(64)
+print("listening", file=sys.stderr, flush=True)
+while True:
+    conn, _ = server.accept()
+    if conn.recv(65536):
+        print("served a request", flush=True)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    conn.close()
+"#,
+        )
+        .unwrap();
+        // A worker and a daemon in a session of its own, each marked by a number.
+        let app = |mark: u32| {
+            format!(
+                "sh -c 'sleep {mark} & setsid sleep {} & exec python3 {} \"$0\"' {{port}}",
+                mark + 1,
+                script.display()
+            )
+        };
+        let lab = |mark: u32, duration: &str| {
+            let mut cmd = loglag();
+            cmd.args(["lab", "--app", &app(mark), "--app-log", "stdout"])
+                .args([
+                    "--conditions",
+                    "c",
+                    "--expect-lines",
+                    "1",
+                    "--sinks",
+                    "fast",
+                ])
+                .args(["--duration", duration, "--ready", "log:listening"]);
+            cmd
+        };
+        let mark = 30_000 + std::process::id() % 10_000;
+        let out = lab(mark, "1s").output().unwrap();
+        assert_success(&out);
+        let m = mark.to_string();
+        let m1 = (mark + 1).to_string();
+        assert_eq!(
+            processes_running(&["sleep", &m]),
+            Vec::<u32>::new(),
+            "the worker"
+        );
+        assert_eq!(
+            processes_running(&["sleep", &m1]),
+            Vec::<u32>::new(),
+            "the setsid daemon"
+        );
+
+        // SIGKILL the lab while its app runs: the app's worker and daemon outlive it...
+        let mark = mark + 10;
+        let (m, m1) = (mark.to_string(), (mark + 1).to_string());
+        let mut killed = lab(mark, "60s")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Waiting for another process to start something: polling is all there is.
+        while processes_running(&["sleep", &m1]).is_empty() {
+            assert!(killed.try_wait().unwrap().is_none(), "the lab ended early");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        assert!(
+            !processes_running(&["sleep", &m1]).is_empty(),
+            "left by the killed lab"
+        );
+        // ...until the next lab with an --app starts, and says so.
+        let out = lab(mark + 100, "200ms").output().unwrap();
+        assert_success(&out);
+        assert_eq!(processes_running(&["sleep", &m]), Vec::<u32>::new());
+        assert_eq!(processes_running(&["sleep", &m1]), Vec::<u32>::new());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("an earlier lab"), "{stderr}");
     })
 }
 

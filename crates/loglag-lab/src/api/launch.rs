@@ -122,6 +122,15 @@ pub struct ApiProc {
     /// Only the built-in API has a control channel.
     pub control: Option<ControlClient>,
     stderr_path: PathBuf,
+    /// An `--app`'s tag (`sys::procfs::APP_TAG`): every process it started carries it.
+    tag: Option<String>,
+}
+
+impl Drop for ApiProc {
+    /// On every path out of a run, nothing the app started survives it.
+    fn drop(&mut self) {
+        let _ = self.kill_leftovers();
+    }
 }
 
 impl ApiProc {
@@ -169,6 +178,7 @@ impl ApiProc {
                         endpoint: l.control,
                     }),
                     stderr_path,
+                    tag: None,
                 })
             }
             ApiKind::App {
@@ -184,9 +194,16 @@ impl ApiProc {
                     .replace("{port}", &port.to_string())
                     .replace("{log_path}", &log_path.display().to_string())
                     .replace("{condition}", condition.name());
+                static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let tag = format!(
+                    "{}:{}",
+                    std::process::id(),
+                    STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                );
                 let mut cmd = Command::new("sh");
                 cmd.arg("-c")
                     .arg(format!("exec {command}"))
+                    .env(crate::sys::procfs::APP_TAG, &tag)
                     .stdin(Stdio::null());
                 // The reader holds the FIFO open for reading already, so this open
                 // does not wait.
@@ -237,6 +254,7 @@ impl ApiProc {
                     http,
                     control: None,
                     stderr_path,
+                    tag: Some(tag),
                 })
             }
         }
@@ -263,6 +281,19 @@ impl ApiProc {
             Ended::Exited(status) => format!("exited ({status})"),
             Ended::Killed => format!("did not exit within {timeout:?} of the signal; killed"),
         }
+    }
+
+    /// Kills whatever the `--app` started that outlived it (workers, a `setsid`
+    /// daemon) and returns their pids. The app itself is stopped first, by `stop`.
+    pub fn kill_leftovers(&mut self) -> Vec<u32> {
+        let Some(tag) = &self.tag else {
+            return Vec::new();
+        };
+        let app = self.guard.pid();
+        crate::sys::procfs::kill_tagged(|t| t == tag)
+            .into_iter()
+            .filter(|&pid| pid != app)
+            .collect()
     }
 
     /// An error naming the exit status and the API's last stderr lines if it exited.

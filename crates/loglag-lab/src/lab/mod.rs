@@ -117,6 +117,14 @@ pub fn run_lab(
         if let Some(warning) = stale {
             observer.warn(&warning);
         }
+        if plan.app.is_some() {
+            let stale = crate::sys::procfs::kill_stale_app_processes();
+            if stale > 0 {
+                observer.warn(&format!(
+                    "killed {stale} process(es) an --app of an earlier lab (killed itself) left running"
+                ));
+            }
+        }
         let limits = match plan.cpu_limit {
             None => None,
             Some(cores) => {
@@ -459,8 +467,18 @@ fn run_one(
     };
     // An --app is stopped as a deployment stops it; what it writes while shutting
     // down counts, and what it never writes shows up as lost records.
-    let app_exit = (api.control.is_none() || stop_builtin)
-        .then(|| api.stop(plan.stop_signal.number(), plan.stop_timeout));
+    let app_exit = (api.control.is_none() || stop_builtin).then(|| {
+        let exit = api.stop(plan.stop_signal.number(), plan.stop_timeout);
+        // What it started and left running (workers, a `setsid` daemon) is said where
+        // its exit is, and killed.
+        match api.kill_leftovers() {
+            left if left.is_empty() => exit,
+            left => format!(
+                "{exit}, leaving {} process(es) running (pids {left:?}), which the lab killed",
+                left.len()
+            ),
+        }
+    });
 
     // Drain: wait until every byte the API wrote has been read.
     let served = load.samples.iter().filter(|s| s.status.is_some()).count() as u64;

@@ -118,6 +118,69 @@ pub fn machine() -> crate::report::Machine {
     }
 }
 
+/// The environment variable the lab sets for an `--app`, `<lab pid>:<start>`. Every
+/// process the app starts inherits it, `setsid` or not, so the lab can find all of
+/// them: at the app's stop, and, for a lab that was killed, at the next lab's start.
+pub const APP_TAG: &str = "LOGLAG_LAB_APP";
+
+/// Live processes whose environment holds `APP_TAG`, with its value. (A process
+/// that clears its environment escapes; one of another user is not readable.)
+pub fn tagged_processes() -> Vec<(u32, String)> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let prefix = format!("{APP_TAG}=");
+    procs
+        .flatten()
+        .filter_map(|p| {
+            let pid: u32 = p.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(p.path().join("environ")).ok()?;
+            environ.split(|&b| b == 0).find_map(|var| {
+                let var = std::str::from_utf8(var).ok()?;
+                Some((pid, var.strip_prefix(&prefix)?.to_owned()))
+            })
+        })
+        .collect()
+}
+
+/// SIGKILLs every live tagged process whose tag `doomed` accepts, until none is left (a few passes, for ones forked meanwhile).
+/// Returns the pids killed.
+pub fn kill_tagged(doomed: impl Fn(&str) -> bool) -> Vec<u32> {
+    let mut killed = Vec::new();
+    for _ in 0..5 {
+        let now: Vec<u32> = tagged_processes()
+            .into_iter()
+            .filter(|(_, tag)| doomed(tag))
+            .map(|(pid, _)| pid)
+            .filter(|pid| *pid != std::process::id())
+            .collect();
+        if now.is_empty() {
+            break;
+        }
+        for pid in now {
+            // SAFETY: kill(2) on a process this lab's app started.
+            if unsafe { libc::kill(pid as i32, libc::SIGKILL) } == 0 && !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        // A killed process leaves /proc once reaped; give init (or us) a moment.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    killed
+}
+
+/// Kills what the apps of labs that are no longer running left behind (a killed lab
+/// cannot). Returns how many processes.
+pub fn kill_stale_app_processes() -> usize {
+    kill_tagged(|tag| {
+        tag.split(':')
+            .next()
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !is_running(pid))
+    })
+    .len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
