@@ -1640,6 +1640,7 @@ fn the_sweep_writes_less_as_batches_grow() {
         // failed requests) must say it is inconclusive instead, and why.
         let flagged = p["rows"].as_array().unwrap().iter().any(|r| {
             !r["pair"]["lateness_warning"].is_null()
+                || !r["pair"]["saturation_warning"].is_null()
                 || r["pair"]["http_errors"].as_u64() != Some(0)
                 || r["pair"]["timeouts"].as_u64() != Some(0)
                 || r["pair"]["verified"] != true

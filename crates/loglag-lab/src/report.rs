@@ -147,6 +147,11 @@ pub struct RunSummary {
     /// Set when the generator's p99 lateness exceeds `Params::lateness_limit_us`.
     #[serde(default)]
     pub lateness_warning: Option<String>,
+    /// The API could not keep up: it served less than 90% of the offered rate, or used
+    /// 90% or more of the CPU it had. Its latencies are then queueing, not the logging
+    /// cost alone; verdicts built on it are inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_warning: Option<String>,
     #[serde(default)]
     pub mean_ms: Option<f64>,
     #[serde(flatten)]
@@ -226,6 +231,11 @@ pub struct PairSummary {
     pub send_lateness: Option<Lateness>,
     #[serde(default)]
     pub lateness_warning: Option<String>,
+    /// The API could not keep up: it served less than 90% of the offered rate, or used
+    /// 90% or more of the CPU it had. Its latencies are then queueing, not the logging
+    /// cost alone; verdicts built on it are inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_warning: Option<String>,
     /// Pooled over every request of every round.
     #[serde(default)]
     pub mean_ms: Option<f64>,
@@ -293,6 +303,17 @@ impl Lateness {
             )
         })
     }
+}
+
+/// The saturation warnings of a lab run, one line per pair.
+pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .filter_map(|p| {
+            let w = p.saturation_warning.clone()?;
+            Some((format!("{} / {}", p.condition, p.sink), w))
+        })
+        .collect()
 }
 
 /// The lateness warnings of a lab run, one line each: per pair when a few pairs are

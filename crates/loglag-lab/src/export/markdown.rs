@@ -47,6 +47,9 @@ impl Exporter for Markdown {
         for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.lateness_limit_us) {
             writeln!(out, "\n**Warning** ({who}): {w}.")?;
         }
+        for (who, w) in crate::report::saturation_warnings(&s.pairs) {
+            writeln!(out, "\n**Saturated** ({who}): {w}.")?;
+        }
         Ok(())
     }
 

@@ -151,6 +151,13 @@ pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
                 r.step, r.pair.condition
             )?;
         }
+        if let Some(w) = &r.pair.saturation_warning {
+            writeln!(
+                out,
+                "\n**Saturated** ({} / {}): {w}.",
+                r.step, r.pair.condition
+            )?;
+        }
     }
     if let Some(v) = &s.verdict {
         writeln!(out, "\n{v}")?;

@@ -190,6 +190,15 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
                 esc(w)
             );
         }
+        if let Some(w) = &r.pair.saturation_warning {
+            let _ = write!(
+                h,
+                "<p><strong>Saturated</strong> ({} / {}): {}.</p>",
+                esc(&r.step),
+                esc(&r.pair.condition),
+                esc(w)
+            );
+        }
     }
     if let Some(v) = &s.verdict {
         // An inconclusive verdict is not a finding: it is not set in bold.
@@ -303,6 +312,14 @@ pub fn render(s: &Summary) -> String {
         let _ = write!(
             h,
             "<p class=\"bad\"><b>Warning</b> ({}): {}.</p>",
+            esc(&who),
+            esc(&w)
+        );
+    }
+    for (who, w) in crate::report::saturation_warnings(&s.pairs) {
+        let _ = write!(
+            h,
+            "<p class=\"bad\"><b>Saturated</b> ({}): {}.</p>",
             esc(&who),
             esc(&w)
         );

@@ -27,6 +27,11 @@ pub struct RawRun {
     pub duration: Duration,
     pub drain_timeout: Duration,
     pub lateness_limit_us: f64,
+    /// The cores the API may use: its cgroup limit, its event loop threads (built in),
+    /// or the machine's (an --app).
+    pub api_cores: f64,
+    /// The rate offered (open loop); `None` for a closed loop.
+    pub offered_rps: Option<f64>,
     pub load: LoadResult,
     /// The built-in API's counters after the drain; `None` for an `--app`.
     pub api: Option<ApiStats>,
@@ -261,6 +266,12 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         app_exit: raw.app_exit.clone(),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
+        saturation_warning: saturation(
+            raw.offered_rps,
+            completed as f64 / time_a,
+            raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s),
+            raw.api_cores,
+        ),
         mean_ms,
         process,
         request_ids,
@@ -393,6 +404,9 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 .map(|o| o.summary.verify_note.clone()),
             send_lateness: pooled_lateness,
             lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
+            saturation_warning: runs
+                .iter()
+                .find_map(|o| o.summary.saturation_warning.clone()),
             mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
             process: pool_process(runs.iter().map(|o| &o.summary.process)),
             missing_ids_note: runs
@@ -564,9 +578,54 @@ fn expected_per_request(c: Condition) -> (u64, u64) {
     }
 }
 
+/// Whether a run saturated the API, and how: it served under 90% of the rate offered
+/// (the rest queued), or used 90% or more of the CPU it had.
+pub fn saturation(
+    offered_rps: Option<f64>,
+    served_rps: f64,
+    cpu_cores: Option<f64>,
+    api_cores: f64,
+) -> Option<String> {
+    let mut why = Vec::new();
+    if let Some(offered) = offered_rps.filter(|&o| o > 0.0) {
+        if served_rps < 0.9 * offered {
+            why.push(format!(
+                "it served {served_rps:.1} of the {offered:.1} requests/s offered"
+            ));
+        }
+    }
+    if let Some(cpu) = cpu_cores.filter(|_| api_cores > 0.0) {
+        if cpu >= 0.9 * api_cores {
+            why.push(format!(
+                "it used {cpu:.2} of the {api_cores:.2} CPU cores it had"
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "the API was saturated ({}): its latency is queueing as much as the logging",
+            why.join("; ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_cannot_keep_up_is_called_saturated() {
+        assert_eq!(saturation(Some(20.0), 20.0, Some(0.02), 1.0), None);
+        let w = saturation(Some(20.0), 16.2, Some(0.02), 1.0).unwrap();
+        assert!(w.contains("16.2 of the 20.0 requests/s"), "{w}");
+        let w = saturation(None, 9849.0, Some(1.95), 2.0).unwrap();
+        assert!(w.contains("1.95 of the 2.00 CPU cores"), "{w}");
+        assert_eq!(
+            saturation(None, 9849.0, Some(1.0), 2.0),
+            None,
+            "closed loop, half the CPU"
+        );
+    }
     use crate::load::RequestSample;
 
     const T0: u64 = 1_000_000_000_000;
@@ -596,6 +655,8 @@ mod tests {
             duration: Duration::from_millis(500),
             drain_timeout: Duration::from_secs(120),
             lateness_limit_us: 100.0,
+            api_cores: 1.0,
+            offered_rps: Some(20.0),
             load: LoadResult {
                 t0_mono_ns: T0,
                 samples,

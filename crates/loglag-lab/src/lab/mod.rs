@@ -523,6 +523,12 @@ fn run_one(
         duration: plan.duration,
         drain_timeout: plan.drain_timeout,
         lateness_limit_us: plan.lateness_limit_us,
+        api_cores: match (plan.cpu_limit, &plan.app) {
+            (Some(limit), _) if limits.is_some() => limit,
+            (_, Some(_)) => std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+            (_, None) => plan.threads.max(1) as f64,
+        },
+        offered_rps: plan.closed.is_none().then_some(plan.rate),
         load,
         api: api_stats,
         read: report.stats,
