@@ -498,17 +498,13 @@ while True:
         }
         killed.kill().unwrap();
         killed.wait().unwrap();
-        assert!(
-            !processes_running(&["sleep", &m1]).is_empty(),
-            "left by the killed lab"
-        );
-        // ...until the next lab with an --app starts, and says so.
+        // The killed lab's app is gone (it dies with the lab), its worker and daemon
+        // are not, until a lab with an --app starts: this one, or one of the other
+        // tests running at the same time, which removes them just the same.
         let out = lab(mark + 100, "200ms").output().unwrap();
         assert_success(&out);
         assert_eq!(processes_running(&["sleep", &m]), Vec::<u32>::new());
         assert_eq!(processes_running(&["sleep", &m1]), Vec::<u32>::new());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("an earlier lab"), "{stderr}");
     })
 }
 
