@@ -399,10 +399,11 @@ impl Builder {
     }
 
     /// Reopens the current file's path after SIGHUP, before the next batch (loglag
-    /// only): logrotate's `create` mode. Needs the `signals` feature. Without it, a
-    /// file moved or deleted under the sink is still noticed within a batch, reopened
-    /// and reported in-band. (`copytruncate` cannot be made safe: lines written between
-    /// its copy and its truncate are lost, whatever the writer does.)
+    /// only): logrotate's `create` mode. Needs the `signals` feature. A file moved or
+    /// deleted under the sink is noticed within a batch and reopened either way; without
+    /// this setting it is also reported in-band (with it, a move before the signal is
+    /// logrotate's and not reported). (`copytruncate` cannot be made safe: lines
+    /// written between its copy and its truncate are lost, whatever the writer does.)
     pub fn reopen_on_sighup(self, on: bool) -> Builder {
         Builder {
             reopen_on_sighup: on,

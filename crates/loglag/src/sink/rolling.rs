@@ -837,9 +837,13 @@ impl Sink for RollingFile {
         } else if !self.still_named() {
             let path = self.current.display().to_string();
             self.reopen()?;
-            self.notice = Some(format!(
-                "the log file {path} was deleted or moved by someone else; reopened it"
-            ));
+            // With SIGHUP reopening, a rename before the signal is logrotate doing its
+            // job, not news; without it, someone moved or deleted the file.
+            if !self.settings.reopen_on_sighup {
+                self.notice = Some(format!(
+                    "the log file {path} was deleted or moved by someone else; reopened it"
+                ));
+            }
         }
         if let Some(p) = self.settings.period {
             let wall = p.floor(self.settings.wall_s(self.settings.clock.now_s()));
