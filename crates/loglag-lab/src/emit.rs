@@ -246,7 +246,7 @@ fn emit_via_tracing_appender(
     drop(guard);
     let elapsed_s = started.elapsed().as_secs_f64();
     let dropped = errors.dropped_lines() as u64;
-    let written = plan.count - dropped;
+    let written = submitted.saturating_sub(dropped);
     Ok(EmitSummary {
         schema: crate::report::SCHEMA,
         sink: format!("{} (tracing-appender)", plan.sink),
@@ -259,7 +259,7 @@ fn emit_via_tracing_appender(
         records_per_s: written as f64 / elapsed_s.max(1e-9),
         mib_per_s: (written * plan.size as u64) as f64 / elapsed_s.max(1e-9) / 1048576.0,
         metrics: EmitMetrics {
-            accepted: plan.count,
+            accepted: submitted,
             written_records: written,
             written_bytes: written * plan.size as u64,
             dropped_records: dropped,

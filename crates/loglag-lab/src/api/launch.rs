@@ -207,7 +207,28 @@ impl ApiProc {
                     .stdin(Stdio::null());
                 // The reader holds the FIFO open for reading already, so this open
                 // does not wait.
-                let fifo = || std::fs::OpenOptions::new().write(true).open(log_path);
+                let fifo = || -> io::Result<std::fs::File> {
+                    use std::os::fd::AsRawFd;
+                    use std::os::unix::fs::OpenOptionsExt;
+                    // Non-blocking, so a reader that died is an error (ENXIO), not a
+                    // wait; then blocking again, as the app's stdout expects.
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(libc::O_NONBLOCK)
+                        .open(log_path)
+                        .map_err(|e| {
+                            io::Error::new(
+                                e.kind(),
+                                format!("cannot connect the app's log to the reader's FIFO: {e}"),
+                            )
+                        })?;
+                    // SAFETY: fcntl on a descriptor we own.
+                    unsafe {
+                        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+                        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+                    }
+                    Ok(file)
+                };
                 match log {
                     AppLog::Path => {
                         cmd.stdout(Stdio::null()).stderr(stderr);
@@ -224,6 +245,8 @@ impl ApiProc {
                 let deadline = Instant::now() + timeout;
                 loop {
                     if let Some(status) = guard.exited() {
+                        // A daemonising app exits here and leaves its daemon: not for long.
+                        crate::sys::procfs::kill_tagged(|t| t == tag);
                         return Err(io::Error::other(format!(
                             "--app exited early ({status}) before listening on port {port}: {}",
                             tail(&stderr_path)
@@ -234,6 +257,7 @@ impl ApiProc {
                     }
                     if Instant::now() > deadline {
                         guard.stop(Duration::from_secs(1));
+                        crate::sys::procfs::kill_tagged(|t| t == tag);
                         return Err(io::Error::other(format!(
                             "--app was not ready ({}) on 127.0.0.1:{port} within {:?} (--ready-timeout): {}",
                             match ready {

@@ -38,6 +38,8 @@ fn ip(args: &[&str]) -> io::Result<()> {
 #[derive(Debug)]
 pub struct Namespaces {
     names: Vec<String>,
+    /// Veth ends created in the root namespace: one that failed to move stays there.
+    links: Vec<String>,
 }
 
 /// Where a namespace's process listens, and how to enter the namespace.
@@ -120,7 +122,10 @@ impl Namespaces {
         }
         let tag = format!("llh{}-{run}", std::process::id() % 100_000);
         let lab = lab_octet()?;
-        let mut ns = Namespaces { names: Vec::new() };
+        let mut ns = Namespaces {
+            names: Vec::new(),
+            links: Vec::new(),
+        };
         let make = |ns: &mut Namespaces, name: String| -> io::Result<String> {
             ip(&["netns", "add", &name])?;
             ns.names.push(name.clone());
@@ -156,6 +161,9 @@ impl Namespaces {
         // `lh<pid>r<run>`: the pid can be read back from a leftover (at most 14 bytes
         // with its end's letter and index).
         let short = format!("lh{}r{run}", std::process::id() % 100_000);
+        ns.links.push(format!("{short}a"));
+        ns.links
+            .extend((0..downstream).map(|i| format!("{short}c{i}")));
         let (_, front_addr) = link(&format!("{short}a"), None, &format!("{short}b"), &front, 0)?;
         let mut places = Vec::new();
         for i in 0..downstream {
@@ -194,6 +202,14 @@ impl Drop for Namespaces {
         for name in self.names.drain(..).rev() {
             let _ = ip(&["netns", "del", &name]);
         }
+        // A pair whose end never moved into its namespace (a failed `ip link set`) is
+        // still in the root namespace; one that did is gone already, and this fails.
+        for link in self.links.drain(..) {
+            let _ = Command::new("ip")
+                .args(["link", "del", &link])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
     }
 }
 
@@ -213,7 +229,16 @@ fn lab_alive(pid: u32) -> bool {
 fn veth_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("lh")?;
     let (pid, tail) = rest.split_once('r')?;
-    (!pid.is_empty() && tail.starts_with(|c: char| c.is_ascii_digit()))
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    // `<run><end>[<index>]`: the run's digits, an end letter, the downstream index.
+    let run_len = tail.bytes().take_while(u8::is_ascii_digit).count();
+    let (run, end) = tail.split_at(run_len);
+    let end_ok = match end.as_bytes().first() {
+        Some(b'a' | b'b') => end.len() == 1,
+        Some(b'c' | b'd') => digits(&end[1..]),
+        _ => false,
+    };
+    (pid.len() <= 5 && digits(pid) && digits(run) && end_ok)
         .then(|| pid.parse().ok())
         .flatten()
 }
@@ -276,7 +301,17 @@ mod tests {
     fn veth_names_give_back_their_lab() {
         assert_eq!(veth_owner("lh12345r0a"), Some(12345));
         assert_eq!(veth_owner("lh7r12c3"), Some(7));
-        for other in ["lo", "eth0", "lhx", "lh12a", "lhr0a", "lh12rX"] {
+        for other in [
+            "lo",
+            "eth0",
+            "lhx",
+            "lh12a",
+            "lhr0a",
+            "lh12rX",
+            "lh12r0",
+            "lh12r0z",
+            "lh123456r0a",
+        ] {
             assert_eq!(veth_owner(other), None, "{other}");
         }
     }

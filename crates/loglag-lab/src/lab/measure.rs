@@ -27,8 +27,7 @@ pub struct RawRun {
     pub duration: Duration,
     pub drain_timeout: Duration,
     pub lateness_limit_us: f64,
-    /// The cores the API may use: its cgroup limit, its event loop threads (built in),
-    /// or the machine's (an --app).
+    /// The cores the API's process may use: its cgroup limit, or the machine's.
     pub api_cores: f64,
     /// The rate offered (open loop); `None` for a closed loop.
     pub offered_rps: Option<f64>,

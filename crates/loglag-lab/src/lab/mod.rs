@@ -523,10 +523,12 @@ fn run_one(
         duration: plan.duration,
         drain_timeout: plan.drain_timeout,
         lateness_limit_us: plan.lateness_limit_us,
-        api_cores: match (plan.cpu_limit, &plan.app) {
-            (Some(limit), _) if limits.is_some() => limit,
-            (_, Some(_)) => std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
-            (_, None) => plan.threads.max(1) as f64,
+        // The whole process is measured (the logger's writer and blocking threads
+        // included), so it is held against what the whole process may use: its cgroup
+        // limit, or the machine. A blocked event loop shows in the served rate.
+        api_cores: match plan.cpu_limit {
+            Some(limit) if limits.is_some() => limit,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
         },
         offered_rps: plan.closed.is_none().then_some(plan.rate),
         load,

@@ -262,12 +262,23 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     if measured.is_empty() {
         return None;
     }
-    let flags: Vec<String> = measured.iter().filter_map(|r| flagged(r)).collect();
+    // A point with no latency or write rate (every request failed) is flagged too: a
+    // favourite among the others would hide it.
+    let flags: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            if r.pair.p99_ms.is_none() || r.pair.process.log_writes_per_min.is_none() {
+                Some(format!("{} (nothing was measured)", r.step))
+            } else {
+                flagged(r)
+            }
+        })
+        .collect();
     if !flags.is_empty() {
         return Some(format!(
-            "Inconclusive: {} of {} points were measured under conditions that cannot carry a comparison: {}. No point is favoured; run again on a quieter machine (see the warnings), or with more --rounds.",
+            "Inconclusive: {} of {} points were measured under conditions that cannot carry a comparison: {}. No point is favoured; run again on a quieter machine (see the warnings), with more --rounds, or at a rate the API keeps up with.",
             flags.len(),
-            measured.len(),
+            rows.len(),
             flags.join(", ")
         ));
     }
@@ -419,6 +430,14 @@ mod tests {
         assert!(v.contains("32-100 (the load generator was late)"), "{v}");
         assert!(v.contains("128-100 (requests failed or timed out)"), "{v}");
         assert!(!v.contains("favour "), "{v}");
+        // A point where nothing was measured is not silently left out.
+        let mut rows = vec![
+            row(4, 10, 0.20, 100.0, 12.0),
+            row(32, 100, 0.21, 10.0, 96.0),
+        ];
+        rows[1].pair.p99_ms = None;
+        let v = sweep_verdict(&rows).unwrap();
+        assert!(v.contains("32-100 (nothing was measured)"), "{v}");
         // With rounds, the favourite's spread is given.
         let mut rows = vec![
             row(4, 10, 0.20, 100.0, 12.0),

@@ -130,10 +130,16 @@ pub fn tagged_processes() -> Vec<(u32, String)> {
         return Vec::new();
     };
     let prefix = format!("{APP_TAG}=");
+    // A tag holds a pid of this pid namespace: a process in another one (a container)
+    // is never this lab's business.
+    let own_ns = std::fs::read_link("/proc/self/ns/pid").ok();
     procs
         .flatten()
         .filter_map(|p| {
             let pid: u32 = p.file_name().to_str()?.parse().ok()?;
+            if std::fs::read_link(p.path().join("ns/pid")).ok() != own_ns {
+                return None;
+            }
             let environ = std::fs::read(p.path().join("environ")).ok()?;
             environ.split(|&b| b == 0).find_map(|var| {
                 let var = std::str::from_utf8(var).ok()?;
