@@ -1550,14 +1550,10 @@ fn an_error_flushes_the_buffered_context_in_order() {
             );
             assert_eq!(r["out_of_order"], 0, "{c}: {r}");
             assert_eq!(r["lost_records"], 0, "{c}: {r}");
-            // Each ERROR made the buffer write: at least one write call per ERROR of
-            // the measured requests (ids 2.. on; the warm-up's 0 and 1 logged none).
+            // Each ERROR that reached the buffer made it write: at least one write
+            // call per ERROR line written (the channel's drops never reach it).
             let writes = r["log_writes"].as_u64().unwrap();
-            assert!(
-                writes >= served / 7,
-                "{c}: {writes} writes for {} ERRORs",
-                served / 7
-            );
+            assert!(writes >= errors, "{c}: {writes} writes for {errors} ERRORs");
             assert_eq!(preset_row(&p, "term", c)["pair"]["out_of_order"], 0);
         }
     })
