@@ -317,31 +317,25 @@ impl NonBlockingBuilder {
                 }
             }
         }
-        let sink_fd = sink.raw_fd();
-        let (core, worker) = if let Some((ring, header, recovered)) = spooled {
+        let descriptor = sink.descriptor();
+        // The sink goes to the writer thread, or (sync mode) into the core itself.
+        let (core, writer_sink) = if let Some((ring, header, recovered)) = spooled {
             if self.config.overflow == Overflow::DropOldest {
                 self.config.overflow = Overflow::DropNewest;
             }
-            let core = Arc::new(Core::with_ring(
-                self.config,
-                ring,
-                None,
-                Some(header),
-                recovered,
-            ));
-            core.note_sink_fd(sink_fd);
-            let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
-            (core, Some(handle))
+            let core = Core::with_ring(self.config, ring, None, Some(header), recovered);
+            (core, Some(sink))
         } else if mode == Mode::Async {
-            let core = Arc::new(Core::new(self.config, None));
-            core.note_sink_fd(sink_fd);
-            let handle = worker::spawn(core.clone(), sink).map_err(FinishError::Io)?;
-            (core, Some(handle))
+            (Core::new(self.config, None), Some(sink))
         } else {
-            let core = Arc::new(Core::new(self.config, Some(sink)));
-            core.note_sink_fd(sink_fd);
-            (core, None)
+            (Core::new(self.config, Some(sink)), None)
         };
+        let core = Arc::new(core);
+        core.note_sink_fd(descriptor);
+        let worker = writer_sink
+            .map(|sink| worker::spawn(core.clone(), sink))
+            .transpose()
+            .map_err(FinishError::Io)?;
         if self.flush_on_panic {
             hooks::flush_on_panic(&core);
         }

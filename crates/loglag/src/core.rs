@@ -377,10 +377,10 @@ impl Core {
     }
 
     /// Records where a forked child would write: the sink's descriptor now, and what it
-    /// refers to. Called by the writer after each `before_batch`.
-    pub(crate) fn note_sink_fd(&self, fd: Option<i32>) {
-        let fd = fd.unwrap_or(-1);
-        let (dev, ino) = crate::fork::fd_identity(fd).map_or((0, 0), |(id, _)| id);
+    /// refers to (as the sink knows it: no system call). Called after each
+    /// `before_batch`.
+    pub(crate) fn note_sink_fd(&self, descriptor: Option<(i32, (u64, u64))>) {
+        let (fd, (dev, ino)) = descriptor.unwrap_or((-1, (0, 0)));
         // A fork between these stores sees a pair that does not match: it drops.
         self.sink_identity[0].store(dev, Ordering::Release);
         self.sink_identity[1].store(ino, Ordering::Release);
@@ -638,7 +638,7 @@ impl Core {
         if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
         }
-        self.note_sink_fd(sink.raw_fd());
+        self.note_sink_fd(sink.descriptor());
         // Sync mode has no in-band report line; a sink's notice goes to stderr.
         if let Ok(Some(notice)) = crate::sink::call_sink(|| Ok(sink.take_notice())) {
             eprintln!("loglag: {notice}");

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::format::Format;
 use crate::level::Level;
 
 /// Why a record was dropped.
@@ -410,6 +411,41 @@ impl Metrics {
         );
         s
     }
+}
+
+/// One WARN line from `loglag` itself in `format`: `message`, and in structured
+/// formats `fields` too (text carries the numbers in the message already).
+pub(crate) fn own_line(format: Format, message: &str, fields: &[(&str, u64)]) -> Vec<u8> {
+    use crate::format::{LineBuilder, Value};
+    let mut line = Vec::with_capacity(256);
+    let mut builder = LineBuilder::begin(
+        &mut line,
+        format,
+        std::time::SystemTime::now(),
+        Level::Warn,
+        "loglag",
+    );
+    builder.field("message", Value::Str(message));
+    if format != Format::Compact {
+        for &(name, n) in fields {
+            builder.field(name, Value::U64(n));
+        }
+    }
+    builder.finish();
+    line
+}
+
+/// The in-band report of drops, by reason: "dropped N records {when} (queue_full=…, …)".
+/// The writer's live reports and spool recovery's both say it so.
+pub(crate) fn drop_report_line(format: Format, by_reason: [u64; 4], when: &str) -> Vec<u8> {
+    let total: u64 = by_reason.iter().sum();
+    let message = format!(
+        "dropped {total} records {when} (queue_full={}, io_error={}, shutdown={}, reentrant={})",
+        by_reason[0], by_reason[1], by_reason[2], by_reason[3]
+    );
+    let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
+    fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
+    own_line(format, &message, &fields)
 }
 
 #[cfg(test)]

@@ -241,72 +241,22 @@ fn open_with(
     sink: &mut dyn Sink,
     sync: SpoolSync,
 ) -> io::Result<(Ring, SpoolHeader, Recovered)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // 0600 and no symlinks: a spool holds every queued record, secrets included.
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create.is_some())
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| {
-            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
-                " (it is a symlink; a spool must be a regular file)"
-            } else {
-                ""
-            };
-            io::Error::new(
-                e.kind(),
-                format!("cannot open spool {}: {e}{hint}", path.display()),
-            )
-        })?;
-    // One process per spool: two writers would corrupt each other. The lock goes away
-    // with the process, however it ends.
-    // SAFETY: flock on a descriptor we own.
-    if unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    } != 0
-    {
-        let e = io::Error::last_os_error();
-        return Err(spool_error(
-            path,
-            SpoolErrorKind::InUse,
-            format!(
-                "spool {} is in use by another process ({e}); recover it after that process ends",
-                path.display()
-            ),
-        ));
-    }
-    let len = file.metadata()?.len();
+    let (file, len) = open_locked(
+        path,
+        Access::Write {
+            create: create.is_some(),
+        },
+    )?;
     let fresh = len == 0;
     let capacity = match (fresh, create) {
-        (true, Some(capacity)) => new_capacity(capacity)?,
-        (true, None) => {
-            return Err(invalid(
-                path,
-                SpoolErrorKind::NotASpool,
-                "not a loglag spool (the file is empty); nothing to recover",
-            ))
+        (true, Some(capacity)) => {
+            let capacity = new_capacity(capacity)?;
+            check_ownership(&file, path)?;
+            capacity
         }
-        (false, _) => read_capacity(&file, path)?,
+        (true, None) => return Err(empty_spool(path)),
+        (false, _) => existing_capacity(&file, path, len)?,
     };
-    // After the header checks, so that a file that is no spool at all says so first.
-    check_ownership(&file, path)?;
-    if !fresh && len < HEADER_BYTES + capacity {
-        return Err(invalid(
-            path,
-            SpoolErrorKind::Corrupt,
-            format!(
-                "spool is {len} bytes, shorter than its header says ({})",
-                HEADER_BYTES + capacity
-            ),
-        ));
-    }
     // Allocate every block now: a mapped file that cannot get a block later kills the
     // process with SIGBUS on a full disk. An error here is an ordinary error.
     allocate(&file, HEADER_BYTES + capacity).map_err(|e| {
@@ -612,8 +562,7 @@ fn announce_unannounced(
     sink: &mut dyn Sink,
     recovered: &mut Recovered,
 ) -> io::Result<()> {
-    use crate::format::{Format, LineBuilder, Value};
-    use crate::metrics::DropReason;
+    use crate::format::Format;
     let ledger = header.ledger();
     let by_reason: [u64; 4] = std::array::from_fn(|r| {
         (0..5)
@@ -628,26 +577,11 @@ fn announce_unannounced(
         0 => Format::Compact,
         n => Format::from_index((n - 1) as u8),
     };
-    let message = format!(
-        "dropped {total} records before the previous process ended, announced at recovery (queue_full={}, io_error={}, shutdown={}, reentrant={})",
-        by_reason[0], by_reason[1], by_reason[2], by_reason[3]
-    );
-    let mut line = Vec::with_capacity(256);
-    let mut builder = LineBuilder::begin(
-        &mut line,
+    let line = crate::metrics::drop_report_line(
         format,
-        std::time::SystemTime::now(),
-        Level::Warn,
-        "loglag",
+        by_reason,
+        "before the previous process ended, announced at recovery",
     );
-    builder.field("message", Value::Str(&message));
-    if format != Format::Compact {
-        builder.field("dropped", Value::U64(total));
-        for (reason, n) in DropReason::ALL.iter().zip(by_reason) {
-            builder.field(reason.as_str(), Value::U64(n));
-        }
-    }
-    builder.finish();
     call_sink(|| sink.before_batch(line.len()))?;
     if let (_, Err((e, _))) = write_all_counted(sink, &line) {
         return Err(e);
@@ -706,26 +640,52 @@ pub fn recover_opening<S: Sink>(
 /// Checks, read-only, that `path` is a spool no live process holds, whose header
 /// and length agree. Returns its metadata.
 fn check(path: &Path) -> io::Result<std::fs::Metadata> {
+    let (file, len) = open_locked(path, Access::Look)?;
+    if len == 0 {
+        return Err(empty_spool(path));
+    }
+    existing_capacity(&file, path, len)?;
+    file.metadata()
+}
+
+/// How a spool file is opened: to write it (one process at a time), or to look.
+#[derive(Clone, Copy)]
+enum Access {
+    Write { create: bool },
+    Look,
+}
+
+/// Opens the spool (never through a symlink; created `0600`: it holds every queued
+/// record, secrets included) and locks it: exclusively to write it, shared to look, so
+/// that a live writer makes either fail. The lock goes with the process, however it
+/// ends. Returns the file and its length.
+fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
+    let (write, create, lock) = match access {
+        Access::Write { create } => (true, create, libc::LOCK_EX),
+        Access::Look => (false, false, libc::LOCK_SH),
+    };
     let file = OpenOptions::new()
         .read(true)
+        .write(write)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                " (it is a symlink; a spool must be a regular file)"
+            } else {
+                ""
+            };
             io::Error::new(
                 e.kind(),
-                format!("cannot open spool {}: {e}", path.display()),
+                format!("cannot open spool {}: {e}{hint}", path.display()),
             )
         })?;
-    // SAFETY: flock on a descriptor we own; a shared lock conflicts with a live
-    // writer's exclusive one, and goes away when `file` is closed.
-    if unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            libc::LOCK_SH | libc::LOCK_NB,
-        )
-    } != 0
-    {
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), lock | libc::LOCK_NB) } != 0 {
         let e = io::Error::last_os_error();
         return Err(spool_error(
             path,
@@ -736,28 +696,34 @@ fn check(path: &Path) -> io::Result<std::fs::Metadata> {
             ),
         ));
     }
-    let meta = file.metadata()?;
-    if meta.len() == 0 {
-        return Err(invalid(
-            path,
-            SpoolErrorKind::NotASpool,
-            "not a loglag spool (the file is empty); nothing to recover",
-        ));
-    }
-    let capacity = read_capacity(&file, path)?;
-    check_ownership(&file, path)?;
-    if meta.len() < HEADER_BYTES + capacity {
+    let len = file.metadata()?.len();
+    Ok((file, len))
+}
+
+fn empty_spool(path: &Path) -> io::Error {
+    invalid(
+        path,
+        SpoolErrorKind::NotASpool,
+        "not a loglag spool (the file is empty); nothing to recover",
+    )
+}
+
+/// The ring capacity of an existing spool of `len` bytes, once its header, owner and
+/// length agree. The header first, so that a file that is no spool at all says so.
+fn existing_capacity(file: &std::fs::File, path: &Path, len: u64) -> io::Result<u64> {
+    let capacity = read_capacity(file, path)?;
+    check_ownership(file, path)?;
+    if len < HEADER_BYTES + capacity {
         return Err(invalid(
             path,
             SpoolErrorKind::Corrupt,
             format!(
-                "spool is {} bytes, shorter than its header says ({})",
-                meta.len(),
+                "spool is {len} bytes, shorter than its header says ({})",
                 HEADER_BYTES + capacity
             ),
         ));
     }
-    Ok(meta)
+    Ok(capacity)
 }
 
 #[cfg(test)]

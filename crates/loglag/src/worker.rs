@@ -5,10 +5,9 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use crate::core::{Core, InsideSink};
-use crate::format::{Format, LineBuilder, Value};
 use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::sink::{call_sink, write_all_counted, Sink};
@@ -178,7 +177,7 @@ impl Writer {
                 // The batch still goes to the current file; the failure is counted.
                 self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
-            self.core.note_sink_fd(self.sink.raw_fd());
+            self.core.note_sink_fd(self.sink.descriptor());
             if let Some(&(len, _)) = self.records.last() {
                 let batch = &self.batch;
                 self.core.follow_records_format(&batch[batch.len() - len..]);
@@ -188,7 +187,7 @@ impl Writer {
                 ledger.set_report_format(self.core.report_format());
             }
             if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
-                let line = self.own_line(&notice, &[]);
+                let line = crate::metrics::own_line(self.core.report_format(), &notice, &[]);
                 self.write_line(&line);
             }
             if let Some(header) = spool {
@@ -310,13 +309,11 @@ impl Writer {
         if total == 0 {
             return;
         }
-        let message = format!(
-            "dropped {total} records since last report (queue_full={}, io_error={}, shutdown={}, reentrant={})",
-            by_reason[0], by_reason[1], by_reason[2], by_reason[3]
+        let line = crate::metrics::drop_report_line(
+            self.core.report_format(),
+            by_reason,
+            "since last report",
         );
-        let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
-        fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
-        let line = self.own_line(&message, &fields);
         // Journaled in the spool first: a kill right after the write (where SIGKILL
         // lands, on the way out of the system call) must not announce it twice.
         let ledger = self.core.counters.ledger.get().copied();
@@ -331,28 +328,6 @@ impl Writer {
         if written {
             self.reported = now;
         }
-    }
-
-    /// One WARN line from `loglag` itself (a drop report, a sink's notice) in the
-    /// report format. Text carries the numbers in the message; structured formats also
-    /// get `fields`.
-    fn own_line(&self, message: &str, fields: &[(&str, u64)]) -> Vec<u8> {
-        let mut line = Vec::with_capacity(256);
-        let mut builder = LineBuilder::begin(
-            &mut line,
-            self.core.report_format(),
-            SystemTime::now(),
-            Level::Warn,
-            "loglag",
-        );
-        builder.field("message", Value::Str(message));
-        if self.core.report_format() != Format::Compact {
-            for &(name, n) in fields {
-                builder.field(name, Value::U64(n));
-            }
-        }
-        builder.finish();
-        line
     }
 
     /// Writes one of `loglag`'s own lines between whole records. Returns whether it was

@@ -17,14 +17,14 @@ macro_rules! skip_note {
     }};
 }
 
-use std::io::Read;
+mod support;
+
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Once};
-use std::time::{Duration, UNIX_EPOCH};
+use std::sync::Once;
 
 use loglag::rolling::{Builder, Compression, Naming, Rotation};
 use loglag::sink::{IntoSink, RollingFile, Sink};
+use support::{decompressed, TestClock};
 
 /// 2026-10-24T20:00Z: 22:00 CEST, five hours before Berlin's clocks go back (01:00Z).
 const BEFORE_FALL_BACK: i64 = 1_792_872_000;
@@ -54,38 +54,6 @@ fn berlin() -> bool {
     );
     skip_note!("skipped: no zone database (install tzdata to run the DST tests)");
     false
-}
-
-#[derive(Clone)]
-struct TestClock(Arc<AtomicI64>);
-
-impl TestClock {
-    fn at(s: i64) -> TestClock {
-        TestClock(Arc::new(AtomicI64::new(s)))
-    }
-    fn set(&self, s: i64) {
-        self.0.store(s, Ordering::SeqCst);
-    }
-    fn get(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-    fn install(&self, b: Builder) -> Builder {
-        let c = self.0.clone();
-        b.time_source(move || UNIX_EPOCH + Duration::from_secs(c.load(Ordering::SeqCst) as u64))
-    }
-}
-
-fn decompressed(path: &Path) -> Vec<u8> {
-    let bytes = std::fs::read(path).unwrap();
-    if path.to_string_lossy().ends_with(".gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    } else {
-        bytes
-    }
 }
 
 /// Writes one record, as the writer thread would, and checks that the live file is

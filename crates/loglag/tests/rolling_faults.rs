@@ -11,40 +11,22 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use loglag::rolling::{Builder, Compression, Naming, Rotation};
 use loglag::sink::{IntoSink, RollingFile, Sink};
 use loglag::{Level, NonBlockingBuilder, Overflow};
 
-use support::mount_tmpfs;
+use support::{decompressed, mount_tmpfs, TestClock};
 
 /// 2026-12-01T03:17:34Z: the hourly stamp is `2026-12-01-03`, the next `2026-12-01-04`.
 const T0: i64 = 1_796_095_054;
 const HOUR: i64 = 3600;
-
-/// A wall clock the test moves by hand.
-#[derive(Clone)]
-struct Clock(Arc<AtomicI64>);
-
-impl Clock {
-    fn at(secs: i64) -> Clock {
-        Clock(Arc::new(AtomicI64::new(secs)))
-    }
-    fn advance(&self, secs: i64) {
-        self.0.fetch_add(secs, Ordering::SeqCst);
-    }
-    fn source(&self) -> impl Fn() -> SystemTime + Send + Sync + 'static {
-        let now = self.0.clone();
-        move || UNIX_EPOCH + Duration::from_secs(now.load(Ordering::SeqCst) as u64)
-    }
-}
 
 /// `YYYY-MM-DD-HH` (UTC) of `secs`, computed here rather than taken from the library
 /// (Howard Hinnant's civil-from-days).
@@ -71,7 +53,7 @@ fn the_test_clock_names_the_hours_it_is_meant_to() {
 }
 
 /// Hourly, `app.YYYY-MM-DD-HH.log`, on the test clock.
-fn hourly_dated(clock: &Clock) -> Builder {
+fn hourly_dated(clock: &TestClock) -> Builder {
     Builder::new()
         .rotation(Rotation::HOURLY)
         .filename_prefix("app")
@@ -80,7 +62,7 @@ fn hourly_dated(clock: &Clock) -> Builder {
 }
 
 /// Hourly, current file `app.log`, rotated to `app.log.YYYY-MM-DD-HH`, on the test clock.
-fn hourly_fixed(clock: &Clock) -> Builder {
+fn hourly_fixed(clock: &TestClock) -> Builder {
     Builder::new()
         .rotation(Rotation::HOURLY)
         .naming(Naming::Fixed)
@@ -129,15 +111,6 @@ fn other_lines(bytes: &[u8]) -> Vec<String> {
         .filter(|l| !l.starts_with("record seq="))
         .map(str::to_owned)
         .collect()
-}
-
-fn gunzip(path: &Path) -> Vec<u8> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(&bytes[..])
-        .read_to_end(&mut out)
-        .unwrap_or_else(|e| panic!("{} does not decompress: {e}", path.display()));
-    out
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -209,7 +182,7 @@ impl Victim {
 fn a_link_planted_at_the_compression_temporary_is_not_followed_and_the_file_is_gzipped() {
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let mut sink = hourly_dated(&clock)
         .compression(Compression::Gzip)
         .build(dir.path())
@@ -244,7 +217,7 @@ fn a_link_planted_at_the_compression_temporary_is_not_followed_and_the_file_is_g
     );
     let gz = dir.path().join(format!("{}.gz", dated_name(T0)));
     assert_eq!(
-        gunzip(&gz),
+        decompressed(&gz),
         old,
         "the .gz holds exactly the rotated records"
     );
@@ -274,13 +247,13 @@ fn build_fails_on_a_link_at_the_current_file(builder: Builder, current: &str) {
 
 #[test]
 fn a_link_planted_at_the_current_dated_file_makes_build_fail() {
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     build_fails_on_a_link_at_the_current_file(hourly_dated(&clock), &dated_name(T0));
 }
 
 #[test]
 fn a_link_planted_at_the_current_fixed_file_makes_build_fail() {
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     build_fails_on_a_link_at_the_current_file(hourly_fixed(&clock), "app.log");
 }
 
@@ -288,7 +261,7 @@ fn a_link_planted_at_the_current_fixed_file_makes_build_fail() {
 fn a_link_planted_at_the_next_dated_file_is_skipped_for_a_counter_name() {
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let mut sink = hourly_dated(&clock).build(dir.path()).unwrap().into_sink();
     let first = dir.path().join(dated_name(T0));
     assert_eq!(sink.current_path(), first);
@@ -322,7 +295,7 @@ fn a_link_planted_at_the_next_dated_file_is_skipped_for_a_counter_name() {
 fn a_link_planted_at_the_fixed_files_rotated_name_is_not_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let mut sink = hourly_fixed(&clock).build(dir.path()).unwrap().into_sink();
     let current = dir.path().join("app.log");
     assert_eq!(sink.current_path(), current);
@@ -355,7 +328,7 @@ fn a_link_planted_at_the_fixed_files_rotated_name_is_not_replaced() {
 fn a_link_planted_at_the_latest_name_is_replaced_not_followed() {
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let latest = dir.path().join("latest");
     victim.plant(&latest);
     let mut sink = hourly_dated(&clock)
@@ -435,7 +408,7 @@ fn a_full_disk_during_gzip_keeps_the_original_and_a_later_pass_compresses_it() {
         return;
     };
     let dir = tmpfs.path.clone();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let mut sink = hourly_dated(&clock)
         .compression(Compression::Gzip)
         .build(&dir)
@@ -506,7 +479,7 @@ fn a_full_disk_during_gzip_keeps_the_original_and_a_later_pass_compresses_it() {
     sink.wait_housekeeping(); // one more pass: the retry
 
     assert_eq!(
-        gunzip(&gz),
+        decompressed(&gz),
         old,
         "the .gz decompresses to exactly the original"
     );
@@ -519,7 +492,7 @@ fn a_full_disk_during_gzip_keeps_the_original_and_a_later_pass_compresses_it() {
     drop(sink);
 
     // What was written is what is on disk, no more, no less.
-    let mut on_disk = gunzip(&gz);
+    let mut on_disk = decompressed(&gz);
     on_disk.extend_from_slice(&std::fs::read(&second).unwrap());
     let mut written = old.clone();
     written.extend_from_slice(&new);
@@ -581,7 +554,7 @@ fn assert_all_written(m: &loglag::Metrics, total: u64) {
 #[test]
 fn a_current_file_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let sink = hourly_dated(&clock).build(dir.path()).unwrap().into_sink();
     let current = sink.current_path().to_owned();
     let (n, m) = (500, 1200);
@@ -605,7 +578,7 @@ fn a_current_file_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
 fn a_log_directory_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("logs");
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let sink = hourly_dated(&clock).build(&dir).unwrap().into_sink();
     let current = sink.current_path().to_owned();
     let (n, m) = (500, 1200);
@@ -629,7 +602,7 @@ fn a_log_directory_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
 #[test]
 fn a_fixed_file_renamed_without_sighup_is_reopened_at_its_name_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     // reopen_on_sighup stays off (the default).
     let sink = hourly_fixed(&clock).build(dir.path()).unwrap().into_sink();
     let current = dir.path().join("app.log");
@@ -692,7 +665,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 /// Writes an hour, rotates, compresses; returns (first file's gz, current file).
-fn rotate_and_compress(builder: Builder, clock: &Clock, dir: &Path) -> (PathBuf, PathBuf) {
+fn rotate_and_compress(builder: Builder, clock: &TestClock, dir: &Path) -> (PathBuf, PathBuf) {
     let mut sink = builder
         .compression(Compression::Gzip)
         .build(dir)
@@ -705,7 +678,7 @@ fn rotate_and_compress(builder: Builder, clock: &Clock, dir: &Path) -> (PathBuf,
     let current = sink.current_path().to_owned();
     drop(sink);
     let gz = dir.join(format!("{}.gz", dated_name(T0)));
-    assert_eq!(gunzip(&gz), records(0..20));
+    assert_eq!(decompressed(&gz), records(0..20));
     (gz, current)
 }
 
@@ -713,7 +686,7 @@ fn rotate_and_compress(builder: Builder, clock: &Clock, dir: &Path) -> (PathBuf,
 fn file_mode_0o600_applies_to_the_current_file_and_to_its_gz() {
     let expected = 0o600 & !umask();
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let sink = hourly_dated(&clock)
         .file_mode(0o600)
         .build(dir.path())
@@ -723,7 +696,7 @@ fn file_mode_0o600_applies_to_the_current_file_and_to_its_gz() {
     drop(sink);
 
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let (gz, current) =
         rotate_and_compress(hourly_dated(&clock).file_mode(0o600), &clock, dir.path());
     assert_eq!(
@@ -739,7 +712,7 @@ fn file_mode_0o600_applies_to_the_current_file_and_to_its_gz() {
 fn file_mode_applies_to_a_fixed_file_recreated_after_rotation() {
     let expected = 0o600 & !umask();
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let mut sink = hourly_fixed(&clock)
         .file_mode(0o600)
         .build(dir.path())
@@ -760,7 +733,7 @@ fn file_mode_applies_to_a_fixed_file_recreated_after_rotation() {
 fn without_file_mode_files_are_created_0o666_minus_the_umask() {
     let expected = 0o666 & !umask();
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let sink = hourly_dated(&clock).build(dir.path()).unwrap().into_sink();
     assert_eq!(
         mode(sink.current_path()),
@@ -771,7 +744,7 @@ fn without_file_mode_files_are_created_0o666_minus_the_umask() {
     drop(sink);
 
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::at(T0);
+    let clock = TestClock::at(T0);
     let (gz, current) = rotate_and_compress(hourly_dated(&clock), &clock, dir.path());
     assert_eq!(mode(&current), expected);
     assert_eq!(mode(&gz), expected, "the .gz keeps its original's mode");

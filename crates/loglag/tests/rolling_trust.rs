@@ -7,35 +7,17 @@
 //! with the clock behind `time_source`, so every rotation happens exactly when a test
 //! moves the clock.
 
-use std::io::Read;
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
 
 use loglag::rolling::{Builder, Compression, Naming, Rotation};
 use loglag::sink::{IntoSink, RollingFile, Sink};
 use proptest::prelude::*;
+use support::{decompressed, TestClock};
 
 /// 2026-12-01T00:00:00Z.
 const START: i64 = 1_796_083_200;
-
-/// A clock the test moves.
-#[derive(Clone)]
-struct TestClock(Arc<AtomicI64>);
-
-impl TestClock {
-    fn at(s: i64) -> TestClock {
-        TestClock(Arc::new(AtomicI64::new(s)))
-    }
-    fn advance(&self, s: i64) {
-        self.0.fetch_add(s, Ordering::SeqCst);
-    }
-    fn install(&self, b: Builder) -> Builder {
-        let c = self.0.clone();
-        b.time_source(move || UNIX_EPOCH + Duration::from_secs(c.load(Ordering::SeqCst) as u64))
-    }
-}
 
 /// Files a user keeps next to the logs, each made to look like a log file.
 const USER_FILES: [&str; 7] = [
@@ -81,19 +63,6 @@ fn user_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
         .iter()
         .map(|s| dir.join(format!("{p}{s}")))
         .collect()
-}
-
-fn decompressed(path: &Path) -> Vec<u8> {
-    let bytes = std::fs::read(path).unwrap();
-    if path.to_string_lossy().ends_with(".gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .unwrap_or_else(|e| panic!("{path:?} is not gzip: {e}"));
-        out
-    } else {
-        bytes
-    }
 }
 
 /// The sequence numbers in `text`, in order.

@@ -310,7 +310,8 @@ impl ApiProc {
     /// Kills whatever the `--app` started that outlived it (workers, a `setsid`
     /// daemon) and returns their pids. The app itself is stopped first, by `stop`.
     pub fn kill_leftovers(&mut self) -> Vec<u32> {
-        let Some(tag) = &self.tag else {
+        // Once is enough: after the app's stop nothing of it is left to start more.
+        let Some(tag) = self.tag.take() else {
             return Vec::new();
         };
         let app = self.guard.pid();

@@ -121,6 +121,27 @@ pub fn table(s: &PresetSummary) -> (Vec<(&'static str, bool)>, Vec<Vec<String>>)
     )
 }
 
+/// What the page says under the table, row by row: (label, step / condition, text)
+/// for an unverified row, a late generator and a saturated API.
+pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, &str)> {
+    let mut out = Vec::new();
+    for r in &s.rows {
+        let p = &r.pair;
+        let who = || format!("{} / {}", r.step, p.condition);
+        let unverified = (!p.verified).then_some(p.verify_note.as_deref()).flatten();
+        for (label, text) in [
+            ("Not verified", unverified),
+            ("Warning", p.lateness_warning.as_deref()),
+            ("Saturated", p.saturation_warning.as_deref()),
+        ] {
+            if let Some(text) = text {
+                out.push((label, who(), text));
+            }
+        }
+    }
+    out
+}
+
 /// The table, notes on unverified rows, and the verdict.
 pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "**{}**: {}\n", s.preset, s.description)?;
@@ -136,28 +157,8 @@ pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
         let cells: Vec<String> = cols.iter().map(|c| (c.2)(r)).collect();
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
-    for r in &s.rows {
-        if let (false, Some(note)) = (r.pair.verified, &r.pair.verify_note) {
-            writeln!(
-                out,
-                "\n**Not verified** ({} / {}): {note}.",
-                r.step, r.pair.condition
-            )?;
-        }
-        if let Some(w) = &r.pair.lateness_warning {
-            writeln!(
-                out,
-                "\n**Warning** ({} / {}): {w}.",
-                r.step, r.pair.condition
-            )?;
-        }
-        if let Some(w) = &r.pair.saturation_warning {
-            writeln!(
-                out,
-                "\n**Saturated** ({} / {}): {w}.",
-                r.step, r.pair.condition
-            )?;
-        }
+    for (label, who, text) in notes(s) {
+        writeln!(out, "\n**{label}** ({who}): {text}.")?;
     }
     if let Some(v) = &s.verdict {
         writeln!(out, "\n{v}")?;

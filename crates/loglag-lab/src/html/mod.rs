@@ -171,34 +171,13 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
         h.push_str("</tr>");
     }
     h.push_str("</tbody></table>");
-    for r in &s.rows {
-        if let (false, Some(note)) = (r.pair.verified, &r.pair.verify_note) {
-            let _ = write!(
-                h,
-                "<p><strong>Not verified</strong> ({} / {}): {}.</p>",
-                esc(&r.step),
-                esc(&r.pair.condition),
-                esc(note)
-            );
-        }
-        if let Some(w) = &r.pair.lateness_warning {
-            let _ = write!(
-                h,
-                "<p><strong>Warning</strong> ({} / {}): {}.</p>",
-                esc(&r.step),
-                esc(&r.pair.condition),
-                esc(w)
-            );
-        }
-        if let Some(w) = &r.pair.saturation_warning {
-            let _ = write!(
-                h,
-                "<p><strong>Saturated</strong> ({} / {}): {}.</p>",
-                esc(&r.step),
-                esc(&r.pair.condition),
-                esc(w)
-            );
-        }
+    for (label, who, text) in crate::export::preset::notes(s) {
+        let _ = write!(
+            h,
+            "<p><strong>{label}</strong> ({}): {}.</p>",
+            esc(&who),
+            esc(text)
+        );
     }
     if let Some(v) = &s.verdict {
         // An inconclusive verdict is not a finding: it is not set in bold.

@@ -226,6 +226,8 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
             IdMatch::of(&served, f, expect)
         });
     let mean_ms = stats::mean(latencies_ns.iter().map(|&ns| ns as f64 / 1e6));
+    let rps_api = completed as f64 / time_a;
+    let cpu_cores = raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s);
     let summary = RunSummary {
         run,
         round,
@@ -249,9 +251,9 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         drain_s,
         last_response_s: load.last_response_mono_ns().map(since_t0),
         last_byte_s: last_byte.map(since_t0),
-        rps_api: completed as f64 / time_a,
+        rps_api,
         rps_logs_read: completed as f64 / time_b,
-        cpu_cores: raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s),
+        cpu_cores,
         dropped: api_stats.as_ref().map(|a| a.dropped),
         queue_full: api_stats.as_ref().map(|a| a.queue_full),
         produced_bytes: api_stats.as_ref().map(|a| a.written_bytes),
@@ -265,12 +267,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         app_exit: raw.app_exit.clone(),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
-        saturation_warning: saturation(
-            raw.offered_rps,
-            completed as f64 / time_a,
-            raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s),
-            raw.api_cores,
-        ),
+        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
         mean_ms,
         process,
         request_ids,

@@ -21,25 +21,19 @@ pub struct FdSink {
     _owned: Option<File>,
     /// A FIFO to reopen when its reader has gone (EPIPE) and a new one arrives.
     reopen: Option<(std::path::PathBuf, Option<usize>)>,
+    /// What `fd` refers to (device, inode), read once when it was opened.
+    id: (u64, u64),
 }
 
 impl FdSink {
     /// Standard output, unbuffered (bypasses Rust's line buffer so one batch is one write).
     pub fn stdout() -> FdSink {
-        FdSink {
-            fd: 1,
-            _owned: None,
-            reopen: None,
-        }
+        FdSink::of(1, None)
     }
 
     /// Standard error, unbuffered.
     pub fn stderr() -> FdSink {
-        FdSink {
-            fd: 2,
-            _owned: None,
-            reopen: None,
-        }
+        FdSink::of(2, None)
     }
 
     /// A file opened for appending, created if missing with mode `0o666` minus the
@@ -128,16 +122,22 @@ impl FdSink {
             let _ = set_pipe_size(&file, *size);
         }
         self.fd = file.as_raw_fd();
+        self.id = crate::fork::fd_identity(self.fd).map_or((0, 0), |(id, _)| id);
         self._owned = Some(file);
         true
     }
 
     /// Wraps an open file (or the write end of a pipe).
     pub fn from_file(file: File) -> FdSink {
+        FdSink::of(file.as_raw_fd(), Some(file))
+    }
+
+    fn of(fd: RawFd, owned: Option<File>) -> FdSink {
         FdSink {
-            fd: file.as_raw_fd(),
-            _owned: Some(file),
+            fd,
+            _owned: owned,
             reopen: None,
+            id: crate::fork::fd_identity(fd).map_or((0, 0), |(id, _)| id),
         }
     }
 }
@@ -161,8 +161,8 @@ impl FdSink {
 }
 
 impl Sink for FdSink {
-    fn raw_fd(&self) -> Option<RawFd> {
-        Some(self.fd)
+    fn descriptor(&self) -> Option<(RawFd, (u64, u64))> {
+        Some((self.fd, self.id))
     }
 
     fn identity(&mut self) -> Option<(u64, u64)> {

@@ -55,10 +55,12 @@ pub trait Sink: Send + 'static {
         None
     }
 
-    /// The descriptor this sink writes to right now, for sinks that are one file
-    /// descriptor. A forked child, which has no writer thread, writes its records to
-    /// it directly (see `RELIABILITY.md`, "fork"). Asked after every `before_batch`.
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+    /// The descriptor this sink writes to right now and what it refers to (device,
+    /// inode), for sinks that are one file descriptor. A forked child, which has no
+    /// writer thread, writes its records to it directly (see `RELIABILITY.md`,
+    /// "fork"). Asked after every `before_batch`, and on the caller's thread in `sync`
+    /// mode: it must answer from what the sink knows, without a system call.
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
         None
     }
 
@@ -136,8 +138,8 @@ impl Sink for Box<dyn Sink> {
     fn take_notice(&mut self) -> Option<String> {
         (**self).take_notice()
     }
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        (**self).raw_fd()
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+        (**self).descriptor()
     }
     fn position(&mut self) -> Option<u64> {
         (**self).position()

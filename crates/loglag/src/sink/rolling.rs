@@ -377,6 +377,8 @@ pub struct RollingFile {
     /// retention deleted the file that had it.
     last_taken: Option<(String, Option<u32>)>,
     live: Arc<Live>,
+    /// What `live` holds, readable without its lock: the open file's (device, inode).
+    live_id: (u64, u64),
     housekeeper: Housekeeper,
     hup: Option<Arc<AtomicBool>>,
     /// Something to say in-band before the next batch (a file reopened).
@@ -457,6 +459,7 @@ impl RollingFile {
             current_stamp: String::new(),
             last_taken: None,
             live: live.clone(),
+            live_id: (0, 0),
             housekeeper: Housekeeper::idle(),
             hup,
             notice: None,
@@ -631,6 +634,7 @@ impl RollingFile {
         }
         *live = Some((meta.dev(), meta.ino()));
         drop(live);
+        self.live_id = (meta.dev(), meta.ino());
         self.len = meta.len();
         self.file = Some(file);
         self.current = path.to_owned();
@@ -875,9 +879,9 @@ impl Sink for RollingFile {
         self.notice.take()
     }
 
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
         use std::os::fd::AsRawFd;
-        self.file.as_ref().map(|f| f.as_raw_fd())
+        Some((self.file.as_ref()?.as_raw_fd(), self.live_id))
     }
 
     fn position(&mut self) -> Option<u64> {

@@ -297,3 +297,53 @@ pub fn mount_tmpfs(size: &str, test: &str) -> Option<Tmpfs> {
     }
     Some(Tmpfs { path, _dir: dir })
 }
+
+/// A wall clock a test moves by hand, for `rolling::Builder::time_source`: rotation
+/// happens exactly when the test moves it.
+#[derive(Clone)]
+pub struct TestClock(Arc<std::sync::atomic::AtomicI64>);
+
+impl TestClock {
+    /// At `secs` since the Unix epoch.
+    pub fn at(secs: i64) -> TestClock {
+        TestClock(Arc::new(std::sync::atomic::AtomicI64::new(secs)))
+    }
+    pub fn set(&self, secs: i64) {
+        self.0.store(secs, std::sync::atomic::Ordering::SeqCst);
+    }
+    pub fn get(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    pub fn advance(&self, secs: i64) {
+        self.0.fetch_add(secs, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// What `time_source` takes.
+    pub fn source(&self) -> impl Fn() -> std::time::SystemTime + Send + Sync + 'static {
+        let now = self.0.clone();
+        move || {
+            std::time::UNIX_EPOCH
+                + std::time::Duration::from_secs(
+                    now.load(std::sync::atomic::Ordering::SeqCst) as u64
+                )
+        }
+    }
+    #[cfg(feature = "rolling")]
+    pub fn install(&self, builder: loglag::rolling::Builder) -> loglag::rolling::Builder {
+        builder.time_source(self.source())
+    }
+}
+
+/// A file's bytes, gunzipped when its name ends in `.gz`.
+#[cfg(feature = "rolling")]
+pub fn decompressed(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if !path.to_string_lossy().ends_with(".gz") {
+        return bytes;
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{} does not decompress: {e}", path.display()));
+    out
+}
