@@ -7,6 +7,8 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use crate::capture::{self, Encoder, Site};
+use crate::clock;
 use crate::format::{self, time::coarse_monotonic_ns, Format};
 use crate::handshake::{Handshake, WriterEnd};
 use crate::level::Level;
@@ -193,6 +195,8 @@ impl Core {
             _ => [cap; 5],
         };
         let config_report = config.report_format;
+        // Read /proc/cpuinfo here, once, never on a caller's path.
+        clock::decide();
         Core {
             id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
             config,
@@ -363,17 +367,17 @@ impl Core {
                 };
                 scratch.clear();
                 format::truncate_into(&mut scratch, record, max);
-                self.submit_accepted(level, &scratch);
+                self.submit_accepted(level, &scratch, false);
                 true
             });
             if done != Ok(true) {
                 let mut own = Vec::new();
                 format::truncate_into(&mut own, record, max);
-                self.submit_accepted(level, &own);
+                self.submit_accepted(level, &own, false);
             }
             return;
         }
-        self.submit_accepted(level, record);
+        self.submit_accepted(level, record, false);
     }
 
     /// Records where a forked child would write: the sink's descriptor now, and what it
@@ -439,7 +443,52 @@ impl Core {
         }
     }
 
-    fn submit_accepted(&self, level: Level, record: &[u8]) {
+    /// Whether a captured record can travel as captured: only through a heap ring to
+    /// this process's own writer (not `sync`, not a spool, which outlives the process
+    /// and its static pointers, and not in a forked child, which writes lines itself).
+    pub(crate) fn defers_rendering(&self) -> bool {
+        self.config.mode == Mode::Async && self.spool.is_none() && !self.in_forked_child()
+    }
+
+    /// The capturing front-ends' producer path: `fill` captures one record, which goes
+    /// to the writer to be rendered there, or is rendered here when it cannot (see
+    /// [`Core::defers_rendering`]) or is longer than `max_record_bytes` captured.
+    #[inline]
+    pub(crate) fn submit_captured(
+        &self,
+        level: Level,
+        site: Site,
+        format: Format,
+        fill: impl FnOnce(&mut Encoder<'_>),
+    ) {
+        let mode = self.config.mode;
+        if mode == Mode::Off {
+            return;
+        }
+        let deferred = self.defers_rendering();
+        let time = if deferred {
+            clock::now()
+        } else {
+            clock::realtime()
+        };
+        format::with_capture_buffer(|captured| {
+            fill(&mut Encoder::begin(captured, site, format, time));
+            if mode == Mode::FormatOnly {
+                // What the caller pays is the capture; rendering is the writer's.
+                std::hint::black_box(&captured);
+            } else if deferred && captured.len() <= self.config.max_record_bytes {
+                self.count_accepted();
+                self.submit_accepted(level, captured, true);
+            } else {
+                format::with_line_buffer(|line| {
+                    capture::render_now(captured, level, line);
+                    self.submit(level, line);
+                });
+            }
+        });
+    }
+
+    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool) {
         if self.config.mode == Mode::Sync {
             return self.write_sync(level, record);
         }
@@ -453,7 +502,7 @@ impl Core {
             let pushed = if self.take_record_slot() {
                 let pushed = self
                     .ring
-                    .try_push(level, record, limit, coarse_monotonic_ns());
+                    .try_push(level, record, limit, coarse_monotonic_ns(), captured);
                 if pushed.is_err() {
                     self.release_record_slots(1);
                 }

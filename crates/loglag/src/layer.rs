@@ -1,20 +1,21 @@
 //! A tracing [`Layer`] that formats events itself and hands them to the pipeline.
 
-use std::time::SystemTime;
-
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
-use crate::format::{escape, with_line_buffer, write_field, Format, LineBuilder, Value};
+use crate::capture::{Encoder, Site};
+use crate::format::{escape, write_field, Format, Value};
 use crate::handle::NonBlocking;
 use crate::level::Level;
 use crate::mode::Mode;
 
-/// A tracing layer that renders each event in a [`Format`] (JSON by default) into a
-/// per-thread buffer and submits it, without allocating per event.
+/// A tracing layer that captures each event's values as binary on the calling thread
+/// and renders it in a [`Format`] (JSON by default) on the writer thread, without
+/// allocating per event. (In `sync` mode, with a spool, or in a forked child it
+/// renders on the calling thread: see the crate's notes on the hot path.)
 ///
 /// Events inside spans carry them, as tracing-subscriber's JSON does: `"span"` (the
 /// innermost, with its fields) and `"spans"` (root first). Text formats add
@@ -63,29 +64,6 @@ impl LoglagLayer {
         timeout: std::time::Duration,
     ) -> Result<crate::Flushed, crate::FlushTimeout> {
         self.writer.flush(timeout)
-    }
-}
-
-struct FieldVisitor<'a, 'b>(&'a mut LineBuilder<'b>);
-
-impl Visit for FieldVisitor<'_, '_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.field(field.name(), Value::Debug(value));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.field(field.name(), Value::Str(value));
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.field(field.name(), Value::I64(value));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.field(field.name(), Value::U64(value));
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.0.field(field.name(), Value::F64(value));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.field(field.name(), Value::Bool(value));
     }
 }
 
@@ -228,22 +206,42 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let mode = self.writer.mode();
-        if mode == Mode::Off {
-            return;
-        }
         let meta = event.metadata();
         let level = Level::from(meta.level());
-        with_line_buffer(|buf| {
-            let mut line =
-                LineBuilder::begin(buf, self.format, SystemTime::now(), level, meta.target());
-            event.record(&mut FieldVisitor(&mut line));
-            line.finish_with(|out| self.write_spans(out, event, &ctx));
-            if mode != Mode::FormatOnly {
-                self.writer.submit(level, buf);
-            } else {
-                std::hint::black_box(&buf);
-            }
-        });
+        let site = Site::Tracing(meta);
+        // Only the values are copied here; the writer renders the line. The spans'
+        // fields were rendered once, when recorded, and are copied as they are.
+        self.writer
+            .core
+            .submit_captured(level, site, self.format, |captured| {
+                event.record(&mut CaptureVisitor(captured));
+                if ctx.event_span(event).is_some() {
+                    captured.extra(|out| self.write_spans(out, event, &ctx));
+                }
+            });
+    }
+}
+
+/// Copies an event's values into its captured form, by field index.
+struct CaptureVisitor<'a, 'b>(&'a mut Encoder<'b>);
+
+impl Visit for CaptureVisitor<'_, '_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.debug(field.index() as u8, value);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.str(field.index() as u8, value);
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.i64(field.index() as u8, value);
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.u64(field.index() as u8, value);
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.f64(field.index() as u8, value);
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.bool(field.index() as u8, value);
     }
 }

@@ -58,6 +58,8 @@
 //! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook) |
 
 mod builder;
+mod capture;
+mod clock;
 mod core;
 mod fork;
 pub mod format;

@@ -8,7 +8,8 @@
 //! positions. Each record occupies `HEADER + round_up_8(len)` bytes:
 //!
 //! ```text
-//! word 0: state    = len << 8 | level << 1 | COMMITTED   (0 while the producer is writing)
+//! word 0: state    = len << 8 | CAPTURED | level << 1 | COMMITTED   (0 while the producer
+//!                    is writing; CAPTURED: the payload is `capture.rs`'s binary form)
 //! word 1: enqueue time (coarse monotonic nanoseconds)
 //! word 2: the record's own position   (spool mode: tells this lap from an older one)
 //! word 3: checksum of position, state and payload   (spool mode: detects torn records)
@@ -30,6 +31,7 @@ use crate::level::Level;
 
 pub(crate) const HEADER: u64 = 32;
 const COMMITTED: u64 = 1;
+const CAPTURED: u64 = 1 << 4;
 
 /// Keeps `head` and `tail` on separate cache lines so producers and the writer do not
 /// fight over one line.
@@ -217,6 +219,7 @@ impl Ring {
         bytes: &[u8],
         limit: u64,
         now_ns: u64,
+        captured: bool,
     ) -> Result<u64, Full> {
         let need = footprint(bytes.len());
         let limit = limit.min(self.capacity);
@@ -246,7 +249,8 @@ impl Ring {
                 Ok(_) => {
                     // SAFETY: `[head, head+need)` is ours until we publish the state word.
                     unsafe { self.write_payload(head + HEADER, bytes) };
-                    let state = (bytes.len() as u64) << 8 | (level as u64) << 1 | COMMITTED;
+                    let kind = if captured { CAPTURED } else { 0 };
+                    let state = (bytes.len() as u64) << 8 | kind | (level as u64) << 1 | COMMITTED;
                     self.word(head + 8).store(now_ns, Ordering::Relaxed);
                     if self.checksums {
                         self.word(head + 16).store(head, Ordering::Relaxed);
@@ -288,7 +292,9 @@ impl Ring {
 
     /// Copies committed records, in order from `tail`, into `out` until about
     /// `max_bytes` have been taken (at least one record if any is ready), calling `each`
-    /// per record. Stops early at a record whose producer has not yet published it.
+    /// per record. A captured record is copied into `scratch` and `render`ed into `out`
+    /// instead; its `Popped::len` is the rendered length. Stops early at a record whose
+    /// producer has not yet published it.
     /// With `release` the space is released at once; otherwise the caller releases
     /// `[tail, returned position)` once the records are safely written (spool mode).
     /// Returns (records taken, position after the last one).
@@ -297,6 +303,8 @@ impl Ring {
         out: &mut Vec<u8>,
         max_bytes: usize,
         release: bool,
+        scratch: &mut Vec<u8>,
+        render: &mut dyn FnMut(Level, &[u8], &mut Vec<u8>),
         mut each: impl FnMut(Popped),
     ) -> (usize, u64) {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
@@ -327,10 +335,22 @@ impl Ring {
             // SAFETY: the record is committed (acquire above), lies within the reserved
             // region (checked above) and we hold `consume`.
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
-            out.extend_from_slice(a);
-            out.extend_from_slice(b);
-            each(Popped { level, len });
-            taken += len;
+            let before = out.len();
+            if state & CAPTURED != 0 {
+                scratch.clear();
+                scratch.extend_from_slice(a);
+                scratch.extend_from_slice(b);
+                render(level, scratch, out);
+            } else {
+                out.extend_from_slice(a);
+                out.extend_from_slice(b);
+            }
+            let written = out.len() - before;
+            each(Popped {
+                level,
+                len: written,
+            });
+            taken += written;
             count += 1;
             pos += footprint(len);
         }
@@ -493,21 +513,21 @@ mod tests {
     #[test]
     fn a_header_no_producer_wrote_is_skipped_not_trusted() {
         let ring = Ring::new(1024);
-        ring.try_push(Level::Info, b"good\n", u64::MAX, 0).unwrap();
-        ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0)
+        ring.try_push(Level::Info, b"good\n", u64::MAX, 0, false).unwrap();
+        ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0, false)
             .unwrap();
         let second = footprint(5);
         ring.word(second)
             .store((0x6363_6363_6363u64 << 8) | COMMITTED, Ordering::Release);
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let (count, end) = ring.pop_into(&mut out, 1 << 20, true, |p| seen.push(p.len));
+        let (count, end) = ring.pop_into(&mut out, 1 << 20, true, &mut Vec::new(), &mut |_, _, _| {}, |p| seen.push(p.len));
         assert_eq!((count, out.as_slice()), (1, &b"good\n"[..]));
         assert_eq!(end, ring.head_position(), "the rest is skipped");
         assert_eq!(ring.torn.load(Ordering::Relaxed), 1);
-        ring.try_push(Level::Info, b"after\n", u64::MAX, 0).unwrap();
+        ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false).unwrap();
         out.clear();
-        ring.pop_into(&mut out, 1 << 20, true, |_| {});
+        ring.pop_into(&mut out, 1 << 20, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
         assert_eq!(out, b"after\n", "the ring goes on");
     }
 
@@ -521,14 +541,14 @@ mod tests {
                 "record-{round}-b-longer-payload-{}",
                 "x".repeat(round as usize % 40)
             );
-            ring.try_push(Level::Info, a.as_bytes(), u64::MAX, 0)
+            ring.try_push(Level::Info, a.as_bytes(), u64::MAX, 0, false)
                 .unwrap();
-            ring.try_push(Level::Warn, b.as_bytes(), u64::MAX, 0)
+            ring.try_push(Level::Warn, b.as_bytes(), u64::MAX, 0, false)
                 .unwrap();
             out.clear();
             let mut levels = Vec::new();
             assert_eq!(
-                ring.pop_into(&mut out, usize::MAX, true, |p| levels.push(p.level))
+                ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |p| levels.push(p.level))
                     .0,
                 2
             );
@@ -562,10 +582,10 @@ mod tests {
         let payload = [0x01u8; 100];
         let mut out = Vec::new();
         for i in 0..200_000u64 {
-            ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000)
+            ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false)
                 .unwrap();
             out.clear();
-            ring.pop_into(&mut out, usize::MAX, true, |_| {});
+            ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
         }
         done.store(true, Ordering::Relaxed);
         sampler.join().expect("no impossible timestamp");
@@ -575,17 +595,17 @@ mod tests {
     fn the_oldest_enqueue_time_is_the_oldest_queued_records() {
         let ring = Ring::new(4096);
         assert_eq!(ring.oldest_enqueued_ns(), None, "empty");
-        ring.try_push(Level::Info, b"first\n", u64::MAX, 1_000)
+        ring.try_push(Level::Info, b"first\n", u64::MAX, 1_000, false)
             .unwrap();
-        ring.try_push(Level::Info, b"second\n", u64::MAX, 2_000)
+        ring.try_push(Level::Info, b"second\n", u64::MAX, 2_000, false)
             .unwrap();
         assert_eq!(ring.oldest_enqueued_ns(), Some(1_000));
         let mut out = Vec::new();
         // One record out: the next one is now the oldest.
-        ring.pop_into(&mut out, 1, true, |_| {});
+        ring.pop_into(&mut out, 1, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
         assert_eq!(out, b"first\n");
         assert_eq!(ring.oldest_enqueued_ns(), Some(2_000));
-        ring.pop_into(&mut out, usize::MAX, true, |_| {});
+        ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
         assert_eq!(ring.oldest_enqueued_ns(), None, "drained");
     }
 
@@ -633,27 +653,27 @@ mod tests {
     fn full_ring_refuses_and_limit_is_respected() {
         let ring = Ring::new(256);
         let rec = [b'x'; 40]; // 72 bytes of ring each
-        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
         assert!(
-            ring.try_push(Level::Info, &rec, 100, 0).is_err(),
+            ring.try_push(Level::Info, &rec, 100, 0, false).is_err(),
             "limit below capacity"
         );
-        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
-        assert!(ring.try_push(Level::Info, &rec, 256, 0).is_ok());
-        assert_eq!(ring.try_push(Level::Info, &rec, 256, 0), Err(Full));
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
+        assert_eq!(ring.try_push(Level::Info, &rec, 256, 0, false), Err(Full));
     }
 
     #[test]
     fn evict_oldest_makes_room_and_reports_victims() {
         let ring = Ring::new(160);
-        ring.try_push(Level::Debug, &[1; 40], 160, 0).unwrap();
-        ring.try_push(Level::Info, &[2; 40], 160, 0).unwrap();
+        ring.try_push(Level::Debug, &[1; 40], 160, 0, false).unwrap();
+        ring.try_push(Level::Info, &[2; 40], 160, 0, false).unwrap();
         let mut victims = Vec::new();
         assert!(ring.evict_oldest(footprint(40), 160, |p| victims.push(p.level)));
         assert_eq!(victims, [Level::Debug]);
-        ring.try_push(Level::Error, &[3; 40], 160, 0).unwrap();
+        ring.try_push(Level::Error, &[3; 40], 160, 0, false).unwrap();
         let mut out = Vec::new();
-        ring.pop_into(&mut out, usize::MAX, true, |_| {});
+        ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
         assert_eq!(out, [[2u8; 40], [3u8; 40]].concat());
     }
 
@@ -663,7 +683,7 @@ mod tests {
         let base = NonNull::new(storage.as_mut_ptr()).unwrap();
         let ring = Ring::with_storage(base, 512, true, 0, Storage::Heap(Box::new([])));
         for i in 0..5u8 {
-            ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0)
+            ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0, false)
                 .unwrap();
         }
         // Tear the second record's payload.

@@ -764,7 +764,7 @@ mod tests {
         let (ring, header, _) = open(&spool, CAPACITY, &mut sink, SpoolSync::Never).unwrap();
         assert_eq!(ring.tail_position(), start);
         for i in 0..RECORDS {
-            ring.try_push(Level::Info, &record(i), u64::MAX, 0).unwrap();
+            ring.try_push(Level::Info, &record(i), u64::MAX, 0, false).unwrap();
         }
         let batch: Vec<u8> = (0..in_batch).flat_map(record).collect();
         let end = start
@@ -1145,7 +1145,7 @@ mod tests {
         {
             let (ring, _header, _) = open(&spool, 1 << 20, &mut sink, SpoolSync::Never).unwrap();
             for r in &records {
-                ring.try_push(Level::Info, r, u64::MAX, 0).unwrap();
+                ring.try_push(Level::Info, r, u64::MAX, 0, false).unwrap();
             }
         }
         let mut recorder = ChunkRecorder::default();

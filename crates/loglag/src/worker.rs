@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use crate::clock::WallClock;
 use crate::core::{Core, InsideSink};
 use crate::level::Level;
 use crate::metrics::DropReason;
@@ -66,6 +67,11 @@ struct Writer {
     failing: bool,
     /// When the spool was last synced (`SpoolSync::Every`).
     last_sync: Instant,
+    /// Turns captured records' raw timestamps into wall-clock time.
+    clock: WallClock,
+    /// A captured record, contiguous, and its rendering before truncation.
+    captured: Vec<u8>,
+    rendered: Vec<u8>,
 }
 
 impl Writer {
@@ -79,6 +85,9 @@ impl Writer {
             reported: [[0; 5]; 4],
             failing: false,
             last_sync: Instant::now(),
+            clock: WallClock::new(),
+            captured: Vec::new(),
+            rendered: Vec::new(),
         }
     }
 
@@ -142,6 +151,21 @@ impl Writer {
             self.batch.clear();
             self.records.clear();
             let records = &mut self.records;
+            let (clock, rendered) = (&mut self.clock, &mut self.rendered);
+            let max_record = core.config.max_record_bytes;
+            let counters = &core.counters;
+            // Captured records are rendered here, off the callers' threads, through
+            // the same line builder, and cut like any record over `max_record_bytes`.
+            let mut render = |level: Level, captured: &[u8], out: &mut Vec<u8>| {
+                rendered.clear();
+                crate::capture::render(captured, level, clock, rendered);
+                if rendered.len() > max_record {
+                    counters.truncated.fetch_add(1, Ordering::Relaxed);
+                    crate::format::truncate_into(out, rendered, max_record);
+                } else {
+                    out.extend_from_slice(rendered);
+                }
+            };
             let spool = core.spool.as_ref();
             let start = ring.tail_position();
             // With a spool the space is released only once the batch is in the sink, so
@@ -150,6 +174,8 @@ impl Writer {
                 &mut self.batch,
                 self.core.config.batch_bytes,
                 spool.is_none(),
+                &mut self.captured,
+                &mut render,
                 |p| records.push((p.len, p.level)),
             );
             if taken == 0 {

@@ -96,13 +96,27 @@ pub fn rfc3339(t: SystemTime) -> String {
 
 thread_local! {
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static CAPTURE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Runs `f` with this thread's reusable record buffer, cleared. Falls back to a fresh
 /// buffer when re-entered (a `Debug` impl that logs) or during thread teardown.
 pub(crate) fn with_line_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    with_buffer(&LINE, f)
+}
+
+/// The same for a record's captured form, which may be rendered into the line buffer.
+pub(crate) fn with_capture_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    with_buffer(&CAPTURE, f)
+}
+
+#[inline]
+fn with_buffer<R>(
+    key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<u8>>>,
+    f: impl FnOnce(&mut Vec<u8>) -> R,
+) -> R {
     let mut f = Some(f);
-    let result = LINE.try_with(|cell| {
+    let result = key.try_with(|cell| {
         cell.try_borrow_mut().ok().map(|mut buf| {
             buf.clear();
             let r = (f.take().expect("called once"))(&mut buf);

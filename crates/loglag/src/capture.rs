@@ -1,0 +1,327 @@
+//! A record captured on the caller's thread as binary, and rendered on the writer.
+//!
+//! The caller copies what only it has (the arguments' values and a raw timestamp) and
+//! refers to what is static (the call site: level, target, field names, a literal
+//! message) by pointer. The writer renders the line through the same
+//! [`LineBuilder`] as a caller would, so the bytes are identical whichever thread
+//! formats them.
+//!
+//! Layout (native-endian, unaligned):
+//!
+//! ```text
+//! header  raw timestamp u64 | flags u8 | format u8 | 6 zero bytes | site pointer u64
+//! field   tag u8 | index u8 | value
+//!         I64, U64, F64: 8 bytes; BOOL: 1 byte; STR: u32 length + bytes (UTF-8);
+//!         STATIC: pointer u64 + length u64 of a &'static str
+//! extra   EXTRA | u32 length + bytes, rendered (span context), appended at the end
+//! ```
+//!
+//! Pointers in a record are only ever `&'static` and only read by the process that
+//! wrote them: a captured record lives only in a heap ring, never in a spool (which
+//! outlives the process) and never in a forked child (which writes formatted lines).
+
+use std::fmt;
+use std::time::SystemTime;
+
+use crate::clock::{Raw, WallClock};
+use crate::format::{Format, LineBuilder, Value};
+use crate::level::Level;
+
+const HEADER: usize = 24;
+
+const FLAG_TSC: u8 = 1;
+const FLAG_TRACING: u8 = 2;
+
+const TAG_I64: u8 = 1;
+const TAG_U64: u8 = 2;
+const TAG_F64: u8 = 3;
+const TAG_BOOL: u8 = 4;
+const TAG_STR: u8 = 5;
+const TAG_STATIC: u8 = 6;
+const TAG_EXTRA: u8 = 7;
+
+/// The field index that names the message rather than a call-site field.
+pub const MESSAGE: u8 = u8::MAX;
+
+/// A loglag macro's call site: everything that does not change between calls lives
+/// here, in a `static`, and a record carries a pointer to it.
+#[derive(Debug)]
+pub struct Callsite {
+    /// The call's level.
+    pub level: Level,
+    /// `module_path!()` unless the call names its target.
+    pub target: &'static str,
+    /// `file!()`.
+    pub file: &'static str,
+    /// `line!()`.
+    pub line: u32,
+    /// The fields' names, in the order the call gives them.
+    pub names: &'static [&'static str],
+}
+
+/// Where a record's static parts come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Site {
+    Loglag(&'static Callsite),
+    #[cfg(feature = "tracing")]
+    Tracing(&'static tracing_core::Metadata<'static>),
+}
+
+impl Site {
+    fn target(self) -> &'static str {
+        match self {
+            Site::Loglag(c) => c.target,
+            #[cfg(feature = "tracing")]
+            Site::Tracing(m) => m.target(),
+        }
+    }
+
+    fn name(self, index: u8) -> &'static str {
+        if index == MESSAGE {
+            return "message";
+        }
+        match self {
+            Site::Loglag(c) => c.names.get(index as usize).copied().unwrap_or("?"),
+            #[cfg(feature = "tracing")]
+            Site::Tracing(m) => m
+                .fields()
+                .iter()
+                .nth(index as usize)
+                .map_or("?", |f| f.name()),
+        }
+    }
+}
+
+/// Appends one record's captured form to a buffer. Made by the pipeline for a
+/// front-end; the macros reach it through `loglag::__private`.
+pub struct Encoder<'a> {
+    buf: &'a mut Vec<u8>,
+}
+
+impl fmt::Debug for Encoder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Encoder")
+            .field("len", &self.buf.len())
+            .finish()
+    }
+}
+
+impl<'a> Encoder<'a> {
+    pub(crate) fn begin(buf: &'a mut Vec<u8>, site: Site, format: Format, time: Raw) -> Self {
+        let (flags, site_ptr) = match site {
+            Site::Loglag(c) => (0, c as *const Callsite as u64),
+            #[cfg(feature = "tracing")]
+            Site::Tracing(m) => (FLAG_TRACING, m as *const _ as u64),
+        };
+        let flags = flags | if time.tsc { FLAG_TSC } else { 0 };
+        let mut header = [0u8; HEADER];
+        header[..8].copy_from_slice(&time.value.to_ne_bytes());
+        header[8] = flags;
+        header[9] = format.index();
+        header[16..].copy_from_slice(&site_ptr.to_ne_bytes());
+        buf.extend_from_slice(&header);
+        Encoder { buf }
+    }
+
+    #[inline]
+    fn word(&mut self, tag: u8, index: u8, value: u64) {
+        let mut item = [0u8; 10];
+        item[0] = tag;
+        item[1] = index;
+        item[2..].copy_from_slice(&value.to_ne_bytes());
+        self.buf.extend_from_slice(&item);
+    }
+
+    /// A signed integer field.
+    #[inline]
+    pub fn i64(&mut self, index: u8, value: i64) {
+        self.word(TAG_I64, index, value as u64);
+    }
+
+    /// An unsigned integer field.
+    #[inline]
+    pub fn u64(&mut self, index: u8, value: u64) {
+        self.word(TAG_U64, index, value);
+    }
+
+    /// A float field.
+    #[inline]
+    pub fn f64(&mut self, index: u8, value: f64) {
+        self.word(TAG_F64, index, value.to_bits());
+    }
+
+    /// A boolean field.
+    #[inline]
+    pub fn bool(&mut self, index: u8, value: bool) {
+        self.buf.extend_from_slice(&[TAG_BOOL, index, value as u8]);
+    }
+
+    /// A text field, copied.
+    #[inline]
+    pub fn str(&mut self, index: u8, value: &str) {
+        // A field longer than 4 GiB is cut; the record would be truncated anyway.
+        let len = value.len().min(u32::MAX as usize);
+        self.buf.extend_from_slice(&[TAG_STR, index]);
+        self.buf.extend_from_slice(&(len as u32).to_ne_bytes());
+        self.buf.extend_from_slice(&value.as_bytes()[..len]);
+    }
+
+    /// A text field that lives for the whole program: only its address is copied.
+    #[inline]
+    pub fn static_str(&mut self, index: u8, value: &'static str) {
+        let mut item = [0u8; 18];
+        item[0] = TAG_STATIC;
+        item[1] = index;
+        item[2..10].copy_from_slice(&(value.as_ptr() as u64).to_ne_bytes());
+        item[10..].copy_from_slice(&(value.len() as u64).to_ne_bytes());
+        self.buf.extend_from_slice(&item);
+    }
+
+    /// A field rendered through `Display` now, on the caller (the value may not live
+    /// until the writer formats).
+    pub fn display(&mut self, index: u8, value: &dyn fmt::Display) {
+        self.text(index, format_args!("{value}"));
+    }
+
+    /// A field rendered through `Debug` now.
+    pub fn debug(&mut self, index: u8, value: &dyn fmt::Debug) {
+        self.text(index, format_args!("{value:?}"));
+    }
+
+    /// A message: a literal is referred to, anything else formatted now.
+    #[inline]
+    pub fn args(&mut self, index: u8, args: fmt::Arguments<'_>) {
+        match args.as_str() {
+            Some(literal) => self.static_str(index, literal),
+            None => self.text(index, args),
+        }
+    }
+
+    /// Formats `args` straight into the record as a STR field.
+    fn text(&mut self, index: u8, args: fmt::Arguments<'_>) {
+        self.buf.extend_from_slice(&[TAG_STR, index, 0, 0, 0, 0]);
+        let start = self.buf.len();
+        let _ = std::io::Write::write_fmt(self.buf, args);
+        let len = (self.buf.len() - start).min(u32::MAX as usize) as u32;
+        self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
+    }
+
+    /// Appends rendered bytes (span context) that the writer adds at the end of the line.
+    pub(crate) fn extra(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        self.buf.extend_from_slice(&[TAG_EXTRA, 0, 0, 0, 0]);
+        let start = self.buf.len();
+        fill(self.buf);
+        let len = (self.buf.len() - start) as u32;
+        self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
+    }
+}
+
+fn take<'r>(rec: &mut &'r [u8], n: usize) -> Option<&'r [u8]> {
+    if rec.len() < n {
+        return None;
+    }
+    let (head, rest) = rec.split_at(n);
+    *rec = rest;
+    Some(head)
+}
+
+fn u64_at(bytes: &[u8]) -> u64 {
+    u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"))
+}
+
+/// Renders a captured record as one line into `out`, with its timestamp from `clock`.
+/// A record cut short (which only a bug could make) ends at what was read.
+pub(crate) fn render(mut rec: &[u8], level: Level, clock: &mut WallClock, out: &mut Vec<u8>) {
+    let Some(header) = take(&mut rec, HEADER) else {
+        debug_assert!(false, "captured record without a header");
+        return;
+    };
+    let raw = Raw {
+        value: u64_at(header),
+        tsc: header[8] & FLAG_TSC != 0,
+    };
+    render_at(header, rec, level, clock.to_system_time(raw), out);
+}
+
+/// Renders with the caller's clock instead of the captured one: the record could not
+/// be handed over, and the caller has no tick rate to convert with.
+pub(crate) fn render_now(mut rec: &[u8], level: Level, out: &mut Vec<u8>) {
+    let Some(header) = take(&mut rec, HEADER) else {
+        return;
+    };
+    render_at(header, rec, level, SystemTime::now(), out);
+}
+
+fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out: &mut Vec<u8>) {
+    let site_ptr = u64_at(&header[16..]);
+    // SAFETY: the encoder wrote this pointer from a `&'static` of the kind its flag
+    // names, in this process (see the module's note).
+    let site = unsafe {
+        if header[8] & FLAG_TRACING != 0 {
+            #[cfg(feature = "tracing")]
+            {
+                Site::Tracing(&*(site_ptr as *const tracing_core::Metadata<'static>))
+            }
+            #[cfg(not(feature = "tracing"))]
+            {
+                return;
+            }
+        } else {
+            Site::Loglag(&*(site_ptr as *const Callsite))
+        }
+    };
+    let format = Format::from_index(header[9]);
+    let mut line = LineBuilder::begin(out, format, time, level, site.target());
+    let mut extra: &[u8] = &[];
+    while let Some(&[tag, index]) = take(&mut rec, 2) {
+        let value = match tag {
+            TAG_I64 | TAG_U64 | TAG_F64 => {
+                let Some(w) = take(&mut rec, 8) else { break };
+                let w = u64_at(w);
+                match tag {
+                    TAG_I64 => Value::I64(w as i64),
+                    TAG_U64 => Value::U64(w),
+                    _ => Value::F64(f64::from_bits(w)),
+                }
+            }
+            TAG_BOOL => match take(&mut rec, 1) {
+                Some(b) => Value::Bool(b[0] != 0),
+                None => break,
+            },
+            TAG_STR => {
+                let Some(len) = take(&mut rec, 4) else { break };
+                let len = u32::from_ne_bytes(len.try_into().expect("4 bytes")) as usize;
+                let Some(bytes) = take(&mut rec, len) else { break };
+                match std::str::from_utf8(bytes) {
+                    Ok(text) => Value::Str(text),
+                    Err(_) => Value::Bytes(bytes),
+                }
+            }
+            TAG_STATIC => {
+                let Some(w) = take(&mut rec, 16) else { break };
+                let (ptr, len) = (u64_at(w), u64_at(&w[8..]) as usize);
+                // SAFETY: written from a `&'static str` in this process.
+                Value::Str(unsafe {
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                        ptr as *const u8,
+                        len,
+                    ))
+                })
+            }
+            TAG_EXTRA => {
+                // The index byte was the first of the length.
+                let Some(rest) = take(&mut rec, 3) else { break };
+                let len = u32::from_ne_bytes([index, rest[0], rest[1], rest[2]]) as usize;
+                let Some(bytes) = take(&mut rec, len) else { break };
+                extra = bytes;
+                continue;
+            }
+            _ => {
+                debug_assert!(false, "unknown capture tag {tag}");
+                break;
+            }
+        };
+        line.field(site.name(index), value);
+    }
+    line.finish_with(|out| out.extend_from_slice(extra));
+}

@@ -1,0 +1,213 @@
+//! Timestamps for captured records: read raw on the caller's thread, turned into
+//! wall-clock time on the writer.
+//!
+//! Where the CPU's time-stamp counter runs at a constant rate and does not stop in
+//! sleep states (`constant_tsc` and `nonstop_tsc` in /proc/cpuinfo, x86-64 only), the
+//! caller reads it with one `rdtsc` (a few ns, no system call, no vDSO seqlock). The
+//! writer converts ticks to nanoseconds with a rate it measures itself against
+//! `CLOCK_REALTIME` and re-anchors every 500 ms, as Quill and fmtlog do. Elsewhere, or
+//! with `LOGLAG_CLOCK=realtime`, the caller reads `CLOCK_REALTIME` directly.
+//!
+//! Not the coarse clock: its resolution is a scheduler tick (4 ms here), which would
+//! print microseconds that are not true.
+//!
+//! What it costs: two records taken on two cores a few µs apart can come out with
+//! their timestamps a few µs out of order after a re-anchoring, as Quill documents.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const UNDECIDED: u8 = 0;
+const TSC: u8 = 1;
+const REALTIME: u8 = 2;
+
+static SOURCE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The environment variable that forces `CLOCK_REALTIME` on the caller.
+pub const CLOCK_ENV: &str = "LOGLAG_CLOCK";
+
+/// A raw reading: TSC ticks, or Unix nanoseconds (`tsc == false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Raw {
+    pub(crate) value: u64,
+    pub(crate) tsc: bool,
+}
+
+/// Reads the clock on the caller's path.
+#[inline]
+pub(crate) fn now() -> Raw {
+    match SOURCE.load(Ordering::Relaxed) {
+        TSC => Raw {
+            value: rdtsc(),
+            tsc: true,
+        },
+        REALTIME => realtime(),
+        _ => {
+            decide();
+            now()
+        }
+    }
+}
+
+/// Unix nanoseconds from `CLOCK_REALTIME`.
+pub(crate) fn realtime() -> Raw {
+    let ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    Raw {
+        value: ns,
+        tsc: false,
+    }
+}
+
+/// Decides the source once per process (a pipeline's build calls this, so a caller
+/// never reads /proc).
+#[cold]
+pub(crate) fn decide() {
+    if SOURCE.load(Ordering::Relaxed) != UNDECIDED {
+        return;
+    }
+    let forced_realtime = std::env::var(CLOCK_ENV).is_ok_and(|v| v.trim() == "realtime");
+    let tsc = !forced_realtime && cfg!(target_arch = "x86_64") && invariant_tsc();
+    SOURCE.store(if tsc { TSC } else { REALTIME }, Ordering::Relaxed);
+}
+
+/// Whether the caller reads the TSC (for the benchmark notes and tests).
+pub(crate) fn uses_tsc() -> bool {
+    decide();
+    SOURCE.load(Ordering::Relaxed) == TSC
+}
+
+fn invariant_tsc() -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return false;
+    };
+    let flags: Vec<&str> = info
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .collect();
+    !flags.is_empty()
+        && flags.iter().all(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.contains(&"constant_tsc") && words.contains(&"nonstop_tsc")
+        })
+}
+
+#[inline]
+fn rdtsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` has no preconditions on x86-64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        realtime().value
+    }
+}
+
+/// A (ticks, Unix ns) pair read as close together as the machine allows.
+fn sample() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let before = rdtsc();
+        let ns = realtime().value;
+        let after = rdtsc();
+        let gap = after.wrapping_sub(before);
+        if gap < best.0 {
+            best = (gap, before + gap / 2, ns);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// The writer's converter from raw readings to wall-clock time.
+#[derive(Debug)]
+pub(crate) struct WallClock {
+    /// The pair the rate is measured from.
+    origin: (u64, u64),
+    /// The latest pair: conversions count ticks from here.
+    base: (u64, u64),
+    ns_per_tick: f64,
+    next_resync_tick: u64,
+}
+
+/// Ticks between the pairs a first rate is measured over: at least a millisecond,
+/// so a 50 ns reading error is 5e-5 of it; re-anchoring narrows it to 1e-7.
+const FIRST_SPAN_NS: u64 = 1_000_000;
+const RESYNC_NS: f64 = 500e6;
+
+impl WallClock {
+    pub(crate) fn new() -> WallClock {
+        let origin = sample();
+        WallClock {
+            origin,
+            base: origin,
+            ns_per_tick: 0.0,
+            next_resync_tick: 0,
+        }
+    }
+
+    /// The wall-clock time of a raw reading.
+    pub(crate) fn to_system_time(&mut self, raw: Raw) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.to_unix_ns(raw))
+    }
+
+    pub(crate) fn to_unix_ns(&mut self, raw: Raw) -> u64 {
+        if !raw.tsc {
+            return raw.value;
+        }
+        if self.ns_per_tick == 0.0 || rdtsc() >= self.next_resync_tick {
+            self.resync();
+        }
+        let ticks = raw.value as i128 - self.base.0 as i128;
+        let ns = self.base.1 as i128 + (ticks as f64 * self.ns_per_tick) as i128;
+        ns.max(0) as u64
+    }
+
+    /// Re-anchors to `CLOCK_REALTIME` and refines the rate. Runs on the writer only;
+    /// the first call may spin up to a millisecond to measure a first rate.
+    fn resync(&mut self) {
+        let mut now = sample();
+        while now.1.saturating_sub(self.origin.1) < FIRST_SPAN_NS {
+            std::hint::spin_loop();
+            now = sample();
+        }
+        let ticks = now.0.saturating_sub(self.origin.0).max(1);
+        self.ns_per_tick = (now.1 - self.origin.1) as f64 / ticks as f64;
+        // Measure the next rate over the last interval, not since start: a clock
+        // stepped by NTP then weighs on one interval only.
+        if now.1 - self.origin.1 >= 1_000_000_000 {
+            self.origin = self.base;
+        }
+        self.base = now;
+        self.next_resync_tick = now.0 + (RESYNC_NS / self.ns_per_tick) as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reading converts to within a millisecond of `CLOCK_REALTIME` read next to it,
+    /// before and after a re-anchoring.
+    #[test]
+    fn raw_readings_convert_to_the_wall_clock() {
+        let mut clock = WallClock::new();
+        for _ in 0..3 {
+            let before = realtime().value;
+            let raw = now();
+            let after = realtime().value;
+            let ns = clock.to_unix_ns(raw);
+            assert!(
+                ns + 1_000_000 >= before && ns <= after + 1_000_000,
+                "{before} <= {ns} <= {after} (tsc: {})",
+                raw.tsc
+            );
+            clock.next_resync_tick = 0;
+        }
+        let plain = realtime();
+        assert_eq!(clock.to_unix_ns(plain), plain.value);
+    }
+}
