@@ -69,6 +69,21 @@ fn hot_path(c: &mut Criterion) {
         let (sub, _guard) = loglag_layer();
         tracing::subscriber::with_default(sub, || b.iter(|| event!(black_box(7u64))))
     });
+    g.bench_function("loglag_macro", |b| {
+        let (writer, _guard) = loglag::NonBlockingBuilder::default()
+            .mode(loglag::Mode::Async)
+            .finish(std::io::sink());
+        loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+        b.iter(|| {
+            loglag::info!(
+                request_id = black_box(7u64),
+                user = "ann",
+                latency_ms = 12.5,
+                "request completed"
+            )
+        });
+        loglag::set_max_level(None);
+    });
     g.bench_function("loglag_fmt_writer", |b| {
         let (sub, _guard) = loglag_fmt();
         tracing::subscriber::with_default(sub, || b.iter(|| event!(black_box(7u64))))

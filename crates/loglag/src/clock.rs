@@ -73,12 +73,6 @@ pub(crate) fn decide() {
     SOURCE.store(if tsc { TSC } else { REALTIME }, Ordering::Relaxed);
 }
 
-/// Whether the caller reads the TSC (for the benchmark notes and tests).
-pub(crate) fn uses_tsc() -> bool {
-    decide();
-    SOURCE.load(Ordering::Relaxed) == TSC
-}
-
 fn invariant_tsc() -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
         return false;

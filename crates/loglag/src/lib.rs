@@ -70,6 +70,8 @@ mod hooks;
 mod layer;
 mod ledger;
 mod level;
+#[doc(hidden)]
+pub mod macros;
 #[cfg(feature = "log")]
 mod logger;
 mod metrics;
@@ -98,6 +100,7 @@ pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, Wo
 #[cfg(feature = "tracing")]
 pub use crate::layer::LoglagLayer;
 pub use crate::level::{Level, ParseLevelError};
+pub use crate::macros::{set_global, set_max_level};
 #[cfg(feature = "log")]
 pub use crate::logger::Logger;
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};

@@ -154,3 +154,30 @@ fn dropping_on_a_full_queue_does_not_allocate() {
     let m = guard.shutdown();
     assert_eq!(m.written_records + m.dropped_records, m.accepted);
 }
+
+/// loglag's own macros: no allocation per call in steady state, with fields of every
+/// kind, a literal message, and a message with arguments.
+#[test]
+fn zero_allocations_per_native_macro_call() {
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish(std::io::sink());
+    loglag::set_global(&writer, loglag::Format::Json, Level::Info);
+    let one_round = |i: u64| {
+        loglag::info!(i, user = "ann", latency_ms = 1.5, ok = true, "request done");
+        loglag::warn!(peer = %"10.0.0.1", "retry {} of {}", i, 3);
+    };
+    for i in 0..1000 {
+        one_round(i);
+    }
+    let n = allocations_during(|| {
+        for i in 0..10_000 {
+            one_round(i);
+        }
+    });
+    assert_eq!(n, 0, "heap allocations per native macro call");
+    loglag::set_max_level(None);
+    let m = guard.shutdown();
+    assert_eq!(m.accepted, 22_000);
+    assert_eq!(m.written_records + m.dropped_records, 22_000);
+}

@@ -1,0 +1,295 @@
+//! loglag's own macros (`loglag::info!` and the other levels) and the pipeline they
+//! log to.
+//!
+//! A call costs: one relaxed load (the level filter), a raw timestamp, copying the
+//! values into a per-thread buffer in binary, and one push into the ring. Everything
+//! static about the call (level, target, file, line, field names, a literal message)
+//! lives in a `static` at the call site, which the record points to; the line is
+//! rendered on the writer thread.
+
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::capture::Site;
+use crate::core::Core;
+use crate::format::Format;
+use crate::handle::NonBlocking;
+use crate::level::Level;
+
+/// No level is enabled.
+const OFF: u8 = 5;
+
+/// The least severe level the macros log, as `Level as u8`, or `OFF`.
+static MAX_LEVEL: AtomicU8 = AtomicU8::new(OFF);
+
+struct Global {
+    core: Arc<Core>,
+    format: Format,
+}
+
+static GLOBAL: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Sends loglag's macros (`loglag::info!`, …) to `writer`'s pipeline, rendered in
+/// `format`, for `max_level` and more severe levels. Calling it again moves them to
+/// another pipeline (the previous registration, a few dozen bytes, is kept for the
+/// life of the process, since a call may still be using it).
+///
+/// ```
+/// let (writer, guard) = loglag::NonBlockingBuilder::default().finish(Vec::<u8>::new());
+/// loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+/// loglag::info!(port = 8080, tls = true, "listening");
+/// loglag::debug!("not logged: below the maximum level");
+/// assert_eq!(guard.shutdown().written_records, 1);
+/// ```
+pub fn set_global(writer: &NonBlocking, format: Format, max_level: Level) {
+    writer.core.adopt_report_format(format);
+    let global = Box::into_raw(Box::new(Global {
+        core: writer.core.clone(),
+        format,
+    }));
+    // Leaked on purpose: a thread may be inside `emit` with the previous pointer.
+    GLOBAL.swap(global, Ordering::AcqRel);
+    set_max_level(Some(max_level));
+}
+
+/// Sets the least severe level the macros log; `None` turns them off.
+pub fn set_max_level(level: Option<Level>) {
+    MAX_LEVEL.store(level.map_or(OFF, |l| l as u8), Ordering::Relaxed);
+}
+
+/// What the macros expand to. Not a stable interface.
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+
+    pub use crate::capture::{Callsite, Encoder, MESSAGE};
+
+    /// The level filter: one relaxed load.
+    #[inline(always)]
+    pub fn enabled(level: Level) -> bool {
+        level as u8 >= MAX_LEVEL.load(Ordering::Relaxed)
+    }
+
+    /// Captures one call's values with `fill` and hands them to the pipeline.
+    #[inline]
+    pub fn emit(site: &'static Callsite, fill: impl FnOnce(&mut Encoder<'_>)) {
+        let global = GLOBAL.load(Ordering::Acquire);
+        if global.is_null() {
+            return;
+        }
+        // SAFETY: globals are leaked, never freed.
+        let global = unsafe { &*global };
+        global
+            .core
+            .submit_captured(site.level, Site::Loglag(site), global.format, fill);
+    }
+
+    /// How a macro argument is copied into the record: integers, floats and bools by
+    /// value, text with a length prefix. `%value` and `?value` go through `Display`
+    /// and `Debug` instead.
+    pub trait Capture {
+        /// Appends this value as field `index`.
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>);
+    }
+
+    macro_rules! capture_as {
+        ($method:ident as $as:ty: $($t:ty),*) => {$(
+            impl Capture for $t {
+                #[inline]
+                fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+                    encoder.$method(index, *self as $as);
+                }
+            }
+        )*};
+    }
+    capture_as!(i64 as i64: i8, i16, i32, i64, isize);
+    capture_as!(u64 as u64: u8, u16, u32, u64, usize);
+    capture_as!(f64 as f64: f32, f64);
+
+    impl Capture for bool {
+        #[inline]
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            encoder.bool(index, *self);
+        }
+    }
+
+    impl Capture for str {
+        #[inline]
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            encoder.str(index, self);
+        }
+    }
+
+    impl Capture for String {
+        #[inline]
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            encoder.str(index, self);
+        }
+    }
+
+    impl<T: Capture + ?Sized> Capture for &T {
+        #[inline]
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            (**self).capture(index, encoder);
+        }
+    }
+
+    /// `%value`: formatted with `Display` on the caller.
+    pub struct DisplayValue<'a, T: ?Sized>(pub &'a T);
+
+    impl<T: ?Sized> std::fmt::Debug for DisplayValue<'_, T> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("DisplayValue")
+        }
+    }
+
+    impl<T: std::fmt::Display + ?Sized> Capture for DisplayValue<'_, T> {
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            encoder.display(index, &self.0);
+        }
+    }
+
+    /// `?value`: formatted with `Debug` on the caller.
+    pub struct DebugValue<'a, T: ?Sized>(pub &'a T);
+
+    impl<T: ?Sized> std::fmt::Debug for DebugValue<'_, T> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("DebugValue")
+        }
+    }
+
+    impl<T: std::fmt::Debug + ?Sized> Capture for DebugValue<'_, T> {
+        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+            encoder.debug(index, &self.0);
+        }
+    }
+}
+
+/// Logs at a level given as an expression of type [`Level`](crate::Level):
+/// `loglag::event!(loglag::Level::Warn, disk = "sda", "low space")`.
+///
+/// The syntax is tracing's: `name = value` fields first (`%value` for `Display`,
+/// `?value` for `Debug`), then an optional message, a literal or a format string with
+/// arguments; `target: "name",` first overrides the module path. A literal message
+/// costs nothing to copy; a message with arguments is formatted on the caller, so
+/// prefer fields for values.
+#[macro_export]
+macro_rules! event {
+    ($level:expr, target: $target:expr, $($rest:tt)*) => {
+        $crate::__loglag_fields!(@ $level, $target, [], [], $($rest)*)
+    };
+    ($level:expr, $($rest:tt)*) => {
+        $crate::__loglag_fields!(@ $level, module_path!(), [], [], $($rest)*)
+    };
+}
+
+/// Logs at TRACE through loglag's own capture path; see [`event!`](crate::event).
+#[macro_export]
+macro_rules! trace {
+    ($($rest:tt)*) => { $crate::event!($crate::Level::Trace, $($rest)*) };
+}
+
+/// Logs at DEBUG through loglag's own capture path; see [`event!`](crate::event).
+#[macro_export]
+macro_rules! debug {
+    ($($rest:tt)*) => { $crate::event!($crate::Level::Debug, $($rest)*) };
+}
+
+/// Logs at INFO through loglag's own capture path; see [`event!`](crate::event).
+///
+/// ```
+/// # let (writer, _guard) = loglag::non_blocking(std::io::sink());
+/// # loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+/// let user = "ann";
+/// loglag::info!(port = 8080u16, user, latency_ms = 1.5, "listening");
+/// loglag::info!(peer = %"10.0.0.1", "accepted connection {}", 7);
+/// ```
+#[macro_export]
+macro_rules! info {
+    ($($rest:tt)*) => { $crate::event!($crate::Level::Info, $($rest)*) };
+}
+
+/// Logs at WARN through loglag's own capture path; see [`event!`](crate::event).
+#[macro_export]
+macro_rules! warn {
+    ($($rest:tt)*) => { $crate::event!($crate::Level::Warn, $($rest)*) };
+}
+
+/// Logs at ERROR through loglag's own capture path; see [`event!`](crate::event).
+#[macro_export]
+macro_rules! error {
+    ($($rest:tt)*) => { $crate::event!($crate::Level::Error, $($rest)*) };
+}
+
+/// Collects `name = value` fields, then hands them and the message to the emitter.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __loglag_fields {
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], $k:ident = % $val:expr $(, $($rest:tt)*)?) => {
+        $crate::__loglag_fields!(@ $l, $t, [$($n)* stringify!($k),],
+            [$($v)* ($crate::macros::__private::DisplayValue(&$val)),], $($($rest)*)?)
+    };
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], $k:ident = ? $val:expr $(, $($rest:tt)*)?) => {
+        $crate::__loglag_fields!(@ $l, $t, [$($n)* stringify!($k),],
+            [$($v)* ($crate::macros::__private::DebugValue(&$val)),], $($($rest)*)?)
+    };
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], $k:ident = $val:expr $(, $($rest:tt)*)?) => {
+        $crate::__loglag_fields!(@ $l, $t, [$($n)* stringify!($k),], [$($v)* (&$val),],
+            $($($rest)*)?)
+    };
+    // A bare name logs the variable of that name, as in tracing.
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], $k:ident $(, $($rest:tt)*)?) => {
+        $crate::__loglag_fields!(@ $l, $t, [$($n)* stringify!($k),], [$($v)* (&$k),],
+            $($($rest)*)?)
+    };
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], $fmt:literal $($args:tt)*) => {
+        $crate::__loglag_emit!($l, $t, [$($n)*], [$($v)*], [$fmt $($args)*])
+    };
+    (@ $l:expr, $t:expr, [$($n:tt)*], [$($v:tt)*], ) => {
+        $crate::__loglag_emit!($l, $t, [$($n)*], [$($v)*], [])
+    };
+}
+
+/// The call site's `static` and the call itself.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __loglag_emit {
+    ($level:expr, $target:expr, [$($n:expr,)*], [$($v:expr,)*], [$($message:tt)*]) => {{
+        static __LOGLAG_CALLSITE: $crate::macros::__private::Callsite =
+            $crate::macros::__private::Callsite {
+                level: $level,
+                target: $target,
+                file: file!(),
+                line: line!(),
+                names: &[$($n,)*],
+            };
+        if $crate::macros::__private::enabled($level) {
+            $crate::macros::__private::emit(&__LOGLAG_CALLSITE, |__loglag_encoder| {
+                $crate::__loglag_message!(__loglag_encoder, $($message)*);
+                let mut __loglag_index = 0u8;
+                $(
+                    $crate::macros::__private::Capture::capture(
+                        &$v,
+                        __loglag_index,
+                        __loglag_encoder,
+                    );
+                    __loglag_index += 1;
+                )*
+                let _ = __loglag_index;
+            });
+        }
+    }};
+}
+
+/// The message, first, as tracing puts it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __loglag_message {
+    ($encoder:ident, ) => {};
+    ($encoder:ident, $fmt:literal $($args:tt)*) => {
+        $encoder.args(
+            $crate::macros::__private::MESSAGE,
+            format_args!($fmt $($args)*),
+        )
+    };
+}
