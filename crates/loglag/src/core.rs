@@ -91,6 +91,10 @@ pub(crate) struct Core {
     pub(crate) closed: AtomicBool,
     pub(crate) writer: OnceLock<Thread>,
     pub(crate) wake_requested: AtomicBool,
+    /// The writer is parked for a short poll because records are queued: a producer
+    /// that fills a batch need not wake it. Waking a parked thread is a futex system
+    /// call, microseconds on the caller's path; this keeps it off the path under load.
+    pub(crate) writer_polling: AtomicBool,
     waiting_producers: AtomicU64,
     /// Records holding a slot under `max_records` (queued, or in a spool batch not yet
     /// written). Only touched when `max_records` is set.
@@ -215,6 +219,7 @@ impl Core {
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
             wake_requested: AtomicBool::new(false),
+            writer_polling: AtomicBool::new(false),
             waiting_producers: AtomicU64::new(0),
             queued_records: AtomicU64::new(0),
             space: (Mutex::new(()), Condvar::new()),
@@ -517,8 +522,9 @@ impl Core {
                         used_after >= batch && used_after - footprint(record.len()) < batch;
                     if level >= self.config.flush_level {
                         self.wake_writer();
-                    } else if crossed {
-                        // A full batch is ready: not urgent, the writer takes whole batches.
+                    } else if crossed && !self.writer_polling.load(Ordering::SeqCst) {
+                        // A full batch is ready: not urgent, the writer takes whole
+                        // batches. A polling writer finds it by itself.
                         self.unpark_writer();
                     }
                     return;

@@ -94,6 +94,7 @@ impl Writer {
     fn run(mut self) {
         let interval = self.core.config.flush_interval;
         let batch_bytes = self.core.config.batch_bytes as u64;
+        let poll = (interval / 10).min(std::time::Duration::from_millis(10));
         let mut last_full_drain = Instant::now();
         loop {
             let deadline = self.core.handshake.shutdown_deadline();
@@ -104,7 +105,21 @@ impl Writer {
             let since = last_full_drain.elapsed();
             let drain_all = urgent || deadline.is_some() || since >= interval;
             if !drain_all && self.core.ring.used_bytes() < batch_bytes {
-                thread::park_timeout(interval - since);
+                let left = interval - since;
+                if self.core.ring.used_bytes() > 0 {
+                    // Records are queued: look again soon rather than have the producer
+                    // that fills the batch wake us (see `Core::writer_polling`). An idle
+                    // pipeline, with nothing queued, does not poll.
+                    self.core.writer_polling.store(true, Ordering::SeqCst);
+                    thread::park_timeout(left.min(poll));
+                } else {
+                    self.core.writer_polling.store(false, Ordering::SeqCst);
+                    // A producer that filled a batch while we still looked polling did
+                    // not wake us: check after the store (both sides are SeqCst).
+                    if self.core.ring.used_bytes() < batch_bytes {
+                        thread::park_timeout(left);
+                    }
+                }
                 continue;
             }
             let ring = &self.core.ring;

@@ -1,0 +1,415 @@
+//! Per-call latency distributions, measured as Quill publishes them: bursts of calls,
+//! each call timed alone with the TSC, then a pause, so that no queue saturates and
+//! what is timed is the caller's cost. Each logger runs in its own process (ftlog and
+//! fast_log both install the global `log` logger), and the loggers take turns round
+//! after round, so that the machine's noise falls on all of them alike; the table
+//! gives each percentile's median over the rounds.
+//!
+//! ```sh
+//! cargo bench -p loglag --bench latency                      # every logger, 3 rounds
+//! cargo bench -p loglag --bench latency -- --rounds 5 --only loglag_macro,noop
+//! cargo bench -p loglag --bench latency -- --throughput      # events/s into a file
+//! ```
+//!
+//! Every logger writes the same event, a message and three fields (`request_id`,
+//! `user`, `latency_ms`), to a file in one temporary directory; JSON where the logger
+//! has it (loglag, tracing-subscriber, slog-json), its own text otherwise.
+
+use std::hint::black_box;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const BURST: usize = 16;
+const BURSTS: usize = 20_000;
+const WARM_UP_BURSTS: usize = 2_000;
+const PAUSE: Duration = Duration::from_micros(50);
+
+const LOGGERS: [&str; 12] = [
+    "noop",
+    "loglag_macro",
+    "loglag_layer",
+    "loglag_fmt_writer",
+    "tracing_appender",
+    "slog_async",
+    "ftlog",
+    "spdlog_async",
+    "fast_log",
+    "mutex_bufwriter",
+    "loglag_macro_16k",
+    "memcpy_16k",
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    if let Some(name) = value("--child") {
+        let dir = PathBuf::from(value("--dir").expect("--dir"));
+        return child(&name, &dir);
+    }
+    if args.iter().any(|a| a == "--throughput") {
+        return throughput();
+    }
+    let rounds: usize = value("--rounds").map_or(3, |r| r.parse().expect("--rounds N"));
+    let only: Vec<String> = value("--only").map_or_else(
+        || LOGGERS.iter().map(|s| s.to_string()).collect(),
+        |l| l.split(',').map(str::to_owned).collect(),
+    );
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let exe = std::env::current_exe().expect("own path");
+    let mut results: Vec<(String, Vec<[f64; 4]>)> =
+        only.iter().map(|n| (n.clone(), Vec::new())).collect();
+    for round in 1..=rounds {
+        for (name, per_round) in &mut results {
+            eprint!("round {round}/{rounds}: {name} … ");
+            let out = Command::new(&exe)
+                .args(["--child", name, "--dir"])
+                .arg(dir.path())
+                .output()
+                .expect("run a child");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
+                panic!(
+                    "{name} gave no result: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            };
+            let v: Vec<f64> = line[7..]
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            eprintln!("p50 {:.0} ns", v[0]);
+            per_round.push([v[0], v[1], v[2], v[3]]);
+        }
+    }
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let reference = results
+        .iter()
+        .find(|(n, _)| n == "tracing_appender")
+        .map(|(_, r)| median(r.iter().map(|x| x[0]).collect()));
+    println!(
+        "\nbursts of {BURST} calls, {PAUSE:?} pause, {BURSTS} bursts per round ({BIG_PAUSE:?} and {BIG_BURSTS} for 16 KiB), {rounds} rounds (median of rounds); the noop row is the timer's own cost, included in every row\n"
+    );
+    println!("| logger | p50 ns | p99 ns | p99.9 ns | drops | p50 vs tracing_appender |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, per_round) in &results {
+        let col = |i: usize| median(per_round.iter().map(|x| x[i]).collect());
+        let ratio = reference.map_or(String::from("–"), |r| format!("{:.2}×", col(0) / r));
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.0} | {:.0} | {ratio} |",
+            col(0),
+            col(1),
+            col(2),
+            col(3)
+        );
+    }
+}
+
+#[inline(always)]
+fn ticks() -> u64 {
+    // SAFETY: `lfence` and `rdtsc` have no preconditions on x86-64; the fence keeps
+    // the timed call from being reordered around the reading.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        let t = core::arch::x86_64::_rdtsc();
+        core::arch::x86_64::_mm_lfence();
+        t
+    }
+}
+
+/// TSC ticks per nanosecond, measured against `Instant` over 50 ms.
+fn ticks_per_ns() -> f64 {
+    let (t0, i0) = (ticks(), Instant::now());
+    while i0.elapsed() < Duration::from_millis(50) {}
+    (ticks() - t0) as f64 / i0.elapsed().as_nanos() as f64
+}
+
+/// Times `call` in bursts; returns (p50, p99, p99.9) in ns.
+fn measure(call: impl FnMut(u64)) -> [f64; 3] {
+    measure_with(call, PAUSE, BURSTS)
+}
+
+/// 16 KiB events need a longer pause for the writer to drain a burst (256 KiB) before
+/// the next, or the queue saturates and the drop path is what gets timed.
+const BIG_PAUSE: Duration = Duration::from_millis(1);
+const BIG_BURSTS: usize = 2_000;
+
+fn measure_with(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f64; 3] {
+    let per_ns = ticks_per_ns();
+    let pause = (pause.as_nanos() as f64 * per_ns) as u64;
+    let warm_up = WARM_UP_BURSTS.min(bursts);
+    let mut samples = Vec::with_capacity(bursts * BURST);
+    let mut i = 0u64;
+    for burst in 0..warm_up + bursts {
+        for _ in 0..BURST {
+            let t0 = ticks();
+            call(i);
+            let t1 = ticks();
+            if burst >= warm_up {
+                samples.push(t1 - t0);
+            }
+            i += 1;
+        }
+        let until = ticks() + pause;
+        while ticks() < until {
+            std::hint::spin_loop();
+        }
+    }
+    samples.sort_unstable();
+    let q = |p: f64| samples[((samples.len() as f64 * p).ceil() as usize).min(samples.len()) - 1] as f64 / per_ns;
+    [q(0.50), q(0.99), q(0.999)]
+}
+
+fn file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}-{}.log", std::process::id()))
+}
+
+fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGuard) {
+    loglag::NonBlockingBuilder::default()
+        .mode(loglag::Mode::Async)
+        .finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+}
+
+macro_rules! tracing_event {
+    ($i:expr) => {
+        tracing::info!(
+            request_id = $i,
+            user = "ann",
+            latency_ms = 12.5,
+            "request completed"
+        )
+    };
+}
+
+fn report(p: [f64; 3], drops: u64) {
+    println!("RESULT {} {} {} {drops}", p[0], p[1], p[2]);
+}
+
+fn child(name: &str, dir: &Path) {
+    use tracing_subscriber::prelude::*;
+    match name {
+        "noop" => report(measure(|i| { black_box(i); }), 0),
+        "loglag_macro" => {
+            let (writer, guard) = loglag_file(dir, name);
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            let p = measure(|i| {
+                loglag::info!(
+                    request_id = i,
+                    user = "ann",
+                    latency_ms = 12.5,
+                    "request completed"
+                )
+            });
+            report(p, guard.shutdown().dropped_records);
+        }
+        "loglag_layer" => {
+            let (writer, guard) = loglag_file(dir, name);
+            let sub = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
+            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            report(p, guard.shutdown().dropped_records);
+        }
+        "loglag_fmt_writer" => {
+            let (writer, guard) = loglag_file(dir, name);
+            let sub = tracing_subscriber::fmt()
+                .json()
+                .with_writer(writer)
+                .finish();
+            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            report(p, guard.shutdown().dropped_records);
+        }
+        "tracing_appender" => {
+            let f = std::fs::File::create(file(dir, name)).unwrap();
+            let (writer, guard) = tracing_appender::non_blocking(f);
+            let errors = writer.error_counter();
+            let sub = tracing_subscriber::fmt()
+                .json()
+                .with_writer(writer)
+                .finish();
+            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            drop(guard);
+            report(p, errors.dropped_lines() as u64);
+        }
+        "slog_async" => {
+            use slog::Drain;
+            let f = std::fs::File::create(file(dir, name)).unwrap();
+            let drain = slog_json::Json::default(f).fuse();
+            let (drain, guard) = slog_async::Async::new(drain).build_with_guard();
+            let log = slog::Logger::root(drain.fuse(), slog::o!());
+            let p = measure(|i| {
+                slog::info!(log, "request completed"; "request_id" => i, "user" => "ann", "latency_ms" => 12.5)
+            });
+            drop(log);
+            drop(guard);
+            report(p, 0);
+        }
+        "ftlog" => {
+            let f = std::fs::File::create(file(dir, name)).unwrap();
+            let guard = ftlog::builder()
+                .bounded(100_000, false)
+                .root(f)
+                .try_init()
+                .expect("ftlog");
+            let p = measure(|i| {
+                log::info!(
+                    "request completed request_id={} user={} latency_ms={}",
+                    i,
+                    "ann",
+                    12.5
+                )
+            });
+            drop(guard);
+            report(p, 0);
+        }
+        "fast_log" => {
+            let path = file(dir, name);
+            fast_log::init(
+                fast_log::Config::new()
+                    .file(path.to_str().unwrap())
+                    .chan_len(Some(100_000)),
+            )
+            .expect("fast_log");
+            let p = measure(|i| {
+                log::info!(
+                    "request completed request_id={} user={} latency_ms={}",
+                    i,
+                    "ann",
+                    12.5
+                )
+            });
+            let _ = log::logger().flush();
+            report(p, 0);
+        }
+        "spdlog_async" => {
+            use spdlog::sink::{AsyncPoolSink, FileSink};
+            let file_sink = FileSink::builder()
+                .path(file(dir, name))
+                .build_arc()
+                .unwrap();
+            let sink = AsyncPoolSink::builder()
+                .sink(file_sink)
+                .build_arc()
+                .unwrap();
+            let logger = spdlog::Logger::builder().sink(sink).build_arc().unwrap();
+            let p = measure(|i| {
+                spdlog::info!(logger: logger,
+                    "request completed request_id={} user={} latency_ms={}", i, "ann", 12.5)
+            });
+            logger.flush();
+            report(p, 0);
+        }
+        "mutex_bufwriter" => {
+            // What people write by hand: format on the caller, under a lock.
+            let f = std::fs::File::create(file(dir, name)).unwrap();
+            let w = Mutex::new(std::io::BufWriter::new(f));
+            let p = measure(|i| {
+                let micros = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_micros();
+                let mut w = w.lock().unwrap();
+                let _ = writeln!(
+                    w,
+                    "{{\"timestamp\":{micros},\"level\":\"INFO\",\"fields\":{{\"message\":\"request completed\",\"request_id\":{i},\"user\":\"ann\",\"latency_ms\":12.5}},\"target\":\"latency\"}}"
+                );
+            });
+            let _ = w.lock().unwrap().flush();
+            report(p, 0);
+        }
+        "loglag_macro_16k" => {
+            let big = "x".repeat(16 << 10);
+            let (writer, guard) = loglag::NonBlockingBuilder::default()
+                .mode(loglag::Mode::Async)
+                .capacity_bytes(64 << 20)
+                .finish_sink(loglag::sink::FdSink::append(file(dir, name)).unwrap());
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            let p = measure_with(
+                |_| loglag::info!(payload = big.as_str(), "big"),
+                BIG_PAUSE,
+                BIG_BURSTS,
+            );
+            report(p, guard.shutdown().dropped_records);
+        }
+        "memcpy_16k" => {
+            let big = vec![b'x'; 16 << 10];
+            let mut to = vec![0u8; 16 << 10];
+            let p = measure_with(
+                |_| {
+                    to.copy_from_slice(black_box(&big));
+                    black_box(&to);
+                },
+                BIG_PAUSE,
+                BIG_BURSTS,
+            );
+            report(p, 0);
+        }
+        other => panic!("unknown logger {other}; known: {LOGGERS:?}"),
+    }
+}
+
+/// Events per second delivered into a file by one writer thread, with 1 and 2
+/// producers, blocking when the queue is full (nothing dropped), timed from the first
+/// call until the guard has written everything.
+fn throughput() {
+    const PER_PRODUCER: u64 = 2_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    println!("| path | producers | events | seconds | events/s | dropped |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for producers in [1u64, 2] {
+        for path in ["loglag_macro", "loglag_layer"] {
+            let (writer, guard) = loglag::NonBlockingBuilder::default()
+                .mode(loglag::Mode::Async)
+                .overflow(loglag::Overflow::Block)
+                .finish_sink(
+                    loglag::sink::FdSink::append(file(dir.path(), &format!("{path}-{producers}")))
+                        .unwrap(),
+                );
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            let started = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..producers {
+                    let writer = writer.clone();
+                    s.spawn(move || {
+                        if path == "loglag_macro" {
+                            for i in 0..PER_PRODUCER {
+                                loglag::info!(
+                                    request_id = i,
+                                    user = "ann",
+                                    latency_ms = 12.5,
+                                    "request completed"
+                                );
+                            }
+                        } else {
+                            use tracing_subscriber::prelude::*;
+                            let sub = tracing_subscriber::registry()
+                                .with(loglag::LoglagLayer::new(writer));
+                            tracing::subscriber::with_default(sub, || {
+                                for i in 0..PER_PRODUCER {
+                                    tracing_event!(i);
+                                }
+                            });
+                        }
+                    });
+                }
+            });
+            let m = guard.shutdown();
+            let secs = started.elapsed().as_secs_f64();
+            let events = producers * PER_PRODUCER;
+            assert_eq!(m.written_records, events, "{m:?}");
+            println!(
+                "| {path} | {producers} | {events} | {secs:.3} | {:.2} M | {} |",
+                events as f64 / secs / 1e6,
+                m.dropped_records
+            );
+            loglag::set_max_level(None);
+        }
+    }
+}
