@@ -165,7 +165,9 @@ fn measure_with(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f
         }
     }
     samples.sort_unstable();
-    let q = |p: f64| samples[((samples.len() as f64 * p).ceil() as usize).min(samples.len()) - 1] as f64 / per_ns;
+    let q = |p: f64| {
+        samples[((samples.len() as f64 * p).ceil() as usize).min(samples.len()) - 1] as f64 / per_ns
+    };
     [q(0.50), q(0.99), q(0.999)]
 }
 
@@ -197,7 +199,12 @@ fn report(p: [f64; 3], drops: u64) {
 fn child(name: &str, dir: &Path) {
     use tracing_subscriber::prelude::*;
     match name {
-        "noop" => report(measure(|i| { black_box(i); }), 0),
+        "noop" => report(
+            measure(|i| {
+                black_box(i);
+            }),
+            0,
+        ),
         "loglag_macro" => {
             let (writer, guard) = loglag_file(dir, name);
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
@@ -244,9 +251,9 @@ fn child(name: &str, dir: &Path) {
             let drain = slog_json::Json::default(f).fuse();
             let (drain, guard) = slog_async::Async::new(drain).build_with_guard();
             let log = slog::Logger::root(drain.fuse(), slog::o!());
-            let p = measure(|i| {
-                slog::info!(log, "request completed"; "request_id" => i, "user" => "ann", "latency_ms" => 12.5)
-            });
+            let p = measure(
+                |i| slog::info!(log, "request completed"; "request_id" => i, "user" => "ann", "latency_ms" => 12.5),
+            );
             drop(log);
             drop(guard);
             report(p, 0);
@@ -285,7 +292,7 @@ fn child(name: &str, dir: &Path) {
                     12.5
                 )
             });
-            let _ = log::logger().flush();
+            log::logger().flush();
             report(p, 0);
         }
         "spdlog_async" => {

@@ -240,7 +240,7 @@ pub(crate) fn render(mut rec: &[u8], level: Level, clock: &mut WallClock, out: &
         value: u64_at(header),
         tsc: header[8] & FLAG_TSC != 0,
     };
-    render_at(header, rec, level, clock.to_system_time(raw), out);
+    render_at(header, rec, level, clock.system_time_of(raw), out);
 }
 
 /// Renders with the caller's clock instead of the captured one: the record could not
@@ -291,7 +291,9 @@ fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out:
             TAG_STR => {
                 let Some(len) = take(&mut rec, 4) else { break };
                 let len = u32::from_ne_bytes(len.try_into().expect("4 bytes")) as usize;
-                let Some(bytes) = take(&mut rec, len) else { break };
+                let Some(bytes) = take(&mut rec, len) else {
+                    break;
+                };
                 match std::str::from_utf8(bytes) {
                     Ok(text) => Value::Str(text),
                     Err(_) => Value::Bytes(bytes),
@@ -302,17 +304,16 @@ fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out:
                 let (ptr, len) = (u64_at(w), u64_at(&w[8..]) as usize);
                 // SAFETY: written from a `&'static str` in this process.
                 Value::Str(unsafe {
-                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        ptr as *const u8,
-                        len,
-                    ))
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(ptr as *const u8, len))
                 })
             }
             TAG_EXTRA => {
                 // The index byte was the first of the length.
                 let Some(rest) = take(&mut rec, 3) else { break };
                 let len = u32::from_ne_bytes([index, rest[0], rest[1], rest[2]]) as usize;
-                let Some(bytes) = take(&mut rec, len) else { break };
+                let Some(bytes) = take(&mut rec, len) else {
+                    break;
+                };
                 extra = bytes;
                 continue;
             }

@@ -77,10 +77,7 @@ fn invariant_tsc() -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
         return false;
     };
-    let flags: Vec<&str> = info
-        .lines()
-        .filter(|l| l.starts_with("flags"))
-        .collect();
+    let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("flags")).collect();
     !flags.is_empty()
         && flags.iter().all(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
@@ -144,11 +141,11 @@ impl WallClock {
     }
 
     /// The wall-clock time of a raw reading.
-    pub(crate) fn to_system_time(&mut self, raw: Raw) -> SystemTime {
-        UNIX_EPOCH + Duration::from_nanos(self.to_unix_ns(raw))
+    pub(crate) fn system_time_of(&mut self, raw: Raw) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.unix_ns_of(raw))
     }
 
-    pub(crate) fn to_unix_ns(&mut self, raw: Raw) -> u64 {
+    pub(crate) fn unix_ns_of(&mut self, raw: Raw) -> u64 {
         if !raw.tsc {
             return raw.value;
         }
@@ -193,7 +190,7 @@ mod tests {
             let before = realtime().value;
             let raw = now();
             let after = realtime().value;
-            let ns = clock.to_unix_ns(raw);
+            let ns = clock.unix_ns_of(raw);
             assert!(
                 ns + 1_000_000 >= before && ns <= after + 1_000_000,
                 "{before} <= {ns} <= {after} (tsc: {})",
@@ -202,6 +199,6 @@ mod tests {
             clock.next_resync_tick = 0;
         }
         let plain = realtime();
-        assert_eq!(clock.to_unix_ns(plain), plain.value);
+        assert_eq!(clock.unix_ns_of(plain), plain.value);
     }
 }

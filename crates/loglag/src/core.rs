@@ -505,9 +505,9 @@ impl Core {
         let mut deadline = None;
         loop {
             let pushed = if self.take_record_slot() {
-                let pushed = self
-                    .ring
-                    .try_push(level, record, limit, coarse_monotonic_ns(), captured);
+                let pushed =
+                    self.ring
+                        .try_push(level, record, limit, coarse_monotonic_ns(), captured);
                 if pushed.is_err() {
                     self.release_record_slots(1);
                 }

@@ -70,10 +70,10 @@ mod hooks;
 mod layer;
 mod ledger;
 mod level;
-#[doc(hidden)]
-pub mod macros;
 #[cfg(feature = "log")]
 mod logger;
+#[doc(hidden)]
+pub mod macros;
 mod metrics;
 mod mode;
 /// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
@@ -100,9 +100,9 @@ pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, Wo
 #[cfg(feature = "tracing")]
 pub use crate::layer::LoglagLayer;
 pub use crate::level::{Level, ParseLevelError};
-pub use crate::macros::{set_global, set_max_level};
 #[cfg(feature = "log")]
 pub use crate::logger::Logger;
+pub use crate::macros::{set_global, set_max_level};
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
 pub use crate::overflow::{Overflow, ParseOverflowError};

@@ -43,6 +43,9 @@ struct Padded(AtomicU64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Full;
 
+/// Renders a captured record (level, captured bytes) onto the end of a batch.
+pub(crate) type Render<'a> = dyn FnMut(Level, &[u8], &mut Vec<u8>) + 'a;
+
 /// A record read out of the ring by the consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Popped {
@@ -304,7 +307,7 @@ impl Ring {
         max_bytes: usize,
         release: bool,
         scratch: &mut Vec<u8>,
-        render: &mut dyn FnMut(Level, &[u8], &mut Vec<u8>),
+        render: &mut Render<'_>,
         mut each: impl FnMut(Popped),
     ) -> (usize, u64) {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
@@ -513,7 +516,8 @@ mod tests {
     #[test]
     fn a_header_no_producer_wrote_is_skipped_not_trusted() {
         let ring = Ring::new(1024);
-        ring.try_push(Level::Info, b"good\n", u64::MAX, 0, false).unwrap();
+        ring.try_push(Level::Info, b"good\n", u64::MAX, 0, false)
+            .unwrap();
         ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0, false)
             .unwrap();
         let second = footprint(5);
@@ -521,13 +525,28 @@ mod tests {
             .store((0x6363_6363_6363u64 << 8) | COMMITTED, Ordering::Release);
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let (count, end) = ring.pop_into(&mut out, 1 << 20, true, &mut Vec::new(), &mut |_, _, _| {}, |p| seen.push(p.len));
+        let (count, end) = ring.pop_into(
+            &mut out,
+            1 << 20,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |p| seen.push(p.len),
+        );
         assert_eq!((count, out.as_slice()), (1, &b"good\n"[..]));
         assert_eq!(end, ring.head_position(), "the rest is skipped");
         assert_eq!(ring.torn.load(Ordering::Relaxed), 1);
-        ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false).unwrap();
+        ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false)
+            .unwrap();
         out.clear();
-        ring.pop_into(&mut out, 1 << 20, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
+        ring.pop_into(
+            &mut out,
+            1 << 20,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
         assert_eq!(out, b"after\n", "the ring goes on");
     }
 
@@ -548,8 +567,15 @@ mod tests {
             out.clear();
             let mut levels = Vec::new();
             assert_eq!(
-                ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |p| levels.push(p.level))
-                    .0,
+                ring.pop_into(
+                    &mut out,
+                    usize::MAX,
+                    true,
+                    &mut Vec::new(),
+                    &mut |_, _, _| {},
+                    |p| levels.push(p.level)
+                )
+                .0,
                 2
             );
             assert_eq!(out, [a.as_bytes(), b.as_bytes()].concat());
@@ -585,7 +611,14 @@ mod tests {
             ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false)
                 .unwrap();
             out.clear();
-            ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
+            ring.pop_into(
+                &mut out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                |_| {},
+            );
         }
         done.store(true, Ordering::Relaxed);
         sampler.join().expect("no impossible timestamp");
@@ -602,10 +635,24 @@ mod tests {
         assert_eq!(ring.oldest_enqueued_ns(), Some(1_000));
         let mut out = Vec::new();
         // One record out: the next one is now the oldest.
-        ring.pop_into(&mut out, 1, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
+        ring.pop_into(
+            &mut out,
+            1,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
         assert_eq!(out, b"first\n");
         assert_eq!(ring.oldest_enqueued_ns(), Some(2_000));
-        ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
+        ring.pop_into(
+            &mut out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
         assert_eq!(ring.oldest_enqueued_ns(), None, "drained");
     }
 
@@ -666,14 +713,23 @@ mod tests {
     #[test]
     fn evict_oldest_makes_room_and_reports_victims() {
         let ring = Ring::new(160);
-        ring.try_push(Level::Debug, &[1; 40], 160, 0, false).unwrap();
+        ring.try_push(Level::Debug, &[1; 40], 160, 0, false)
+            .unwrap();
         ring.try_push(Level::Info, &[2; 40], 160, 0, false).unwrap();
         let mut victims = Vec::new();
         assert!(ring.evict_oldest(footprint(40), 160, |p| victims.push(p.level)));
         assert_eq!(victims, [Level::Debug]);
-        ring.try_push(Level::Error, &[3; 40], 160, 0, false).unwrap();
+        ring.try_push(Level::Error, &[3; 40], 160, 0, false)
+            .unwrap();
         let mut out = Vec::new();
-        ring.pop_into(&mut out, usize::MAX, true, &mut Vec::new(), &mut |_, _, _| {}, |_| {});
+        ring.pop_into(
+            &mut out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
         assert_eq!(out, [[2u8; 40], [3u8; 40]].concat());
     }
 

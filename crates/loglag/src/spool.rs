@@ -764,7 +764,8 @@ mod tests {
         let (ring, header, _) = open(&spool, CAPACITY, &mut sink, SpoolSync::Never).unwrap();
         assert_eq!(ring.tail_position(), start);
         for i in 0..RECORDS {
-            ring.try_push(Level::Info, &record(i), u64::MAX, 0, false).unwrap();
+            ring.try_push(Level::Info, &record(i), u64::MAX, 0, false)
+                .unwrap();
         }
         let batch: Vec<u8> = (0..in_batch).flat_map(record).collect();
         let end = start

@@ -120,7 +120,10 @@ fn span_context_is_the_same_rendered_on_either_thread() {
         assert_eq!(by_mode[0], by_mode[1], "{format:?}");
         assert_eq!(by_mode[0].len(), 1);
         let line = &by_mode[0][0];
-        assert!(line.contains("request") && line.contains("orders"), "{line}");
+        assert!(
+            line.contains("request") && line.contains("orders"),
+            "{line}"
+        );
     }
     let (sink, out) = TestSink::new(Behaviour::Fast);
     let (writer, guard) = NonBlockingBuilder::default()
@@ -291,10 +294,20 @@ fn the_macros_log_only_at_and_above_the_maximum_level() {
     loglag::error!(n = count(), "off");
     let m = guard.shutdown();
     assert_eq!(m.accepted, 2);
-    assert_eq!(evaluated.get(), 2, "arguments of a filtered call are not evaluated");
+    assert_eq!(
+        evaluated.get(),
+        2,
+        "arguments of a filtered call are not evaluated"
+    );
     let lines = lines(&out);
-    assert!(lines[0].ends_with("level=warn target=capture msg=\"kept\" n=1"), "{lines:?}");
-    assert!(lines[1].ends_with("level=error target=capture n=1"), "{lines:?}");
+    assert!(
+        lines[0].ends_with("level=warn target=capture msg=\"kept\" n=1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].ends_with("level=error target=capture n=1"),
+        "{lines:?}"
+    );
 }
 
 /// With no global pipeline the macros do nothing (and do not crash).
@@ -302,6 +315,9 @@ fn the_macros_log_only_at_and_above_the_maximum_level() {
 fn the_macros_before_any_pipeline_do_nothing() {
     let _global = global_lock();
     loglag::set_max_level(Some(Level::Trace));
-    loglag::info!(x = 1, "nowhere to go, or to the last test's closed pipeline");
+    loglag::info!(
+        x = 1,
+        "nowhere to go, or to the last test's closed pipeline"
+    );
     loglag::set_max_level(None);
 }
