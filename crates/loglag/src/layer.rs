@@ -127,14 +127,19 @@ impl Visit for SpanVisitor<'_> {
     }
 }
 
+/// A span as tracing-subscriber's JSON writes it: its fields, then its name.
 fn span_json<S: for<'a> LookupSpan<'a>>(out: &mut Vec<u8>, span: &SpanRef<'_, S>) {
-    out.extend_from_slice(b"{\"name\":\"");
-    escape::json_str(out, span.name());
-    out.push(b'"');
+    out.push(b'{');
     if let Some(fields) = span.extensions().get::<SpanFields>() {
-        out.extend_from_slice(&fields.rendered);
+        // Rendered as `,"k":v` each: drop the first comma, keep one before the name.
+        if let Some(rest) = fields.rendered.strip_prefix(b",") {
+            out.extend_from_slice(rest);
+            out.push(b',');
+        }
     }
-    out.push(b'}');
+    out.extend_from_slice(b"\"name\":\"");
+    escape::json_str(out, span.name());
+    out.extend_from_slice(b"\"}");
 }
 
 impl LoglagLayer {

@@ -321,3 +321,108 @@ fn the_macros_before_any_pipeline_do_nothing() {
     );
     loglag::set_max_level(None);
 }
+
+/// The migrating user's one-line change: `LoglagLayer` (JSON) writes what
+/// `tracing_subscriber::fmt().json()` writes for the same events, timestamps aside.
+#[test]
+fn the_json_layer_writes_what_fmt_json_writes() {
+    #[derive(Clone)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let events = || {
+        tracing::info!(
+            port = 8080u16,
+            user = "ann \"x\"\n",
+            ratio = 1.5,
+            ok = true,
+            "listening"
+        );
+        tracing::warn!(peer = %"10.0.0.1", list = ?[1, 2], "conn {} of {}", 3, 4);
+        tracing::error!(target: "billing", amount = -5i32);
+        let span = tracing::info_span!("request", id = 42u64, path = "/buy");
+        let _e = span.enter();
+        tracing::info!(rows = 3, "in a span");
+    };
+    let fmt_out = Shared(Arc::new(Mutex::new(Vec::new())));
+    let writer = fmt_out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, events);
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(sink);
+    let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
+    tracing::subscriber::with_default(subscriber, events);
+    guard.shutdown();
+    let ours: Vec<String> = lines(&out).iter().map(|l| untimed(l)).collect();
+    let theirs: Vec<String> = String::from_utf8(fmt_out.0.lock().unwrap().clone())
+        .unwrap()
+        .lines()
+        .map(untimed)
+        .collect();
+    assert_eq!(ours, theirs);
+}
+
+/// Outside spans, the `Compact` layer writes what tracing-subscriber's default text
+/// format writes (without colours), timestamps aside, except that a `&str` value is
+/// not quoted (`user=ann`, tracing-subscriber `user="ann"`). Inside spans they differ:
+/// tracing-subscriber writes `span{k=v}:` before the target, loglag `span=` after.
+#[test]
+fn the_text_layer_writes_what_fmt_writes_outside_spans() {
+    #[derive(Clone)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let events = || {
+        tracing::info!(
+            port = 8080u16,
+            user = "ann",
+            ratio = 1.5,
+            ok = true,
+            "listening"
+        );
+        tracing::warn!(peer = %"10.0.0.1", list = ?[1, 2], "conn {} of {}", 3, 4);
+        tracing::error!(target: "billing", amount = -5i32);
+    };
+    let fmt_out = Shared(Arc::new(Mutex::new(Vec::new())));
+    let writer = fmt_out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, events);
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .finish_sink(sink);
+    let subscriber =
+        tracing_subscriber::registry().with(LoglagLayer::new(writer).format(Format::Compact));
+    tracing::subscriber::with_default(subscriber, events);
+    guard.shutdown();
+    let ours: Vec<String> = lines(&out).iter().map(|l| untimed(l)).collect();
+    let theirs: Vec<String> = String::from_utf8(fmt_out.0.lock().unwrap().clone())
+        .unwrap()
+        .lines()
+        .map(untimed)
+        .collect();
+    assert_eq!(ours[1..], theirs[1..]);
+    assert_eq!(ours[0].replace("user=ann", "user=\"ann\""), theirs[0]);
+}
