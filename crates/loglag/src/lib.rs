@@ -46,6 +46,24 @@
 //! | SIGKILL | lost, unless [`NonBlockingBuilder::spool`] keeps the queue in a mapped file: then the next start delivers them |
 //! | power loss | lost, unless the spool is synced ([`spool::SpoolSync`]) |
 //!
+//! # The hot path
+//!
+//! [`LoglagLayer`] and loglag's own macros ([`info!`] and the other levels, after
+//! [`set_global`]) do not format on the calling thread: they copy the event's values as
+//! binary, with a raw timestamp (the TSC where it is invariant; `LOGLAG_CLOCK=realtime`
+//! reads `CLOCK_REALTIME` instead) and a pointer to the static call site, and the
+//! writer thread renders the line, byte for byte what the caller would have built. A
+//! message with arguments (`"retry {}"`) is still formatted on the caller; values in
+//! fields are not. With a spool, in `sync` mode and in a forked child, records are
+//! rendered on the caller, since a captured record points into this process's memory.
+//!
+//! ```
+//! let (writer, guard) = loglag::non_blocking(Vec::<u8>::new());
+//! loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+//! loglag::info!(port = 8080, tls = true, "listening");
+//! assert_eq!(guard.shutdown().written_records, 1);
+//! ```
+//!
 //! Set `LOGLAG_MODE=off|format-only|sync|async` to compare building records with
 //! writing them, on your own service, without recompiling ([`Mode`]).
 //!

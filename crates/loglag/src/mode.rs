@@ -13,9 +13,13 @@ pub const MODE_ENV: &str = "LOGLAG_MODE";
 /// | mode | the call | accounting |
 /// |---|---|---|
 /// | `off` | returns before formatting | nothing counted |
-/// | `format-only` | formats the record, then discards it | nothing counted |
+/// | `format-only` | builds the record as `async` would, then discards it | nothing counted |
 /// | `sync` | formats and writes it on the caller's thread | counted |
-/// | `async` (default) | formats it and hands it to the writer thread | counted |
+/// | `async` (default) | builds it and hands it to the writer thread | counted |
+///
+/// "Builds" is what the caller pays in `async`: a formatted line for `io::Write` and
+/// `log`, the captured values for [`LoglagLayer`](crate::LoglagLayer) and loglag's
+/// macros (their lines are rendered on the writer thread).
 ///
 /// ```
 /// assert_eq!("format-only".parse::<loglag::Mode>()?, loglag::Mode::FormatOnly);
