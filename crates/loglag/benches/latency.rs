@@ -27,9 +27,10 @@ const BURSTS: usize = 20_000;
 const WARM_UP_BURSTS: usize = 2_000;
 const PAUSE: Duration = Duration::from_micros(50);
 
-const LOGGERS: [&str; 12] = [
+const LOGGERS: [&str; 13] = [
     "noop",
     "loglag_macro",
+    "loglag_macro_2_threads",
     "loglag_layer",
     "loglag_fmt_writer",
     "tracing_appender",
@@ -176,9 +177,20 @@ fn file(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGuard) {
-    loglag::NonBlockingBuilder::default()
-        .mode(loglag::Mode::Async)
-        .finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+    let mut builder = loglag::NonBlockingBuilder::default().mode(loglag::Mode::Async);
+    if let Some(bytes) = std::env::var("LATENCY_CAPACITY_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        builder = builder.capacity_bytes(bytes);
+    }
+    if let Some(bytes) = std::env::var("LATENCY_BATCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        builder = builder.batch_bytes(bytes);
+    }
+    builder.finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
 }
 
 macro_rules! tracing_event {
@@ -215,6 +227,42 @@ fn child(name: &str, dir: &Path) {
                     latency_ms = 12.5,
                     "request completed"
                 )
+            });
+            report(p, guard.shutdown().dropped_records);
+        }
+        "loglag_macro_2_threads" => {
+            // A second producer logs the same bursts meanwhile (untimed): the two
+            // contend for the ring's head.
+            let (writer, guard) = loglag_file(dir, name);
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let p = std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        measure_with(
+                            |i| {
+                                loglag::info!(
+                                    request_id = i,
+                                    user = "bob",
+                                    latency_ms = 1.0,
+                                    "other"
+                                )
+                            },
+                            PAUSE,
+                            BURSTS / 10,
+                        );
+                    }
+                });
+                let p = measure(|i| {
+                    loglag::info!(
+                        request_id = i,
+                        user = "ann",
+                        latency_ms = 12.5,
+                        "request completed"
+                    )
+                });
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                p
             });
             report(p, guard.shutdown().dropped_records);
         }
