@@ -14,6 +14,9 @@ struct Progress {
     done_pos: u64,
     /// The writer thread has finished.
     exited: bool,
+    /// Threads waiting on `changed`: with none, the writer's progress after each batch
+    /// costs no futex call.
+    waiters: usize,
     /// The guard gave up on the writer (stuck in a write past the deadline); the writer
     /// must not count anything any more, the guard already counted it.
     abandoned: bool,
@@ -85,7 +88,9 @@ impl Handshake {
     pub(crate) fn advance(&self, done_pos: u64) {
         let mut progress = self.lock();
         progress.done_pos = progress.done_pos.max(done_pos);
-        self.changed.notify_all();
+        if progress.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// The writer's last act. Unless the guard abandoned it, `count_in_flight` may
@@ -127,11 +132,13 @@ impl Handshake {
             if left.is_zero() || progress.exited {
                 return false;
             }
+            progress.waiters += 1;
             progress = self
                 .changed
                 .wait_timeout(progress, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            progress.waiters -= 1;
         }
     }
 
@@ -151,11 +158,13 @@ impl Handshake {
                 count_lost(InFlightBatch(self));
                 return WriterEnd::Abandoned;
             }
+            progress.waiters += 1;
             progress = self
                 .changed
                 .wait_timeout(progress, give_up - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            progress.waiters -= 1;
         }
         WriterEnd::Exited
     }

@@ -57,6 +57,12 @@
 //! fields are not. With a spool, in `sync` mode and in a forked child, records are
 //! rendered on the caller, since a captured record points into this process's memory.
 //!
+//! Order: one thread's records are written in the order of its calls. Between threads
+//! the order is that of their reservations in the one queue they share, and a
+//! timestamp is read just before its reservation, so two threads' records can appear
+//! with timestamps a few hundred nanoseconds out of order (more if a thread is
+//! preempted between the two). Sort by timestamp where that matters.
+//!
 //! ```
 //! let (writer, guard) = loglag::non_blocking(Vec::<u8>::new());
 //! loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);

@@ -358,10 +358,15 @@ impl Ring {
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
             let before = out.len();
             if state & CAPTURED != 0 {
-                scratch.clear();
-                scratch.extend_from_slice(a);
-                scratch.extend_from_slice(b);
-                render(level, scratch, out);
+                if b.is_empty() {
+                    render(level, a, out);
+                } else {
+                    // Wrapped around the end of the ring: made contiguous first.
+                    scratch.clear();
+                    scratch.extend_from_slice(a);
+                    scratch.extend_from_slice(b);
+                    render(level, scratch, out);
+                }
             } else {
                 out.extend_from_slice(a);
                 out.extend_from_slice(b);
