@@ -1461,7 +1461,7 @@ fn the_buffers_preset_counts_writes_and_what_a_kill_loses() {
                 "--preset",
                 "buffers",
                 "--conditions",
-                "file-sync,memory-buffer-100,loglag",
+                "file-sync,memory-buffer-100,loglag,loglag-spool",
                 "--closed",
                 "20",
                 "--duration",
@@ -1510,6 +1510,14 @@ fn the_buffers_preset_counts_writes_and_what_a_kill_loses() {
                     .contains("lost at the stop"));
             }
             assert_eq!(run(&kill, "file-sync", "fast")["lost_records"], 0);
+            // 002's SIGKILL row, answered: with a spool the kill loses nothing; the lab
+            // delivers the spool into the pipe after the stop, as the next start would.
+            for step in ["term", "kill"] {
+                let spooled = &preset_row(&p, step, "loglag-spool")["pair"];
+                assert_eq!(spooled["lost_records"], 0, "{step}: {spooled}");
+                assert_eq!(spooled["verified"], true, "{step}: {spooled}");
+                assert!(spooled["duplicate_records"].as_u64().is_some(), "{spooled}");
+            }
         },
     )
 }

@@ -138,6 +138,10 @@ pub struct RunSummary {
     /// says what to expect.
     #[serde(default)]
     pub lost_records: Option<i64>,
+    /// Records written twice: after a `loglag-spool` stop, the batch in flight that the
+    /// spool delivered again. `None` where nothing was recovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_records: Option<u64>,
     /// How an `--app` ended when stopped at the end of the run.
     #[serde(default)]
     pub app_exit: Option<String>,
@@ -223,6 +227,9 @@ pub struct PairSummary {
     /// Summed over rounds; `None` when nothing says what to expect.
     #[serde(default)]
     pub lost_records: Option<i64>,
+    /// Summed over rounds; `None` where nothing was recovered from a spool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_records: Option<u64>,
     /// Why a round was not verified (the first such reason).
     #[serde(default)]
     pub verify_note: Option<String>,

@@ -10,6 +10,14 @@ pub const SHORT_LINE_BYTES: usize = 128;
 /// Bytes of the JSON line, newline included.
 pub const JSON_LINE_BYTES: usize = 16_384;
 
+/// Where the `loglag-spool` condition keeps its spool: next to the log it writes, so
+/// the API and the lab (which recovers it after the stop) agree without a flag.
+pub fn spool_path_for(log_path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = log_path.file_name().unwrap_or_default().to_owned();
+    name.push(".spool");
+    log_path.with_file_name(name)
+}
+
 /// One way of logging per request. Only this differs between runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -30,6 +38,10 @@ pub enum Condition {
     JsonQueue,
     /// Build it and submit it to the loglag pipeline with its default policy.
     Loglag,
+    /// The same with the queue in a spool file next to the log (`spool_path_for`): a
+    /// SIGKILL loses nothing, the lab delivers the spool after the stop as the next
+    /// start would (reference 002's SIGKILL row, answered).
+    LoglagSpool,
     /// Build it and write it through `tracing_appender::non_blocking` (defaults).
     TracingAppender,
     /// A 100-record memory buffer the caller flushes synchronously when full or on ERROR.
@@ -70,13 +82,14 @@ impl Condition {
     ];
 
     /// Reference 002's comparison (the `buffers` preset).
-    pub const BUFFERS: [Condition; 6] = [
+    pub const BUFFERS: [Condition; 7] = [
         Condition::FileSync,
         Condition::MemoryBuffer50,
         Condition::MemoryBuffer,
         Condition::MemoryBuffer200,
         Condition::QueueMemory100,
         Condition::Loglag,
+        Condition::LoglagSpool,
     ];
 
     /// Reference 003's comparison (the `blocking` preset).
@@ -89,7 +102,7 @@ impl Condition {
     ];
 
     /// Every condition.
-    pub const ALL: [Condition; 17] = [
+    pub const ALL: [Condition; 18] = [
         Condition::None,
         Condition::Short1,
         Condition::Short10,
@@ -107,6 +120,7 @@ impl Condition {
         Condition::QueueMemory100,
         Condition::FileSync,
         Condition::SyncWriteln,
+        Condition::LoglagSpool,
     ];
 
     /// What the condition writes per request, and when: for `--help` and the README.
@@ -124,6 +138,9 @@ impl Condition {
                 "builds it and hands it to a 256-record queue; a thread writes it later"
             }
             Condition::Loglag => "builds it and submits it to this crate's pipeline (defaults)",
+            Condition::LoglagSpool => {
+                "the same, with the queue in a spool file: a SIGKILL loses nothing, the lab delivers the spool after the stop (at least once into the pipe)"
+            }
             Condition::TracingAppender => {
                 "builds it and writes it through tracing-appender's non_blocking (defaults)"
             }
@@ -157,6 +174,7 @@ impl Condition {
             Condition::JsonSync => "json-sync",
             Condition::JsonQueue => "json-queue",
             Condition::Loglag => "loglag",
+            Condition::LoglagSpool => "loglag-spool",
             Condition::TracingAppender => "tracing-appender",
             Condition::MemoryBuffer => "memory-buffer-100",
             Condition::MemoryBuffer50 => "memory-buffer-50",

@@ -366,8 +366,16 @@ impl App {
                 };
                 Logger::Queue(tx, Mutex::new(Some(thread)))
             }
-            Condition::Loglag => {
+            Condition::Loglag | Condition::LoglagSpool => {
                 let mut builder = loglag::NonBlockingBuilder::default();
+                if config.condition == Condition::LoglagSpool {
+                    let log = config.log_path.as_deref().ok_or_else(|| {
+                        io::Error::other(
+                            "loglag-spool needs --log PATH: its spool lives next to it",
+                        )
+                    })?;
+                    builder = builder.spool(crate::api::condition::spool_path_for(log));
+                }
                 if let Some(bytes) = config.loglag_batch_bytes {
                     builder = builder.batch_bytes(bytes);
                 }

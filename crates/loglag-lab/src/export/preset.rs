@@ -14,9 +14,14 @@ fn f(v: Option<f64>, digits: usize) -> String {
 }
 
 fn lost(r: &PresetRow) -> String {
-    r.pair
+    let lost = r
+        .pair
         .lost_records
-        .map_or_else(String::new, |v| v.to_string())
+        .map_or_else(String::new, |v| v.to_string());
+    match r.pair.duplicate_records {
+        Some(d) if d > 0 => format!("{lost} ({d} twice)"),
+        _ => lost,
+    }
 }
 
 fn order(r: &PresetRow) -> String {

@@ -67,6 +67,9 @@ pub struct RawRun {
     pub findings: Option<LineFindings>,
     /// `--match-request-id`: match the ids in the log against the requests served.
     pub match_request_id: bool,
+    /// `loglag-spool` after a stop: records the lab delivered from the API's spool (at
+    /// least once: the batch in flight at a kill may come twice).
+    pub recovered: Option<u64>,
 }
 
 /// Everything one run produced.
@@ -167,8 +170,17 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         (None, true) => verify_app(raw, expected_records, completed + http_errors),
     };
     // Lines the logger was expected to write against lines read: a positive figure is
-    // records lost, a negative one extra lines.
-    let lost_records = expected_records.map(|e| e as i64 - lines_read as i64);
+    // records lost, a negative one extra lines. After a spool's recovery (at least
+    // once) extra lines are the batch delivered twice: duplicates, not a failure.
+    let mut lost_records = expected_records.map(|e| e as i64 - lines_read as i64);
+    let duplicate_records = match (raw.recovered, lost_records) {
+        (Some(_), Some(lost)) if lost < 0 => {
+            lost_records = Some(0);
+            Some(lost.unsigned_abs())
+        }
+        (Some(_), Some(_)) => Some(0),
+        _ => None,
+    };
     let backlog: Vec<(u64, u64, u64)> = series
         .iter()
         .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
@@ -264,6 +276,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         verify_note,
         expected_records,
         lost_records,
+        duplicate_records,
         app_exit: raw.app_exit.clone(),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
@@ -394,6 +407,13 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 let lost: Vec<i64> = runs.iter().filter_map(|o| o.summary.lost_records).collect();
                 (!lost.is_empty()).then(|| lost.iter().sum())
             },
+            duplicate_records: {
+                let dup: Vec<u64> = runs
+                    .iter()
+                    .filter_map(|o| o.summary.duplicate_records)
+                    .collect();
+                (!dup.is_empty()).then(|| dup.iter().sum())
+            },
             verify_note: runs
                 .iter()
                 .find(|o| !o.summary.verified)
@@ -479,7 +499,10 @@ fn verify_stop(raw: &RawRun, expected: u64, lines_read: u64) -> (bool, String) {
     match lines_read.cmp(&expected) {
         std::cmp::Ordering::Equal => (
             true,
-            format!("{lines_read} lines: every record logged before the stop was written{exit}"),
+            match raw.recovered {
+                Some(n) => format!("{lines_read} lines: every record logged before the stop was written, {n} of them delivered from the spool after it{exit}"),
+                None => format!("{lines_read} lines: every record logged before the stop was written{exit}"),
+            },
         ),
         // The reader never went quiet within the drain timeout: the missing lines may
         // still be in the pipe, so say so rather than call them lost.
@@ -496,6 +519,13 @@ fn verify_stop(raw: &RawRun, expected: u64, lines_read: u64) -> (bool, String) {
             format!(
                 "{} records lost at the stop: {lines_read} lines read, {expected} logged{exit}",
                 expected - lines_read
+            ),
+        ),
+        std::cmp::Ordering::Greater if raw.recovered.is_some() => (
+            true,
+            format!(
+                "{lines_read} lines: every record logged before the stop was written, {} twice: the batch in flight at the stop, which the spool delivers again (at least once into a pipe){exit}",
+                lines_read - expected
             ),
         ),
         std::cmp::Ordering::Greater => (
@@ -700,6 +730,7 @@ mod tests {
             record: RecordShape::Json16k,
             first_id: 2,
             proc_counters: None,
+            recovered: None,
             oldest_queued_us: None,
             findings: None,
             match_request_id: false,
@@ -746,6 +777,51 @@ mod tests {
         let s = measure(&r).summary;
         assert!(s.verified, "{}", s.verify_note);
         assert_eq!(s.lost_records, Some(0));
+    }
+
+    /// `loglag-spool` killed: the lab delivered the spool, and the batch in flight came
+    /// twice. Nothing is lost, the repeats are counted as duplicates, the run verifies;
+    /// without a recovery the same lines would be "extra" and fail.
+    #[test]
+    fn a_spool_recovered_after_a_kill_loses_nothing_and_counts_its_duplicates() {
+        let mut r = raw(1000, 1000, true);
+        r.condition = RunCondition::BuiltIn(Condition::LoglagSpool);
+        r.stopped_builtin = true;
+        r.app_exit = Some("exited (signal: 9 (SIGKILL))".into());
+        r.api.as_mut().unwrap().records = 30;
+        r.read.newlines = 33;
+        r.recovered = Some(12);
+        let s = measure(&r).summary;
+        assert_eq!(
+            (s.lost_records, s.duplicate_records, s.verified),
+            (Some(0), Some(3), true),
+            "{}",
+            s.verify_note
+        );
+        assert!(s.verify_note.contains("3 twice"), "{}", s.verify_note);
+        r.read.newlines = 30;
+        let s = measure(&r).summary;
+        assert_eq!((s.lost_records, s.duplicate_records), (Some(0), Some(0)));
+        assert!(
+            s.verify_note
+                .contains("12 of them delivered from the spool"),
+            "{}",
+            s.verify_note
+        );
+        r.read.newlines = 28;
+        let s = measure(&r).summary;
+        assert_eq!(
+            (s.lost_records, s.verified),
+            (Some(2), false),
+            "a loss is a loss"
+        );
+        r.recovered = None;
+        r.read.newlines = 33;
+        let s = measure(&r).summary;
+        assert_eq!(
+            (s.lost_records, s.duplicate_records, s.verified),
+            (Some(-3), None, false)
+        );
     }
 
     #[test]

@@ -480,6 +480,13 @@ fn run_one(
         }
     });
 
+    // loglag-spool: what the stop left in the spool is delivered now, as the service's
+    // next start would, into the pipe the reader reads; counted like the rest.
+    let recovered = match condition.built_in() {
+        Some(Condition::LoglagSpool) if stop_builtin => Some(recover_spool(&fifo)?),
+        _ => None,
+    };
+
     // Drain: wait until every byte the API wrote has been read.
     let served = load.samples.iter().filter(|s| s.status.is_some()).count() as u64;
     let expected_lines = match &logged_before_stop {
@@ -549,7 +556,26 @@ fn run_one(
         oldest_queued_us: sampled.oldest_queued_us,
         findings: report.findings,
         match_request_id: plan.match_request_id,
+        recovered,
     }))
+}
+
+/// Delivers the `loglag-spool` condition's spool into the log pipe, as the service's
+/// next start would, and removes it. Returns the records delivered.
+fn recover_spool(log: &std::path::Path) -> Result<u64, LabError> {
+    let spool = crate::api::condition::spool_path_for(log);
+    if !spool.exists() {
+        return Ok(0);
+    }
+    let recovered = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(log))
+        .map_err(|e| {
+            fail(format!(
+                "cannot deliver the API's spool {}: {e}",
+                spool.display()
+            ))
+        })?;
+    let _ = std::fs::remove_file(&spool);
+    Ok(recovered.records)
 }
 
 /// Returns once `cancel` is set (polled: it is set from a signal handler).
