@@ -397,9 +397,10 @@ pub enum LabCommand {
 
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
-    loglag lab hops                                  # 500 users, 10 s per topology
-    loglag lab hops --users 50 --duration 5s --out hops --report
-    loglag lab hops --rate 2000 --calls concurrent --connection new
+    loglag lab hops                                  # the reference's conditions: 200 req/s, new connections
+    loglag lab hops --duration 5s --out hops --report
+    loglag lab hops --users 500 --connection keepalive  # closed loop at capacity: queueing, not the hop
+    loglag lab hops --rate 2000 --calls concurrent
 
 WHAT IT RUNS:
     monolith   order, payment and inventory as function calls in one process
@@ -411,11 +412,13 @@ WHAT IT RUNS:
     one document: Jaeger 1.55+ imports it via the UI's upload; JSON Lines does not import).
     Each topology also runs with tracing off, to show what collecting spans cost.")]
 pub struct HopsArgs {
-    /// Closed loop with this many users, each sending its next request when the last is
-    /// answered [default: 500, as in the reference].
+    /// Closed loop with this many users instead of --rate, each sending its next request
+    /// when the last is answered (no think time: each topology then runs at its
+    /// capacity, and the lab says so).
     #[arg(long, conflicts_with = "rate", value_parser = clap::value_parser!(u64).range(1..))]
     pub users: Option<u64>,
-    /// Open loop at this many requests per second instead of --users.
+    /// Open loop at this many requests per second [default: 200, below both topologies'
+    /// capacity on 2 cores, as the reference's unsaturated service was].
     #[arg(long)]
     pub rate: Option<f64>,
     /// How long each topology is loaded.
@@ -424,8 +427,9 @@ pub struct HopsArgs {
     /// order's two calls: sequential (the reference) or concurrent.
     #[arg(long, default_value = "sequential")]
     pub calls: Calls,
-    /// order's outgoing connections: keepalive (pooled) or new (one per call).
-    #[arg(long, default_value = "keepalive")]
+    /// order's outgoing connections: new (one per call, as the reference's
+    /// `httpx.Client()` per request) or keepalive (pooled).
+    #[arg(long, default_value = "new")]
     pub connection: Connection,
     /// How a step works: sleep (async, the thread is free) or spin (busy).
     #[arg(long, default_value = "sleep")]

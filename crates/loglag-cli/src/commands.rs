@@ -413,6 +413,9 @@ pub fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `lab hops`'s open-loop rate when neither --rate nor --users is given.
+const DEFAULT_HOPS_RATE: f64 = 200.0;
+
 fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     use loglag_lab::hops::{self, HopsPlan};
     if let Some(rate) = a.rate {
@@ -432,7 +435,10 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &a.out {
         check_out_dir(out)?;
     }
-    let users = a.rate.is_none().then(|| a.users.unwrap_or(500) as usize);
+    let users = a.users.map(|n| n as usize);
+    // The reference measured an unsaturated service: an open loop well below both
+    // topologies' capacity unless the user asks for something else.
+    let rate = users.is_none().then(|| a.rate.unwrap_or(DEFAULT_HOPS_RATE));
     if let Some(n) = users {
         // The generator's sockets, order's accepted ones and its pooled calls.
         loglag_lab::sys::procfs::raise_open_files(4 * n as u64 + 256)
@@ -440,7 +446,7 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     }
     let plan = HopsPlan {
         users,
-        rate: a.rate,
+        rate,
         duration: a.duration,
         calls: a.calls,
         connection: a.connection,
@@ -458,13 +464,25 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     };
     let runs = if plan.overhead { 4 } else { 2 };
     eprintln!(
-        "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load",
+        "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load; {}, {} connection per outgoing call",
         if plan.overhead {
             ", each traced and untraced"
         } else {
             ", traced"
         },
-        runs as f64 * plan.duration.as_secs_f64()
+        runs as f64 * plan.duration.as_secs_f64(),
+        match (plan.users, plan.rate) {
+            (Some(n), _) => format!("closed loop of {n} users"),
+            (None, Some(r)) if a.rate.is_none() => format!(
+                "open loop at {r} requests/s (the default: below both topologies' capacity, as the reference's service was)"
+            ),
+            (None, Some(r)) => format!("open loop at {r} requests/s"),
+            (None, None) => String::new(),
+        },
+        match plan.connection {
+            loglag_lab::load::Connection::New => "a new",
+            _ => "a pooled",
+        }
     );
     let cancel = cancel_flag()?;
     let progress = Progress::new(runs);

@@ -403,6 +403,9 @@ pub struct HopsSummary {
     /// the lab).
     pub identical_body_bytes: usize,
     pub machine: Machine,
+    /// Set when a topology ran saturated: the tax is then queueing, not the hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

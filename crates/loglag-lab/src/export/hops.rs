@@ -6,6 +6,9 @@ use super::cell;
 use crate::report::HopsSummary;
 
 pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(saturation) = &s.saturation {
+        writeln!(out, "**Inconclusive for the hop**: {saturation}\n")?;
+    }
     writeln!(
         out,
         "| topology | traced | requests | errors | req/s | mean ms | p50 ms | p95 ms | p99 ms | max ms |"

@@ -40,6 +40,55 @@ pub fn summarise(run: &TopologyRun) -> TopologySummary {
     }
 }
 
+/// Whether the traced runs measured queueing rather than the hop, in words: an open
+/// loop a topology could not keep up with (under 90% of the offered rate), or a closed
+/// loop whose mean latency is over 4× the work a request does (`work_ms`). Users with
+/// no think time keep a topology at its capacity, where the mean is users ÷
+/// throughput (Little's law), whatever the hop costs.
+pub fn saturation(
+    users: Option<usize>,
+    rate: Option<f64>,
+    work_ms: f64,
+    topologies: &[TopologySummary],
+) -> Option<String> {
+    let traced: Vec<&TopologySummary> = topologies.iter().filter(|t| t.traced).collect();
+    let saturated: Vec<String> = traced
+        .iter()
+        .filter_map(|t| {
+            let mean = t.mean_ms?;
+            let behind = rate.filter(|&r| t.rps < 0.9 * r);
+            let queued = users.is_some() && mean > 4.0 * work_ms;
+            match (behind, queued) {
+                (Some(r), _) => Some(format!(
+                    "{}: served {:.0} of {r:.0} requests/s offered",
+                    t.topology, t.rps
+                )),
+                (None, true) => Some(format!(
+                    "{}: mean {mean:.1} ms for {work_ms:.1} ms of work ({} users ÷ {:.0} requests/s = {:.1} ms)",
+                    t.topology,
+                    users.unwrap_or(0),
+                    t.rps,
+                    users.unwrap_or(0) as f64 / t.rps.max(1e-9) * 1e3
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    let fix =
+        "run below both capacities for the hop's own cost (an open loop, --rate: the default)";
+    match saturated.len() {
+        0 => None,
+        n if n == traced.len() => Some(format!(
+            "both topologies are saturated: {}. The difference is queueing, not the hop; {fix}.",
+            saturated.join("; ")
+        )),
+        _ => Some(format!(
+            "saturated: {}. Its latency is queueing, so the tax overstates the hop; {fix}.",
+            saturated.join("; ")
+        )),
+    }
+}
+
 /// Reads one figure of a topology.
 type Figure = fn(&TopologySummary) -> Option<f64>;
 
@@ -184,6 +233,57 @@ pub fn waterfall(run: &TopologyRun, spans: &[SpanLine], which: &str, q: f64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn topology(name: &str, traced: bool, rps: f64, mean_ms: f64) -> TopologySummary {
+        TopologySummary {
+            topology: name.into(),
+            traced,
+            requests: 1000,
+            errors: 0,
+            rps,
+            mean_ms: Some(mean_ms),
+            p50_ms: Some(mean_ms),
+            p95_ms: None,
+            p99_ms: None,
+            max_ms: None,
+            percentiles_ms: Vec::new(),
+        }
+    }
+
+    /// The lab's 500 users with no think time: both topologies at capacity, the means
+    /// are users ÷ throughput, and the verdict says so. Below capacity (an open loop
+    /// served in full, or a closed loop near the work time) there is nothing to say;
+    /// one topology falling behind an open loop is named alone.
+    #[test]
+    fn saturation_is_named_and_an_unsaturated_run_is_not() {
+        let saturated = [
+            topology("monolith", true, 27937.0, 17.9),
+            topology("services", true, 13169.0, 38.1),
+            topology("services", false, 100.0, 300.0),
+        ];
+        let note = saturation(Some(500), None, 3.0, &saturated).unwrap();
+        assert!(note.starts_with("both topologies are saturated"), "{note}");
+        assert!(note.contains("queueing, not the hop"), "{note}");
+        assert!(
+            note.contains("500 users ÷ 13169 requests/s = 38.0 ms"),
+            "{note}"
+        );
+        let calm = [
+            topology("monolith", true, 200.0, 3.2),
+            topology("services", true, 199.0, 3.4),
+        ];
+        assert_eq!(saturation(None, Some(200.0), 3.0, &calm), None);
+        assert_eq!(saturation(Some(5), None, 3.0, &calm), None);
+        let behind = [
+            topology("monolith", true, 5000.0, 3.2),
+            topology("services", true, 3100.0, 90.0),
+        ];
+        let note = saturation(None, Some(5000.0), 3.0, &behind).unwrap();
+        assert!(
+            note.starts_with("saturated: services: served 3100 of 5000"),
+            "{note}"
+        );
+    }
 
     fn span(
         name: &str,

@@ -375,6 +375,19 @@ pub fn run_hops(
     }
     let spans: Vec<SpanLine> = all_spans.into_iter().flatten().collect();
     let breakdown = analyse::breakdown(&spans);
+    let steps = match plan.calls {
+        Calls::Sequential => 3.0,
+        Calls::Concurrent => 2.0,
+    };
+    let saturation = analyse::saturation(
+        plan.users,
+        plan.rate,
+        steps * plan.work_time.as_secs_f64() * 1e3,
+        &summaries,
+    );
+    if let Some(s) = &saturation {
+        observer.warn(s);
+    }
     Ok(HopsOutput {
         summary: HopsSummary {
             params: HopsParams {
@@ -398,6 +411,7 @@ pub fn run_hops(
             spans: spans.len(),
             identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
             machine: crate::sys::procfs::machine(),
+            saturation,
         },
         spans,
     })

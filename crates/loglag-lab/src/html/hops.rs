@@ -163,6 +163,13 @@ pub fn render_hops(s: &HopsSummary) -> String {
         esc(&s.machine.cpu),
         s.machine.cores
     );
+    if let Some(saturation) = &s.saturation {
+        let _ = write!(
+            h,
+            "<p class=\"inconclusive\">Inconclusive for the hop: {}</p>",
+            esc(saturation)
+        );
+    }
     h.push_str("<h2>Latency</h2><table><thead><tr><th>topology</th><th>traced</th><th>requests</th><th>errors</th><th>req/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr></thead><tbody>");
     for t in &s.topologies {
         let _ = write!(
