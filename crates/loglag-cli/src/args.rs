@@ -401,6 +401,7 @@ pub enum LabCommand {
     loglag lab hops --duration 5s --out hops --report
     loglag lab hops --users 500 --connection keepalive  # closed loop at capacity: queueing, not the hop
     loglag lab hops --rate 2000 --calls concurrent
+    loglag lab hops --sweep --no-overhead --out hops --report   # latency against load: each knee
 
 WHAT IT RUNS:
     monolith   order, payment and inventory as function calls in one process
@@ -449,6 +450,22 @@ pub struct HopsArgs {
     /// Skip the untraced runs that measure tracing's own cost.
     #[arg(long)]
     pub no_overhead: bool,
+    /// Also load both topologies (untraced) at each of --sweep-rates, open loop: p50 and
+    /// p99 against offered load, the knee where each stops keeping up, its capacity,
+    /// and the tax at each load.
+    #[arg(long)]
+    pub sweep: bool,
+    /// The offered rates of --sweep, requests/s; it stops early once both topologies
+    /// serve under half the offer.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "100,200,500,1000,2000,5000,10000,20000"
+    )]
+    pub sweep_rates: Vec<f64>,
+    /// Load per --sweep point.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub sweep_duration: Duration,
     /// Write summary.json (its `hops` section), hops.md and spans.otlp.json here.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -435,6 +435,18 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &a.out {
         check_out_dir(out)?;
     }
+    if a.sweep {
+        if let Some(bad) = a.sweep_rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            bail!("--sweep-rates: {bad} is not a positive number of requests per second");
+        }
+        if a.sweep_duration.is_zero() {
+            bail!("--sweep-duration must be positive");
+        }
+        // An open loop past a topology's capacity opens connections as fast as it sends.
+        let top = a.sweep_rates.iter().copied().fold(0.0, f64::max);
+        loglag_lab::sys::procfs::raise_open_files((top as u64).clamp(1024, 65_536))
+            .map_err(|e| anyhow::anyhow!("--sweep: {e}"))?;
+    }
     let users = a.users.map(|n| n as usize);
     // The reference measured an unsaturated service: an open loop well below both
     // topologies' capacity unless the user asks for something else.
@@ -461,6 +473,12 @@ fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
         warmup: 5,
         exe: std::env::current_exe().context("cannot find the loglag executable")?,
         netns: a.netns,
+        sweep: a.sweep.then(|| {
+            let mut rates = a.sweep_rates.clone();
+            rates.sort_by(f64::total_cmp);
+            rates.dedup();
+            (rates, a.sweep_duration)
+        }),
     };
     let runs = if plan.overhead { 4 } else { 2 };
     eprintln!(

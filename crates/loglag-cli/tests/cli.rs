@@ -1658,6 +1658,82 @@ fn the_sweep_writes_less_as_batches_grow() {
     })
 }
 
+/// `lab hops` on its defaults is the reference's unsaturated service: an open loop that
+/// both topologies keep up with, new connections, no saturation verdict. `--sweep`
+/// adds both topologies at each offered rate, their knees, and the chart.
+#[test]
+fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
+    within(
+        "lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args(["lab", "hops", "--duration", "1s", "--no-overhead"])
+                .args([
+                    "--sweep",
+                    "--sweep-rates",
+                    "100,50",
+                    "--sweep-duration",
+                    "1s",
+                ])
+                .args(["--report", "--out"])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("open loop at 200 requests/s (the default"),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains("a new connection per outgoing call"),
+                "{stderr}"
+            );
+            let hops = &summary(dir.path())["hops"];
+            assert_eq!(hops["params"]["rate"], 200.0);
+            assert_eq!(hops["params"]["connection"], "new");
+            for t in hops["topologies"].as_array().unwrap() {
+                assert_eq!(t["errors"], 0, "{t}");
+                assert!(t["rps"].as_f64().unwrap() > 150.0, "{t}");
+            }
+            let sweep = &hops["sweep"];
+            let points = sweep["points"].as_array().unwrap();
+            let offered: Vec<(f64, &str)> = points
+                .iter()
+                .map(|p| {
+                    (
+                        p["offered_rps"].as_f64().unwrap(),
+                        p["topology"].as_str().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                offered,
+                [
+                    (50.0, "monolith"),
+                    (50.0, "services"),
+                    (100.0, "monolith"),
+                    (100.0, "services")
+                ],
+                "rates in order, both topologies each"
+            );
+            for p in points {
+                assert!(p["rps"].as_f64().unwrap() > 0.0, "{p}");
+                assert!(p["p99_ms"].as_f64().unwrap() > 0.0, "{p}");
+            }
+            assert_eq!(sweep["knees"].as_array().unwrap().len(), 2);
+            let md = std::fs::read_to_string(dir.path().join("hops.md")).unwrap();
+            assert!(md.contains("**Sweep**") && md.contains("| 100 |"), "{md}");
+            let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+            assert!(
+                html.contains("Latency against load"),
+                "the sweep has its chart"
+            );
+        },
+    )
+}
+
 /// Reference 004 on loopback: a short run completes, the service boundary costs
 /// latency, the bodies match, and the spans form correct traces in one OTLP/JSON file.
 #[test]

@@ -406,6 +406,43 @@ pub struct HopsSummary {
     /// Set when a topology ran saturated: the tax is then queueing, not the hop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation: Option<String>,
+    /// `--sweep`: both topologies at each offered rate, and where each saturates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<HopsSweep>,
+}
+
+/// `lab hops --sweep`: latency against offered load, both topologies, untraced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HopsSweep {
+    /// Seconds of load per point.
+    pub duration_s: f64,
+    pub points: Vec<SweepPoint>,
+    /// Each topology's knee and capacity.
+    pub knees: Vec<Knee>,
+}
+
+/// One topology at one offered rate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepPoint {
+    pub offered_rps: f64,
+    pub topology: String,
+    /// Responses per second achieved.
+    pub rps: f64,
+    pub errors: u64,
+    pub mean_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
+/// Where a topology stops keeping up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Knee {
+    pub topology: String,
+    /// The lowest offered rate it did not keep up with (served under 90% of it, or a
+    /// p99 over 5× its p99 at the lowest rate); `None` if it kept up at every rate.
+    pub knee_rps: Option<f64>,
+    /// The most responses per second it achieved at any point.
+    pub capacity_rps: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -75,6 +75,9 @@ pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
             .find(|t| t.topology == topology && !t.traced)?;
         Some((on.p50_ms? - off.p50_ms?, on.p99_ms? - off.p99_ms?))
     };
+    if let Some(sweep) = &s.sweep {
+        sweep_markdown(sweep, out)?;
+    }
     for topology in ["monolith", "services"] {
         if let Some((p50, p99)) = overhead(topology) {
             writeln!(
@@ -84,4 +87,82 @@ pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The sweep: one row per offered rate, both topologies and the tax, then the knees.
+fn sweep_markdown(sweep: &crate::report::HopsSweep, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n**Sweep** (untraced, open loop, {} s per point)\n\n| offered req/s | monolith req/s | p50 ms | p99 ms | services req/s | p50 ms | p99 ms | tax p50 ms | tax p99 ms |",
+        sweep.duration_s
+    )?;
+    writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+    let mut rates: Vec<f64> = sweep.points.iter().map(|p| p.offered_rps).collect();
+    rates.dedup();
+    for rate in rates {
+        let at = |t: &str| {
+            sweep
+                .points
+                .iter()
+                .find(|p| p.offered_rps == rate && p.topology == t)
+        };
+        let (m, s) = (at("monolith"), at("services"));
+        let rps = |p: Option<&crate::report::SweepPoint>| {
+            p.map_or(String::new(), |p| format!("{:.0}", p.rps))
+        };
+        let ms = |v: Option<f64>| cell(v, 2);
+        let tax = |f: fn(&crate::report::SweepPoint) -> Option<f64>| {
+            cell(m.and_then(f).zip(s.and_then(f)).map(|(m, s)| s - m), 2)
+        };
+        writeln!(
+            out,
+            "| {rate:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            rps(m),
+            ms(m.and_then(|p| p.p50_ms)),
+            ms(m.and_then(|p| p.p99_ms)),
+            rps(s),
+            ms(s.and_then(|p| p.p50_ms)),
+            ms(s.and_then(|p| p.p99_ms)),
+            tax(|p| p.p50_ms),
+            tax(|p| p.p99_ms)
+        )?;
+    }
+    writeln!(out)?;
+    for k in &sweep.knees {
+        match k.knee_rps {
+            Some(r) => writeln!(
+                out,
+                "- {}: knee at {r:.0} requests/s offered; capacity {:.0} requests/s.",
+                k.topology, k.capacity_rps
+            )?,
+            None => writeln!(
+                out,
+                "- {}: kept up at every rate offered (served up to {:.0} requests/s).",
+                k.topology, k.capacity_rps
+            )?,
+        }
+    }
+    if let Some(line) = throughput_lost(sweep) {
+        writeln!(out, "- {line}")?;
+    }
+    Ok(())
+}
+
+/// What the boundary costs in throughput, in words: only when the sweep found both
+/// capacities (a topology that kept up at every rate has shown a lower bound only).
+pub fn throughput_lost(sweep: &crate::report::HopsSweep) -> Option<String> {
+    let knee = |t: &str| sweep.knees.iter().find(|k| k.topology == t);
+    let (m, s) = (knee("monolith")?, knee("services")?);
+    Some(match (m.knee_rps, s.knee_rps) {
+        (Some(_), Some(_)) if m.capacity_rps > 0.0 => format!(
+            "The boundary costs {:.0}% of the throughput: {:.0} requests/s at most in one process, {:.0} as three services.",
+            (1.0 - s.capacity_rps / m.capacity_rps) * 100.0,
+            m.capacity_rps,
+            s.capacity_rps
+        ),
+        _ => format!(
+            "The sweep did not reach every capacity (monolith served up to {:.0}, services {:.0} requests/s): raise --sweep-rates to compare them.",
+            m.capacity_rps, s.capacity_rps
+        ),
+    })
 }

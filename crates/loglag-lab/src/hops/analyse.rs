@@ -4,7 +4,8 @@ use std::collections::HashMap;
 
 use super::trace::SpanLine;
 use crate::report::{
-    HopBreakdown, TaxRow, TopologySummary, Waterfall, WaterfallSpan, HOP_PERCENTILES,
+    HopBreakdown, Knee, SweepPoint, TaxRow, TopologySummary, Waterfall, WaterfallSpan,
+    HOP_PERCENTILES,
 };
 use crate::stats::{mean, quantile};
 
@@ -87,6 +88,39 @@ pub fn saturation(
             saturated.join("; ")
         )),
     }
+}
+
+/// Each topology's knee in a sweep: the lowest offered rate at which it served under
+/// 90% of the offer, or its p99 rose over 5× its p99 at the lowest rate (queueing has
+/// taken over); and its capacity, the most it served at any rate.
+pub fn knees(points: &[SweepPoint]) -> Vec<Knee> {
+    let mut topologies: Vec<&str> = Vec::new();
+    for p in points {
+        if !topologies.contains(&p.topology.as_str()) {
+            topologies.push(&p.topology);
+        }
+    }
+    topologies
+        .into_iter()
+        .map(|topology| {
+            let mut mine: Vec<&SweepPoint> =
+                points.iter().filter(|p| p.topology == topology).collect();
+            mine.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
+            let base_p99 = mine.first().and_then(|p| p.p99_ms);
+            let knee_rps = mine
+                .iter()
+                .find(|p| {
+                    p.rps < 0.9 * p.offered_rps
+                        || p.p99_ms.zip(base_p99).is_some_and(|(p99, b)| p99 > 5.0 * b)
+                })
+                .map(|p| p.offered_rps);
+            Knee {
+                topology: topology.to_owned(),
+                knee_rps,
+                capacity_rps: mine.iter().map(|p| p.rps).fold(0.0, f64::max),
+            }
+        })
+        .collect()
 }
 
 /// Reads one figure of a topology.
@@ -248,6 +282,41 @@ mod tests {
             max_ms: None,
             percentiles_ms: Vec::new(),
         }
+    }
+
+    fn point(topology: &str, offered: f64, rps: f64, p99: f64) -> SweepPoint {
+        SweepPoint {
+            offered_rps: offered,
+            topology: topology.into(),
+            rps,
+            errors: 0,
+            mean_ms: Some(p99 / 2.0),
+            p50_ms: Some(p99 / 2.0),
+            p99_ms: Some(p99),
+        }
+    }
+
+    /// The knee is where a topology stops keeping up: served under 90% of the offer,
+    /// or a p99 that left its unloaded value far behind; a topology that kept up has
+    /// none, and capacity is the most it ever served.
+    #[test]
+    fn knees_are_where_each_topology_stops_keeping_up() {
+        let points = [
+            point("monolith", 100.0, 100.0, 3.3),
+            point("services", 100.0, 100.0, 3.6),
+            point("monolith", 1000.0, 1000.0, 3.6),
+            point("services", 1000.0, 990.0, 30.0),
+            point("monolith", 5000.0, 4990.0, 5.0),
+            point("services", 5000.0, 2100.0, 900.0),
+        ];
+        let k = knees(&points);
+        assert_eq!(k.len(), 2);
+        assert_eq!((k[0].topology.as_str(), k[0].knee_rps), ("monolith", None));
+        assert_eq!(k[0].capacity_rps, 4990.0);
+        assert_eq!(
+            (k[1].topology.as_str(), k[1].knee_rps, k[1].capacity_rps),
+            ("services", Some(1000.0), 2100.0)
+        );
     }
 
     /// The lab's 500 users with no think time: both topologies at capacity, the means

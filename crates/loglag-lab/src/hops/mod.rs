@@ -43,6 +43,9 @@ pub struct HopsPlan {
     pub exe: PathBuf,
     /// Each service in its own network namespace, linked by veth pairs (root only).
     pub netns: bool,
+    /// `--sweep`: after the runs above, both topologies untraced at each of these
+    /// offered rates (open loop), for this long each.
+    pub sweep: Option<(Vec<f64>, Duration)>,
 }
 
 /// What a run produced besides the summary: the spans, for the OTLP file.
@@ -292,6 +295,74 @@ fn fetch_body(addr: SocketAddr, path: &str, id: u64) -> Result<Vec<u8>, LabError
     Ok(response[at + 4..].to_vec())
 }
 
+/// `--sweep`: both topologies, untraced, at each offered rate in turn. A rate that
+/// both topologies served at under half the offer ends the sweep: past it, only the
+/// queue grows.
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    plan: &HopsPlan,
+    rates: &[f64],
+    duration: Duration,
+    dir: &Path,
+    runtime: &tokio::runtime::Runtime,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<crate::report::HopsSweep, LabError> {
+    let mut points = Vec::new();
+    for (i, &rate) in rates.iter().enumerate() {
+        let at_rate = HopsPlan {
+            users: None,
+            rate: Some(rate),
+            duration,
+            ..plan.clone()
+        };
+        let mut overwhelmed = 0;
+        for topology in ["monolith", "services"] {
+            observer.progress(&format!(
+                "sweep {}/{}: {topology} at {rate} requests/s",
+                i + 1,
+                rates.len()
+            ));
+            let index = (4 + 2 * i + usize::from(topology == "services")) as u8;
+            let (run, _, _) = run_topology(&at_rate, index, topology, false, dir, runtime, cancel)?;
+            let s = analyse::summarise(&run);
+            if s.rps < 0.5 * rate {
+                overwhelmed += 1;
+            }
+            points.push(crate::report::SweepPoint {
+                offered_rps: rate,
+                topology: topology.to_owned(),
+                rps: s.rps,
+                errors: s.errors,
+                mean_ms: s.mean_ms,
+                p50_ms: s.p50_ms,
+                p99_ms: s.p99_ms,
+            });
+        }
+        if overwhelmed == 2 {
+            break;
+        }
+    }
+    let knees = analyse::knees(&points);
+    for k in &knees {
+        observer.progress(&match k.knee_rps {
+            Some(r) => format!(
+                "{}: knee at {r} requests/s offered, capacity {:.0} requests/s",
+                k.topology, k.capacity_rps
+            ),
+            None => format!(
+                "{}: kept up at every rate (up to {:.0} requests/s)",
+                k.topology, k.capacity_rps
+            ),
+        });
+    }
+    Ok(crate::report::HopsSweep {
+        duration_s: duration.as_secs_f64(),
+        points,
+        knees,
+    })
+}
+
 /// Runs both topologies (traced, then untraced when `plan.overhead`) and analyses them.
 pub fn run_hops(
     plan: &HopsPlan,
@@ -412,6 +483,18 @@ pub fn run_hops(
             identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
             machine: crate::sys::procfs::machine(),
             saturation,
+            sweep: match &plan.sweep {
+                Some((rates, duration)) => Some(sweep(
+                    plan,
+                    rates,
+                    *duration,
+                    dir.path(),
+                    &runtime,
+                    observer,
+                    cancel,
+                )?),
+                None => None,
+            },
         },
         spans,
     })

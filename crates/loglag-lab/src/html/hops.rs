@@ -232,6 +232,9 @@ pub fn render_hops(s: &HopsSummary) -> String {
     );
     h.push_str("<h2>Percentiles</h2>");
     h.push_str(&svg::xy("Latency by percentile", &x, &y, &series, &[]));
+    if let Some(sweep) = &s.sweep {
+        h.push_str(&sweep_section(sweep));
+    }
     h.push_str("<h2>Where a hop's time goes</h2><p>Medians over the traced requests: connect (0 on a pooled connection), the request until the callee's span starts (writing, transfer, waiting to be scheduled), the callee's handler, and the response until the caller has it all.</p>");
     if s.breakdown.is_empty() {
         h.push_str("<p>No hop was traced.</p>");
@@ -259,5 +262,95 @@ pub fn render_hops(s: &HopsSummary) -> String {
         );
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// `--sweep`: p50 and p99 of each topology against the offered rate, the knees marked.
+fn sweep_section(sweep: &crate::report::HopsSweep) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<h2>Latency against load</h2><p class=\"caption\">Both topologies untraced, open loop, {} s per offered rate. A knee is the lowest rate a topology did not keep up with (served under 90% of the offer, or its p99 over 5× its unloaded p99). Lines are p99, dots p50.</p>",
+        sweep.duration_s
+    );
+    let mut series = Vec::new();
+    for (i, topology) in ["monolith", "services"].into_iter().enumerate() {
+        for (which, pick) in [
+            (
+                "p50",
+                (|p: &crate::report::SweepPoint| p.p50_ms)
+                    as fn(&crate::report::SweepPoint) -> Option<f64>,
+            ),
+            ("p99", |p: &crate::report::SweepPoint| p.p99_ms),
+        ] {
+            // One colour per topology, as on the rest of the page: p99 the line,
+            // p50 the points.
+            series.push(Series {
+                name: format!("{topology} {which}"),
+                color: PALETTE[i],
+                mark: if which == "p99" {
+                    Mark::Line
+                } else {
+                    Mark::Points
+                },
+                points: sweep
+                    .points
+                    .iter()
+                    .filter(|p| p.topology == topology)
+                    .filter_map(|p| pick(p).map(|ms| (p.offered_rps, ms * 1000.0)))
+                    .collect(),
+            });
+        }
+    }
+    let x = Axis::fit(
+        "offered requests/s",
+        Scale::Log,
+        sweep.points.iter().map(|p| p.offered_rps),
+    );
+    let y = Axis::fit(
+        "latency",
+        Scale::LogMicros,
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+    );
+    let markers: Vec<svg::Marker> = sweep
+        .knees
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| {
+            k.knee_rps.map(|r| svg::Marker {
+                x: r,
+                label: format!("{} knee", k.topology),
+                color: PALETTE[i],
+            })
+        })
+        .collect();
+    h.push_str(&svg::xy(
+        "p50 and p99 against offered load",
+        &x,
+        &y,
+        &series,
+        &markers,
+    ));
+    h.push_str("<ul>");
+    for k in &sweep.knees {
+        let _ = match k.knee_rps {
+            Some(r) => write!(
+                h,
+                "<li>{}: knee at {r:.0} requests/s offered; capacity {:.0} requests/s.</li>",
+                esc(&k.topology),
+                k.capacity_rps
+            ),
+            None => write!(
+                h,
+                "<li>{}: kept up at every rate offered (served up to {:.0} requests/s).</li>",
+                esc(&k.topology),
+                k.capacity_rps
+            ),
+        };
+    }
+    if let Some(line) = crate::export::hops::throughput_lost(sweep) {
+        let _ = write!(h, "<li>{}</li>", esc(&line));
+    }
+    h.push_str("</ul>");
     h
 }
