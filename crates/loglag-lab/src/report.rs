@@ -409,6 +409,9 @@ pub struct HopsSummary {
     /// `--sweep`: both topologies at each offered rate, and where each saturates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<HopsSweep>,
+    /// Traced − untraced per topology, with intervals (empty with `--no-overhead`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tracing_cost: Vec<TracingCost>,
 }
 
 /// `lab hops --sweep`: latency against offered load, both topologies, untraced.
@@ -489,6 +492,20 @@ pub struct TaxRow {
     pub monolith_ms: Option<f64>,
     pub services_ms: Option<f64>,
     pub tax_ms: Option<f64>,
+    /// 95% bootstrap interval of `tax_ms` over the requests of each run (none for max).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tax_ci_ms: Option<(f64, f64)>,
+}
+
+/// What collecting spans cost one topology: traced − untraced, with 95% bootstrap
+/// intervals over the requests of the two runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TracingCost {
+    pub topology: String,
+    pub p50_ms: f64,
+    pub p50_ci_ms: (f64, f64),
+    pub p99_ms: f64,
+    pub p99_ci_ms: (f64, f64),
 }
 
 /// Where one hop's time goes (medians, ms).

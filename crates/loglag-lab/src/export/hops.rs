@@ -31,17 +31,24 @@ pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     if !s.tax.is_empty() {
-        writeln!(out, "\n| hop tax at | monolith ms | services ms | tax ms |")?;
-        writeln!(out, "|---|--:|--:|--:|")?;
+        writeln!(
+            out,
+            "\n| hop tax at | monolith ms | services ms | tax ms | 95% interval ms |"
+        )?;
+        writeln!(out, "|---|--:|--:|--:|--:|")?;
         for t in &s.tax {
             writeln!(
                 out,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 t.at,
                 cell(t.monolith_ms, 2),
                 cell(t.services_ms, 2),
-                cell(t.tax_ms, 2)
+                cell(t.tax_ms, 2),
+                interval(t.tax_ci_ms)
             )?;
+        }
+        if let Some(line) = tax_noise_line(s) {
+            writeln!(out, "\n{line}")?;
         }
     }
     if !s.breakdown.is_empty() {
@@ -78,15 +85,54 @@ pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
     if let Some(sweep) = &s.sweep {
         sweep_markdown(sweep, out)?;
     }
-    for topology in ["monolith", "services"] {
-        if let Some((p50, p99)) = overhead(topology) {
-            writeln!(
-                out,
-                "\nTracing's cost ({topology}, traced − untraced): p50 {p50:+.2} ms, p99 {p99:+.2} ms."
-            )?;
+    if s.tracing_cost.is_empty() {
+        // A summary written before the intervals existed.
+        for topology in ["monolith", "services"] {
+            if let Some((p50, p99)) = overhead(topology) {
+                writeln!(
+                    out,
+                    "\nTracing's cost ({topology}, traced − untraced): p50 {p50:+.2} ms, p99 {p99:+.2} ms."
+                )?;
+            }
         }
     }
+    for line in tracing_cost_lines(s) {
+        writeln!(out, "\n{line}")?;
+    }
     Ok(())
+}
+
+/// A 95% interval as `[lo, hi]` ms, or nothing.
+pub fn interval(ci: Option<(f64, f64)>) -> String {
+    ci.map_or_else(String::new, |(lo, hi)| format!("[{lo:+.2}, {hi:+.2}]"))
+}
+
+/// What tracing cost each topology, with its intervals, and "inconclusive" where an
+/// interval includes zero: the difference is then within the runs' noise.
+pub fn tracing_cost_lines(s: &HopsSummary) -> Vec<String> {
+    s.tracing_cost
+        .iter()
+        .map(|c| {
+            let judged = |ms: f64, ci: (f64, f64)| {
+                let within = ci.0 <= 0.0 && ci.1 >= 0.0;
+                format!(
+                    "{ms:+.2} ms {}{}",
+                    interval(Some(ci)),
+                    if within {
+                        " (inconclusive: within noise)"
+                    } else {
+                        ""
+                    }
+                )
+            };
+            format!(
+                "Tracing's cost ({}, traced − untraced, 95% bootstrap intervals): p50 {}, p99 {}.",
+                c.topology,
+                judged(c.p50_ms, c.p50_ci_ms),
+                judged(c.p99_ms, c.p99_ci_ms)
+            )
+        })
+        .collect()
 }
 
 /// The sweep: one row per offered rate, both topologies and the tax, then the knees.
@@ -164,5 +210,21 @@ pub fn throughput_lost(sweep: &crate::report::HopsSweep) -> Option<String> {
             "The sweep did not reach every capacity (monolith served up to {:.0}, services {:.0} requests/s): raise --sweep-rates to compare them.",
             m.capacity_rps, s.capacity_rps
         ),
+    })
+}
+
+/// Which tax figures are within noise (their interval includes zero), in words.
+pub fn tax_noise_line(s: &HopsSummary) -> Option<String> {
+    let within: Vec<&str> = s
+        .tax
+        .iter()
+        .filter(|t| t.tax_ci_ms.is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0))
+        .map(|t| t.at.as_str())
+        .collect();
+    (!within.is_empty()).then(|| {
+        format!(
+            "Inconclusive at {}: the interval includes 0, so these runs cannot tell the topologies apart there.",
+            within.join(", ")
+        )
     })
 }

@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use super::trace::SpanLine;
 use crate::report::{
-    HopBreakdown, Knee, SweepPoint, TaxRow, TopologySummary, Waterfall, WaterfallSpan,
+    HopBreakdown, Knee, SweepPoint, TaxRow, TopologySummary, TracingCost, Waterfall, WaterfallSpan,
     HOP_PERCENTILES,
 };
-use crate::stats::{mean, quantile};
+use crate::stats::{bootstrap_difference, mean, quantile, quantile_f64};
 
 /// One topology's latencies (ns, by request id) and what the run counted.
 #[derive(Debug)]
@@ -141,8 +141,56 @@ pub fn tax(monolith: &TopologySummary, services: &TopologySummary) -> Vec<TaxRow
             monolith_ms: f(monolith),
             services_ms: f(services),
             tax_ms: f(services).zip(f(monolith)).map(|(s, m)| s - m),
+            tax_ci_ms: None,
         })
         .collect()
+}
+
+/// A run's latencies in ms.
+fn latencies_ms(run: &TopologyRun) -> Vec<f64> {
+    run.latencies.iter().map(|&(_, l)| l as f64 / 1e6).collect()
+}
+
+/// The statistic a tax row or a cost reports, for resampling (`max` has none: a
+/// bootstrap cannot say where a maximum lies).
+fn statistic(at: &str) -> Option<fn(&mut [f64]) -> f64> {
+    Some(match at {
+        "mean" => |s| mean(s.iter().copied()).unwrap_or(f64::NAN),
+        "p50" => |s| quantile_f64(s, 0.50),
+        "p95" => |s| quantile_f64(s, 0.95),
+        "p99" => |s| quantile_f64(s, 0.99),
+        _ => return None,
+    })
+}
+
+/// Adds to each tax row its 95% bootstrap interval over the two runs' requests.
+pub fn with_intervals(
+    mut rows: Vec<TaxRow>,
+    monolith: &TopologyRun,
+    services: &TopologyRun,
+) -> Vec<TaxRow> {
+    let (m, s) = (latencies_ms(monolith), latencies_ms(services));
+    for row in &mut rows {
+        if let Some(stat) = statistic(&row.at) {
+            row.tax_ci_ms = bootstrap_difference(&m, &s, stat);
+        }
+    }
+    rows
+}
+
+/// What collecting spans cost a topology (traced − untraced at p50 and p99), with
+/// 95% bootstrap intervals. `None` if a run has no requests.
+pub fn tracing_cost(traced: &TopologyRun, untraced: &TopologyRun) -> Option<TracingCost> {
+    let (on, off) = (latencies_ms(traced), latencies_ms(untraced));
+    let p50 = statistic("p50")?;
+    let p99 = statistic("p99")?;
+    Some(TracingCost {
+        topology: traced.topology.to_owned(),
+        p50_ms: p50(&mut on.clone()) - p50(&mut off.clone()),
+        p50_ci_ms: bootstrap_difference(&off, &on, p50)?,
+        p99_ms: p99(&mut on.clone()) - p99(&mut off.clone()),
+        p99_ci_ms: bootstrap_difference(&off, &on, p99)?,
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -294,6 +342,40 @@ mod tests {
             p50_ms: Some(p99 / 2.0),
             p99_ms: Some(p99),
         }
+    }
+
+    fn run(topology: &'static str, traced: bool, ms: impl Fn(u64) -> f64) -> TopologyRun {
+        TopologyRun {
+            topology,
+            traced,
+            latencies: (0..2000u64).map(|i| (i, (ms(i) * 1e6) as u64)).collect(),
+            errors: 0,
+            wall_s: 10.0,
+        }
+    }
+
+    /// A real difference gets an interval that excludes zero; the same distribution
+    /// twice gets one that includes it, which the report calls inconclusive.
+    #[test]
+    fn tax_and_tracing_cost_carry_intervals_that_tell_signal_from_noise() {
+        let jitter = |i: u64| ((i * 7919) % 100) as f64 / 100.0;
+        let monolith = run("monolith", true, |i| 3.0 + jitter(i));
+        let services = run("services", true, |i| 3.25 + jitter(i * 13));
+        let rows = with_intervals(
+            tax(&summarise(&monolith), &summarise(&services)),
+            &monolith,
+            &services,
+        );
+        let p50 = rows.iter().find(|r| r.at == "p50").unwrap();
+        let (lo, hi) = p50.tax_ci_ms.unwrap();
+        assert!(lo > 0.1 && hi < 0.4, "[{lo}, {hi}]");
+        assert_eq!(rows.iter().find(|r| r.at == "max").unwrap().tax_ci_ms, None);
+        let untraced = run("monolith", false, |i| 3.0 + jitter(i * 17));
+        let cost = tracing_cost(&monolith, &untraced).unwrap();
+        assert!(
+            cost.p50_ci_ms.0 <= 0.0 && cost.p50_ci_ms.1 >= 0.0,
+            "the same distribution: {cost:?}"
+        );
     }
 
     /// The knee is where a topology stops keeping up: served under 90% of the offer,

@@ -433,10 +433,25 @@ pub fn run_hops(
     }
     let summaries: Vec<_> = runs.iter().map(|(r, _)| analyse::summarise(r)).collect();
     let traced = |t: &str| summaries.iter().find(|s| s.topology == t && s.traced);
+    let run_of = |t: &str, tr: bool| {
+        runs.iter()
+            .map(|(r, _)| r)
+            .find(|r| r.topology == t && r.traced == tr)
+    };
     let tax = match (traced("monolith"), traced("services")) {
-        (Some(m), Some(s)) => analyse::tax(m, s),
+        (Some(m), Some(s)) => {
+            let rows = analyse::tax(m, s);
+            match (run_of("monolith", true), run_of("services", true)) {
+                (Some(mr), Some(sr)) => analyse::with_intervals(rows, mr, sr),
+                _ => rows,
+            }
+        }
         _ => Vec::new(),
     };
+    let tracing_cost: Vec<_> = ["monolith", "services"]
+        .into_iter()
+        .filter_map(|t| analyse::tracing_cost(run_of(t, true)?, run_of(t, false)?))
+        .collect();
     let mut waterfalls = Vec::new();
     for ((run, _), spans) in runs.iter().zip(&all_spans) {
         if run.traced {
@@ -483,6 +498,7 @@ pub fn run_hops(
             identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
             machine: crate::sys::procfs::machine(),
             saturation,
+            tracing_cost,
             sweep: match &plan.sweep {
                 Some((rates, duration)) => Some(sweep(
                     plan,

@@ -187,15 +187,16 @@ pub fn render_hops(s: &HopsSummary) -> String {
             cell(t.max_ms)
         );
     }
-    h.push_str("</tbody></table><h2>The hop tax (services − monolith, traced)</h2><table><thead><tr><th>at</th><th>monolith ms</th><th>services ms</th><th>tax ms</th></tr></thead><tbody>");
+    h.push_str("</tbody></table><h2>The hop tax (services − monolith, traced)</h2><p class=\"caption\">The interval is a 95% bootstrap over the two runs' requests.</p><table><thead><tr><th>at</th><th>monolith ms</th><th>services ms</th><th>tax ms</th><th>95% interval ms</th></tr></thead><tbody>");
     for t in &s.tax {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             esc(&t.at),
             cell(t.monolith_ms),
             cell(t.services_ms),
-            cell(t.tax_ms)
+            cell(t.tax_ms),
+            esc(&crate::export::hops::interval(t.tax_ci_ms))
         );
     }
     h.push_str("</tbody></table>");
@@ -232,6 +233,16 @@ pub fn render_hops(s: &HopsSummary) -> String {
     );
     h.push_str("<h2>Percentiles</h2>");
     h.push_str(&svg::xy("Latency by percentile", &x, &y, &series, &[]));
+    if let Some(line) = crate::export::hops::tax_noise_line(s) {
+        let _ = write!(h, "<p class=\"inconclusive\">{}</p>", esc(&line));
+    }
+    let costs = crate::export::hops::tracing_cost_lines(s);
+    if !costs.is_empty() {
+        h.push_str("<h2>What tracing cost</h2>");
+        for line in costs {
+            let _ = write!(h, "<p>{}</p>", esc(&line));
+        }
+    }
     if let Some(sweep) = &s.sweep {
         h.push_str(&sweep_section(sweep));
     }
