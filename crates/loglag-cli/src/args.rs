@@ -132,12 +132,15 @@ fn parse_overflow(s: &str) -> Result<loglag::Overflow, String> {
     loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
     loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
     loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
+    loglag emit --sink syslog+tcp://127.0.0.1:514 --count 100000 --overflow block
 
-Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0.
+Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0;
+to a syslog collector it is the MSG of an RFC 5424 message.
 The exit status is 1 when any record was dropped (unless --allow-drops), so a CI job
 can assert that a logging setup keeps up.")]
 pub struct EmitArgs {
-    /// Where to: stdout, stderr, file://PATH or fifo://PATH.
+    /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
+    /// syslog+udp://HOST:PORT or syslog+unix://PATH (e.g. syslog+unix:///dev/log).
     #[arg(long)]
     pub sink: SinkUrl,
     /// Records to emit.

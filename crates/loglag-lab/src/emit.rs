@@ -19,7 +19,24 @@ pub enum SinkUrl {
     Stderr,
     File(PathBuf),
     Fifo(PathBuf),
+    /// `syslog+tcp://HOST:PORT`: RFC 5424 with octet counting.
+    SyslogTcp(String),
+    /// `syslog+udp://HOST:PORT`: one datagram per record.
+    SyslogUdp(String),
+    /// `syslog+unix:///dev/log`: a unix datagram socket.
+    SyslogUnix(PathBuf),
 }
+
+impl SinkUrl {
+    fn is_syslog(&self) -> bool {
+        matches!(
+            self,
+            SinkUrl::SyslogTcp(_) | SinkUrl::SyslogUdp(_) | SinkUrl::SyslogUnix(_)
+        )
+    }
+}
+
+const SINK_SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT or syslog+unix://PATH";
 
 impl std::str::FromStr for SinkUrl {
     type Err = String;
@@ -38,12 +55,26 @@ impl std::str::FromStr for SinkUrl {
             _ => match s.split_once("://") {
                 Some(("file", p)) => path(p).map(SinkUrl::File),
                 Some(("fifo", p)) => path(p).map(SinkUrl::Fifo),
+                Some(("syslog+unix", p)) => path(p).map(SinkUrl::SyslogUnix),
+                Some((scheme @ ("syslog+tcp" | "syslog+udp"), hostport)) => {
+                    if hostport
+                        .rsplit_once(':')
+                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+                    {
+                        return Err(format!(
+                            "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:514"
+                        ));
+                    }
+                    Ok(if scheme == "syslog+tcp" {
+                        SinkUrl::SyslogTcp(hostport.to_owned())
+                    } else {
+                        SinkUrl::SyslogUdp(hostport.to_owned())
+                    })
+                }
                 Some((scheme, _)) => Err(format!(
-                    "unknown sink scheme {scheme:?}: expected stdout, stderr, file://PATH or fifo://PATH"
+                    "unknown sink scheme {scheme:?}: expected {SINK_SCHEMES}"
                 )),
-                None => Err(format!(
-                    "{s:?} is not a sink URL: expected stdout, stderr, file://PATH or fifo://PATH"
-                )),
+                None => Err(format!("{s:?} is not a sink URL: expected {SINK_SCHEMES}")),
             },
         }
     }
@@ -56,6 +87,9 @@ impl std::fmt::Display for SinkUrl {
             SinkUrl::Stderr => f.write_str("stderr"),
             SinkUrl::File(p) => write!(f, "file://{}", p.display()),
             SinkUrl::Fifo(p) => write!(f, "fifo://{}", p.display()),
+            SinkUrl::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
+            SinkUrl::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
+            SinkUrl::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
         }
     }
 }
@@ -104,6 +138,9 @@ fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
         SinkUrl::Stdout => Box::new(FdSink::stdout()),
         SinkUrl::Stderr => Box::new(FdSink::stderr()),
         SinkUrl::Fifo(p) => Box::new(FdSink::fifo(p, None)?),
+        SinkUrl::SyslogTcp(a) => Box::new(loglag::sink::Syslog::tcp(a.as_str())?),
+        SinkUrl::SyslogUdp(a) => Box::new(loglag::sink::Syslog::udp(a.as_str())?),
+        SinkUrl::SyslogUnix(p) => Box::new(loglag::sink::Syslog::unix(p)),
         SinkUrl::File(p) if !plan.rotation.any() => Box::new(FdSink::append(p)?),
         SinkUrl::File(p) => {
             let (dir, name) = dir_and_name(p);
@@ -169,9 +206,31 @@ pub fn emit(
     }
     let (writer, guard) = builder.try_finish_sink(sink)?;
     let started = Instant::now();
+    let syslog = plan.sink.is_syslog();
     let submitted = produce(plan, progress, started, stop, || {
         let writer = writer.clone();
-        Box::new(move |line: &[u8]| writer.submit(plan.level, line))
+        let mut message = Vec::new();
+        Box::new(move |line: &[u8]| {
+            if syslog {
+                // A collector expects RFC 5424 messages: the record is their MSG.
+                use loglag::format::{LineBuilder, Value};
+                message.clear();
+                let text =
+                    std::str::from_utf8(line.strip_suffix(b"\n").unwrap_or(line)).unwrap_or("");
+                let mut b = LineBuilder::begin(
+                    &mut message,
+                    loglag::Format::Syslog,
+                    std::time::SystemTime::now(),
+                    plan.level,
+                    "emit",
+                );
+                b.field("message", Value::Str(text));
+                b.finish();
+                writer.submit(plan.level, &message);
+            } else {
+                writer.submit(plan.level, line)
+            }
+        })
     });
     let submitted_s = started.elapsed().as_secs_f64();
     let m = guard.shutdown();
@@ -376,6 +435,29 @@ mod tests {
             .parse::<SinkUrl>()
             .unwrap_err()
             .contains("not a sink URL"));
+    }
+
+    #[test]
+    fn syslog_sink_urls_parse_and_read_back() {
+        for url in [
+            "syslog+tcp://127.0.0.1:514",
+            "syslog+udp://[::1]:5514",
+            "syslog+unix:///dev/log",
+        ] {
+            let parsed: SinkUrl = url.parse().unwrap();
+            assert!(parsed.is_syslog());
+            assert_eq!(parsed.to_string(), url);
+        }
+        for bad in [
+            "syslog+tcp://localhost",
+            "syslog+udp://:514",
+            "syslog+tcp://h:port",
+        ] {
+            let err = bad.parse::<SinkUrl>().unwrap_err();
+            assert!(err.contains("HOST:PORT"), "{bad}: {err}");
+        }
+        let err = "syslog://x:1".parse::<SinkUrl>().unwrap_err();
+        assert!(err.contains("syslog+tcp://HOST:PORT"), "{err}");
     }
 
     #[test]

@@ -254,13 +254,17 @@ impl Core {
 
     /// With no format set or adopted, reports follow the records around them: JSON
     /// when the latest record is a JSON object (`fmt().json()` through the
-    /// `MakeWriter`), compact text otherwise.
+    /// `MakeWriter`), syslog when it is an RFC 5424 message, compact text otherwise.
     pub(crate) fn follow_records_format(&self, latest_record: &[u8]) {
         if self.report_format_settled.load(Ordering::Relaxed) {
             return;
         }
-        let json = latest_record.first() == Some(&b'{');
-        let format = if json { Format::Json } else { Format::Compact };
+        let format = match latest_record.first() {
+            Some(b'{') => Format::Json,
+            // `<PRI>1 …`: an RFC 5424 message, for a syslog collector.
+            Some(b'<') => Format::Syslog,
+            _ => Format::Compact,
+        };
         self.report_format.store(format.index(), Ordering::Relaxed);
     }
 

@@ -163,7 +163,8 @@ impl LoglagLayer {
                 }
                 out.push(b']');
             }
-            Format::Compact | Format::Logfmt => {
+            // Syslog: the span context follows the message text.
+            Format::Compact | Format::Logfmt | Format::Syslog => {
                 out.extend_from_slice(b" span=");
                 for (i, span) in scope.from_root().enumerate() {
                     if i > 0 {

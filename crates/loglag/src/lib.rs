@@ -144,6 +144,11 @@ pub fn non_blocking<W: std::io::Write + Send + 'static>(writer: W) -> (NonBlocki
     NonBlockingBuilder::default().finish(writer)
 }
 
+/// README.md's examples, compiled (and run, unless `no_run`) as doctests.
+#[cfg(all(doctest, feature = "rolling", feature = "tracing"))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 /// MIGRATING.md's examples, compiled and run as doctests.
 #[cfg(all(doctest, feature = "rolling", feature = "tracing"))]
 #[doc = include_str!("../../../MIGRATING.md")]

@@ -122,6 +122,30 @@ pub(crate) enum Style {
     Json,
     Text,
     Quoted,
+    /// An RFC 5424 structured-data parameter value.
+    SdValue,
+}
+
+/// Appends `s` as an RFC 5424 PARAM-VALUE: `"`, `\` and `]` escaped with a backslash
+/// as the RFC requires, and control characters as [`text_str`] does, so a record
+/// stays one message on one line.
+pub fn sd_value(out: &mut Vec<u8>, s: &str) {
+    escape_with(out, s, |c, tmp| {
+        match c {
+            ']' => tmp.extend_from_slice(b"\\]"),
+            '"' => tmp.extend_from_slice(b"\\\""),
+            '\\' => tmp.extend_from_slice(b"\\\\"),
+            '\n' => tmp.extend_from_slice(b"\\n"),
+            '\r' => tmp.extend_from_slice(b"\\r"),
+            '\t' => tmp.extend_from_slice(b"\\t"),
+            c if is_control(c) && (c as u32) < 0x100 => {
+                push_fmt(tmp, format_args!("\\x{:02x}", c as u32))
+            }
+            c if is_control(c) => push_fmt(tmp, format_args!("\\u{{{:x}}}", c as u32)),
+            _ => return false,
+        }
+        true
+    })
 }
 
 impl fmt::Write for Escaper<'_> {
@@ -130,6 +154,7 @@ impl fmt::Write for Escaper<'_> {
             Style::Json => json_str(self.out, s),
             Style::Text => text_str(self.out, s, false),
             Style::Quoted => text_str(self.out, s, true),
+            Style::SdValue => sd_value(self.out, s),
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! Every format escapes control characters, so one record is always one line.
 
 pub mod escape;
+mod syslog;
 pub(crate) mod time;
 
 use std::fmt;
@@ -33,6 +34,11 @@ pub enum Format {
     Compact,
     /// `key=value` pairs.
     Logfmt,
+    /// RFC 5424 syslog messages (`<PRI>1 TIMESTAMP HOST APP PID - [loglag@32473 …] MSG`),
+    /// one per line: for [`sink::Syslog`](crate::sink::Syslog), which frames each line
+    /// for its transport. The level sets the severity (facility `user`), the target and
+    /// every field become structured-data parameters, the message is MSG.
+    Syslog,
 }
 
 impl Format {
@@ -42,6 +48,7 @@ impl Format {
             Format::Json => 0,
             Format::Compact => 1,
             Format::Logfmt => 2,
+            Format::Syslog => 3,
         }
     }
 
@@ -49,6 +56,7 @@ impl Format {
         match i {
             0 => Format::Json,
             2 => Format::Logfmt,
+            3 => Format::Syslog,
             _ => Format::Compact,
         }
     }
@@ -62,7 +70,7 @@ impl std::fmt::Display for ParseFormatError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "unknown format {:?}: expected json, compact or logfmt",
+            "unknown format {:?}: expected json, compact, logfmt or syslog",
             self.0
         )
     }
@@ -77,6 +85,7 @@ impl std::str::FromStr for Format {
             "json" => Ok(Format::Json),
             "compact" | "text" => Ok(Format::Compact),
             "logfmt" => Ok(Format::Logfmt),
+            "syslog" | "rfc5424" => Ok(Format::Syslog),
             other => Err(ParseFormatError(other.to_owned())),
         }
     }
@@ -172,6 +181,8 @@ pub struct LineBuilder<'a> {
     format: Format,
     target: &'a str,
     first_field: bool,
+    /// Syslog: where the message was written, to be moved after the structured data.
+    message: Option<(usize, usize)>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -203,6 +214,28 @@ impl<'a> LineBuilder<'a> {
                 escape::text_str(out, target, false);
                 out.push(b':');
             }
+            Format::Syslog => {
+                // <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD-ID target="…"
+                let severity = match level {
+                    Level::Error => 3,
+                    Level::Warn => 4,
+                    Level::Info => 6,
+                    Level::Debug | Level::Trace => 7,
+                };
+                let _ = std::io::Write::write_fmt(out, format_args!("<{}>1 ", 8 + severity));
+                time::rfc3339_micros(out, time);
+                out.push(b' ');
+                out.extend_from_slice(syslog::host_and_app().as_bytes());
+                // SAFETY: getpid has no preconditions; read per record, since a forked
+                // child renders its own records.
+                let pid = unsafe { libc::getpid() };
+                let _ = std::io::Write::write_fmt(
+                    out,
+                    format_args!(" {pid} - [{} target=\"", syslog::SD_ID),
+                );
+                escape::sd_value(out, target);
+                out.push(b'"');
+            }
             Format::Logfmt => {
                 out.extend_from_slice(b"ts=");
                 time::rfc3339_micros(out, time);
@@ -221,12 +254,17 @@ impl<'a> LineBuilder<'a> {
             format,
             target,
             first_field: true,
+            message: None,
         }
     }
 
     /// Appends a field. A field named `message` is the record's message.
     pub fn field(&mut self, name: &str, value: Value<'_>) {
+        let start = self.out.len();
         write_field(self.out, self.format, !self.first_field, name, value);
+        if self.format == Format::Syslog && name == "message" {
+            self.message = Some((start, self.out.len()));
+        }
         self.first_field = false;
     }
 
@@ -247,6 +285,15 @@ impl<'a> LineBuilder<'a> {
                 self.out.extend_from_slice(b"}\n");
             }
             Format::Compact | Format::Logfmt => {
+                extra(self.out);
+                self.out.push(b'\n');
+            }
+            Format::Syslog => {
+                self.out.push(b']');
+                // MSG comes after the structured data, wherever the message field was.
+                if let Some((start, end)) = self.message {
+                    self.out[start..].rotate_left(end - start);
+                }
                 extra(self.out);
                 self.out.push(b'\n');
             }
@@ -281,6 +328,17 @@ pub fn write_field(
                 out.push(b'=');
             }
             write_escaped(out, value, Style::Text);
+        }
+        Format::Syslog => {
+            out.push(b' ');
+            if is_message {
+                write_escaped(out, value, Style::Text);
+            } else {
+                syslog::param_name(out, name);
+                out.extend_from_slice(b"=\"");
+                write_escaped(out, value, Style::SdValue);
+                out.push(b'"');
+            }
         }
         Format::Logfmt => {
             out.push(b' ');

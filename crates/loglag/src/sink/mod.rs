@@ -8,11 +8,13 @@
 //! | any `io::Write + Send` | [`WriterSink::new`] (or pass the writer to `finish`) |
 //! | rolling files: size/time rotation, retention, gzip | [`crate::rolling::Builder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
+//! | a syslog collector: TCP (RFC 6587 framing), UDP, `/dev/log` | [`Syslog`] |
 
 mod fallback;
 mod fd;
 #[cfg(feature = "rolling")]
 pub mod rolling;
+mod syslog;
 
 use std::io;
 
@@ -20,6 +22,7 @@ pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
 #[cfg(feature = "rolling")]
 pub use rolling::RollingFile;
+pub use syslog::Syslog;
 
 /// A destination for batches of whole records.
 ///

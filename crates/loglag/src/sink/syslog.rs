@@ -1,0 +1,288 @@
+//! Syslog to a collector: RFC 5424 lines (render them with [`Format::Syslog`]) sent
+//! over TCP with RFC 6587 octet counting, over UDP (RFC 5426, one datagram per record),
+//! or to a unix datagram socket such as `/dev/log`.
+//!
+//! | transport | guarantee |
+//! |---|---|
+//! | UDP, unix datagram | best effort: a datagram the network or a full collector drops is not seen |
+//! | TCP | at most once: a collector that closes the connection between batches is noticed before the next one, and a batch that fails is counted (`io_error`); what sat in the kernel's buffers when the collector died is lost unseen |
+//!
+//! While the collector is unreachable, each batch is dropped and counted as `io_error`
+//! until the next connection attempt, which waits 50 ms after the first failure,
+//! doubling to 5 s.
+//!
+//! [`Format::Syslog`]: crate::Format::Syslog
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::Sink;
+
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+const LAST_RETRY: Duration = Duration::from_secs(5);
+/// A collector that stops reading holds the writer no longer than this per write.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+enum Transport {
+    Tcp(SocketAddr),
+    Udp(SocketAddr),
+    Unix(PathBuf),
+}
+
+#[derive(Debug)]
+enum Connection {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+    Unix(UnixDatagram),
+}
+
+/// A [`Sink`] that sends each record to a syslog collector.
+///
+/// ```no_run
+/// use tracing_subscriber::prelude::*;
+/// let sink = loglag::sink::Syslog::tcp("127.0.0.1:514")?;
+/// let (writer, _guard) = loglag::NonBlockingBuilder::default().finish_sink(sink);
+/// let layer = loglag::LoglagLayer::new(writer).format(loglag::Format::Syslog);
+/// tracing_subscriber::registry().with(layer).try_init().ok();
+/// tracing::warn!(disk = "sda", "low space");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Syslog {
+    transport: Transport,
+    connection: Option<Connection>,
+    retry_delay: Duration,
+    next_attempt: Option<Instant>,
+    /// The TCP batch, framed.
+    framed: Vec<u8>,
+}
+
+impl Syslog {
+    fn new(transport: Transport) -> Syslog {
+        Syslog {
+            transport,
+            connection: None,
+            retry_delay: FIRST_RETRY,
+            next_attempt: None,
+            framed: Vec::new(),
+        }
+    }
+
+    fn resolve(addr: impl ToSocketAddrs) -> io::Result<SocketAddr> {
+        addr.to_socket_addrs()?.next().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the address resolves to nothing",
+            )
+        })
+    }
+
+    /// TCP with octet-counting framing (RFC 6587). Connects at the first batch.
+    pub fn tcp(addr: impl ToSocketAddrs) -> io::Result<Syslog> {
+        Ok(Syslog::new(Transport::Tcp(Syslog::resolve(addr)?)))
+    }
+
+    /// UDP, one datagram per record (RFC 5426). Keep records under the collector's
+    /// limit (rsyslog: 8 KiB by default) with `max_record_bytes`.
+    pub fn udp(addr: impl ToSocketAddrs) -> io::Result<Syslog> {
+        Ok(Syslog::new(Transport::Udp(Syslog::resolve(addr)?)))
+    }
+
+    /// A unix datagram socket, one datagram per record: `/dev/log` for the local
+    /// syslog daemon.
+    pub fn unix(path: impl Into<PathBuf>) -> Syslog {
+        Syslog::new(Transport::Unix(path.into()))
+    }
+
+    fn connect(&self) -> io::Result<Connection> {
+        Ok(match &self.transport {
+            Transport::Tcp(addr) => {
+                let stream = TcpStream::connect_timeout(addr, WRITE_TIMEOUT)?;
+                stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+                stream.set_nodelay(true)?;
+                Connection::Tcp(stream)
+            }
+            Transport::Udp(addr) => {
+                let local: SocketAddr = if addr.is_ipv4() {
+                    ([0, 0, 0, 0], 0).into()
+                } else {
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+                };
+                let socket = UdpSocket::bind(local)?;
+                socket.connect(addr)?;
+                socket.set_write_timeout(Some(WRITE_TIMEOUT))?;
+                Connection::Udp(socket)
+            }
+            Transport::Unix(path) => {
+                let socket = UnixDatagram::unbound()?;
+                socket.connect(path)?;
+                // A reader that stopped reading holds the writer this long, not forever.
+                socket.set_write_timeout(Some(WRITE_TIMEOUT))?;
+                Connection::Unix(socket)
+            }
+        })
+    }
+
+    /// The connection, made (or remade) if the back-off allows. A TCP connection the
+    /// collector has closed (it restarted) is replaced before it is written to, so the
+    /// batch goes to the new collector instead of into a dead socket.
+    fn connection(&mut self) -> io::Result<&mut Connection> {
+        if let Some(Connection::Tcp(stream)) = &self.connection {
+            if peer_closed(stream) {
+                self.connection = None;
+            }
+        }
+        if self.connection.is_none() {
+            if let Some(at) = self.next_attempt {
+                if Instant::now() < at {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotConnected,
+                        format!(
+                            "syslog collector {:?} unreachable; retrying",
+                            self.transport
+                        ),
+                    ));
+                }
+            }
+            match self.connect() {
+                Ok(c) => self.connection = Some(c),
+                Err(e) => {
+                    self.failed();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.connection.as_mut().expect("connected above"))
+    }
+
+    fn failed(&mut self) {
+        self.connection = None;
+        self.next_attempt = Some(Instant::now() + self.retry_delay);
+        self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
+    }
+
+    fn succeeded(&mut self) {
+        self.retry_delay = FIRST_RETRY;
+        self.next_attempt = None;
+    }
+}
+
+/// Whether the collector has closed its end: it never sends, so a readable socket
+/// with nothing to read is its FIN (or a reset).
+fn peer_closed(stream: &TcpStream) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: a valid descriptor and a one-byte buffer; MSG_PEEK leaves the data.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0 || (n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock)
+}
+
+/// The first line of `buf` without its newline, and the bytes it occupies.
+fn first_record(buf: &[u8]) -> (&[u8], usize) {
+    match buf.iter().position(|&b| b == b'\n') {
+        Some(i) => (&buf[..i], i + 1),
+        None => (buf, buf.len()),
+    }
+}
+
+impl Sink for Syslog {
+    /// TCP: every whole record of `buf`, framed, in one write; UDP and unix: the first
+    /// record, as one datagram. Returns the bytes of `buf` consumed.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut framed = std::mem::take(&mut self.framed);
+        let result = match self.connection() {
+            Err(e) => Err(e),
+            Ok(Connection::Tcp(stream)) => {
+                framed.clear();
+                // (end in `framed`, end in `buf`) of each record, to say how much of
+                // `buf` went out if the stream fails part-way.
+                let mut ends = Vec::new();
+                let mut rest = buf;
+                while !rest.is_empty() {
+                    let (record, used) = first_record(rest);
+                    let _ = write!(framed, "{} ", record.len());
+                    framed.extend_from_slice(record);
+                    rest = &rest[used..];
+                    ends.push((framed.len(), buf.len() - rest.len()));
+                }
+                let mut sent = 0;
+                let mut failure = None;
+                while sent < framed.len() {
+                    match stream.write(&framed[sent..]) {
+                        Ok(0) => {
+                            failure = Some(io::Error::from(io::ErrorKind::WriteZero));
+                            break;
+                        }
+                        Ok(n) => sent += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match failure {
+                    None => Ok(buf.len()),
+                    Some(e) => {
+                        // Records wholly sent are written; the rest of `buf` comes back
+                        // on the next call, which finds the connection gone.
+                        let whole = ends
+                            .iter()
+                            .take_while(|(framed_end, _)| *framed_end <= sent)
+                            .last()
+                            .map_or(0, |&(_, buf_end)| buf_end);
+                        self.connection = None;
+                        self.next_attempt = Some(Instant::now() + self.retry_delay);
+                        self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
+                        if whole > 0 {
+                            self.framed = framed;
+                            return Ok(whole);
+                        }
+                        Err(e)
+                    }
+                }
+            }
+            Ok(Connection::Udp(socket)) => {
+                let (record, used) = first_record(buf);
+                socket.send(record).map(|_| used)
+            }
+            Ok(Connection::Unix(socket)) => {
+                let (record, used) = first_record(buf);
+                socket.send(record).map(|_| used)
+            }
+        };
+        self.framed = framed;
+        match result {
+            Ok(n) => {
+                self.succeeded();
+                Ok(n)
+            }
+            Err(e) => {
+                // A record cut short on a TCP stream is never completed: the connection
+                // is dropped, and the batch is counted as lost by the writer.
+                if self.connection.is_some() {
+                    self.failed();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
