@@ -110,6 +110,7 @@ pub mod non_blocking {
     };
 }
 mod overflow;
+pub mod prometheus;
 mod queue;
 #[cfg(feature = "rolling")]
 pub mod rolling;

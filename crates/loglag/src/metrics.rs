@@ -1,6 +1,5 @@
 //! Self-telemetry: live counters and the [`Metrics`] snapshot built from them.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -48,12 +47,15 @@ impl DropReason {
 #[derive(Debug)]
 pub(crate) struct LatencyBuckets {
     buckets: [AtomicU64; 64],
+    /// Total nanoseconds, for a Prometheus histogram's `_sum`.
+    sum_ns: AtomicU64,
 }
 
 impl Default for LatencyBuckets {
     fn default() -> Self {
         LatencyBuckets {
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_ns: AtomicU64::new(0),
         }
     }
 }
@@ -63,6 +65,7 @@ impl LatencyBuckets {
         let ns = d.as_nanos().min(u64::MAX as u128) as u64;
         let bucket = 64 - ns.leading_zeros() as usize;
         self.buckets[bucket.min(63)].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// The upper bound of the bucket holding the q-quantile, or zero with no samples.
@@ -89,6 +92,8 @@ impl LatencyBuckets {
             p50: self.quantile(&counts, 0.50),
             p99: self.quantile(&counts, 0.99),
             max: self.quantile(&counts, 1.0),
+            buckets: counts,
+            sum: Duration::from_nanos(self.sum_ns.load(Ordering::Relaxed)),
         }
     }
 }
@@ -210,6 +215,7 @@ impl Counters {
             truncated: self.truncated.load(Ordering::Relaxed),
             queue_full_events: self.queue_full_events.load(Ordering::Relaxed),
             dropped_by_level: std::array::from_fn(|l| by.iter().map(|r| r[l]).sum()),
+            dropped_by_reason_and_level: by,
             oldest_queued_age: oldest_age,
             write_latency: self.write_latency.snapshot(),
             recovered_records: 0,
@@ -219,8 +225,10 @@ impl Counters {
     }
 }
 
-/// Percentiles of the time one write to the sink took (bucketed to powers of two).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The time one write to the sink took: percentiles, and the histogram behind them
+/// (power-of-two buckets), which Prometheus can aggregate across instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriteLatency {
     /// Number of writes measured.
     pub count: u64,
@@ -230,6 +238,24 @@ pub struct WriteLatency {
     pub p99: Duration,
     /// Slowest write.
     pub max: Duration,
+    /// Writes per bucket: bucket `i` holds writes of at most 2^i ns (and more than
+    /// 2^(i−1)); bucket 0 those that took no measurable time.
+    pub buckets: [u64; 64],
+    /// Time spent in all writes together.
+    pub sum: Duration,
+}
+
+impl Default for WriteLatency {
+    fn default() -> Self {
+        WriteLatency {
+            count: 0,
+            p50: Duration::ZERO,
+            p99: Duration::ZERO,
+            max: Duration::ZERO,
+            buckets: [0; 64],
+            sum: Duration::ZERO,
+        }
+    }
 }
 
 /// A snapshot of a pipeline's accounting.
@@ -281,6 +307,8 @@ pub struct Metrics {
     pub queue_full_events: u64,
     /// Drops by level, indexed by `Level as usize`.
     pub dropped_by_level: [u64; 5],
+    /// Drops by reason and level: `[DropReason as usize][Level as usize]`.
+    pub dropped_by_reason_and_level: [[u64; 5]; 4],
     /// How long the oldest queued record has waited, if any is queued.
     pub oldest_queued_age: Option<Duration>,
     /// Sink write latency.
@@ -313,103 +341,16 @@ impl Metrics {
             && by_level == self.dropped_records
     }
 
-    /// The same numbers in the Prometheus text exposition format.
+    /// The same numbers in the Prometheus text exposition format, metric names
+    /// starting with `prefix`. For several pipelines in one exposition, each with a
+    /// `pipeline` label, see [`prometheus::text`](crate::prometheus::text).
     ///
     /// ```
     /// let text = loglag::Metrics::default().to_prometheus("loglag");
     /// assert!(text.contains("loglag_accepted_total 0"));
     /// ```
     pub fn to_prometheus(&self, prefix: &str) -> String {
-        let mut s = String::new();
-        let mut counter = |name: &str, help: &str, v: u64| {
-            let _ = writeln!(s, "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} counter\n{prefix}_{name} {v}");
-        };
-        counter(
-            "accepted_total",
-            "Records handed to the pipeline.",
-            self.accepted,
-        );
-        counter(
-            "written_records_total",
-            "Records written to a sink.",
-            self.written_records,
-        );
-        counter(
-            "written_bytes_total",
-            "Bytes written to a sink.",
-            self.written_bytes,
-        );
-        counter(
-            "write_syscalls_total",
-            "Write calls made to the sink.",
-            self.write_syscalls,
-        );
-        counter("io_errors_total", "Failed sink writes.", self.io_errors);
-        counter(
-            "truncated_total",
-            "Records truncated to max_record_bytes.",
-            self.truncated,
-        );
-        counter(
-            "queue_full_events_total",
-            "Times the byte budget was found full.",
-            self.queue_full_events,
-        );
-        let _ = writeln!(s, "# HELP {prefix}_dropped_total Records dropped, by reason.\n# TYPE {prefix}_dropped_total counter");
-        for (reason, v) in [
-            ("queue_full", self.queue_full),
-            ("io_error", self.io_error),
-            ("shutdown", self.shutdown),
-            ("reentrant", self.reentrant),
-        ] {
-            let _ = writeln!(s, "{prefix}_dropped_total{{reason=\"{reason}\"}} {v}");
-        }
-        let _ = writeln!(s, "# HELP {prefix}_dropped_by_level_total Records dropped, by level.\n# TYPE {prefix}_dropped_by_level_total counter");
-        for level in Level::ALL {
-            let _ = writeln!(
-                s,
-                "{prefix}_dropped_by_level_total{{level=\"{}\"}} {}",
-                level.as_str(),
-                self.dropped_by_level[level as usize]
-            );
-        }
-        let mut gauge = |name: &str, help: &str, v: f64| {
-            let _ = writeln!(
-                s,
-                "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} gauge\n{prefix}_{name} {v}"
-            );
-        };
-        gauge(
-            "in_flight_records",
-            "Records accepted but not yet written or dropped.",
-            self.in_flight_records as f64,
-        );
-        gauge(
-            "in_flight_bytes",
-            "Bytes queued or being written.",
-            self.in_flight_bytes as f64,
-        );
-        gauge(
-            "max_backlog_bytes",
-            "Largest backlog seen, in bytes.",
-            self.max_backlog_bytes as f64,
-        );
-        gauge(
-            "oldest_queued_age_seconds",
-            "Age of the oldest queued record.",
-            self.oldest_queued_age.map_or(0.0, |d| d.as_secs_f64()),
-        );
-        gauge(
-            "write_latency_p50_seconds",
-            "Median sink write latency.",
-            self.write_latency.p50.as_secs_f64(),
-        );
-        gauge(
-            "write_latency_p99_seconds",
-            "99th percentile sink write latency.",
-            self.write_latency.p99.as_secs_f64(),
-        );
-        s
+        crate::prometheus::text(prefix, &[(None, self)])
     }
 }
 
