@@ -340,18 +340,6 @@ impl Metrics {
             && by_reason == self.dropped_records
             && by_level == self.dropped_records
     }
-
-    /// The same numbers in the Prometheus text exposition format, metric names
-    /// starting with `prefix`. For several pipelines in one exposition, each with a
-    /// `pipeline` label, see [`prometheus::text`](crate::prometheus::text).
-    ///
-    /// ```
-    /// let text = loglag::Metrics::default().to_prometheus("loglag");
-    /// assert!(text.contains("loglag_accepted_total 0"));
-    /// ```
-    pub fn to_prometheus(&self, prefix: &str) -> String {
-        crate::prometheus::text(prefix, &[(None, self)])
-    }
 }
 
 /// One WARN line from `loglag` itself in `format`: `message`, and in structured

@@ -216,6 +216,20 @@ fn label(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+impl Metrics {
+    /// The same numbers in the Prometheus text exposition format, metric names
+    /// starting with `prefix`. For several pipelines in one exposition, each with a
+    /// `pipeline` label, see [`text`].
+    ///
+    /// ```
+    /// let text = loglag::Metrics::default().to_prometheus("loglag");
+    /// assert!(text.contains("loglag_accepted_total 0"));
+    /// ```
+    pub fn to_prometheus(&self, prefix: &str) -> String {
+        text(prefix, &[(None, self)])
+    }
+}
+
 /// The exposition of several pipelines' metrics, each family once with a sample per
 /// pipeline (`pipeline="NAME"`; `None` adds no label).
 pub fn text(prefix: &str, pipelines: &[(Option<&str>, &Metrics)]) -> String {
