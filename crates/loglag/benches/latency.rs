@@ -15,6 +15,9 @@
 //! `user`, `latency_ms`), to a file in one temporary directory; JSON where the logger
 //! has it (loglag, tracing-subscriber, slog-json), its own text otherwise.
 
+#[allow(dead_code)]
+mod support;
+
 use std::hint::black_box;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -193,17 +196,6 @@ fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGu
     builder.finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
 }
 
-macro_rules! tracing_event {
-    ($i:expr) => {
-        tracing::info!(
-            request_id = $i,
-            user = "ann",
-            latency_ms = 12.5,
-            "request completed"
-        )
-    };
-}
-
 fn report(p: [f64; 3], drops: u64) {
     println!("RESULT {} {} {} {drops}", p[0], p[1], p[2]);
 }
@@ -269,7 +261,7 @@ fn child(name: &str, dir: &Path) {
         "loglag_layer" => {
             let (writer, guard) = loglag_file(dir, name);
             let sub = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
-            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
             report(p, guard.shutdown().dropped_records);
         }
         "loglag_fmt_writer" => {
@@ -278,7 +270,7 @@ fn child(name: &str, dir: &Path) {
                 .json()
                 .with_writer(writer)
                 .finish();
-            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
             report(p, guard.shutdown().dropped_records);
         }
         "tracing_appender" => {
@@ -289,7 +281,7 @@ fn child(name: &str, dir: &Path) {
                 .json()
                 .with_writer(writer)
                 .finish();
-            let p = tracing::subscriber::with_default(sub, || measure(|i| tracing_event!(i)));
+            let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
             drop(guard);
             report(p, errors.dropped_lines() as u64);
         }
@@ -448,7 +440,7 @@ fn throughput() {
                                 .with(loglag::LoglagLayer::new(writer));
                             tracing::subscriber::with_default(sub, || {
                                 for i in 0..PER_PRODUCER {
-                                    tracing_event!(i);
+                                    event!(i);
                                 }
                             });
                         }

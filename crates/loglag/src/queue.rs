@@ -533,6 +533,11 @@ pub(crate) unsafe fn scan(base: *const u8, capacity: u64, from: u64) -> Scan {
 mod tests {
     use super::*;
 
+    /// `pop_into` for rings that hold no captured records.
+    fn pop(ring: &Ring, out: &mut Vec<u8>, max: usize, each: impl FnMut(Popped)) -> (usize, u64) {
+        ring.pop_into(out, max, true, &mut Vec::new(), &mut |_, _, _| {}, each)
+    }
+
     /// A header that no producer of this process wrote (a forked child writing into a
     /// shared spool mapping with its own copy of the positions) is skipped and counted,
     /// never trusted: its length once made the writer allocate 27 PB and abort.
@@ -548,28 +553,14 @@ mod tests {
             .store((0x6363_6363_6363u64 << 8) | COMMITTED, Ordering::Release);
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let (count, end) = ring.pop_into(
-            &mut out,
-            1 << 20,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |p| seen.push(p.len),
-        );
+        let (count, end) = pop(&ring, &mut out, 1 << 20, |p| seen.push(p.len));
         assert_eq!((count, out.as_slice()), (1, &b"good\n"[..]));
         assert_eq!(end, ring.head_position(), "the rest is skipped");
         assert_eq!(ring.torn.load(Ordering::Relaxed), 1);
         ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false)
             .unwrap();
         out.clear();
-        ring.pop_into(
-            &mut out,
-            1 << 20,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        pop(&ring, &mut out, 1 << 20, |_| {});
         assert_eq!(out, b"after\n", "the ring goes on");
     }
 
@@ -590,15 +581,7 @@ mod tests {
             out.clear();
             let mut levels = Vec::new();
             assert_eq!(
-                ring.pop_into(
-                    &mut out,
-                    usize::MAX,
-                    true,
-                    &mut Vec::new(),
-                    &mut |_, _, _| {},
-                    |p| levels.push(p.level)
-                )
-                .0,
+                pop(&ring, &mut out, usize::MAX, |p| levels.push(p.level)).0,
                 2
             );
             assert_eq!(out, [a.as_bytes(), b.as_bytes()].concat());
@@ -634,14 +617,7 @@ mod tests {
             ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false)
                 .unwrap();
             out.clear();
-            ring.pop_into(
-                &mut out,
-                usize::MAX,
-                true,
-                &mut Vec::new(),
-                &mut |_, _, _| {},
-                |_| {},
-            );
+            pop(&ring, &mut out, usize::MAX, |_| {});
         }
         done.store(true, Ordering::Relaxed);
         sampler.join().expect("no impossible timestamp");
@@ -658,24 +634,10 @@ mod tests {
         assert_eq!(ring.oldest_enqueued_ns(), Some(1_000));
         let mut out = Vec::new();
         // One record out: the next one is now the oldest.
-        ring.pop_into(
-            &mut out,
-            1,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        pop(&ring, &mut out, 1, |_| {});
         assert_eq!(out, b"first\n");
         assert_eq!(ring.oldest_enqueued_ns(), Some(2_000));
-        ring.pop_into(
-            &mut out,
-            usize::MAX,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        pop(&ring, &mut out, usize::MAX, |_| {});
         assert_eq!(ring.oldest_enqueued_ns(), None, "drained");
     }
 
@@ -745,14 +707,7 @@ mod tests {
         ring.try_push(Level::Error, &[3; 40], 160, 0, false)
             .unwrap();
         let mut out = Vec::new();
-        ring.pop_into(
-            &mut out,
-            usize::MAX,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        pop(&ring, &mut out, usize::MAX, |_| {});
         assert_eq!(out, [[2u8; 40], [3u8; 40]].concat());
     }
 

@@ -12,6 +12,20 @@ use loglag::{Format, Level, LoglagLayer, Mode, NonBlockingBuilder};
 use support::{record_lines, Behaviour, TestSink};
 use tracing_subscriber::prelude::*;
 
+/// A `MakeWriter` target for tracing-subscriber's own `fmt` layer, to compare with.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The macros' pipeline is global: one test at a time uses it.
 fn global_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -326,17 +340,6 @@ fn the_macros_before_any_pipeline_do_nothing() {
 /// `tracing_subscriber::fmt().json()` writes for the same events, timestamps aside.
 #[test]
 fn the_json_layer_writes_what_fmt_json_writes() {
-    #[derive(Clone)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let events = || {
         tracing::info!(
             port = 8080u16,
@@ -380,17 +383,6 @@ fn the_json_layer_writes_what_fmt_json_writes() {
 /// tracing-subscriber writes `span{k=v}:` before the target, loglag `span=` after.
 #[test]
 fn the_text_layer_writes_what_fmt_writes_outside_spans() {
-    #[derive(Clone)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let events = || {
         tracing::info!(
             port = 8080u16,

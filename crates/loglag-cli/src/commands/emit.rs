@@ -1,0 +1,114 @@
+//! `loglag emit`: flags into an `EmitPlan`, the run, its table.
+
+use super::*;
+
+pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
+    use crate::args::CompressName;
+    use loglag_lab::emit::{self, EmitPlan, Rotation, SinkUrl};
+    if a.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    if a.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if !(16..=(64 << 10)).contains(&a.size) {
+        bail!("--size must be between 16 bytes and 64 KiB (the pipeline's record limit)");
+    }
+    if let Some(rate) = a.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--rate must be a positive number of records per second");
+        }
+    }
+    if a.rotate_every.is_some_and(|d| d.as_secs() == 0) {
+        bail!("--rotate-every must be at least 1s");
+    }
+    let plan = EmitPlan {
+        sink: a.sink.clone(),
+        count: a.count,
+        size: a.size as usize,
+        rate: a.rate,
+        level: a.level,
+        threads: a.threads,
+        spool: a.spool.clone(),
+        overflow: a.overflow,
+        rotation: Rotation {
+            max_bytes: a.rotate_bytes,
+            every: a.rotate_every,
+            keep: a.keep,
+            gzip: a.compress == Some(CompressName::Gzip),
+        },
+        via_tracing_appender: a.via == "tracing-appender",
+    };
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    // Ctrl-C stops emitting; what was emitted is drained and summarised. A second exits.
+    let stop = cancel_flag()?;
+    let summary = emit::emit(&plan, &progress, &stop)
+        .with_context(|| format!("loglag emit into {}", a.sink))?;
+    // The summary must not mix into the records.
+    let mut out: Box<dyn Write> = if a.sink == SinkUrl::Stdout {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let m = &summary.metrics;
+    match a.format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &summary)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Csv => {
+            writeln!(
+                out,
+                "sink,records,written,dropped,write_syscalls,elapsed_s,records_per_s,mib_per_s"
+            )?;
+            writeln!(
+                out,
+                "{},{},{},{},{},{:.3},{:.0},{:.1}",
+                summary.sink,
+                summary.records,
+                m.written_records,
+                m.dropped_records,
+                m.write_syscalls,
+                summary.elapsed_s,
+                summary.records_per_s,
+                summary.mib_per_s
+            )?;
+        }
+        OutputFormat::Md => {
+            writeln!(out, "| sink | records | written | dropped (queue full / io / shutdown) | write calls | write p99 µs | elapsed s | records/s | MiB/s |")?;
+            writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} ({} / {} / {}) | {} | {:.0} | {:.3} | {:.0} | {:.1} |",
+                summary.sink,
+                summary.records,
+                m.written_records,
+                m.dropped_records,
+                m.dropped_queue_full,
+                m.dropped_io_error,
+                m.dropped_shutdown,
+                m.write_syscalls,
+                m.write_p99_us,
+                summary.elapsed_s,
+                summary.records_per_s,
+                summary.mib_per_s
+            )?;
+        }
+    }
+    out.flush()?;
+    if summary.interrupted {
+        eprintln!(
+            "loglag emit: interrupted after {} of {} records; those are drained and summarised above",
+            summary.records, a.count
+        );
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    if m.dropped_records > 0 && !a.allow_drops {
+        eprintln!(
+            "loglag emit: {} of {} records dropped (use --overflow block to wait instead, or --allow-drops)",
+            m.dropped_records, summary.records
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,135 @@
+//! `loglag lab hops`: flags into a `HopsPlan`, the runs, the outputs.
+
+use super::*;
+
+/// `lab hops`'s open-loop rate when neither --rate nor --users is given.
+pub(crate) const DEFAULT_HOPS_RATE: f64 = 200.0;
+
+pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
+    use loglag_lab::hops::{self, HopsPlan};
+    if let Some(rate) = a.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--rate must be a positive number of requests per second");
+        }
+    }
+    if a.duration.is_zero() {
+        bail!("--duration must be positive");
+    }
+    if a.threads == Some(0) {
+        bail!("--threads must be at least 1");
+    }
+    if a.body_bytes < 64 {
+        bail!("--body-bytes must be at least 64 (the JSON around the padding)");
+    }
+    if let Some(out) = &a.out {
+        check_out_dir(out)?;
+    }
+    if a.sweep {
+        if let Some(bad) = a.sweep_rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            bail!("--sweep-rates: {bad} is not a positive number of requests per second");
+        }
+        if a.sweep_duration.is_zero() {
+            bail!("--sweep-duration must be positive");
+        }
+        // An open loop past a topology's capacity opens connections as fast as it sends.
+        let top = a.sweep_rates.iter().copied().fold(0.0, f64::max);
+        loglag_lab::sys::procfs::raise_open_files((top as u64).clamp(1024, 65_536))
+            .map_err(|e| anyhow::anyhow!("--sweep: {e}"))?;
+    }
+    let users = a.users.map(|n| n as usize);
+    // The reference measured an unsaturated service: an open loop well below both
+    // topologies' capacity unless the user asks for something else.
+    let rate = users.is_none().then(|| a.rate.unwrap_or(DEFAULT_HOPS_RATE));
+    if let Some(n) = users {
+        // The generator's sockets, order's accepted ones and its pooled calls.
+        loglag_lab::sys::procfs::raise_open_files(4 * n as u64 + 256)
+            .map_err(|e| anyhow::anyhow!("--users {n}: {e}"))?;
+    }
+    let plan = HopsPlan {
+        users,
+        rate,
+        duration: a.duration,
+        calls: a.calls,
+        connection: a.connection,
+        work: a.work,
+        work_time: a.work_time,
+        body_bytes: a.body_bytes,
+        threads: a
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        trace_every: a.trace_every,
+        overhead: !a.no_overhead,
+        warmup: 5,
+        exe: std::env::current_exe().context("cannot find the loglag executable")?,
+        netns: a.netns,
+        sweep: a.sweep.then(|| {
+            let mut rates = a.sweep_rates.clone();
+            rates.sort_by(f64::total_cmp);
+            rates.dedup();
+            (rates, a.sweep_duration)
+        }),
+    };
+    let runs = if plan.overhead { 4 } else { 2 };
+    eprintln!(
+        "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load; {}, {} connection per outgoing call",
+        if plan.overhead {
+            ", each traced and untraced"
+        } else {
+            ", traced"
+        },
+        runs as f64 * plan.duration.as_secs_f64(),
+        match (plan.users, plan.rate) {
+            (Some(n), _) => format!("closed loop of {n} users"),
+            (None, Some(r)) if a.rate.is_none() => format!(
+                "open loop at {r} requests/s (the default: below both topologies' capacity, as the reference's service was)"
+            ),
+            (None, Some(r)) => format!("open loop at {r} requests/s"),
+            (None, None) => String::new(),
+        },
+        match plan.connection {
+            loglag_lab::load::Connection::New => "a new",
+            _ => "a pooled",
+        }
+    );
+    let cancel = cancel_flag()?;
+    let progress = Progress::new(runs);
+    let result = hops::run_hops(&plan, &progress, &cancel);
+    progress.finish();
+    let mut output = match result {
+        Ok(o) => o,
+        Err(LabError::Cancelled) => {
+            eprintln!("loglag lab hops: interrupted; nothing written");
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("lab hops failed")),
+    };
+    if let Some(out) = &a.out {
+        let spans = hops::trace::otlp_document(&output.spans);
+        write_to(
+            &out.join("spans.otlp.json"),
+            serde_json::to_string(&spans)?.as_bytes(),
+        )?;
+        output.summary.spans_file = Some("spans.otlp.json".into());
+    }
+    {
+        let stdout = &mut std::io::stdout().lock();
+        export::hops::markdown(&output.summary, stdout)?;
+        stdout.flush()?;
+    }
+    if let Some(out) = &a.out {
+        let doc = serde_json::json!({ "schema": SCHEMA, "hops": output.summary });
+        write_to(
+            &out.join("summary.json"),
+            (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
+        )?;
+        let mut md = Vec::new();
+        export::hops::markdown(&output.summary, &mut md)?;
+        write_to(&out.join("hops.md"), &md)?;
+        if a.report {
+            let html = loglag_lab::html::render_hops(&output.summary);
+            write_to(&out.join("report.html"), html.as_bytes())?;
+        }
+        eprintln!("loglag lab hops: results in {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

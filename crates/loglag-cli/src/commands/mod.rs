@@ -1,0 +1,127 @@
+//! Stage two: validate arguments into plans, run them, write outputs; one file per
+//! command, shared helpers here.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use loglag_lab::api::condition::Condition;
+use loglag_lab::api::server::{self, ServeConfig};
+use loglag_lab::export::{self, Exporter};
+use loglag_lab::lab::preset::{Overrides, Step};
+use loglag_lab::lab::{LabError, LabPlan, RunCondition, SinkKind};
+use loglag_lab::load::{LoadConfig, Outcome, Target};
+use loglag_lab::reader::{self, ReadConfig, SharedState};
+use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary, SCHEMA};
+use loglag_lab::stats::quantile;
+
+use loglag_lab::child::ChildSpec;
+
+use crate::args::{
+    ChildArgs, EmitArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs,
+    ReportArgs, ServeArgs, SinkArgs, TortureArgs,
+};
+use crate::progress::Progress;
+
+mod emit;
+mod hops;
+mod lab;
+mod load;
+mod report;
+mod torture;
+
+pub(crate) use self::lab::lab;
+pub(crate) use self::load::{load, sink};
+pub(crate) use emit::emit;
+pub(crate) use report::report;
+pub(crate) use torture::torture;
+
+/// Exit code after Ctrl-C, as shells expect.
+pub(crate) const INTERRUPTED: u8 = 130;
+
+/// SIGINT/SIGTERM set the flag so the lab can clean up; a second one exits at once.
+pub(crate) fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED as i32, flag.clone())?;
+        signal_hook::flag::register(signal, flag.clone())?;
+    }
+    Ok(flag)
+}
+
+/// Creates `--out` and proves it writable before any run, so a typo costs seconds,
+/// not a whole lab run.
+pub(crate) fn check_out_dir(out: &Path) -> anyhow::Result<()> {
+    if out.is_file() {
+        bail!("--out {} is a file; give a directory", out.display());
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create --out directory {}", out.display()))?;
+    let probe = out.join(format!(".loglag-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out directory {} is not writable", out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+pub(crate) fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {
+    let name = match format {
+        OutputFormat::Md => "md",
+        OutputFormat::Json => "json",
+        OutputFormat::Csv => "csv",
+    };
+    export::for_stdout(name).expect("every --format has an exporter")
+}
+
+pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        std::io::stdout().lock().write_all(bytes)?;
+    } else {
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let condition: Condition = a.condition.parse().map_err(anyhow::Error::msg)?;
+    let config = ServeConfig {
+        port: a.port,
+        threads: a.threads,
+        log_path: a.log,
+        hash_rounds: a.hash_rounds,
+        record: a.record,
+        ..ServeConfig::new(condition)
+    };
+    server::serve(config, |listening| {
+        println!("{}", server::ready_line(&listening, condition));
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A child the lab started: becomes what its spec says.
+pub(crate) fn child(a: ChildArgs) -> anyhow::Result<ExitCode> {
+    ChildSpec::parse(&a.spec)
+        .map_err(anyhow::Error::msg)?
+        .run()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
+    let report = match a.output.as_deref() {
+        // The output is opened only once the spool is known to be one.
+        Some(path) if path.as_os_str() != "-" => {
+            loglag::spool::recover_opening(&a.spool, || loglag::sink::FdSink::append(path))?
+        }
+        _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
+    };
+    eprintln!(
+        "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered, {} drops announced that the process had not reported",
+        report.records, report.bytes, report.torn, report.already_delivered, report.unannounced_drops
+    );
+    Ok(ExitCode::SUCCESS)
+}
