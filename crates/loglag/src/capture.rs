@@ -160,10 +160,12 @@ impl<'a> Encoder<'a> {
     #[inline]
     pub fn str(&mut self, index: u8, value: &str) {
         // A field longer than 4 GiB is cut; the record would be truncated anyway.
-        let len = value.len().min(u32::MAX as usize);
-        self.buf.extend_from_slice(&[TAG_STR, index]);
-        self.buf.extend_from_slice(&(len as u32).to_ne_bytes());
-        self.buf.extend_from_slice(&value.as_bytes()[..len]);
+        self.buf.extend_from_slice(&[TAG_STR, index, 0, 0, 0, 0]);
+        let start = self.buf.len();
+        self.buf
+            .extend_from_slice(&value.as_bytes()[..value.len().min(u32::MAX as usize)]);
+        let len = cap_u32(self.buf, start);
+        self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }
 
     /// A text field that lives for the whole program: only its address is copied.
@@ -202,7 +204,7 @@ impl<'a> Encoder<'a> {
         self.buf.extend_from_slice(&[TAG_STR, index, 0, 0, 0, 0]);
         let start = self.buf.len();
         let _ = std::io::Write::write_fmt(self.buf, args);
-        let len = (self.buf.len() - start).min(u32::MAX as usize) as u32;
+        let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }
 
@@ -211,9 +213,21 @@ impl<'a> Encoder<'a> {
         self.buf.extend_from_slice(&[TAG_EXTRA, 0, 0, 0, 0]);
         let start = self.buf.len();
         fill(self.buf);
-        let len = (self.buf.len() - start) as u32;
+        let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }
+}
+
+/// The length of `buf[start..]` as a u32 length prefix. Past 4 GiB the bytes are cut
+/// to what the prefix can say (at a character boundary), so the prefix never lies and
+/// no byte of user text can be read back as a tag.
+fn cap_u32(buf: &mut Vec<u8>, start: usize) -> u32 {
+    let mut end = buf.len().min(start + u32::MAX as usize);
+    while end > start && end < buf.len() && (buf[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    buf.truncate(end);
+    (end - start) as u32
 }
 
 fn take<'r>(rec: &mut &'r [u8], n: usize) -> Option<&'r [u8]> {

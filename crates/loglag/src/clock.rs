@@ -98,34 +98,61 @@ fn rdtsc() -> u64 {
     }
 }
 
-/// A (ticks, Unix ns) pair read as close together as the machine allows.
-fn sample() -> (u64, u64) {
-    let mut best = (u64::MAX, 0, 0);
+/// Monotonic nanoseconds (`CLOCK_MONOTONIC`): the rate is measured against it, so a
+/// step of the wall clock (NTP, an operator) cannot stall or skew the measurement.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Ticks, monotonic ns and Unix ns read as close together as the machine allows.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    tsc: u64,
+    mono: u64,
+    real: u64,
+}
+
+fn sample() -> Sample {
+    let mut best: Option<(u64, Sample)> = None;
     for _ in 0..5 {
         let before = rdtsc();
-        let ns = realtime().value;
+        let mono = monotonic_ns();
+        let real = realtime().value;
         let after = rdtsc();
         let gap = after.wrapping_sub(before);
-        if gap < best.0 {
-            best = (gap, before + gap / 2, ns);
+        if best.is_none_or(|(g, _)| gap < g) {
+            best = Some((
+                gap,
+                Sample {
+                    tsc: before + gap / 2,
+                    mono,
+                    real,
+                },
+            ));
         }
     }
-    (best.1, best.2)
+    best.expect("five samples").1
 }
 
 /// The writer's converter from raw readings to wall-clock time.
 #[derive(Debug)]
 pub(crate) struct WallClock {
-    /// The pair the rate is measured from.
-    origin: (u64, u64),
-    /// The latest pair: conversions count ticks from here.
-    base: (u64, u64),
+    /// The sample the rate is measured from.
+    origin: Sample,
+    /// The latest sample: conversions count ticks from its TSC and add to its wall time.
+    base: Sample,
     ns_per_tick: f64,
     next_resync_tick: u64,
 }
 
-/// Ticks between the pairs a first rate is measured over: at least a millisecond,
-/// so a 50 ns reading error is 5e-5 of it; re-anchoring narrows it to 1e-7.
+/// The first rate is measured over at least a millisecond of monotonic time, so a
+/// 50 ns reading error is 5e-5 of it; re-anchoring narrows it to 1e-7.
 const FIRST_SPAN_NS: u64 = 1_000_000;
 const RESYNC_NS: f64 = 500e6;
 
@@ -154,28 +181,28 @@ impl WallClock {
         if self.ns_per_tick == 0.0 || raw.value >= self.next_resync_tick {
             self.resync();
         }
-        let ticks = raw.value as i128 - self.base.0 as i128;
-        let ns = self.base.1 as i128 + (ticks as f64 * self.ns_per_tick) as i128;
+        let ticks = raw.value as i128 - self.base.tsc as i128;
+        let ns = self.base.real as i128 + (ticks as f64 * self.ns_per_tick) as i128;
         ns.max(0) as u64
     }
 
-    /// Re-anchors to `CLOCK_REALTIME` and refines the rate. Runs on the writer only;
-    /// the first call may spin up to a millisecond to measure a first rate.
+    /// Re-anchors to `CLOCK_REALTIME` (a wall-clock step shows from here on) and
+    /// refines the rate against `CLOCK_MONOTONIC`. Runs on the writer only; the first
+    /// call may spin up to a millisecond of monotonic time to measure a first rate.
     fn resync(&mut self) {
         let mut now = sample();
-        while now.1.saturating_sub(self.origin.1) < FIRST_SPAN_NS {
+        while now.mono.saturating_sub(self.origin.mono) < FIRST_SPAN_NS {
             std::hint::spin_loop();
             now = sample();
         }
-        let ticks = now.0.saturating_sub(self.origin.0).max(1);
-        self.ns_per_tick = (now.1 - self.origin.1) as f64 / ticks as f64;
-        // Measure the next rate over the last interval, not since start: a clock
-        // stepped by NTP then weighs on one interval only.
-        if now.1 - self.origin.1 >= 1_000_000_000 {
+        let ticks = now.tsc.saturating_sub(self.origin.tsc).max(1);
+        self.ns_per_tick = (now.mono - self.origin.mono) as f64 / ticks as f64;
+        // Measure the next rate over the last interval, not since start.
+        if now.mono - self.origin.mono >= 1_000_000_000 {
             self.origin = self.base;
         }
         self.base = now;
-        self.next_resync_tick = now.0 + (RESYNC_NS / self.ns_per_tick) as u64;
+        self.next_resync_tick = now.tsc + (RESYNC_NS / self.ns_per_tick) as u64;
     }
 }
 

@@ -526,7 +526,11 @@ impl Core {
                         used_after >= batch && used_after - footprint(record.len()) < batch;
                     if level >= self.config.flush_level {
                         self.wake_writer();
-                    } else if crossed && !self.writer_polling.load(Ordering::SeqCst) {
+                    } else if crossed && {
+                        // Push, then load the flag (the writer: store it, then look).
+                        std::sync::atomic::fence(Ordering::SeqCst);
+                        !self.writer_polling.load(Ordering::SeqCst)
+                    } {
                         // A full batch is ready: not urgent, the writer takes whole
                         // batches. A polling writer finds it by itself.
                         self.unpark_writer();

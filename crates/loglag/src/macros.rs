@@ -30,9 +30,11 @@ struct Global {
 static GLOBAL: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Sends loglag's macros (`loglag::info!`, …) to `writer`'s pipeline, rendered in
-/// `format`, for `max_level` and more severe levels. Calling it again moves them to
-/// another pipeline (the previous registration, a few dozen bytes, is kept for the
-/// life of the process, since a call may still be using it).
+/// `format`, for `max_level` and more severe levels. Call it once, at start. Calling
+/// it again moves the macros to another pipeline, but the previous one stays
+/// registered, and so alive (its queue's memory, a spool's lock), for the life of the
+/// process: a call may still be using it, and counting references on every call would
+/// put a shared atomic on the hot path.
 ///
 /// ```
 /// let (writer, guard) = loglag::NonBlockingBuilder::default().finish(Vec::<u8>::new());
@@ -165,8 +167,8 @@ pub mod __private {
     }
 }
 
-/// Logs at a level given as an expression of type [`Level`](crate::Level):
-/// `loglag::event!(loglag::Level::Warn, disk = "sda", "low space")`.
+/// Logs at a level given as a constant of type [`Level`](crate::Level) (it goes into
+/// the call site's `static`): `loglag::event!(loglag::Level::Warn, disk = "sda", "low space")`.
 ///
 /// The syntax is tracing's: `name = value` fields first (`%value` for `Display`,
 /// `?value` for `Debug`), then an optional message, a literal or a format string with

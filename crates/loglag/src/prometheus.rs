@@ -322,7 +322,9 @@ pub fn serve(
 fn answer(stream: TcpStream, pipelines: &[(String, NonBlocking)]) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(&stream);
+    // A request is a line and a few headers: 16 KiB bounds what a client can make
+    // this thread read.
+    let mut reader = BufReader::new(io::Read::take(&stream, 16 << 10));
     let mut request = String::new();
     reader.read_line(&mut request)?;
     // Read the headers to the blank line, so the client sees a complete exchange.

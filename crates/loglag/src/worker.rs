@@ -114,8 +114,10 @@ impl Writer {
                     thread::park_timeout(left.min(poll));
                 } else {
                     self.core.writer_polling.store(false, Ordering::SeqCst);
+                    // Store, then load the ring (the producer: push, then load the flag).
+                    std::sync::atomic::fence(Ordering::SeqCst);
                     // A producer that filled a batch while we still looked polling did
-                    // not wake us: check after the store (both sides are SeqCst).
+                    // not wake us: check after the store (a SeqCst fence on each side).
                     if self.core.ring.used_bytes() < batch_bytes {
                         thread::park_timeout(left);
                     }

@@ -155,6 +155,49 @@ fn records_arrive_one_datagram_each_over_udp_and_a_unix_socket() {
     check(&received.join().unwrap(), 200);
 }
 
+/// A record over `max_record_bytes` stays one valid RFC 5424 message: a long message
+/// is cut with the marker, long structured data is replaced by its length.
+#[test]
+fn a_syslog_record_over_the_limit_stays_valid() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let collector = std::thread::spawn(move || {
+        let mut stream = BufReader::new(listener.accept().unwrap().0);
+        std::iter::from_fn(|| read_frame(&mut stream)).collect::<Vec<_>>()
+    });
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .max_record_bytes(1024)
+        .finish_sink(loglag::sink::Syslog::tcp(addr).unwrap());
+    let subscriber =
+        tracing_subscriber::registry().with(LoglagLayer::new(writer).format(Format::Syslog));
+    let long = "y".repeat(5000);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(seq = 1, "{long}");
+        tracing::info!(seq = 2, big = long.as_str(), "short");
+    });
+    let m = guard.shutdown();
+    assert_eq!((m.truncated, m.written_records), (2, 2), "{m:?}");
+    let got = collector.join().unwrap();
+    let first = parsed(&got[0]);
+    assert_eq!(sd(&first, "seq"), "1");
+    assert!(
+        first.msg.ends_with("bytes]") && first.msg.contains("…[truncated "),
+        "{}",
+        first.msg
+    );
+    let second = parsed(&got[1]);
+    assert!(
+        second.sd.find_tuple(SD_ID, "truncated").is_some(),
+        "{}",
+        got[1]
+    );
+    assert_eq!(second.msg, "short");
+    for msg in &got {
+        assert!(msg.len() <= 1024, "{} bytes", msg.len());
+    }
+}
+
 /// A collector that restarts between batches: the sink sees the closed connection
 /// before writing, connects again, and nothing is lost or counted as dropped.
 #[test]

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-/// Bytes that may start something to escape: ASCII controls, DEL, `"`, `\\`, and the
+/// Bytes that may start something to escape: ASCII controls, DEL, `"`, `\\`, `]` (for
+/// syslog structured data; the other styles keep it), and the
 /// lead bytes of C1 controls (0xC2), of U+2028/U+2029 and the bidi controls U+200E,
 /// U+200F, U+202A–U+202E, U+2066–U+2069 (0xE2), and of U+061C (0xD8). Everything else is
 /// copied in bulk, which keeps long clean strings at memcpy speed.
@@ -17,6 +18,7 @@ const fn suspicious_table() -> [bool; 256] {
     t[0x7f] = true;
     t[b'"' as usize] = true;
     t[b'\\' as usize] = true;
+    t[b']' as usize] = true;
     t[0xC2] = true;
     t[0xD8] = true;
     t[0xE2] = true;
@@ -146,6 +148,24 @@ pub fn sd_value(out: &mut Vec<u8>, s: &str) {
         }
         true
     })
+}
+
+#[cfg(test)]
+mod sd_tests {
+    /// RFC 5424 §6.3.3: `"`, `\\` and `]` are escaped in a PARAM-VALUE (a raw `]`
+    /// would end the structured data early); the other styles leave `]` alone.
+    #[test]
+    fn sd_values_escape_the_closing_bracket_and_others_keep_it() {
+        let mut out = Vec::new();
+        super::sd_value(&mut out, "a]b\"c\\d\ne");
+        assert_eq!(out, br#"a\]b\"c\\d\ne"#);
+        let mut json = Vec::new();
+        super::json_str(&mut json, "x]y");
+        assert_eq!(json, b"x]y");
+        let mut text = Vec::new();
+        super::text_str(&mut text, "x]y", true);
+        assert_eq!(text, b"x]y");
+    }
 }
 
 impl fmt::Write for Escaper<'_> {

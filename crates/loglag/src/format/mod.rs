@@ -261,9 +261,16 @@ impl<'a> LineBuilder<'a> {
     /// Appends a field. A field named `message` is the record's message.
     pub fn field(&mut self, name: &str, value: Value<'_>) {
         let start = self.out.len();
-        write_field(self.out, self.format, !self.first_field, name, value);
-        if self.format == Format::Syslog && name == "message" {
-            self.message = Some((start, self.out.len()));
+        if self.format == Format::Syslog && name == "message" && self.message.is_some() {
+            // Syslog has one MSG: a second message is a parameter like any field.
+            self.out.extend_from_slice(b" message=\"");
+            write_escaped(self.out, value, Style::SdValue);
+            self.out.push(b'"');
+        } else {
+            write_field(self.out, self.format, !self.first_field, name, value);
+            if self.format == Format::Syslog && name == "message" {
+                self.message = Some((start, self.out.len()));
+            }
         }
         self.first_field = false;
     }
@@ -425,7 +432,7 @@ fn push_display(out: &mut Vec<u8>, v: impl fmt::Display) {
 /// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
 /// boundary) and ended with a visible `…[truncated N bytes]` marker and a newline.
 pub(crate) fn truncate_into(out: &mut Vec<u8>, record: &[u8], max: usize) {
-    if truncate_json_into(out, record, max) {
+    if truncate_json_into(out, record, max) || truncate_syslog_into(out, record, max) {
         return;
     }
     // The marker's length depends on the number it carries; size it for the worst case.
@@ -439,6 +446,72 @@ pub(crate) fn truncate_into(out: &mut Vec<u8>, record: &[u8], max: usize) {
         out,
         format_args!("…[truncated {} bytes]\n", record.len() - cut),
     );
+}
+
+/// An RFC 5424 record stays one valid message: MSG is cut, with the marker; if the
+/// structured data alone is too long, it is replaced by `[loglag@32473 truncated="N"]`
+/// (N its length). Returns false (and writes nothing) for any other record.
+fn truncate_syslog_into(out: &mut Vec<u8>, record: &[u8], max: usize) -> bool {
+    let body = record.strip_suffix(b"\n").unwrap_or(record);
+    if body.first() != Some(&b'<') {
+        return false;
+    }
+    // PRI+VERSION TIMESTAMP HOSTNAME APP-NAME PROCID MSGID, then the structured data.
+    let Some(sd_start) = body
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b' ')
+        .nth(5)
+        .map(|(i, _)| i + 1)
+    else {
+        return false;
+    };
+    if body.get(sd_start) != Some(&b'[') {
+        return false;
+    }
+    let (mut quoted, mut escaped, mut sd_end) = (false, false, None);
+    for (i, &b) in body.iter().enumerate().skip(sd_start) {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => quoted = !quoted,
+            b']' if !quoted && body.get(i + 1) != Some(&b'[') => {
+                sd_end = Some(i + 1);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(sd_end) = sd_end else {
+        return false;
+    };
+    let (header, sd, msg) = (&body[..sd_start], &body[sd_start..sd_end], &body[sd_end..]);
+    const MARKER_MAX: usize = "…[truncated  bytes]".len() + 20;
+    let replaced;
+    let sd: &[u8] = if header.len() + sd.len() + MARKER_MAX + 1 <= max {
+        sd
+    } else {
+        replaced = format!("[{} truncated=\"{}\"]", syslog::SD_ID, sd.len()).into_bytes();
+        &replaced
+    };
+    let room = max.saturating_sub(header.len() + sd.len() + MARKER_MAX + 1);
+    if header.len() + sd.len() + 1 > max {
+        return false;
+    }
+    let mut cut = room.min(msg.len());
+    while cut > 0 && cut < msg.len() && (msg[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    out.extend_from_slice(header);
+    out.extend_from_slice(sd);
+    out.extend_from_slice(&msg[..cut]);
+    // The marker counts MSG's bytes; replaced structured data says its own length.
+    let removed = msg.len() - cut;
+    if removed > 0 {
+        let _ = std::io::Write::write_fmt(out, format_args!("…[truncated {removed} bytes]"));
+    }
+    out.push(b'\n');
+    true
 }
 
 /// A JSON record stays valid JSON: its longest string values are shortened (at an

@@ -271,6 +271,9 @@ impl Sink for Syslog {
                 self.succeeded();
                 Ok(n)
             }
+            // One datagram too large for the transport is that record's failure, not
+            // the collector's: no back-off (keep records under 64 KiB for UDP).
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => Err(e),
             Err(e) => {
                 // A record cut short on a TCP stream is never completed: the connection
                 // is dropped, and the batch is counted as lost by the writer.
