@@ -488,7 +488,7 @@ fn truncate_syslog_into(out: &mut Vec<u8>, record: &[u8], max: usize) -> bool {
     let (header, sd, msg) = (&body[..sd_start], &body[sd_start..sd_end], &body[sd_end..]);
     const MARKER_MAX: usize = "…[truncated  bytes]".len() + 20;
     let replaced;
-    let sd: &[u8] = if header.len() + sd.len() + MARKER_MAX + 1 <= max {
+    let sd: &[u8] = if header.len() + sd.len() + MARKER_MAX < max {
         sd
     } else {
         replaced = format!("[{} truncated=\"{}\"]", syslog::SD_ID, sd.len()).into_bytes();
