@@ -89,6 +89,11 @@ pub mod __private {
     /// How a macro argument is copied into the record: integers, floats and bools by
     /// value, text with a length prefix. `%value` and `?value` go through `Display`
     /// and `Debug` instead.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be logged as a loglag field value",
+        label = "integers, floats, bools and text are copied as they are",
+        note = "write `name = %value` to log it through `Display`, or `name = ?value` through `Debug`"
+    )]
     pub trait Capture {
         /// Appends this value as field `index`.
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>);

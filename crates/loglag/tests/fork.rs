@@ -161,3 +161,72 @@ fn forked_children_in_sync_mode_never_wait_for_the_parents_lock() {
         parent_and_children_log(false, Mode::Sync)
     });
 }
+
+/// loglag's macros in a forked child: a captured record is never handed to the
+/// parent's writer (its pointers would be read by another process's ring); the child
+/// renders it itself and writes the line, whole, to the sink's file.
+#[test]
+fn a_forked_child_logging_through_the_macros_writes_whole_rendered_lines() {
+    within(Duration::from_secs(120), "macros in a forked child", || {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(FdSink::append(&path).unwrap());
+        loglag::set_global(&writer, loglag::Format::Json, Level::Info);
+        loglag::info!(who = "parent", "before the fork");
+        // The child writes to the descriptor the writer last used.
+        writer.flush(Duration::from_secs(30)).unwrap();
+        let mut fds = [0i32; 2];
+        // SAFETY: a pipe into a two-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child runs only the code below and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let before = writer.metrics().written_records;
+            for seq in 0..100u64 {
+                loglag::info!(who = "child", seq, "from the child");
+            }
+            let report = format!("{}\n", writer.metrics().written_records - before);
+            // SAFETY: our pipe end; then leave without the parent's destructors.
+            unsafe {
+                libc::write(fds[1], report.as_ptr().cast(), report.len());
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: the child's end is not ours; the read end is ours alone.
+        unsafe { libc::close(fds[1]) };
+        let mut report = String::new();
+        // SAFETY: as above.
+        unsafe { std::fs::File::from_raw_fd(fds[0]) }
+            .read_to_string(&mut report)
+            .unwrap();
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert_eq!(
+            report.trim(),
+            "100",
+            "the child counted its records written"
+        );
+        loglag::info!(who = "parent", "after the fork");
+        loglag::set_max_level(None);
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, 2, "the parent's own records: {m:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut from_child = Vec::new();
+        for line in text
+            .lines()
+            .filter(|l| !l.contains("\"target\":\"loglag\""))
+        {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if v["fields"]["who"] == "child" {
+                assert_eq!(v["fields"]["message"], "from the child", "{line}");
+                from_child.push(v["fields"]["seq"].as_u64().unwrap());
+            }
+        }
+        assert_eq!(from_child, (0..100).collect::<Vec<_>>());
+    })
+}
