@@ -209,6 +209,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// Appends rendered bytes (span context) that the writer adds at the end of the line.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     pub(crate) fn extra(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
         self.buf.extend_from_slice(&[TAG_EXTRA, 0, 0, 0, 0]);
         let start = self.buf.len();

@@ -80,10 +80,14 @@
 //! | `tracing` | yes | [`LoglagLayer`] and `MakeWriter` for [`NonBlocking`] |
 //! | `log` | yes | [`Logger`] |
 //! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook) |
+//! | `rolling` | yes | [`rolling`]: rotation, retention, gzip (flate2) |
+//! | `config` | yes | [`Config`]: every option from TOML or `LOGLAG_*` variables (toml) |
 
 mod builder;
 mod capture;
 mod clock;
+#[cfg(feature = "config")]
+pub mod config;
 mod core;
 mod fork;
 pub mod format;
@@ -119,6 +123,8 @@ pub mod spool;
 mod worker;
 
 pub use crate::builder::{FinishError, NonBlockingBuilder};
+#[cfg(feature = "config")]
+pub use crate::config::{Config, ConfigError, SinkSpec};
 pub use crate::core::{FlushTimeout, Flushed};
 pub use crate::format::{Format, ParseFormatError};
 pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
