@@ -82,6 +82,7 @@
 //! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook) |
 //! | `rolling` | yes | [`rolling`]: rotation, retention, gzip (flate2) |
 //! | `config` | yes | [`Config`]: every option from TOML or `LOGLAG_*` variables (toml) |
+//! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate |
 
 mod builder;
 mod capture;
@@ -103,6 +104,8 @@ mod logger;
 #[doc(hidden)]
 pub mod macros;
 mod metrics;
+#[cfg(feature = "metrics")]
+pub mod metrics_facade;
 mod mode;
 /// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
 /// NonBlockingBuilder}` as `tracing_appender::non_blocking::...`.
