@@ -684,8 +684,23 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
                 format!("cannot open spool {}: {e}{hint}", path.display()),
             )
         })?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), lock | libc::LOCK_NB) } != 0 {
+    // A lock this process released a moment ago can still be held by a child another
+    // thread forked in between, until that child calls exec (its copy of the
+    // descriptor is close-on-exec, and a flock belongs to the shared open file): a
+    // multi-threaded program that spawns processes sees this. So a held lock is
+    // retried for up to ~250 ms before the spool is called in use.
+    let try_lock = || {
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), lock | libc::LOCK_NB) }
+    };
+    let mut pause = Duration::from_millis(1);
+    let mut locked = try_lock() == 0;
+    while !locked && pause <= Duration::from_millis(128) {
+        std::thread::sleep(pause);
+        pause *= 2;
+        locked = try_lock() == 0;
+    }
+    if !locked {
         let e = io::Error::last_os_error();
         return Err(spool_error(
             path,
