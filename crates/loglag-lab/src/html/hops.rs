@@ -91,7 +91,9 @@ fn waterfall(w: &Waterfall) -> String {
         .fold(w.latency_ms, f64::max)
         .max(1e-6);
     let scale = (width - label_w - 70.0) / end;
-    let height = 30.0 + row_h * w.spans.len() as f64;
+    let rows_end = 10.0 + row_h * w.spans.len() as f64;
+    // Room under the rows for the time axis.
+    let height = rows_end + 34.0;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\"><title>{} {}: request {}, {:.2} ms</title>",
         esc(&w.topology),
@@ -136,8 +138,43 @@ fn waterfall(w: &Waterfall) -> String {
             );
         }
     }
+    time_axis(&mut out, label_w, scale, end, rows_end);
     out.push_str("</svg>");
     out
+}
+
+/// A time axis under a waterfall: ticks at a round step (1, 2 or 5 × a power of ten
+/// ms) from 0 to the request's end, each labelled.
+fn time_axis(out: &mut String, left: f64, scale: f64, end_ms: f64, y: f64) {
+    let raw = end_ms / 5.0;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let _ = write!(
+        out,
+        "<line x1=\"{left:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#555\"/>",
+        left + end_ms * scale
+    );
+    let mut t = 0.0;
+    while t <= end_ms + step * 1e-9 {
+        let x = left + t * scale;
+        let label = if step >= 1.0 {
+            format!("{t:.0} ms")
+        } else {
+            let digits = (-step.log10()).ceil() as usize;
+            format!("{t:.digits$} ms")
+        };
+        let _ = write!(
+            out,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y:.1}\" y2=\"{:.1}\" stroke=\"#555\"/><text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{label}</text>",
+            y + 5.0,
+            y + 18.0
+        );
+        t += step;
+    }
 }
 
 /// The whole page.
@@ -364,4 +401,24 @@ fn sweep_section(sweep: &crate::report::HopsSweep) -> String {
     }
     h.push_str("</ul>");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    /// A waterfall's time axis ticks at 1, 2 or 5 × a power of ten ms, every tick
+    /// labelled, from 0 to the request's end.
+    #[test]
+    fn waterfall_time_axes_tick_at_round_steps() {
+        let labels = |end_ms: f64| {
+            let mut out = String::new();
+            super::time_axis(&mut out, 0.0, 100.0, end_ms, 0.0);
+            out.split("middle\">")
+                .skip(1)
+                .map(|t| t.split('<').next().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(labels(3.27), ["0 ms", "1 ms", "2 ms", "3 ms"]);
+        assert_eq!(labels(0.35), ["0.0 ms", "0.1 ms", "0.2 ms", "0.3 ms"]);
+        assert_eq!(labels(42.0), ["0 ms", "10 ms", "20 ms", "30 ms", "40 ms"]);
+    }
 }
