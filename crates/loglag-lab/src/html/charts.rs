@@ -67,6 +67,16 @@ fn percentile_points(n: usize) -> Vec<f64> {
     ps
 }
 
+/// Whether a pair's runs were flagged (a late generator, a saturated API): its
+/// series are drawn dashed or faded, and the legend says so.
+fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
+    s.pairs.iter().any(|p| {
+        p.condition == condition
+            && p.sink == sink
+            && (p.lateness_warning.is_some() || p.saturation_warning.is_some())
+    })
+}
+
 pub fn latency_percentiles(s: &Summary) -> Section {
     let title = "Latency percentiles";
     if s.requests.is_empty() {
@@ -86,6 +96,7 @@ pub fn latency_percentiles(s: &Summary) -> Section {
                     .collect();
                 Series {
                     color: color(&c),
+                    flagged: flagged(s, &c, &sink),
                     name: c,
                     mark: Mark::Line,
                     points,
@@ -159,6 +170,7 @@ pub fn request_timeline(s: &Summary) -> Section {
                     .collect();
                 Series {
                     color: color(&c),
+                    flagged: flagged(s, &c, &sink),
                     name: c,
                     mark: Mark::Points,
                     points,
@@ -230,6 +242,7 @@ pub fn backlog(s: &Summary) -> Section {
             }
             series.push(Series {
                 color: color(&c),
+                flagged: flagged(s, &c, &sink),
                 name: c,
                 mark: Mark::Line,
                 points,
@@ -289,7 +302,7 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
     Section {
         id: "sections",
         title: title.into(),
-        caption: "Average time per request spent building the log record and inside the logger call, measured in the API, on a log scale: microseconds of work and tens of milliseconds of waiting fit on one chart. Hover a bar for its value.".into(),
+        caption: "Average time per request spent building the log record and inside the logger call, measured in the API, on a log scale: microseconds of work and tens of milliseconds of waiting fit on one chart. Each bar carries its value.".into(),
         charts: vec![svg::bars(
             "Average time per request inside the API",
             "time (log scale)",

@@ -249,6 +249,7 @@ pub fn render_hops(s: &HopsSummary) -> String {
             ),
             color: PALETTE[i % PALETTE.len()],
             mark: Mark::Line,
+            flagged: false,
             points: t
                 .percentiles_ms
                 .iter()
@@ -341,6 +342,7 @@ fn sweep_section(sweep: &crate::report::HopsSweep) -> String {
                 } else {
                     Mark::Points
                 },
+                flagged: false,
                 points: sweep
                     .points
                     .iter()

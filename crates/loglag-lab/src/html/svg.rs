@@ -147,6 +147,9 @@ pub struct Series {
     pub color: &'static str,
     pub mark: Mark,
     pub points: Vec<(f64, f64)>,
+    /// Measured under conditions that cannot carry a comparison (a late generator, a
+    /// saturated API): drawn dashed or faded, and said so in the legend.
+    pub flagged: bool,
 }
 
 /// A labelled bar group: one bar per series value.
@@ -338,8 +341,13 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
                 }
                 let _ = write!(
                     out,
-                    r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.8"><title>{}</title></path>"#,
+                    r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.8"{}><title>{}</title></path>"#,
                     s.color,
+                    if s.flagged {
+                        r#" stroke-dasharray="6 4" stroke-opacity="0.6""#
+                    } else {
+                        ""
+                    },
                     esc(&s.name)
                 );
             }
@@ -356,8 +364,9 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
                 }
                 let _ = write!(
                     out,
-                    r#"<path d="{d}" fill="{}" fill-opacity="0.7"><title>{}</title></path>"#,
+                    r#"<path d="{d}" fill="{}" fill-opacity="{}"><title>{}</title></path>"#,
                     s.color,
+                    if s.flagged { "0.25" } else { "0.7" },
                     esc(&s.name)
                 );
             }
@@ -402,7 +411,14 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
         &mut out,
         &series
             .iter()
-            .map(|s| (s.name.clone(), s.color))
+            .map(|s| {
+                let name = if s.flagged {
+                    format!("{} (flagged)", s.name)
+                } else {
+                    s.name.clone()
+                };
+                (name, s.color)
+            })
             .collect::<Vec<_>>(),
     );
     out.push_str("</svg>");
@@ -441,6 +457,18 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 b = TOP + ph,
                 r = bx + bar_w * 0.9,
                 n = esc(name)
+            );
+            // The value, on the bar, read upward: a static export has no hover. Above
+            // the bar, or inside its top when the bar nearly fills the plot.
+            let cx = bx + bar_w * 0.45 + 3.0;
+            let inside = by - TOP < 40.0;
+            let _ = write!(
+                out,
+                r#"<text x="{cx:.1}" y="{ty:.1}" class="tick" text-anchor="{anchor}"{fill} transform="rotate(-90 {cx:.1} {ty:.1})">{l}</text>"#,
+                ty = if inside { by + 4.0 } else { by - 4.0 },
+                anchor = if inside { "end" } else { "start" },
+                fill = if inside { " style=\"fill:#fff\"" } else { "" },
+                l = fmt_tick(*v)
             );
             if !legend_entries.iter().any(|(n, _)| n == name) {
                 legend_entries.push((name.clone(), color));
@@ -531,6 +559,7 @@ mod tests {
                 color: PALETTE[0],
                 mark: Mark::Line,
                 points: vec![(0.0, 0.0), (8.0, 540.0)],
+                flagged: false,
             }],
             &[],
         );
