@@ -157,44 +157,51 @@ pub fn request_timeline(s: &Summary) -> Section {
     if s.requests.is_empty() {
         return no_data("timeline", title, "requests.csv is missing or empty");
     }
-    let mut charts = Vec::new();
-    for sink in sinks(s) {
-        let series: Vec<Series> = conditions(s, &sink)
-            .into_iter()
-            .map(|c| {
-                let points = s
-                    .requests
-                    .iter()
-                    .filter(|r| r.condition == c && r.sink == sink)
-                    .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l * 1000.0)))
-                    .collect();
-                Series {
-                    color: color(&c),
-                    flagged: flagged(s, &c, &sink),
-                    name: c,
-                    mark: Mark::Points,
-                    points,
-                }
-            })
-            .collect();
-        let x = Axis::fit(
-            "scheduled send (s)",
-            Scale::Linear,
-            series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
-        );
-        let y = Axis::fit(
-            "latency (log scale)",
-            Scale::LogMicros,
-            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
-        );
-        charts.push(svg::xy(
-            &format!("{sink} sink: latency by scheduled send time"),
-            &x,
-            &y,
-            &series,
-            &[],
-        ));
-    }
+    let panels: Vec<(String, Vec<Series>)> = sinks(s)
+        .into_iter()
+        .map(|sink| {
+            let series = conditions(s, &sink)
+                .into_iter()
+                .map(|c| {
+                    let points = s
+                        .requests
+                        .iter()
+                        .filter(|r| r.condition == c && r.sink == sink)
+                        .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l * 1000.0)))
+                        .collect();
+                    Series {
+                        color: color(&c),
+                        flagged: flagged(s, &c, &sink),
+                        name: c,
+                        mark: Mark::Points,
+                        points,
+                    }
+                })
+                .collect();
+            (sink, series)
+        })
+        .collect();
+    // The panels sit side by side: one x and one y range for all, so a staircase in
+    // one reads against the other at a glance.
+    let all = || {
+        panels
+            .iter()
+            .flat_map(|(_, series)| series.iter().flat_map(|s| s.points.iter().copied()))
+    };
+    let x = Axis::fit("scheduled send (s)", Scale::Linear, all().map(|p| p.0));
+    let y = Axis::fit("latency (log scale)", Scale::LogMicros, all().map(|p| p.1));
+    let charts = panels
+        .iter()
+        .map(|(sink, series)| {
+            svg::xy(
+                &format!("{sink} sink: latency by scheduled send time"),
+                &x,
+                &y,
+                series,
+                &[],
+            )
+        })
+        .collect();
     Section {
         id: "timeline",
         title: title.into(),
@@ -208,7 +215,7 @@ pub fn backlog(s: &Summary) -> Section {
     if !s.timeseries.iter().any(|r| r.produced_bytes.is_some()) {
         return no_data("backlog", title, "the API did not report the bytes it produced (an --app cannot), or timeseries.csv is missing");
     }
-    let mut charts = Vec::new();
+    let mut panels = Vec::new();
     for sink in sinks(s) {
         let mut series = Vec::new();
         let mut markers = Vec::new();
@@ -248,24 +255,33 @@ pub fn backlog(s: &Summary) -> Section {
                 points,
             });
         }
-        let x = Axis::fit(
-            "time since first scheduled send (s)",
-            Scale::Linear,
-            series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
-        );
-        let y = Axis::fit(
-            "produced − read (KiB)",
-            Scale::Linear,
-            series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
-        );
-        charts.push(svg::xy(
-            &format!("{sink} sink: log bytes not yet read"),
-            &x,
-            &y,
-            &series,
-            &markers,
-        ));
+        panels.push((sink, series, markers));
     }
+    // Side by side, on the same axes: a sink that keeps up reads as flat next to one
+    // that does not.
+    let all = || {
+        panels
+            .iter()
+            .flat_map(|(_, series, _)| series.iter().flat_map(|s| s.points.iter().copied()))
+    };
+    let x = Axis::fit(
+        "time since first scheduled send (s)",
+        Scale::Linear,
+        all().map(|p| p.0),
+    );
+    let y = Axis::fit("produced − read (KiB)", Scale::Linear, all().map(|p| p.1));
+    let charts = panels
+        .iter()
+        .map(|(sink, series, markers)| {
+            svg::xy(
+                &format!("{sink} sink: log bytes not yet read"),
+                &x,
+                &y,
+                series,
+                markers,
+            )
+        })
+        .collect();
     Section {
         id: "backlog",
         title: title.into(),
