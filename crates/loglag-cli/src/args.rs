@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loglag::SinkSpec;
 use loglag_lab::api::condition::{Condition, RecordShape};
-use loglag_lab::emit::SinkUrl;
 use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::preset::Preset;
 use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
@@ -142,7 +142,7 @@ pub struct EmitArgs {
     /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
     /// syslog+udp://HOST:PORT or syslog+unix://PATH (e.g. syslog+unix:///dev/log).
     #[arg(long)]
-    pub sink: SinkUrl,
+    pub sink: SinkSpec,
     /// Records to emit.
     #[arg(long, default_value_t = 100_000)]
     pub count: u64,

@@ -338,16 +338,13 @@ while True:
     })
 }
 
-/// A service that logs to standard output, as containers do: `--app-log stdout`
-/// connects it to the lab's reader, and its log is verified like a file's.
-#[test]
-fn an_app_that_logs_to_stdout_is_measured() {
-    within("an_app_that_logs_to_stdout_is_measured", || {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("stdout_logger.py");
-        std::fs::write(
-            &script,
-            r#"import socket, sys
+/// Writes into `dir` a Python HTTP app that logs one line per request to its standard
+/// output (and "listening" to stderr), and returns its path.
+fn stdout_logger(dir: &std::path::Path) -> std::path::PathBuf {
+    let script = dir.join("stdout_logger.py");
+    std::fs::write(
+        &script,
+        r#"import socket, sys
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 server.bind(("127.0.0.1", int(sys.argv[1])))
@@ -360,8 +357,18 @@ while True:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
     conn.close()
 "#,
-        )
-        .unwrap();
+    )
+    .unwrap();
+    script
+}
+
+/// A service that logs to standard output, as containers do: `--app-log stdout`
+/// connects it to the lab's reader, and its log is verified like a file's.
+#[test]
+fn an_app_that_logs_to_stdout_is_measured() {
+    within("an_app_that_logs_to_stdout_is_measured", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = stdout_logger(dir.path());
         let app = format!("python3 {} {{port}}", script.display());
         let out_dir = tempfile::tempdir().unwrap();
         let out = loglag()
@@ -427,24 +434,7 @@ fn processes_running(words: &[&str]) -> Vec<u32> {
 fn nothing_an_app_starts_outlives_the_lab() {
     within("nothing_an_app_starts_outlives_the_lab", || {
         let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("stdout_logger.py");
-        std::fs::write(
-            &script,
-            r#"import socket, sys
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind(("127.0.0.1", int(sys.argv[1])))
-server.listen(64)
-print("listening", file=sys.stderr, flush=True)
-while True:
-    conn, _ = server.accept()
-    if conn.recv(65536):
-        print("served a request", flush=True)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-    conn.close()
-"#,
-        )
-        .unwrap();
+        let script = stdout_logger(dir.path());
         // A worker and a daemon in a session of its own, each marked by a number.
         let app = |mark: u32| {
             format!(

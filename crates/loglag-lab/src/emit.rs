@@ -7,92 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use loglag::rolling::{self, Compression, Naming};
-use loglag::sink::{FdSink, IntoSink, Sink};
+use loglag::sink::{IntoSink, Sink, SinkSpec};
 use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
 
 use crate::report::{EmitMetrics, EmitSummary};
-
-/// Where the records go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SinkUrl {
-    Stdout,
-    Stderr,
-    File(PathBuf),
-    Fifo(PathBuf),
-    /// `syslog+tcp://HOST:PORT`: RFC 5424 with octet counting.
-    SyslogTcp(String),
-    /// `syslog+udp://HOST:PORT`: one datagram per record.
-    SyslogUdp(String),
-    /// `syslog+unix:///dev/log`: a unix datagram socket.
-    SyslogUnix(PathBuf),
-}
-
-impl SinkUrl {
-    fn is_syslog(&self) -> bool {
-        matches!(
-            self,
-            SinkUrl::SyslogTcp(_) | SinkUrl::SyslogUdp(_) | SinkUrl::SyslogUnix(_)
-        )
-    }
-}
-
-const SINK_SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT or syslog+unix://PATH";
-
-impl std::str::FromStr for SinkUrl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SinkUrl, String> {
-        let s = s.trim();
-        let path = |p: &str| {
-            if p.is_empty() {
-                Err(format!("{s:?} has no path: write file:///var/log/app.log"))
-            } else {
-                Ok(PathBuf::from(p))
-            }
-        };
-        match s {
-            "stdout" | "-" => Ok(SinkUrl::Stdout),
-            "stderr" => Ok(SinkUrl::Stderr),
-            _ => match s.split_once("://") {
-                Some(("file", p)) => path(p).map(SinkUrl::File),
-                Some(("fifo", p)) => path(p).map(SinkUrl::Fifo),
-                Some(("syslog+unix", p)) => path(p).map(SinkUrl::SyslogUnix),
-                Some((scheme @ ("syslog+tcp" | "syslog+udp"), hostport)) => {
-                    if hostport
-                        .rsplit_once(':')
-                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-                    {
-                        return Err(format!(
-                            "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:514"
-                        ));
-                    }
-                    Ok(if scheme == "syslog+tcp" {
-                        SinkUrl::SyslogTcp(hostport.to_owned())
-                    } else {
-                        SinkUrl::SyslogUdp(hostport.to_owned())
-                    })
-                }
-                Some((scheme, _)) => Err(format!(
-                    "unknown sink scheme {scheme:?}: expected {SINK_SCHEMES}"
-                )),
-                None => Err(format!("{s:?} is not a sink URL: expected {SINK_SCHEMES}")),
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for SinkUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SinkUrl::Stdout => f.write_str("stdout"),
-            SinkUrl::Stderr => f.write_str("stderr"),
-            SinkUrl::File(p) => write!(f, "file://{}", p.display()),
-            SinkUrl::Fifo(p) => write!(f, "fifo://{}", p.display()),
-            SinkUrl::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
-            SinkUrl::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
-            SinkUrl::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
-        }
-    }
-}
 
 /// Rotation for `file://` sinks.
 #[derive(Debug, Clone, Default)]
@@ -112,7 +30,7 @@ impl Rotation {
 /// What to emit.
 #[derive(Debug, Clone)]
 pub struct EmitPlan {
-    pub sink: SinkUrl,
+    pub sink: SinkSpec,
     pub count: u64,
     /// Bytes per record, newline included.
     pub size: usize,
@@ -128,21 +46,14 @@ pub struct EmitPlan {
 }
 
 fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
-    if plan.rotation.any() && !matches!(plan.sink, SinkUrl::File(_)) {
+    if plan.rotation.any() && !matches!(plan.sink, SinkSpec::File(_)) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "rotation options (--rotate-bytes, --rotate-every, --keep, --compress) need a file:// sink",
         ));
     }
     Ok(match &plan.sink {
-        SinkUrl::Stdout => Box::new(FdSink::stdout()),
-        SinkUrl::Stderr => Box::new(FdSink::stderr()),
-        SinkUrl::Fifo(p) => Box::new(FdSink::fifo(p, None)?),
-        SinkUrl::SyslogTcp(a) => Box::new(loglag::sink::Syslog::tcp(a.as_str())?),
-        SinkUrl::SyslogUdp(a) => Box::new(loglag::sink::Syslog::udp(a.as_str())?),
-        SinkUrl::SyslogUnix(p) => Box::new(loglag::sink::Syslog::unix(p)),
-        SinkUrl::File(p) if !plan.rotation.any() => Box::new(FdSink::append(p)?),
-        SinkUrl::File(p) => {
+        SinkSpec::File(p) if plan.rotation.any() => {
             let (dir, name) = dir_and_name(p);
             let name = name
                 .ok_or_else(|| std::io::Error::other(format!("{} names no file", p.display())))?;
@@ -165,6 +76,7 @@ fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
             }
             Box::new(b.build(dir).map_err(std::io::Error::other)?.into_sink())
         }
+        other => other.open()?,
     })
 }
 
@@ -260,7 +172,7 @@ fn emit_via_tracing_appender(
 ) -> std::io::Result<EmitSummary> {
     use std::io::Write as _;
     use tracing_appender::rolling::{RollingFileAppender, Rotation as TaRotation};
-    let SinkUrl::File(path) = &plan.sink else {
+    let SinkSpec::File(path) = &plan.sink else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "--via tracing-appender writes files: give a file:// sink",
@@ -414,25 +326,25 @@ mod tests {
 
     #[test]
     fn urls_parse_and_refuse_clearly() {
-        assert_eq!("stdout".parse::<SinkUrl>().unwrap(), SinkUrl::Stdout);
+        assert_eq!("stdout".parse::<SinkSpec>().unwrap(), SinkSpec::Stdout);
         assert_eq!(
-            "file:///tmp/a.log".parse::<SinkUrl>().unwrap(),
-            SinkUrl::File("/tmp/a.log".into())
+            "file:///tmp/a.log".parse::<SinkSpec>().unwrap(),
+            SinkSpec::File("/tmp/a.log".into())
         );
         assert_eq!(
-            "fifo://x.fifo".parse::<SinkUrl>().unwrap(),
-            SinkUrl::Fifo("x.fifo".into())
+            "fifo://x.fifo".parse::<SinkSpec>().unwrap(),
+            SinkSpec::Fifo("x.fifo".into())
         );
         assert!("tcp://1.2.3.4:5"
-            .parse::<SinkUrl>()
+            .parse::<SinkSpec>()
             .unwrap_err()
             .contains("unknown sink scheme"));
         assert!("file://"
-            .parse::<SinkUrl>()
+            .parse::<SinkSpec>()
             .unwrap_err()
             .contains("no path"));
         assert!("/tmp/x"
-            .parse::<SinkUrl>()
+            .parse::<SinkSpec>()
             .unwrap_err()
             .contains("not a sink URL"));
     }
@@ -444,7 +356,7 @@ mod tests {
             "syslog+udp://[::1]:5514",
             "syslog+unix:///dev/log",
         ] {
-            let parsed: SinkUrl = url.parse().unwrap();
+            let parsed: SinkSpec = url.parse().unwrap();
             assert!(parsed.is_syslog());
             assert_eq!(parsed.to_string(), url);
         }
@@ -453,10 +365,10 @@ mod tests {
             "syslog+udp://:514",
             "syslog+tcp://h:port",
         ] {
-            let err = bad.parse::<SinkUrl>().unwrap_err();
+            let err = bad.parse::<SinkSpec>().unwrap_err();
             assert!(err.contains("HOST:PORT"), "{bad}: {err}");
         }
-        let err = "syslog://x:1".parse::<SinkUrl>().unwrap_err();
+        let err = "syslog://x:1".parse::<SinkSpec>().unwrap_err();
         assert!(err.contains("syslog+tcp://HOST:PORT"), "{err}");
     }
 

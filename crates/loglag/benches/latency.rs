@@ -9,6 +9,9 @@
 //! cargo bench -p loglag --bench latency                      # every logger, 3 rounds
 //! cargo bench -p loglag --bench latency -- --rounds 5 --only loglag_macro,noop
 //! cargo bench -p loglag --bench latency -- --throughput      # events/s into a file
+//! LATENCY_CAPACITY_BYTES=1048576 cargo bench -p loglag --bench latency -- --only loglag_macro
+//!                                    # loglag's rows with another capacity_bytes (or
+//!                                    # LATENCY_BATCH_BYTES for batch_bytes)
 //! ```
 //!
 //! Every logger writes the same event, a message and three fields (`request_id`,
@@ -196,6 +199,18 @@ fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGu
     builder.finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
 }
 
+/// The benches' event (`support::event!`) through loglag's own macro.
+macro_rules! macro_event {
+    ($i:expr) => {
+        loglag::info!(
+            request_id = $i,
+            user = "ann",
+            latency_ms = 12.5,
+            "request completed"
+        )
+    };
+}
+
 fn report(p: [f64; 3], drops: u64) {
     println!("RESULT {} {} {} {drops}", p[0], p[1], p[2]);
 }
@@ -212,14 +227,7 @@ fn child(name: &str, dir: &Path) {
         "loglag_macro" => {
             let (writer, guard) = loglag_file(dir, name);
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
-            let p = measure(|i| {
-                loglag::info!(
-                    request_id = i,
-                    user = "ann",
-                    latency_ms = 12.5,
-                    "request completed"
-                )
-            });
+            let p = measure(|i| macro_event!(i));
             report(p, guard.shutdown().dropped_records);
         }
         "loglag_macro_2_threads" => {
@@ -245,14 +253,7 @@ fn child(name: &str, dir: &Path) {
                         );
                     }
                 });
-                let p = measure(|i| {
-                    loglag::info!(
-                        request_id = i,
-                        user = "ann",
-                        latency_ms = 12.5,
-                        "request completed"
-                    )
-                });
+                let p = measure(|i| macro_event!(i));
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 p
             });
@@ -427,12 +428,7 @@ fn throughput() {
                     s.spawn(move || {
                         if path == "loglag_macro" {
                             for i in 0..PER_PRODUCER {
-                                loglag::info!(
-                                    request_id = i,
-                                    user = "ann",
-                                    latency_ms = 12.5,
-                                    "request completed"
-                                );
+                                macro_event!(i);
                             }
                         } else {
                             use tracing_subscriber::prelude::*;

@@ -35,65 +35,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use crate::builder::NonBlockingBuilder;
 use crate::format::Format;
 use crate::handle::{NonBlocking, WorkerGuard};
 use crate::level::Level;
 use crate::mode::Mode;
 use crate::overflow::Overflow;
-
-/// Where a configured pipeline writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SinkSpec {
-    Stdout,
-    Stderr,
-    File(PathBuf),
-    Fifo(PathBuf),
-    SyslogTcp(String),
-    SyslogUdp(String),
-    SyslogUnix(PathBuf),
-}
-
-const SINKS: &str = "stdout, stderr, file:///PATH, fifo:///PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT or syslog+unix:///PATH";
-
-impl std::str::FromStr for SinkSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SinkSpec, String> {
-        let path = |p: &str| {
-            if p.is_empty() {
-                Err(format!("no path; expected {SINKS}"))
-            } else {
-                Ok(PathBuf::from(p))
-            }
-        };
-        match s.trim() {
-            "stdout" => Ok(SinkSpec::Stdout),
-            "stderr" => Ok(SinkSpec::Stderr),
-            other => match other.split_once("://") {
-                Some(("file", p)) => path(p).map(SinkSpec::File),
-                Some(("fifo", p)) => path(p).map(SinkSpec::Fifo),
-                Some(("syslog+unix", p)) => path(p).map(SinkSpec::SyslogUnix),
-                Some((scheme @ ("syslog+tcp" | "syslog+udp"), a)) => {
-                    if a.rsplit_once(':')
-                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-                    {
-                        return Err(format!("{scheme}:// needs HOST:PORT"));
-                    }
-                    Ok(if scheme == "syslog+tcp" {
-                        SinkSpec::SyslogTcp(a.to_owned())
-                    } else {
-                        SinkSpec::SyslogUdp(a.to_owned())
-                    })
-                }
-                _ => Err(format!("expected {SINKS}")),
-            },
-        }
-    }
-}
+use crate::sink::SinkSpec;
+use crate::units::{parse_duration, parse_size};
 
 /// A key or value that is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,40 +93,6 @@ const KEYS: [&str; 16] = [
     "flush_on_panic",
     "flush_on_signals",
 ];
-
-/// A size: bytes, or with `KiB`/`K`, `MiB`/`M`, `GiB`/`G` (powers of 1024).
-pub(crate) fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: usize = n.parse().ok()?;
-    let times = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "KiB" | "k" | "kib" => 1 << 10,
-        "M" | "MiB" | "mib" => 1 << 20,
-        "G" | "GiB" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(times)
-}
-
-/// A duration: a number with `ns`, `us`, `ms`, `s`, `m` or `h`.
-pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-    let (n, unit) = s.split_at(split);
-    let n: f64 = n.parse().ok()?;
-    let seconds = match unit {
-        "ns" => n / 1e9,
-        "us" | "µs" => n / 1e6,
-        "ms" => n / 1e3,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
-}
 
 impl Config {
     /// Defaults, then the `[loglag]`-less TOML table `text` (keys in the module's table).
@@ -308,23 +223,15 @@ impl Config {
     /// Builds the pipeline into the configured sink (standard output if none was
     /// given). Errors say what could not be opened, or why the spool was refused.
     pub fn finish(self) -> Result<(NonBlocking, WorkerGuard), Box<dyn std::error::Error>> {
-        use crate::sink::{FdSink, Syslog};
-        let b = self.builder;
-        Ok(match self.sink.unwrap_or(SinkSpec::Stdout) {
-            SinkSpec::Stdout => b.try_finish_sink(FdSink::stdout())?,
-            SinkSpec::Stderr => b.try_finish_sink(FdSink::stderr())?,
-            SinkSpec::File(p) => b.try_finish_sink(FdSink::append(&p)?)?,
-            SinkSpec::Fifo(p) => b.try_finish_sink(FdSink::fifo(&p, None)?)?,
-            SinkSpec::SyslogTcp(a) => b.try_finish_sink(Syslog::tcp(a.as_str())?)?,
-            SinkSpec::SyslogUdp(a) => b.try_finish_sink(Syslog::udp(a.as_str())?)?,
-            SinkSpec::SyslogUnix(p) => b.try_finish_sink(Syslog::unix(p))?,
-        })
+        let sink = self.sink.unwrap_or(SinkSpec::Stdout).open()?;
+        Ok(self.builder.try_finish_sink(sink)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Every key of the table lands in the builder, sizes and durations with units.
     #[test]
@@ -422,18 +329,5 @@ mod tests {
             "the variable wins"
         );
         assert_eq!(k.overflow, Overflow::Block, "the bad variable is skipped");
-    }
-
-    #[test]
-    fn sizes_and_durations_read_as_people_write_them() {
-        assert_eq!(parse_size("8MiB"), Some(8 << 20));
-        assert_eq!(parse_size("64K"), Some(64 << 10));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("1.5MiB"), None);
-        assert_eq!(parse_size("99999999999999999999GiB"), None);
-        assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("10"), None, "a unit is required");
     }
 }

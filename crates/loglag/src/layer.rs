@@ -143,19 +143,17 @@ fn span_json<S: for<'a> LookupSpan<'a>>(out: &mut Vec<u8>, span: &SpanRef<'_, S>
 }
 
 impl LoglagLayer {
-    fn write_spans<S>(&self, out: &mut Vec<u8>, event: &Event<'_>, ctx: &Context<'_, S>)
+    /// Appends the event's span context: `leaf` and its ancestors, looked up once.
+    fn write_spans<S>(&self, out: &mut Vec<u8>, leaf: &SpanRef<'_, S>)
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let (Some(leaf), Some(scope)) = (ctx.event_span(event), ctx.event_scope(event)) else {
-            return;
-        };
         match self.format {
             Format::Json => {
                 out.extend_from_slice(b",\"span\":");
-                span_json(out, &leaf);
+                span_json(out, leaf);
                 out.extend_from_slice(b",\"spans\":[");
-                for (i, span) in scope.from_root().enumerate() {
+                for (i, span) in leaf.scope().from_root().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
@@ -166,17 +164,15 @@ impl LoglagLayer {
             // Syslog: the span context follows the message text.
             Format::Compact | Format::Logfmt | Format::Syslog => {
                 out.extend_from_slice(b" span=");
-                for (i, span) in scope.from_root().enumerate() {
+                for (i, span) in leaf.scope().from_root().enumerate() {
                     if i > 0 {
                         out.push(b'>');
                     }
                     escape::text_str(out, span.name(), true);
                 }
-                if let Some(scope) = ctx.event_scope(event) {
-                    for span in scope.from_root() {
-                        if let Some(fields) = span.extensions().get::<SpanFields>() {
-                            out.extend_from_slice(&fields.rendered);
-                        }
+                for span in leaf.scope().from_root() {
+                    if let Some(fields) = span.extensions().get::<SpanFields>() {
+                        out.extend_from_slice(&fields.rendered);
                     }
                 }
             }
@@ -221,8 +217,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
             .core
             .submit_captured(level, site, self.format, |captured| {
                 event.record(&mut CaptureVisitor(captured));
-                if ctx.event_span(event).is_some() {
-                    captured.extra(|out| self.write_spans(out, event, &ctx));
+                if let Some(leaf) = ctx.event_span(event) {
+                    captured.extra(|out| self.write_spans(out, &leaf));
                 }
             });
     }

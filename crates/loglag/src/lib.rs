@@ -123,11 +123,12 @@ mod queue;
 pub mod rolling;
 pub mod sink;
 pub mod spool;
+mod units;
 mod worker;
 
 pub use crate::builder::{FinishError, NonBlockingBuilder};
 #[cfg(feature = "config")]
-pub use crate::config::{Config, ConfigError, SinkSpec};
+pub use crate::config::{Config, ConfigError};
 pub use crate::core::{FlushTimeout, Flushed};
 pub use crate::format::{Format, ParseFormatError};
 pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
@@ -140,6 +141,7 @@ pub use crate::macros::{set_global, set_max_level};
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
 pub use crate::overflow::{Overflow, ParseOverflowError};
+pub use crate::sink::SinkSpec;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].
 ///

@@ -1,9 +1,9 @@
 //! Pipelines' [`Metrics`] through the [`metrics`] crate's facade, for services whose
 //! exporter is a `metrics` recorder (metrics-exporter-prometheus, statsd, …).
 //!
-//! The same names as the Prometheus exposition ([`crate::prometheus`]), with a
-//! `pipeline` label: counters are set to the pipeline's totals (`Counter::absolute`),
-//! gauges to its current values. Publish on your own schedule with [`publish`], or
+//! The same families as the Prometheus exposition ([`crate::prometheus`], one list
+//! for both), with a `pipeline` label: counters are set to the pipeline's totals
+//! (`Counter::absolute`), gauges to its current values. Publish on your own schedule with [`publish`], or
 //! every interval from a thread with [`Publisher::spawn`].
 //!
 //! ```no_run
@@ -19,46 +19,22 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::handle::NonBlocking;
-use crate::level::Level;
-use crate::metrics::{DropReason, Metrics};
+use crate::metrics::Metrics;
+use crate::prometheus::{families, Kind};
 
-/// Sets every counter and gauge of `pipeline` to `m`'s values.
+/// Sets every counter and gauge of `pipeline` to `m`'s values: the families of the
+/// Prometheus exposition, names prefixed `loglag_` (histograms are not published:
+/// the facade records samples, not finished buckets).
 pub fn publish(pipeline: &str, m: &Metrics) {
-    let p = pipeline.to_owned();
-    let counters: [(&'static str, u64); 7] = [
-        ("loglag_accepted_total", m.accepted),
-        ("loglag_written_records_total", m.written_records),
-        ("loglag_written_bytes_total", m.written_bytes),
-        ("loglag_write_syscalls_total", m.write_syscalls),
-        ("loglag_io_errors_total", m.io_errors),
-        ("loglag_truncated_total", m.truncated),
-        ("loglag_queue_full_events_total", m.queue_full_events),
-    ];
-    for (name, v) in counters {
-        metrics::counter!(name, "pipeline" => p.clone()).absolute(v);
-    }
-    for reason in DropReason::ALL {
-        for level in Level::ALL {
-            metrics::counter!(
-                "loglag_records_dropped_total",
-                "pipeline" => p.clone(),
-                "reason" => reason.as_str(),
-                "level" => level.as_lower_str()
-            )
-            .absolute(m.dropped_by_reason_and_level[reason as usize][level as usize]);
+    for family in families(m, Some(pipeline)) {
+        let name = format!("loglag_{}", family.name);
+        for (_, labels, value) in &family.samples {
+            match family.kind {
+                Kind::Counter => metrics::counter!(name.clone(), labels).absolute(*value as u64),
+                Kind::Gauge => metrics::gauge!(name.clone(), labels).set(*value),
+                Kind::Histogram => {}
+            }
         }
-    }
-    let gauges: [(&'static str, f64); 4] = [
-        ("loglag_in_flight_records", m.in_flight_records as f64),
-        ("loglag_in_flight_bytes", m.in_flight_bytes as f64),
-        ("loglag_max_backlog_bytes", m.max_backlog_bytes as f64),
-        (
-            "loglag_oldest_queued_age_seconds",
-            m.oldest_queued_age.map_or(0.0, |d| d.as_secs_f64()),
-        ),
-    ];
-    for (name, v) in gauges {
-        metrics::gauge!(name, "pipeline" => p.clone()).set(v);
     }
 }
 

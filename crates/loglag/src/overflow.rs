@@ -99,22 +99,7 @@ impl std::str::FromStr for Overflow {
             "shed-by-level" => Overflow::ShedByLevel,
             other => {
                 let wait = other.strip_prefix("block-for=").ok_or_else(err)?;
-                let split = wait
-                    .find(|c: char| !c.is_ascii_digit() && c != '.')
-                    .ok_or_else(err)?;
-                let (number, unit) = wait.split_at(split);
-                let number: f64 = number.parse().map_err(|_| err())?;
-                let seconds = match unit {
-                    "ns" => number / 1e9,
-                    "us" | "µs" => number / 1e6,
-                    "ms" => number / 1e3,
-                    "s" => number,
-                    _ => return Err(err()),
-                };
-                if !(seconds.is_finite() && seconds >= 0.0) {
-                    return Err(err());
-                }
-                Overflow::BlockFor(Duration::from_secs_f64(seconds))
+                Overflow::BlockFor(crate::units::parse_duration(wait).ok_or_else(err)?)
             }
         })
     }

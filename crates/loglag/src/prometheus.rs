@@ -32,75 +32,83 @@ use crate::metrics::{DropReason, Metrics};
 const FIRST_BUCKET: usize = 10;
 const LAST_BUCKET: usize = 34;
 
-enum Kind {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
     Counter,
     Gauge,
     Histogram,
 }
 
-struct Family {
-    name: &'static str,
-    help: &'static str,
-    kind: Kind,
-    /// (labels without braces, value) for each sample, names suffixed for histograms.
-    samples: Vec<(String, String, f64)>,
+/// (label, value) pairs of one sample, unescaped.
+pub(crate) type Labels = Vec<(&'static str, String)>;
+
+/// One metric family: every name, help text and value lives here once, for the
+/// exposition and for the `metrics` facade alike.
+pub(crate) struct Family {
+    pub(crate) name: &'static str,
+    pub(crate) help: &'static str,
+    pub(crate) kind: Kind,
+    /// (name suffix for histograms, labels, value) of each sample.
+    pub(crate) samples: Vec<(&'static str, Labels, f64)>,
 }
 
-fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
-    let base = pipeline.map_or(String::new(), |p| format!("pipeline=\"{}\"", label(p)));
-    let with = |extra: &str| match (base.is_empty(), extra.is_empty()) {
-        (true, _) => extra.to_owned(),
-        (false, true) => base.clone(),
-        (false, false) => format!("{base},{extra}"),
+/// A pipeline's families, every sample labelled `pipeline` when it has a name.
+pub(crate) fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
+    let with = |extra: &[(&'static str, String)]| -> Labels {
+        pipeline
+            .map(|p| ("pipeline", p.to_owned()))
+            .into_iter()
+            .chain(extra.iter().cloned())
+            .collect()
     };
-    let one = |name, help, kind, v: u64| Family {
+    let one = |name, help, kind, v: f64| Family {
         name,
         help,
         kind,
-        samples: vec![(String::new(), with(""), v as f64)],
+        samples: vec![("", with(&[]), v)],
     };
     let mut out = vec![
         one(
             "accepted_total",
             "Records handed to the pipeline.",
             Kind::Counter,
-            m.accepted,
+            m.accepted as f64,
         ),
         one(
             "written_records_total",
             "Records written to a sink.",
             Kind::Counter,
-            m.written_records,
+            m.written_records as f64,
         ),
         one(
             "written_bytes_total",
             "Bytes written to a sink.",
             Kind::Counter,
-            m.written_bytes,
+            m.written_bytes as f64,
         ),
         one(
             "write_syscalls_total",
             "Write calls made to the sink.",
             Kind::Counter,
-            m.write_syscalls,
+            m.write_syscalls as f64,
         ),
         one(
             "io_errors_total",
             "Failed sink writes.",
             Kind::Counter,
-            m.io_errors,
+            m.io_errors as f64,
         ),
         one(
             "truncated_total",
             "Records truncated to max_record_bytes.",
             Kind::Counter,
-            m.truncated,
+            m.truncated as f64,
         ),
         one(
             "queue_full_events_total",
             "Times the byte budget was found full.",
             Kind::Counter,
-            m.queue_full_events,
+            m.queue_full_events as f64,
         ),
     ];
     let mut by_both = Family {
@@ -112,12 +120,11 @@ fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
     for reason in DropReason::ALL {
         for level in Level::ALL {
             by_both.samples.push((
-                String::new(),
-                with(&format!(
-                    "reason=\"{}\",level=\"{}\"",
-                    reason.as_str(),
-                    level.as_lower_str()
-                )),
+                "",
+                with(&[
+                    ("reason", reason.as_str().to_owned()),
+                    ("level", level.as_lower_str().to_owned()),
+                ]),
                 m.dropped_by_reason_and_level[reason as usize][level as usize] as f64,
             ));
         }
@@ -134,7 +141,7 @@ fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
             ("reentrant", m.reentrant),
         ]
         .into_iter()
-        .map(|(r, v)| (String::new(), with(&format!("reason=\"{r}\"")), v as f64))
+        .map(|(r, v)| ("", with(&[("reason", r.to_owned())]), v as f64))
         .collect(),
     });
     out.push(Family {
@@ -145,9 +152,9 @@ fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
             .iter()
             .map(|l| {
                 (
-                    String::new(),
+                    "",
                     // Upper case, as this family always had it.
-                    with(&format!("level=\"{}\"", l.as_str())),
+                    with(&[("level", l.as_str().to_owned())]),
                     m.dropped_by_level[*l as usize] as f64,
                 )
             })
@@ -165,45 +172,43 @@ fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
         cumulative += w.buckets[i];
         let le = (1u64 << i) as f64 / 1e9;
         histogram.samples.push((
-            "_bucket".into(),
-            with(&format!("le=\"{le}\"")),
+            "_bucket",
+            with(&[("le", le.to_string())]),
             cumulative as f64,
         ));
     }
     histogram
         .samples
-        .push(("_bucket".into(), with("le=\"+Inf\""), w.count as f64));
+        .push(("_bucket", with(&[("le", "+Inf".into())]), w.count as f64));
     histogram
         .samples
-        .push(("_sum".into(), with(""), w.sum.as_secs_f64()));
+        .push(("_sum", with(&[]), w.sum.as_secs_f64()));
     histogram
         .samples
-        .push(("_count".into(), with(""), w.count as f64));
+        .push(("_count", with(&[]), w.count as f64));
     out.push(histogram);
-    let gauge = |name, help, v: f64| Family {
-        name,
-        help,
-        kind: Kind::Gauge,
-        samples: vec![(String::new(), with(""), v)],
-    };
-    out.push(gauge(
+    out.push(one(
         "in_flight_records",
         "Records accepted but not yet written or dropped.",
+        Kind::Gauge,
         m.in_flight_records as f64,
     ));
-    out.push(gauge(
+    out.push(one(
         "in_flight_bytes",
         "Bytes queued or being written.",
+        Kind::Gauge,
         m.in_flight_bytes as f64,
     ));
-    out.push(gauge(
+    out.push(one(
         "max_backlog_bytes",
         "Largest backlog seen, in bytes.",
+        Kind::Gauge,
         m.max_backlog_bytes as f64,
     ));
-    out.push(gauge(
+    out.push(one(
         "oldest_queued_age_seconds",
         "Age of the oldest queued record.",
+        Kind::Gauge,
         m.oldest_queued_age.map_or(0.0, |d| d.as_secs_f64()),
     ));
     out
@@ -254,7 +259,11 @@ pub fn text(prefix: &str, pipelines: &[(Option<&str>, &Metrics)]) -> String {
                 let labels = if labels.is_empty() {
                     String::new()
                 } else {
-                    format!("{{{labels}}}")
+                    let pairs: Vec<String> = labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
+                        .collect();
+                    format!("{{{}}}", pairs.join(","))
                 };
                 let _ = writeln!(s, "{prefix}_{}{suffix}{labels} {v}", family.name);
             }

@@ -122,8 +122,10 @@ impl Ring {
     ///
     /// The mapping asks for transparent huge pages and is touched here, page by page:
     /// producers sweep the whole ring, lap after lap, and with 4 KiB pages an 8 MiB
-    /// ring made one call in a thousand wait 1.4 µs for its page-table walk (measured
-    /// with `benches/latency.rs`; 90 ns with a ring that fits the cache).
+    /// ring made one call in a thousand wait 1.4 µs for its page-table walk, and 90 ns
+    /// with a 1 MiB ring that fits the cache, or with huge pages (p99.9 of
+    /// `cargo bench -p loglag --bench latency -- --rounds 1 --only loglag_macro`, with
+    /// `LATENCY_CAPACITY_BYTES=1048576` for the small ring).
     pub(crate) fn new(capacity_bytes: usize) -> Ring {
         let words = (capacity_bytes / 8).max(8);
         let bytes = words * 8;

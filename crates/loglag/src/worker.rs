@@ -104,9 +104,10 @@ impl Writer {
             // still fires when a steady trickle keeps the queue below a batch.
             let since = last_full_drain.elapsed();
             let drain_all = urgent || deadline.is_some() || since >= interval;
-            if !drain_all && self.core.ring.used_bytes() < batch_bytes {
+            let queued = self.core.ring.used_bytes();
+            if !drain_all && queued < batch_bytes {
                 let left = interval - since;
-                if self.core.ring.used_bytes() > 0 {
+                if queued > 0 {
                     // Records are queued: look again soon rather than have the producer
                     // that fills the batch wake us (see `Core::writer_polling`). An idle
                     // pipeline, with nothing queued, does not poll.

@@ -47,6 +47,29 @@ fn lines(out: &Arc<Mutex<Vec<u8>>>) -> Vec<String> {
     record_lines(&out.lock().unwrap())
 }
 
+/// The lines `LoglagLayer` writes, in `format` and `mode`, for `events`, timestamps
+/// replaced.
+fn layer_lines(format: Format, mode: Mode, events: impl FnOnce()) -> Vec<String> {
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (writer, guard) = NonBlockingBuilder::default().mode(mode).finish_sink(sink);
+    let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
+    tracing::subscriber::with_default(subscriber, events);
+    guard.shutdown();
+    lines(&out).iter().map(|l| untimed(l)).collect()
+}
+
+/// The lines tracing-subscriber's own `fmt` layer writes for `events`, through the
+/// subscriber `make` builds on a shared buffer, timestamps replaced.
+fn fmt_lines<S>(make: impl FnOnce(Shared) -> S, events: impl FnOnce()) -> Vec<String>
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
+    let out = Shared(Arc::new(Mutex::new(Vec::new())));
+    tracing::subscriber::with_default(make(out.clone()), events);
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    text.lines().map(untimed).collect()
+}
+
 /// The same event rendered on the caller by `LineBuilder` (what the Layer did before
 /// it captured) and captured, then rendered by the writer: byte for byte the same,
 /// timestamps aside, with values of every type and text that needs escaping.
@@ -58,13 +81,7 @@ fn a_captured_event_renders_as_the_callers_line_did() {
         id: u32,
     }
     for format in FORMATS {
-        let (sink, out) = TestSink::new(Behaviour::Fast);
-        let (writer, guard) = NonBlockingBuilder::default()
-            .mode(Mode::Async)
-            .finish_sink(sink);
-        let subscriber =
-            tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
-        tracing::subscriber::with_default(subscriber, || {
+        let got = layer_lines(format, Mode::Async, || {
             tracing::warn!(
                 n = -3i64,
                 u = 7u64,
@@ -79,7 +96,6 @@ fn a_captured_event_renders_as_the_callers_line_did() {
                 2
             );
         });
-        guard.shutdown();
         let mut expected = Vec::new();
         let mut line = LineBuilder::begin(
             &mut expected,
@@ -102,11 +118,7 @@ fn a_captured_event_renders_as_the_callers_line_did() {
         line.field("peer", Value::Debug(&format_args!("10.0.0.1")));
         line.finish();
         let expected = untimed(String::from_utf8(expected).unwrap().trim_end());
-        assert_eq!(
-            lines(&out).iter().map(|l| untimed(l)).collect::<Vec<_>>(),
-            [expected],
-            "{format:?}"
-        );
+        assert_eq!(got, [expected], "{format:?}");
     }
 }
 
@@ -117,19 +129,13 @@ fn span_context_is_the_same_rendered_on_either_thread() {
     for format in FORMATS {
         let mut by_mode = Vec::new();
         for mode in [Mode::Async, Mode::Sync] {
-            let (sink, out) = TestSink::new(Behaviour::Fast);
-            let (writer, guard) = NonBlockingBuilder::default().mode(mode).finish_sink(sink);
-            let subscriber =
-                tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
-            tracing::subscriber::with_default(subscriber, || {
+            by_mode.push(layer_lines(format, mode, || {
                 let outer = tracing::info_span!("request", id = 42u64, path = "/buy");
                 let _o = outer.enter();
                 let inner = tracing::info_span!("db", table = "orders");
                 let _i = inner.enter();
                 tracing::info!(rows = 3, "query done");
-            });
-            guard.shutdown();
-            by_mode.push(lines(&out).iter().map(|l| untimed(l)).collect::<Vec<_>>());
+            }));
         }
         assert_eq!(by_mode[0], by_mode[1], "{format:?}");
         assert_eq!(by_mode[0].len(), 1);
@@ -354,26 +360,16 @@ fn the_json_layer_writes_what_fmt_json_writes() {
         let _e = span.enter();
         tracing::info!(rows = 3, "in a span");
     };
-    let fmt_out = Shared(Arc::new(Mutex::new(Vec::new())));
-    let writer = fmt_out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, events);
-    let (sink, out) = TestSink::new(Behaviour::Fast);
-    let (writer, guard) = NonBlockingBuilder::default()
-        .mode(Mode::Async)
-        .finish_sink(sink);
-    let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
-    tracing::subscriber::with_default(subscriber, events);
-    guard.shutdown();
-    let ours: Vec<String> = lines(&out).iter().map(|l| untimed(l)).collect();
-    let theirs: Vec<String> = String::from_utf8(fmt_out.0.lock().unwrap().clone())
-        .unwrap()
-        .lines()
-        .map(untimed)
-        .collect();
+    let theirs = fmt_lines(
+        |out| {
+            tracing_subscriber::fmt()
+                .json()
+                .with_writer(move || out.clone())
+                .finish()
+        },
+        events,
+    );
+    let ours = layer_lines(Format::Json, Mode::Async, events);
     assert_eq!(ours, theirs);
 }
 
@@ -394,27 +390,16 @@ fn the_text_layer_writes_what_fmt_writes_outside_spans() {
         tracing::warn!(peer = %"10.0.0.1", list = ?[1, 2], "conn {} of {}", 3, 4);
         tracing::error!(target: "billing", amount = -5i32);
     };
-    let fmt_out = Shared(Arc::new(Mutex::new(Vec::new())));
-    let writer = fmt_out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, events);
-    let (sink, out) = TestSink::new(Behaviour::Fast);
-    let (writer, guard) = NonBlockingBuilder::default()
-        .mode(Mode::Async)
-        .finish_sink(sink);
-    let subscriber =
-        tracing_subscriber::registry().with(LoglagLayer::new(writer).format(Format::Compact));
-    tracing::subscriber::with_default(subscriber, events);
-    guard.shutdown();
-    let ours: Vec<String> = lines(&out).iter().map(|l| untimed(l)).collect();
-    let theirs: Vec<String> = String::from_utf8(fmt_out.0.lock().unwrap().clone())
-        .unwrap()
-        .lines()
-        .map(untimed)
-        .collect();
+    let theirs = fmt_lines(
+        |out| {
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_writer(move || out.clone())
+                .finish()
+        },
+        events,
+    );
+    let ours = layer_lines(Format::Compact, Mode::Async, events);
     assert_eq!(ours[1..], theirs[1..]);
     assert_eq!(ours[0].replace("user=ann", "user=\"ann\""), theirs[0]);
 }

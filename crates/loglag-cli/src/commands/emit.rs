@@ -4,7 +4,8 @@ use super::*;
 
 pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
     use crate::args::CompressName;
-    use loglag_lab::emit::{self, EmitPlan, Rotation, SinkUrl};
+    use loglag::SinkSpec;
+    use loglag_lab::emit::{self, EmitPlan, Rotation};
     if a.count == 0 {
         bail!("--count must be at least 1");
     }
@@ -45,7 +46,7 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
     let summary = emit::emit(&plan, &progress, &stop)
         .with_context(|| format!("loglag emit into {}", a.sink))?;
     // The summary must not mix into the records.
-    let mut out: Box<dyn Write> = if a.sink == SinkUrl::Stdout {
+    let mut out: Box<dyn Write> = if a.sink == SinkSpec::Stdout {
         Box::new(std::io::stderr())
     } else {
         Box::new(std::io::stdout())

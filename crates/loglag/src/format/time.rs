@@ -69,12 +69,17 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// A coarse monotonic clock in nanoseconds: a few nanoseconds to read, a few
 /// milliseconds of resolution, which is plenty for "age of the oldest record".
 pub(crate) fn coarse_monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+}
+
+/// `clock_gettime(clock)` in nanoseconds.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

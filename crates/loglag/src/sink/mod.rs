@@ -14,6 +14,7 @@ mod fallback;
 mod fd;
 #[cfg(feature = "rolling")]
 pub mod rolling;
+mod spec;
 mod syslog;
 
 use std::io;
@@ -22,6 +23,7 @@ pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
 #[cfg(feature = "rolling")]
 pub use rolling::RollingFile;
+pub use spec::SinkSpec;
 pub use syslog::Syslog;
 
 /// A destination for batches of whole records.
