@@ -20,6 +20,7 @@ use crate::worker;
 /// |---|---|---|
 /// | [`capacity_bytes`](Self::capacity_bytes) | 8 MiB | the byte budget of queued records |
 /// | [`max_record_bytes`](Self::max_record_bytes) | 64 KiB | longer records are truncated with a marker |
+/// | [`thread_ring_bytes`](Self::thread_ring_bytes) | 1/32 of the budget, 4 KiB to 1 MiB (none under 64 KiB) | each logging thread's own ring, a share of the budget |
 /// | [`overflow`](Self::overflow) | [`Overflow::ShedByLevel`] | never waits; sheds DEBUG, then INFO |
 /// | [`reserve_fraction`](Self::reserve_fraction) | 1/8 | budget only WARN/ERROR may use (`ShedByLevel`) |
 /// | [`batch_bytes`](Self::batch_bytes) | 64 KiB | write as soon as this much is queued |
@@ -69,6 +70,7 @@ impl Default for NonBlockingBuilder {
                 spool_refused: false,
                 thread_name: "loglag-writer".into(),
                 max_records: None,
+                thread_ring_bytes: None,
             },
             mode_from_env: true,
             flush_on_panic: true,
@@ -90,7 +92,24 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// The largest record kept whole; clamped to half the budget.
+    /// Each logging thread's own ring, so that threads never contend on the hot path
+    /// (no lock, no shared read-modify-write). A ring is a share of the byte budget:
+    /// up to ⌊(budget/4) / bytes⌋ threads get one, and while k rings exist the shared
+    /// ring may hold the budget less k × `bytes`, so the bytes queued stay within the
+    /// budget. A thread spills into the shared ring when its own is full, so one
+    /// thread alone can still fill the whole budget; threads beyond the rings there
+    /// are use the shared ring (one compare-and-swap per record). The cost is memory:
+    /// the rings' mappings total up to 1.25 × the budget. 0 turns thread rings off.
+    /// Default: 1/32 of the budget, between 4 KiB and 1 MiB (8 rings of 256 KiB for
+    /// 8 MiB); none under a budget of 64 KiB. A spool always uses one shared ring.
+    pub fn thread_ring_bytes(mut self, bytes: usize) -> Self {
+        self.config.thread_ring_bytes = Some(bytes);
+        self
+    }
+
+    /// The largest record kept whole; clamped to half of what the shared ring may
+    /// hold with every thread ring taken (half the budget without thread rings, 3/8
+    /// with the default ones).
     pub fn max_record_bytes(mut self, bytes: usize) -> Self {
         self.config.max_record_bytes = bytes;
         self

@@ -51,6 +51,31 @@ pub(crate) fn now() -> Raw {
     }
 }
 
+/// The key by which the writer merges the records of several rings (`lanes.rs`):
+/// TSC ticks where the caller reads the TSC, `CLOCK_MONOTONIC` nanoseconds elsewhere.
+/// Never the wall clock, which can step back: on one thread the key never decreases.
+#[inline]
+pub(crate) fn merge_key() -> u64 {
+    match SOURCE.load(Ordering::Relaxed) {
+        TSC => rdtsc(),
+        REALTIME => monotonic_ns(),
+        _ => {
+            decide();
+            merge_key()
+        }
+    }
+}
+
+/// A caller's reading as a merge key: the reading itself when it is TSC ticks.
+#[inline]
+pub(crate) fn merge_key_of(raw: Raw) -> u64 {
+    if raw.tsc {
+        raw.value
+    } else {
+        merge_key()
+    }
+}
+
 /// Unix nanoseconds from `CLOCK_REALTIME`.
 pub(crate) fn realtime() -> Raw {
     let ns = SystemTime::now()

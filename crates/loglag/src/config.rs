@@ -5,6 +5,7 @@
 //! | `sink` | `LOGLAG_SINK` | `stdout`, `stderr`, `file:///PATH`, `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`, `syslog+unix:///PATH` |
 //! | `capacity_bytes` | `LOGLAG_CAPACITY_BYTES` | a size: `8MiB`, `65536`, `64KiB` |
 //! | `max_record_bytes` | `LOGLAG_MAX_RECORD_BYTES` | a size |
+//! | `thread_ring_bytes` | `LOGLAG_THREAD_RING_BYTES` | a size; `0`: no thread rings |
 //! | `batch_bytes` | `LOGLAG_BATCH_BYTES` | a size |
 //! | `buffered_lines_limit` | `LOGLAG_BUFFERED_LINES_LIMIT` | a count |
 //! | `overflow` | `LOGLAG_OVERFLOW` | `block`, `block-for=5ms`, `drop-newest`, `drop-oldest`, `shed-by-level` |
@@ -75,10 +76,11 @@ pub struct Config {
 }
 
 /// Every key, in the table's order.
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 17] = [
     "sink",
     "capacity_bytes",
     "max_record_bytes",
+    "thread_ring_bytes",
     "batch_bytes",
     "buffered_lines_limit",
     "overflow",
@@ -169,6 +171,7 @@ impl Config {
             }
             "capacity_bytes" => b.capacity_bytes(size()?),
             "max_record_bytes" => b.max_record_bytes(size()?),
+            "thread_ring_bytes" => b.thread_ring_bytes(size()?),
             "batch_bytes" => b.batch_bytes(size()?),
             "buffered_lines_limit" => b.buffered_lines_limit(
                 value
@@ -241,6 +244,7 @@ mod tests {
             sink = "syslog+tcp://127.0.0.1:514"
             capacity_bytes = "16MiB"
             max_record_bytes = 4096
+            thread_ring_bytes = "256KiB"
             batch_bytes = "32KiB"
             buffered_lines_limit = 1000
             overflow = "block-for=5ms"
@@ -264,6 +268,7 @@ mod tests {
             (16 << 20, 4096, 32 << 10)
         );
         assert_eq!(k.max_records, Some(1000));
+        assert_eq!(k.thread_ring_bytes, Some(256 << 10));
         assert_eq!(k.overflow, Overflow::BlockFor(Duration::from_millis(5)));
         assert_eq!(k.reserve_fraction, 0.25);
         assert_eq!(k.flush_interval, Duration::from_millis(50));

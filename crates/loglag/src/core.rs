@@ -11,11 +11,12 @@ use crate::capture::{self, Encoder, Site};
 use crate::clock;
 use crate::format::{self, time::coarse_monotonic_ns, Format};
 use crate::handshake::{Handshake, WriterEnd};
+use crate::lanes::Lanes;
 use crate::level::Level;
 use crate::metrics::{Counters, DropReason, Metrics};
 use crate::mode::Mode;
 use crate::overflow::Overflow;
-use crate::queue::{footprint, Ring};
+use crate::queue::{footprint, Full, Ring};
 use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
 
@@ -43,6 +44,9 @@ pub(crate) struct Config {
     /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
     /// top of the byte budget. `None` (the default) costs the producer path nothing.
     pub(crate) max_records: Option<u64>,
+    /// Each logging thread's own ring (`lanes.rs`); `None`: the default for the
+    /// budget, 0: none, every thread uses the shared ring.
+    pub(crate) thread_ring_bytes: Option<usize>,
 }
 
 /// What `flush` achieved.
@@ -78,7 +82,8 @@ impl std::error::Error for FlushTimeout {}
 pub(crate) struct Core {
     id: u64,
     pub(crate) config: Config,
-    pub(crate) ring: Ring,
+    /// The rings: the shared one and each logging thread's own.
+    pub(crate) lanes: Lanes,
     pub(crate) counters: Counters,
     /// Per-thread `accepted` counters: each has a single writer, so counting costs a
     /// plain store, not a shared read-modify-write.
@@ -86,8 +91,8 @@ pub(crate) struct Core {
     accepted_retired: AtomicU64,
     /// Slot-list length at which exited threads' slots are next folded away.
     fold_at: std::sync::atomic::AtomicUsize,
-    /// Limits in ring bytes per level (the reserve for `ShedByLevel`).
-    level_limit: [u64; 5],
+    /// The share of a ring kept free for higher levels (`ShedByLevel`), per level.
+    level_reserve: [f64; 5],
     pub(crate) closed: AtomicBool,
     pub(crate) writer: OnceLock<Thread>,
     pub(crate) wake_requested: AtomicBool,
@@ -130,7 +135,7 @@ impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Core")
             .field("config", &self.config)
-            .field("ring", &self.ring)
+            .field("lanes", &self.lanes)
             .finish()
     }
 }
@@ -173,39 +178,62 @@ static NEXT_CORE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Core {
     pub(crate) fn new(config: Config, sync_sink: Option<Box<dyn Sink>>) -> Core {
-        let ring = Ring::new(config.capacity_bytes);
-        Core::with_ring(config, ring, sync_sink, None, Recovered::default())
+        let id = NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed);
+        let thread_ring_bytes = match config.mode {
+            // No writer thread, no rings to give threads.
+            Mode::Sync | Mode::Off | Mode::FormatOnly => 0,
+            Mode::Async => config
+                .thread_ring_bytes
+                .unwrap_or_else(|| crate::lanes::default_thread_ring_bytes(config.capacity_bytes)),
+        };
+        let lanes = Lanes::new(id, config.capacity_bytes, thread_ring_bytes);
+        Core::with_lanes(id, config, lanes, sync_sink, None, Recovered::default())
     }
 
+    /// A pipeline over one given ring (a spool's).
     pub(crate) fn with_ring(
-        mut config: Config,
+        config: Config,
         ring: Ring,
         sync_sink: Option<Box<dyn Sink>>,
         spool: Option<SpoolHeader>,
         recovered: Recovered,
     ) -> Core {
-        let cap = ring.capacity();
-        // A record must always fit with room to spare, or a policy could wait forever.
+        let id = NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed);
+        Core::with_lanes(
+            id,
+            config,
+            Lanes::single(id, ring),
+            sync_sink,
+            spool,
+            recovered,
+        )
+    }
+
+    fn with_lanes(
+        id: u64,
+        mut config: Config,
+        lanes: Lanes,
+        sync_sink: Option<Box<dyn Sink>>,
+        spool: Option<SpoolHeader>,
+        recovered: Recovered,
+    ) -> Core {
+        // A record must always fit the shared ring (where a record too long for a
+        // thread's ring goes) with room to spare, or a policy could wait forever.
+        let cap = lanes.min_shared_capacity();
         let max_fit = (cap / 2).saturating_sub(crate::queue::HEADER) as usize;
         config.max_record_bytes = config.max_record_bytes.clamp(64.min(max_fit), max_fit);
-        let reserve = (cap as f64 * config.reserve_fraction.clamp(0.0, 0.45)) as u64;
-        let level_limit = match config.overflow {
-            Overflow::ShedByLevel => [
-                cap - 2 * reserve,
-                cap - 2 * reserve,
-                cap - reserve,
-                cap,
-                cap,
-            ],
-            _ => [cap; 5],
+        let reserve = config.reserve_fraction.clamp(0.0, 0.45);
+        let level_reserve = match config.overflow {
+            Overflow::ShedByLevel => [2.0 * reserve, 2.0 * reserve, reserve, 0.0, 0.0],
+            _ => [0.0; 5],
         };
         let config_report = config.report_format;
         // Read /proc/cpuinfo here, once, never on a caller's path.
         clock::decide();
         Core {
-            id: NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             config,
-            ring,
+            lanes,
             counters: {
                 let counters = Counters::default();
                 if let Some(header) = &spool {
@@ -216,7 +244,7 @@ impl Core {
             accepted_slots: Mutex::new(Vec::new()),
             accepted_retired: AtomicU64::new(0),
             fold_at: std::sync::atomic::AtomicUsize::new(64),
-            level_limit,
+            level_reserve,
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
             wake_requested: AtomicBool::new(false),
@@ -343,9 +371,9 @@ impl Core {
     }
 
     pub(crate) fn metrics(&self) -> Metrics {
-        let in_flight_bytes = self.ring.used_bytes() + self.handshake.in_flight_bytes();
+        let in_flight_bytes = self.lanes.used_bytes() + self.handshake.in_flight_bytes();
         let age = self
-            .ring
+            .lanes
             .oldest_enqueued_ns()
             .map(|t| Duration::from_nanos(coarse_monotonic_ns().saturating_sub(t)));
         let mut m = self
@@ -353,7 +381,7 @@ impl Core {
             .snapshot(|| self.accepted(), in_flight_bytes, age);
         m.recovered_records = self.recovered.records;
         m.spool_refused = self.config.spool_refused;
-        m.torn_records = self.recovered.torn + self.ring.torn.load(Ordering::Relaxed);
+        m.torn_records = self.recovered.torn + self.lanes.shared.torn.load(Ordering::Relaxed);
         m
     }
 
@@ -377,17 +405,39 @@ impl Core {
                 };
                 scratch.clear();
                 format::truncate_into(&mut scratch, record, max);
-                self.submit_accepted(level, &scratch, false);
+                self.submit_accepted(level, &scratch, false, self.merge_key());
                 true
             });
             if done != Ok(true) {
                 let mut own = Vec::new();
                 format::truncate_into(&mut own, record, max);
-                self.submit_accepted(level, &own, false);
+                self.submit_accepted(level, &own, false, self.merge_key());
             }
             return;
         }
-        self.submit_accepted(level, record, false);
+        self.submit_accepted(level, record, false, self.merge_key());
+    }
+
+    /// The key by which the writer merges rings, where there are several.
+    #[inline]
+    fn merge_key(&self) -> u64 {
+        if self.lanes.merges() {
+            clock::merge_key()
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of a ring of capacity `cap` a record of `level` may fill (`ShedByLevel`
+    /// keeps a reserve for the higher levels).
+    #[inline]
+    fn limit(&self, cap: u64, level: Level) -> u64 {
+        let reserve = self.level_reserve[level as usize];
+        if reserve == 0.0 {
+            cap
+        } else {
+            cap - (cap as f64 * reserve) as u64
+        }
     }
 
     /// Records where a forked child would write: the sink's descriptor now, and what it
@@ -488,7 +538,12 @@ impl Core {
                 std::hint::black_box(&captured);
             } else if deferred && captured.len() <= self.config.max_record_bytes {
                 self.count_accepted();
-                self.submit_accepted(level, captured, true);
+                let key = if self.lanes.merges() {
+                    clock::merge_key_of(time)
+                } else {
+                    0
+                };
+                self.submit_accepted(level, captured, true, key);
             } else {
                 format::with_line_buffer(|line| {
                     capture::render_now(captured, level, line);
@@ -498,7 +553,7 @@ impl Core {
         });
     }
 
-    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool) {
+    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, key: u64) {
         if self.config.mode == Mode::Sync {
             return self.write_sync(level, record);
         }
@@ -506,19 +561,52 @@ impl Core {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         }
-        let limit = self.level_limit[level as usize];
+        self.lanes
+            .with_own(|own| self.enqueue(own, level, record, captured, key));
+    }
+
+    /// Pushes into the thread's own ring, else into the shared ring (no ring of its
+    /// own, or it is full, or the record does not fit it). Only when neither takes it
+    /// does the overflow policy apply.
+    #[inline]
+    fn push(
+        &self,
+        own: Option<&Ring>,
+        level: Level,
+        record: &[u8],
+        captured: bool,
+        key: u64,
+    ) -> Result<u64, Full> {
+        let now = coarse_monotonic_ns();
+        if let Some(ring) = own {
+            let pushed = ring.try_push_owned(
+                level,
+                record,
+                self.limit(ring.capacity(), level),
+                now,
+                captured,
+                key,
+            );
+            if pushed.is_ok() {
+                return pushed;
+            }
+        }
+        let shared = &self.lanes.shared;
+        let limit = self.limit(self.lanes.shared_capacity(), level);
+        shared.try_push(level, record, limit, now, captured, key)
+    }
+
+    fn enqueue(&self, own: Option<&Ring>, level: Level, record: &[u8], captured: bool, key: u64) {
         let mut deadline = None;
         loop {
             let pushed = if self.take_record_slot() {
-                let pushed =
-                    self.ring
-                        .try_push(level, record, limit, coarse_monotonic_ns(), captured);
+                let pushed = self.push(own, level, record, captured, key);
                 if pushed.is_err() {
                     self.release_record_slots(1);
                 }
                 pushed
             } else {
-                Err(crate::queue::Full)
+                Err(Full)
             };
             match pushed {
                 Ok(used_after) => {
@@ -542,7 +630,7 @@ impl Core {
                     self.counters
                         .queue_full_events
                         .fetch_add(1, Ordering::Relaxed);
-                    self.counters.note_backlog(self.ring.used_bytes());
+                    self.counters.note_backlog(self.lanes.used_bytes());
                     self.wake_writer();
                     // A sink that logs (on the writer thread, or inside a sync write):
                     // it must never wait, nor evict under the writer; only this thread
@@ -553,29 +641,42 @@ impl Core {
                     }
                     match self.config.overflow {
                         Overflow::Block => {
-                            self.wait_for_space(record.len(), limit, None);
+                            self.wait_for_space(own, record.len(), level, None);
                         }
                         Overflow::BlockFor(wait) => {
                             let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
-                            if !self.wait_for_space(record.len(), limit, Some(deadline)) {
+                            if !self.wait_for_space(own, record.len(), level, Some(deadline)) {
                                 self.counters.count_drop(DropReason::QueueFull, level, 1);
                                 return;
                             }
                         }
                         Overflow::DropOldest => {
+                            // The older of the two oldest records this thread may
+                            // evict: its own ring's (if the record fits that ring at
+                            // all) and the shared ring's. Other threads' rings have
+                            // one producer each; only they and the writer touch them.
+                            let shared = &self.lanes.shared;
+                            let fits_own = |r: &&Ring| {
+                                footprint(record.len()) <= self.limit(r.capacity(), level)
+                                    && r.peek().is_some_and(|mine| {
+                                        shared.peek().is_none_or(|s| mine.key <= s.key)
+                                    })
+                            };
+                            let (ring, limit) = match own.filter(fits_own) {
+                                Some(ring) => (ring, self.limit(ring.capacity(), level)),
+                                None => (
+                                    &self.lanes.shared,
+                                    self.limit(self.lanes.shared_capacity(), level),
+                                ),
+                            };
                             let mut need = footprint(record.len());
                             if !self.record_slots_free() {
                                 // Full by count, not bytes: asking for one byte more
                                 // than is free evicts exactly one record.
-                                need = need.max(
-                                    limit
-                                        .min(self.ring.capacity())
-                                        .saturating_sub(self.ring.used_bytes())
-                                        + 1,
-                                );
+                                need = need.max(limit.saturating_sub(ring.used_bytes()) + 1);
                             }
                             let counters = &self.counters;
-                            if !self.ring.evict_oldest(need, limit, |p| {
+                            if !ring.evict_oldest(need, limit, |p| {
                                 counters.count_drop(DropReason::QueueFull, p.level, 1);
                                 self.release_record_slots(1);
                             }) {
@@ -625,11 +726,20 @@ impl Core {
             .is_none_or(|max| self.queued_records.load(Ordering::Acquire) < max)
     }
 
-    /// Waits until `len` more bytes would fit, or `deadline`. Returns whether they fit.
-    fn wait_for_space(&self, len: usize, limit: u64, deadline: Option<Instant>) -> bool {
+    /// Waits until `len` more bytes would fit the thread's own ring or the shared
+    /// one, or `deadline`. Returns whether they fit.
+    fn wait_for_space(
+        &self,
+        own: Option<&Ring>,
+        len: usize,
+        level: Level,
+        deadline: Option<Instant>,
+    ) -> bool {
         let need = footprint(len);
+        let fits_in = |ring: &Ring, cap: u64| ring.used_bytes() + need <= self.limit(cap, level);
         let fits = || {
-            self.ring.used_bytes() + need <= limit.min(self.ring.capacity())
+            (own.is_some_and(|r| fits_in(r, r.capacity()))
+                || fits_in(&self.lanes.shared, self.lanes.shared_capacity()))
                 && self.record_slots_free()
         };
         self.waiting_producers.fetch_add(1, Ordering::AcqRel);
@@ -780,7 +890,7 @@ impl Core {
                 metrics: Box::new(self.metrics()),
             });
         }
-        let target = self.ring.head_position();
+        let target = self.lanes.head_sum();
         self.wake_writer();
         if self.handshake.wait_done(target, timeout) {
             let written = self.counters.written_records.load(Ordering::Acquire) - before;
@@ -841,7 +951,7 @@ impl Core {
                         .count_drop(DropReason::Shutdown, level, levels[level as usize]);
                 }
                 let counters = &self.counters;
-                self.ring
+                self.lanes
                     .discard_committed(|p| counters.count_drop(DropReason::Shutdown, p.level, 1));
             }
         });

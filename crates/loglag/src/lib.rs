@@ -95,6 +95,7 @@ pub mod format;
 mod handle;
 mod handshake;
 mod hooks;
+mod lanes;
 #[cfg(feature = "tracing")]
 mod layer;
 mod ledger;

@@ -2,7 +2,7 @@
 //!
 //! This is the one piece that is hand-rolled on purpose: it is the product's hot path.
 //! Nothing outside this file (and `spool.rs`, which lends it a mapped file) knows its
-//! layout, so it can later become one ring per thread.
+//! layout. `lanes.rs` gives each logging thread a ring of its own and merges them.
 //!
 //! Layout: a ring of `capacity` bytes (a multiple of 8), addressed by monotone `u64`
 //! positions. Each record occupies `HEADER + round_up_8(len)` bytes:
@@ -11,14 +11,18 @@
 //! word 0: state    = len << 8 | CAPTURED | level << 1 | COMMITTED   (0 while the producer
 //!                    is writing; CAPTURED: the payload is `capture.rs`'s binary form)
 //! word 1: enqueue time (coarse monotonic nanoseconds)
-//! word 2: the record's own position   (spool mode: tells this lap from an older one)
+//! word 2: the record's own position   (spool mode: tells this lap from an older one),
+//!         or its merge key (otherwise: `clock::merge_key`, by which `lanes.rs` orders
+//!         the records of several rings)
 //! word 3: checksum of position, state and payload   (spool mode: detects torn records)
 //! bytes : payload, possibly wrapping around the end of the ring
 //! ```
 //!
-//! Producers reserve space with one compare-and-swap on `head` (the only shared
-//! read-modify-write on the hot path), copy their bytes, then publish the state word
-//! with a release store. The writer reads committed records in order from `tail`,
+//! A shared ring's producers reserve space with one compare-and-swap on `head` (the
+//! only shared read-modify-write on that path), copy their bytes, then publish the
+//! state word with a release store. A thread's own ring has one producer
+//! (`try_push_owned`): no compare-and-swap, a cached copy of `tail` on the producer's
+//! cache line, and `head` stored after the record is published. The writer reads committed records in order from `tail`,
 //! copies them out, zeroes the space (so a stale payload word can never look like a
 //! committed header) and releases it with a release store to `tail`. With a spool the
 //! release waits until the records are in the sink.
@@ -38,6 +42,38 @@ const CAPTURED: u64 = 1 << 4;
 #[repr(align(128))]
 #[derive(Debug, Default)]
 struct Padded(AtomicU64);
+
+/// The producer's cache line: `head`, and (single producer only) the last `tail` it
+/// read, so a push that fits touches no line the writer writes.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct ProducerLine {
+    head: AtomicU64,
+    cached_tail: AtomicU64,
+}
+
+/// The oldest record of a ring, as `Ring::peek` saw it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peeked {
+    pub(crate) key: u64,
+    pub(crate) head: u64,
+    pub(crate) len: usize,
+}
+
+/// How far one `pop_into` may go: up to a position, and no record whose merge key is
+/// above `max_key` (the next record of another ring comes first).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PopBound {
+    pub(crate) until_pos: u64,
+    pub(crate) max_key: u64,
+}
+
+impl PopBound {
+    pub(crate) const NONE: PopBound = PopBound {
+        until_pos: u64::MAX,
+        max_key: u64::MAX,
+    };
+}
 
 /// Why a record could not be reserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +104,7 @@ pub(crate) struct Ring {
     capacity: u64,
     /// Compute positions and checksums (spool mode).
     checksums: bool,
-    head: Padded,
+    head: ProducerLine,
     tail: Padded,
     /// Serialises the consumer with producers that evict the oldest record
     /// (`Overflow::DropOldest`). Producers on the normal path never take it.
@@ -170,7 +206,10 @@ impl Ring {
             base,
             capacity,
             checksums,
-            head: Padded(AtomicU64::new(position)),
+            head: ProducerLine {
+                head: AtomicU64::new(position),
+                cached_tail: AtomicU64::new(position),
+            },
             tail: Padded(AtomicU64::new(position)),
             consume: Mutex::new(()),
             torn: AtomicU64::new(0),
@@ -192,13 +231,13 @@ impl Ring {
     /// Bytes reserved and not yet released, headers included.
     pub(crate) fn used_bytes(&self) -> u64 {
         let tail = self.tail.0.load(Ordering::Acquire);
-        let head = self.head.0.load(Ordering::Acquire);
+        let head = self.head.head.load(Ordering::Acquire);
         head.saturating_sub(tail)
     }
 
     /// The position up to which space has been reserved.
     pub(crate) fn head_position(&self) -> u64 {
-        self.head.0.load(Ordering::Acquire)
+        self.head.head.load(Ordering::Acquire)
     }
 
     /// The position up to which the consumer has released space.
@@ -243,10 +282,11 @@ impl Ring {
         limit: u64,
         now_ns: u64,
         captured: bool,
+        key: u64,
     ) -> Result<u64, Full> {
         let need = footprint(bytes.len());
         let limit = limit.min(self.capacity);
-        let mut head = self.head.0.load(Ordering::Relaxed);
+        let mut head = self.head.head.load(Ordering::Relaxed);
         loop {
             let tail = self.tail.0.load(Ordering::Acquire);
             // `head` may be stale: if this thread was preempted after reading it, the
@@ -255,7 +295,7 @@ impl Ring {
             // a result beyond the capacity means exactly that, so re-read and retry.
             let used = head.wrapping_sub(tail);
             if used > self.capacity {
-                head = self.head.0.load(Ordering::Relaxed);
+                head = self.head.head.load(Ordering::Relaxed);
                 std::hint::spin_loop();
                 continue;
             }
@@ -263,7 +303,7 @@ impl Ring {
             if used_after > limit {
                 return Err(Full);
             }
-            match self.head.0.compare_exchange_weak(
+            match self.head.head.compare_exchange_weak(
                 head,
                 head + need,
                 Ordering::AcqRel,
@@ -271,21 +311,92 @@ impl Ring {
             ) {
                 Ok(_) => {
                     // SAFETY: `[head, head+need)` is ours until we publish the state word.
-                    unsafe { self.write_payload(head + HEADER, bytes) };
-                    let kind = if captured { CAPTURED } else { 0 };
-                    let state = (bytes.len() as u64) << 8 | kind | (level as u64) << 1 | COMMITTED;
-                    self.word(head + 8).store(now_ns, Ordering::Relaxed);
-                    if self.checksums {
-                        self.word(head + 16).store(head, Ordering::Relaxed);
-                        self.word(head + 24)
-                            .store(checksum(head, state, bytes), Ordering::Relaxed);
-                    }
-                    self.word(head).store(state, Ordering::Release);
+                    unsafe { self.write_record(head, level, bytes, now_ns, captured, key) };
                     return Ok(used_after);
                 }
                 Err(actual) => head = actual,
             }
         }
+    }
+
+    /// `try_push` for a ring with one producer, the calling thread (a thread's own
+    /// ring; `lanes.rs` guarantees nobody else pushes into it meanwhile). No
+    /// read-modify-write: the producer owns `head`, and reads the writer's `tail` only
+    /// when its cached copy says the record would not fit.
+    pub(crate) fn try_push_owned(
+        &self,
+        level: Level,
+        bytes: &[u8],
+        limit: u64,
+        now_ns: u64,
+        captured: bool,
+        key: u64,
+    ) -> Result<u64, Full> {
+        let need = footprint(bytes.len());
+        let limit = limit.min(self.capacity);
+        let head = self.head.head.load(Ordering::Relaxed);
+        let mut tail = self.head.cached_tail.load(Ordering::Relaxed);
+        if head + need - tail > limit {
+            tail = self.tail.0.load(Ordering::Acquire);
+            self.head.cached_tail.store(tail, Ordering::Relaxed);
+            if head + need - tail > limit {
+                return Err(Full);
+            }
+        }
+        // SAFETY: only this thread pushes, and `[head, head+need)` lies past `tail`
+        // (checked above), so the writer does not read it until `head` moves.
+        unsafe { self.write_record(head, level, bytes, now_ns, captured, key) };
+        self.head.head.store(head + need, Ordering::Release);
+        Ok(head + need - tail)
+    }
+
+    /// Writes a record's payload and header at `pos` and publishes its state word.
+    ///
+    /// # Safety
+    /// The caller owns `[pos, pos + footprint(bytes.len()))` exclusively.
+    #[inline]
+    unsafe fn write_record(
+        &self,
+        pos: u64,
+        level: Level,
+        bytes: &[u8],
+        now_ns: u64,
+        captured: bool,
+        key: u64,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.write_payload(pos + HEADER, bytes) };
+        let kind = if captured { CAPTURED } else { 0 };
+        let state = (bytes.len() as u64) << 8 | kind | (level as u64) << 1 | COMMITTED;
+        self.word(pos + 8).store(now_ns, Ordering::Relaxed);
+        if self.checksums {
+            self.word(pos + 16).store(pos, Ordering::Relaxed);
+            self.word(pos + 24)
+                .store(checksum(pos, state, bytes), Ordering::Relaxed);
+        } else {
+            self.word(pos + 16).store(key, Ordering::Relaxed);
+        }
+        self.word(pos).store(state, Ordering::Release);
+    }
+
+    /// The merge key and length of the oldest record, if it is published, and the
+    /// position up to which records were reserved when it was read (the bound of a
+    /// `pop_into` that must not take records published after this look).
+    pub(crate) fn peek(&self) -> Option<Peeked> {
+        let head = self.head.head.load(Ordering::Acquire);
+        let tail = self.tail.0.load(Ordering::Acquire);
+        if tail >= head {
+            return None;
+        }
+        let state = self.word(tail).load(Ordering::Acquire);
+        if state & COMMITTED == 0 {
+            return None;
+        }
+        Some(Peeked {
+            key: self.word(tail + 16).load(Ordering::Relaxed),
+            head,
+            len: (state >> 8) as usize,
+        })
     }
 
     /// # Safety
@@ -321,6 +432,9 @@ impl Ring {
     /// With `release` the space is released at once; otherwise the caller releases
     /// `[tail, returned position)` once the records are safely written (spool mode).
     /// Returns (records taken, position after the last one).
+    // One call per run of records on the writer's hot loop: a struct for the
+    // arguments would only be rebuilt on every call.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn pop_into(
         &self,
         out: &mut Vec<u8>,
@@ -328,11 +442,16 @@ impl Ring {
         release: bool,
         scratch: &mut Vec<u8>,
         render: &mut Render<'_>,
+        bound: PopBound,
         mut each: impl FnMut(Popped),
     ) -> (usize, u64) {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.tail.0.load(Ordering::Acquire);
-        let head = self.head.0.load(Ordering::Acquire);
+        let head = self
+            .head
+            .head
+            .load(Ordering::Acquire)
+            .min(bound.until_pos.max(start));
         let mut pos = start;
         let mut taken = 0usize;
         let mut count = 0;
@@ -352,6 +471,12 @@ impl Ring {
                 break;
             }
             if taken > 0 && taken + len > max_bytes {
+                break;
+            }
+            if count > 0
+                && !self.checksums
+                && self.word(pos + 16).load(Ordering::Relaxed) > bound.max_key
+            {
                 break;
             }
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
@@ -394,8 +519,8 @@ impl Ring {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.tail.0.load(Ordering::Acquire);
         let mut pos = start;
-        let fits = |pos: u64| self.head.0.load(Ordering::Acquire) - pos + need <= limit;
-        while !fits(pos) && pos < self.head.0.load(Ordering::Acquire) {
+        let fits = |pos: u64| self.head.head.load(Ordering::Acquire) - pos + need <= limit;
+        while !fits(pos) && pos < self.head.head.load(Ordering::Acquire) {
             let state = self.word(pos).load(Ordering::Acquire);
             if state & COMMITTED == 0 {
                 break;
@@ -428,7 +553,7 @@ impl Ring {
     pub(crate) fn oldest_enqueued_ns(&self) -> Option<u64> {
         loop {
             let tail = self.tail.0.load(Ordering::Acquire);
-            if tail >= self.head.0.load(Ordering::Acquire) {
+            if tail >= self.head.head.load(Ordering::Acquire) {
                 return None;
             }
             // State, timestamp, state again: the first read pairs with the producer's
@@ -537,7 +662,15 @@ mod tests {
 
     /// `pop_into` for rings that hold no captured records.
     fn pop(ring: &Ring, out: &mut Vec<u8>, max: usize, each: impl FnMut(Popped)) -> (usize, u64) {
-        ring.pop_into(out, max, true, &mut Vec::new(), &mut |_, _, _| {}, each)
+        ring.pop_into(
+            out,
+            max,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            PopBound::NONE,
+            each,
+        )
     }
 
     /// A header that no producer of this process wrote (a forked child writing into a
@@ -546,9 +679,9 @@ mod tests {
     #[test]
     fn a_header_no_producer_wrote_is_skipped_not_trusted() {
         let ring = Ring::new(1024);
-        ring.try_push(Level::Info, b"good\n", u64::MAX, 0, false)
+        ring.try_push(Level::Info, b"good\n", u64::MAX, 0, false, 0)
             .unwrap();
-        ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0, false)
+        ring.try_push(Level::Info, b"overwritten\n", u64::MAX, 0, false, 0)
             .unwrap();
         let second = footprint(5);
         ring.word(second)
@@ -559,7 +692,7 @@ mod tests {
         assert_eq!((count, out.as_slice()), (1, &b"good\n"[..]));
         assert_eq!(end, ring.head_position(), "the rest is skipped");
         assert_eq!(ring.torn.load(Ordering::Relaxed), 1);
-        ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false)
+        ring.try_push(Level::Info, b"after\n", u64::MAX, 0, false, 0)
             .unwrap();
         out.clear();
         pop(&ring, &mut out, 1 << 20, |_| {});
@@ -576,9 +709,9 @@ mod tests {
                 "record-{round}-b-longer-payload-{}",
                 "x".repeat(round as usize % 40)
             );
-            ring.try_push(Level::Info, a.as_bytes(), u64::MAX, 0, false)
+            ring.try_push(Level::Info, a.as_bytes(), u64::MAX, 0, false, 0)
                 .unwrap();
-            ring.try_push(Level::Warn, b.as_bytes(), u64::MAX, 0, false)
+            ring.try_push(Level::Warn, b.as_bytes(), u64::MAX, 0, false, 0)
                 .unwrap();
             out.clear();
             let mut levels = Vec::new();
@@ -616,7 +749,7 @@ mod tests {
         let payload = [0x01u8; 100];
         let mut out = Vec::new();
         for i in 0..200_000u64 {
-            ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false)
+            ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false, 0)
                 .unwrap();
             out.clear();
             pop(&ring, &mut out, usize::MAX, |_| {});
@@ -629,9 +762,9 @@ mod tests {
     fn the_oldest_enqueue_time_is_the_oldest_queued_records() {
         let ring = Ring::new(4096);
         assert_eq!(ring.oldest_enqueued_ns(), None, "empty");
-        ring.try_push(Level::Info, b"first\n", u64::MAX, 1_000, false)
+        ring.try_push(Level::Info, b"first\n", u64::MAX, 1_000, false, 0)
             .unwrap();
-        ring.try_push(Level::Info, b"second\n", u64::MAX, 2_000, false)
+        ring.try_push(Level::Info, b"second\n", u64::MAX, 2_000, false, 0)
             .unwrap();
         assert_eq!(ring.oldest_enqueued_ns(), Some(1_000));
         let mut out = Vec::new();
@@ -687,26 +820,30 @@ mod tests {
     fn full_ring_refuses_and_limit_is_respected() {
         let ring = Ring::new(256);
         let rec = [b'x'; 40]; // 72 bytes of ring each
-        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false, 0).is_ok());
         assert!(
-            ring.try_push(Level::Info, &rec, 100, 0, false).is_err(),
+            ring.try_push(Level::Info, &rec, 100, 0, false, 0).is_err(),
             "limit below capacity"
         );
-        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
-        assert!(ring.try_push(Level::Info, &rec, 256, 0, false).is_ok());
-        assert_eq!(ring.try_push(Level::Info, &rec, 256, 0, false), Err(Full));
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false, 0).is_ok());
+        assert!(ring.try_push(Level::Info, &rec, 256, 0, false, 0).is_ok());
+        assert_eq!(
+            ring.try_push(Level::Info, &rec, 256, 0, false, 0),
+            Err(Full)
+        );
     }
 
     #[test]
     fn evict_oldest_makes_room_and_reports_victims() {
         let ring = Ring::new(160);
-        ring.try_push(Level::Debug, &[1; 40], 160, 0, false)
+        ring.try_push(Level::Debug, &[1; 40], 160, 0, false, 0)
             .unwrap();
-        ring.try_push(Level::Info, &[2; 40], 160, 0, false).unwrap();
+        ring.try_push(Level::Info, &[2; 40], 160, 0, false, 0)
+            .unwrap();
         let mut victims = Vec::new();
         assert!(ring.evict_oldest(footprint(40), 160, |p| victims.push(p.level)));
         assert_eq!(victims, [Level::Debug]);
-        ring.try_push(Level::Error, &[3; 40], 160, 0, false)
+        ring.try_push(Level::Error, &[3; 40], 160, 0, false, 0)
             .unwrap();
         let mut out = Vec::new();
         pop(&ring, &mut out, usize::MAX, |_| {});
@@ -719,7 +856,7 @@ mod tests {
         let base = NonNull::new(storage.as_mut_ptr()).unwrap();
         let ring = Ring::with_storage(base, 512, true, 0, Storage::Heap(Box::new([])));
         for i in 0..5u8 {
-            ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0, false)
+            ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0, false, 0)
                 .unwrap();
         }
         // Tear the second record's payload.

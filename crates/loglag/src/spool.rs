@@ -779,7 +779,7 @@ mod tests {
         let (ring, header, _) = open(&spool, CAPACITY, &mut sink, SpoolSync::Never).unwrap();
         assert_eq!(ring.tail_position(), start);
         for i in 0..RECORDS {
-            ring.try_push(Level::Info, &record(i), u64::MAX, 0, false)
+            ring.try_push(Level::Info, &record(i), u64::MAX, 0, false, 0)
                 .unwrap();
         }
         let batch: Vec<u8> = (0..in_batch).flat_map(record).collect();
@@ -1161,7 +1161,8 @@ mod tests {
         {
             let (ring, _header, _) = open(&spool, 1 << 20, &mut sink, SpoolSync::Never).unwrap();
             for r in &records {
-                ring.try_push(Level::Info, r, u64::MAX, 0, false).unwrap();
+                ring.try_push(Level::Info, r, u64::MAX, 0, false, 0)
+                    .unwrap();
             }
         }
         let mut recorder = ChunkRecorder::default();

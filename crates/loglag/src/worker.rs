@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use crate::clock::WallClock;
 use crate::core::{Core, InsideSink};
+use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::sink::{call_sink, write_all_counted, Sink};
@@ -40,14 +41,14 @@ pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHand
 /// what it held as lost, and wake every waiter.
 fn writer_died(core: &Core) {
     core.closed.store(true, Ordering::Release);
-    core.handshake.exit(core.ring.tail_position(), |batch| {
+    core.handshake.exit(core.lanes.tail_sum(), |batch| {
         if core.spool.is_none() {
             let counters = &core.counters;
             let levels = batch.take();
             for level in Level::ALL {
                 counters.count_drop(DropReason::IoError, level, levels[level as usize]);
             }
-            core.ring
+            core.lanes
                 .discard_committed(|p| counters.count_drop(DropReason::IoError, p.level, 1));
         }
     });
@@ -72,6 +73,18 @@ struct Writer {
     /// A captured record, contiguous, and its rendering before truncation.
     captured: Vec<u8>,
     rendered: Vec<u8>,
+    /// The thread rings the writer knows of.
+    view: WriterView,
+    /// The sweep under way (a full drain), whose end is progress a flush can see.
+    sweep: Option<Sweep>,
+}
+
+/// How long a drain goes on.
+enum Until {
+    /// Until every ring has passed its head at the sweep's start.
+    Swept,
+    /// While a batch's worth is queued.
+    BelowBatch,
 }
 
 impl Writer {
@@ -88,6 +101,8 @@ impl Writer {
             clock: WallClock::new(),
             captured: Vec::new(),
             rendered: Vec::new(),
+            view: WriterView::default(),
+            sweep: None,
         }
     }
 
@@ -104,7 +119,8 @@ impl Writer {
             // still fires when a steady trickle keeps the queue below a batch.
             let since = last_full_drain.elapsed();
             let drain_all = urgent || deadline.is_some() || since >= interval;
-            let queued = self.core.ring.used_bytes();
+            self.core.lanes.refresh(&mut self.view);
+            let queued = self.core.lanes.used_bytes_seen(&self.view);
             if !drain_all && queued < batch_bytes {
                 let left = interval - since;
                 if queued > 0 {
@@ -119,31 +135,28 @@ impl Writer {
                     std::sync::atomic::fence(Ordering::SeqCst);
                     // A producer that filled a batch while we still looked polling did
                     // not wake us: check after the store (a SeqCst fence on each side).
-                    if self.core.ring.used_bytes() < batch_bytes {
+                    if self.core.lanes.used_bytes_seen(&self.view) < batch_bytes {
                         thread::park_timeout(left);
                     }
                 }
                 continue;
             }
-            let ring = &self.core.ring;
             // Write what is queued now, not what keeps arriving while we write: bounded
             // work per wake keeps batches large under constant load.
-            let until = ring.head_position();
-            let keep_going = |ring: &crate::queue::Ring| {
-                if drain_all {
-                    ring.tail_position() < until
-                } else {
-                    ring.used_bytes() >= batch_bytes
-                }
+            let until = if drain_all {
+                self.sweep = Some(self.core.lanes.begin_sweep(&mut self.view));
+                Until::Swept
+            } else {
+                Until::BelowBatch
             };
-            if !self.drain(deadline, keep_going) {
+            if !self.drain(deadline, until) {
                 return; // abandoned by the guard
             }
             if drain_all {
                 last_full_drain = Instant::now();
             }
             if let Some(deadline) = deadline {
-                let empty = self.core.ring.used_bytes() == 0;
+                let empty = self.core.lanes.used_bytes() == 0;
                 if empty || Instant::now() >= deadline {
                     self.finish(empty);
                     return;
@@ -154,15 +167,19 @@ impl Writer {
 
     /// Writes committed records in batches while `keep_going` says so. Returns false
     /// if the guard abandoned us.
-    fn drain(
-        &mut self,
-        deadline: Option<Instant>,
-        keep_going: impl Fn(&crate::queue::Ring) -> bool,
-    ) -> bool {
+    fn drain(&mut self, deadline: Option<Instant>, until: Until) -> bool {
         let core = self.core.clone();
-        let ring = &core.ring;
+        let lanes = &core.lanes;
+        let batch_bytes = core.config.batch_bytes as u64;
         let mut spins = 0;
-        while keep_going(ring) {
+        loop {
+            let keep_going = match (&until, &self.sweep) {
+                (Until::Swept, Some(sweep)) => !lanes.swept(&self.view, sweep),
+                _ => lanes.used_bytes_seen(&self.view) >= batch_bytes,
+            };
+            if !keep_going {
+                break;
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
@@ -185,10 +202,11 @@ impl Writer {
                 }
             };
             let spool = core.spool.as_ref();
-            let start = ring.tail_position();
+            let start = lanes.shared.tail_position();
             // With a spool the space is released only once the batch is in the sink, so
             // a crash in between leaves the records in the file.
-            let (taken, end) = ring.pop_into(
+            let (taken, end) = lanes.pop_merged(
+                &mut self.view,
                 &mut self.batch,
                 self.core.config.batch_bytes,
                 spool.is_none(),
@@ -213,7 +231,7 @@ impl Writer {
             }
             self.core
                 .counters
-                .note_backlog(ring.used_bytes() + self.batch.len() as u64);
+                .note_backlog(lanes.used_bytes_seen(&self.view) + self.batch.len() as u64);
             // The sink's one chance to switch files (rotation), before the spool
             // records which file and offset this batch goes to.
             let batch_len = self.batch.len();
@@ -244,7 +262,7 @@ impl Writer {
             if let Some(header) = spool {
                 self.sync_spool(header);
                 header.end_batch(end);
-                ring.release(start, end);
+                lanes.shared.release(start, end);
                 self.core.release_record_slots(taken as u64);
                 self.core.space_released();
             }
@@ -269,13 +287,15 @@ impl Writer {
         };
         if due {
             let _ = call_sink(|| self.sink.sync());
-            self.core.ring.sync_storage();
+            self.core.lanes.shared.sync_storage();
             self.last_sync = Instant::now();
         }
     }
 
     fn publish_progress(&self) {
-        self.core.handshake.advance(self.core.ring.tail_position());
+        if let Some(done) = self.core.lanes.progress(&self.view, self.sweep.as_ref()) {
+            self.core.handshake.advance(done);
+        }
     }
 
     /// Writes `batch` and accounts for each record in it. Returns false if abandoned.
@@ -400,12 +420,12 @@ impl Writer {
             eprintln!(
                 "loglag: shutdown deadline of {:?} passed; {} queued bytes stay in the spool for the next start",
                 self.core.config.shutdown_timeout,
-                self.core.ring.used_bytes()
+                self.core.lanes.used_bytes()
             );
         } else if !drained {
             let counters = &self.core.counters;
             let mut cut = 0u64;
-            self.core.ring.discard_committed(|p| {
+            self.core.lanes.discard_committed(|p| {
                 counters.count_drop(DropReason::Shutdown, p.level, 1);
                 cut += 1;
             });
@@ -417,9 +437,7 @@ impl Writer {
         }
         let _ = call_sink(|| self.sink.flush());
         // Every batch was accounted for in `write_batch`: nothing is in flight here.
-        self.core
-            .handshake
-            .exit(self.core.ring.tail_position(), |_| {});
+        self.core.handshake.exit(self.core.lanes.tail_sum(), |_| {});
     }
 }
 

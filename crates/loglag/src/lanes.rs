@@ -1,0 +1,496 @@
+//! A ring per logging thread, and the writer's merge of them.
+//!
+//! A thread's first record gives it a ring of its own (`queue::Ring` with one
+//! producer: no compare-and-swap, no shared read-modify-write, the writer's `tail`
+//! cached on the producer's cache line). The ring goes back to the pipeline when the
+//! thread exits, and the next thread that logs takes it over, so thread churn reuses
+//! rings instead of allocating them.
+//!
+//! **The byte budget still holds: each thread ring is a share of it.** With a budget
+//! of B bytes and thread rings of R bytes (at most ⌊(B/4)/R⌋ of them), the shared ring
+//! may hold B − k·R bytes while k thread rings exist, so queued bytes never exceed B,
+//! and no counter is shared on the producer path: a thread's own ring is bounded by
+//! its capacity, and the shared ring's producers read k with one relaxed load of a
+//! line that changes only when a ring is created. A thread spills into the shared
+//! ring when its own is full or a record does not fit it, and only when the shared
+//! ring is full too does the overflow policy (block, drop, shed) apply, so one thread
+//! alone can still fill the whole budget. What it costs, in the worst case:
+//! - memory: the shared ring is mapped at B bytes (its limit moves, its mapping
+//!   cannot), so the rings' memory is at most B + k·R, 1.25 × B with the defaults,
+//!   while the bytes queued stay within B;
+//! - a ring is created only while the shared ring holds at most B − (k+1)·R, so the
+//!   bound holds then too, give or take a record from a thread that pushed into the
+//!   shared ring in the same instant; a thread refused tries again 1,024 records later;
+//! - threads beyond the rings there are (8 with the defaults) share the shared ring,
+//!   with one compare-and-swap per record, as every thread did before there were
+//!   thread rings.
+//!
+//! **Order.** Within a thread, records are written in the order it logged them, also
+//! across a spill. Between threads, the writer merges by the records' merge keys
+//! (`clock::merge_key`: the TSC, or `CLOCK_MONOTONIC`, read when the record is logged):
+//! records of different threads come out in timestamp order, except that a record
+//! published after the writer has already written a later-stamped record of another
+//! thread comes after it (the two were logged within the few hundred nanoseconds
+//! between taking a timestamp and publishing the record, or the logging thread was
+//! preempted in between).
+//!
+//! A spool keeps one shared ring (`Lanes::single`): its file is the ring, and
+//! delivery is made exactly-once by one ring's positions.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::queue::{Peeked, PopBound, Popped, Render, Ring};
+
+/// The default size of a thread's ring: a 32nd of the budget, between 4 KiB and
+/// 1 MiB (8 rings of 256 KiB with the default 8 MiB: a ring that stays in the cache),
+/// and none under a budget of 64 KiB.
+pub(crate) fn default_thread_ring_bytes(budget: usize) -> usize {
+    if budget < 64 << 10 {
+        0
+    } else {
+        (budget / 32).clamp(4 << 10, 1 << 20)
+    }
+}
+
+/// A thread's own ring.
+#[derive(Debug)]
+pub(crate) struct ThreadRing {
+    pub(crate) ring: Ring,
+    /// A live thread pushes into it; cleared when that thread exits.
+    owned: AtomicBool,
+    /// Its pipeline is gone: a thread's table forgets it at its next lookup miss.
+    orphaned: AtomicBool,
+}
+
+/// A thread's entry for one pipeline it logs to.
+struct OwnRing {
+    pipeline: u64,
+    /// `None`: no ring was free, or the budget had no room for one.
+    ring: Option<Arc<ThreadRing>>,
+    /// Records until a thread without a ring asks again.
+    retry_in: std::cell::Cell<u32>,
+}
+
+/// A thread's rings, one per pipeline it has logged to.
+struct OwnRings(RefCell<Vec<OwnRing>>);
+
+impl Drop for OwnRings {
+    fn drop(&mut self) {
+        for ring in self.0.get_mut().drain(..).filter_map(|own| own.ring) {
+            // Hands the ring (and the last `head` this thread stored) to the next
+            // thread that claims it.
+            ring.owned.store(false, Ordering::Release);
+        }
+    }
+}
+
+thread_local! {
+    static OWN: OwnRings = const { OwnRings(RefCell::new(Vec::new())) };
+}
+
+/// The rings of one pipeline.
+pub(crate) struct Lanes {
+    pub(crate) shared: Ring,
+    /// The pipeline's id, the key of a thread's table.
+    id: u64,
+    budget: u64,
+    /// Bytes of the budget the thread rings take: k·R.
+    thread_share: AtomicU64,
+    thread_ring_bytes: usize,
+    max_thread_rings: usize,
+    registry: Mutex<Vec<Arc<ThreadRing>>>,
+    /// How many rings were registered; the writer refreshes its list when it moves.
+    generation: AtomicU64,
+}
+
+/// The writer's copy of the list of thread rings.
+#[derive(Debug, Default)]
+pub(crate) struct WriterView {
+    rings: Vec<Arc<ThreadRing>>,
+    generation: u64,
+}
+
+/// Every ring's `head` at the start of a writer's sweep; once every ring's `tail` has
+/// passed its head here, everything logged before the sweep is written or dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Sweep {
+    /// The shared ring's head, then each thread ring's, in the view's order.
+    heads: Vec<u64>,
+    sum: u64,
+}
+
+impl Lanes {
+    /// A shared ring and, with `thread_ring_bytes > 0`, thread rings of that size within
+    /// `budget` (see the module docs for the split).
+    pub(crate) fn new(id: u64, budget: usize, thread_ring_bytes: usize) -> Lanes {
+        let ring_bytes = thread_ring_bytes / 8 * 8;
+        let max_thread_rings = if ring_bytes >= 4096 {
+            budget / 4 / ring_bytes
+        } else {
+            0
+        };
+        Lanes {
+            shared: Ring::new(budget),
+            id,
+            budget: budget as u64,
+            thread_share: AtomicU64::new(0),
+            thread_ring_bytes: ring_bytes,
+            max_thread_rings,
+            registry: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// One shared ring and nothing else (a spool's).
+    pub(crate) fn single(id: u64, ring: Ring) -> Lanes {
+        Lanes {
+            budget: ring.capacity(),
+            thread_share: AtomicU64::new(0),
+            shared: ring,
+            id,
+            thread_ring_bytes: 0,
+            max_thread_rings: 0,
+            registry: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether records need merge keys (several rings can hold records).
+    #[inline]
+    pub(crate) fn merges(&self) -> bool {
+        self.max_thread_rings > 0
+    }
+
+    /// What the shared ring may hold now: the budget less the thread rings' share.
+    #[inline]
+    pub(crate) fn shared_capacity(&self) -> u64 {
+        self.budget - self.thread_share.load(Ordering::Relaxed)
+    }
+
+    /// The least the shared ring may ever hold (all thread rings created).
+    pub(crate) fn min_shared_capacity(&self) -> u64 {
+        self.budget - (self.max_thread_rings * self.thread_ring_bytes) as u64
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Vec<Arc<ThreadRing>>> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with the calling thread's own ring, claiming one on its first record;
+    /// `None` where it has none (no thread rings, none free, or logging from a
+    /// thread-local destructor).
+    #[inline]
+    pub(crate) fn with_own<T>(&self, f: impl FnOnce(Option<&Ring>) -> T) -> T {
+        if self.max_thread_rings == 0 {
+            return f(None);
+        }
+        let mut f = Some(f);
+        let result = OWN.try_with(|own| {
+            if let Ok(table) = own.0.try_borrow() {
+                if let Some(entry) = table.iter().find(|e| e.pipeline == self.id) {
+                    if entry.ring.is_some() || entry.retry_in.get() > 0 {
+                        entry.retry_in.set(entry.retry_in.get().saturating_sub(1));
+                        let f = f.take().expect("called once");
+                        return Some(f(entry.ring.as_deref().map(|r| &r.ring)));
+                    }
+                }
+            }
+            let claimed = self.claim();
+            let Ok(mut table) = own.0.try_borrow_mut() else {
+                // Re-entered while this thread's table is in use: push into the
+                // shared ring this once, and give the ring back.
+                if let Some(ring) = claimed {
+                    ring.owned.store(false, Ordering::Release);
+                }
+                return None;
+            };
+            // Forget the rings of pipelines that are gone, freeing their memory.
+            table.retain(|e| {
+                e.pipeline != self.id
+                    && e.ring
+                        .as_ref()
+                        .is_none_or(|r| !r.orphaned.load(Ordering::Acquire))
+            });
+            table.push(OwnRing {
+                pipeline: self.id,
+                ring: claimed,
+                retry_in: std::cell::Cell::new(1024),
+            });
+            drop(table);
+            let table = own.0.borrow();
+            let ring = table
+                .last()
+                .and_then(|e| e.ring.as_deref())
+                .map(|r| &r.ring);
+            let f = f.take().expect("called once");
+            Some(f(ring))
+        });
+        match result {
+            Ok(Some(value)) => value,
+            _ => (f.take().expect("not yet called"))(None),
+        }
+    }
+
+    /// A ring for the calling thread: a free one, or a new one while the budget has
+    /// room for it.
+    #[cold]
+    fn claim(&self) -> Option<Arc<ThreadRing>> {
+        let mut rings = self.registry();
+        for ring in rings.iter() {
+            if ring
+                .owned
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(ring.clone());
+            }
+        }
+        if rings.len() >= self.max_thread_rings {
+            return None;
+        }
+        let share = self.thread_share.load(Ordering::Relaxed) + self.thread_ring_bytes as u64;
+        if self.shared.used_bytes() + share > self.budget {
+            // The shared ring holds more than it could once this ring exists.
+            return None;
+        }
+        let ring = Arc::new(ThreadRing {
+            ring: Ring::new(self.thread_ring_bytes),
+            owned: AtomicBool::new(true),
+            orphaned: AtomicBool::new(false),
+        });
+        rings.push(ring.clone());
+        // Producers of the shared ring see the smaller limit from here on; the check
+        // above and this store are under the registry lock, so two claims cannot both
+        // pass it.
+        self.thread_share.store(share, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
+        Some(ring)
+    }
+
+    /// Calls `f` for the shared ring and every thread ring.
+    fn each_ring(&self, mut f: impl FnMut(&Ring)) {
+        f(&self.shared);
+        for ring in self.registry().iter() {
+            f(&ring.ring);
+        }
+    }
+
+    /// Bytes queued in all rings, headers included.
+    pub(crate) fn used_bytes(&self) -> u64 {
+        let mut used = 0;
+        self.each_ring(|r| used += r.used_bytes());
+        used
+    }
+
+    /// The sum of every ring's `head`: what a flush waits for the writer to pass
+    /// (see [`Lanes::progress`]). Read under the registry lock, so it never interleaves
+    /// with the writer's own reading at the start of a sweep.
+    pub(crate) fn head_sum(&self) -> u64 {
+        let rings = self.registry();
+        self.shared.head_position() + rings.iter().map(|r| r.ring.head_position()).sum::<u64>()
+    }
+
+    /// The sum of every ring's `tail`.
+    pub(crate) fn tail_sum(&self) -> u64 {
+        let mut sum = 0;
+        self.each_ring(|r| sum += r.tail_position());
+        sum
+    }
+
+    /// The enqueue time of the oldest record in any ring.
+    pub(crate) fn oldest_enqueued_ns(&self) -> Option<u64> {
+        let mut oldest: Option<u64> = None;
+        self.each_ring(|r| {
+            if let Some(t) = r.oldest_enqueued_ns() {
+                oldest = Some(oldest.map_or(t, |o| o.min(t)));
+            }
+        });
+        oldest
+    }
+
+    /// Discards every committed record of every ring (shutdown cut-off).
+    pub(crate) fn discard_committed(&self, mut each: impl FnMut(Popped)) {
+        self.each_ring(|r| r.discard_committed(&mut each));
+    }
+
+    // ---- the writer's side
+
+    /// Refreshes the writer's list of rings if threads registered new ones.
+    pub(crate) fn refresh(&self, view: &mut WriterView) {
+        if self.generation.load(Ordering::Acquire) != view.generation {
+            let rings = self.registry();
+            view.rings = rings.clone();
+            view.generation = self.generation.load(Ordering::Acquire);
+        }
+    }
+
+    /// Bytes queued in the rings the writer knows of.
+    pub(crate) fn used_bytes_seen(&self, view: &WriterView) -> u64 {
+        self.shared.used_bytes() + view.rings.iter().map(|r| r.ring.used_bytes()).sum::<u64>()
+    }
+
+    /// Starts a sweep: refreshes the view and reads every ring's head, under the
+    /// registry lock (see [`Lanes::head_sum`]).
+    pub(crate) fn begin_sweep(&self, view: &mut WriterView) -> Sweep {
+        let rings = self.registry();
+        if view.rings.len() != rings.len() {
+            view.rings = rings.clone();
+            view.generation = self.generation.load(Ordering::Acquire);
+        }
+        let mut heads = Vec::with_capacity(1 + view.rings.len());
+        heads.push(self.shared.head_position());
+        heads.extend(view.rings.iter().map(|r| r.ring.head_position()));
+        let sum = heads.iter().sum();
+        Sweep { heads, sum }
+    }
+
+    /// Whether every ring's tail has reached its head at the sweep's start.
+    pub(crate) fn swept(&self, view: &WriterView, sweep: &Sweep) -> bool {
+        self.shared.tail_position() >= sweep.heads[0]
+            && view
+                .rings
+                .iter()
+                .zip(&sweep.heads[1..])
+                .all(|(r, &head)| r.ring.tail_position() >= head)
+    }
+
+    /// The progress the writer may publish: with one ring its `tail`; with thread
+    /// rings the sum of heads at the start of a finished sweep. A flush's target
+    /// (`head_sum`) read before the sweep began is at most that sum, and equal only if
+    /// no ring moved in between; one read after it is at least it, so either way
+    /// `progress >= target` means every record before the flush is written or dropped.
+    /// A sum of tails would not do: one busy ring could pass a target while another
+    /// still holds records logged before the flush.
+    pub(crate) fn progress(&self, view: &WriterView, sweep: Option<&Sweep>) -> Option<u64> {
+        if self.max_thread_rings == 0 {
+            return Some(self.shared.tail_position());
+        }
+        sweep
+            .filter(|sweep| self.swept(view, sweep))
+            .map(|sweep| sweep.sum)
+    }
+
+    /// Copies committed records of every ring into `out`, merged by merge key, until
+    /// about `max_bytes` (see `Ring::pop_into`). Returns (records taken, the shared
+    /// ring's position after them, which is what a spool's single ring needs).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn pop_merged(
+        &self,
+        view: &mut WriterView,
+        out: &mut Vec<u8>,
+        max_bytes: usize,
+        release: bool,
+        scratch: &mut Vec<u8>,
+        render: &mut Render<'_>,
+        mut each: impl FnMut(Popped),
+    ) -> (usize, u64) {
+        if self.max_thread_rings == 0 {
+            return self.shared.pop_into(
+                out,
+                max_bytes,
+                release,
+                scratch,
+                render,
+                PopBound::NONE,
+                each,
+            );
+        }
+        let start_len = out.len();
+        let mut count = 0;
+        loop {
+            let taken = out.len() - start_len;
+            if count > 0 && taken >= max_bytes {
+                break;
+            }
+            // Thread rings first, then the shared ring: a record a thread spilled into
+            // the shared ring was published before its later records in its own ring,
+            // so having seen those, this look sees the spilled one too.
+            let mut best: Option<(Option<usize>, Peeked)> = None;
+            let mut second = u64::MAX;
+            let mut consider = |which: Option<usize>, seen: Peeked| match best {
+                Some((_, b)) if b.key <= seen.key => second = second.min(seen.key),
+                _ => {
+                    if let Some((_, b)) = best {
+                        second = second.min(b.key);
+                    }
+                    best = Some((which, seen));
+                }
+            };
+            for (i, r) in view.rings.iter().enumerate() {
+                if let Some(seen) = r.ring.peek() {
+                    consider(Some(i), seen);
+                }
+            }
+            if let Some(seen) = self.shared.peek() {
+                consider(None, seen);
+            }
+            let Some((which, seen)) = best else {
+                break;
+            };
+            if count > 0 && taken + seen.len > max_bytes {
+                break;
+            }
+            if which.is_none() {
+                if self.generation.load(Ordering::Acquire) != view.generation {
+                    // The record may come from a thread whose ring was created after
+                    // the view was taken, with its older records in that ring.
+                    self.refresh(view);
+                    continue;
+                }
+                if view
+                    .rings
+                    .iter()
+                    .any(|r| r.ring.peek().is_some_and(|p| p.key < seen.key))
+                {
+                    // The shared ring's record was published after a thread's older
+                    // record that the first look missed: look again.
+                    continue;
+                }
+            }
+            let ring = match which {
+                Some(i) => &view.rings[i].ring,
+                None => &self.shared,
+            };
+            let bound = PopBound {
+                until_pos: seen.head,
+                max_key: second,
+            };
+            let (n, _) = ring.pop_into(
+                out,
+                max_bytes.saturating_sub(taken).max(1),
+                release,
+                scratch,
+                render,
+                bound,
+                &mut each,
+            );
+            if n == 0 {
+                break;
+            }
+            count += n;
+        }
+        (count, self.shared.tail_position())
+    }
+}
+
+impl std::fmt::Debug for Lanes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lanes")
+            .field("capacity", &self.budget)
+            .field("used", &self.used_bytes())
+            .field("shared", &self.shared)
+            .field("thread_rings", &self.registry().len())
+            .field("thread_ring_bytes", &self.thread_ring_bytes)
+            .finish()
+    }
+}
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        for ring in self.registry().iter() {
+            ring.orphaned.store(true, Ordering::Release);
+        }
+    }
+}
