@@ -11,7 +11,8 @@
 //! cargo bench -p loglag --bench latency -- --throughput      # events/s into a file
 //! LATENCY_CAPACITY_BYTES=1048576 cargo bench -p loglag --bench latency -- --only loglag_macro
 //!                                    # loglag's rows with another capacity_bytes (or
-//!                                    # LATENCY_BATCH_BYTES for batch_bytes)
+//!                                    # LATENCY_BATCH_BYTES for batch_bytes,
+//!                                    # LATENCY_THREAD_RING_BYTES=0 for one shared ring)
 //! ```
 //!
 //! Every logger writes the same event, a message and three fields (`request_id`,
@@ -189,6 +190,12 @@ fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGu
         .and_then(|v| v.parse().ok())
     {
         builder = builder.capacity_bytes(bytes);
+    }
+    if let Some(bytes) = std::env::var("LATENCY_THREAD_RING_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        builder = builder.thread_ring_bytes(bytes);
     }
     if let Some(bytes) = std::env::var("LATENCY_BATCH_BYTES")
         .ok()

@@ -93,6 +93,9 @@ pub(crate) struct Core {
     fold_at: std::sync::atomic::AtomicUsize,
     /// The share of a ring kept free for higher levels (`ShedByLevel`), per level.
     level_reserve: [f64; 5],
+    /// `limit` for a thread ring, per level, computed once: every thread ring has the
+    /// same capacity, and this is the hot path.
+    thread_ring_limit: [u64; 5],
     pub(crate) closed: AtomicBool,
     pub(crate) writer: OnceLock<Thread>,
     pub(crate) wake_requested: AtomicBool,
@@ -176,6 +179,17 @@ pub(crate) fn inside_any_sink() -> bool {
 
 static NEXT_CORE_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Bytes of a ring of capacity `cap` a record of `level` may fill, given each level's
+/// reserve (`ShedByLevel`).
+fn limit(level_reserve: &[f64; 5], cap: u64, level: Level) -> u64 {
+    let reserve = level_reserve[level as usize];
+    if reserve == 0.0 {
+        cap
+    } else {
+        cap - (cap as f64 * reserve) as u64
+    }
+}
+
 impl Core {
     pub(crate) fn new(config: Config, sync_sink: Option<Box<dyn Sink>>) -> Core {
         let id = NEXT_CORE_ID.fetch_add(1, Ordering::Relaxed);
@@ -227,6 +241,9 @@ impl Core {
             Overflow::ShedByLevel => [2.0 * reserve, 2.0 * reserve, reserve, 0.0, 0.0],
             _ => [0.0; 5],
         };
+        let thread_ring_limit = std::array::from_fn(|l| {
+            limit(&level_reserve, lanes.thread_ring_capacity(), Level::from_index(l as u8))
+        });
         let config_report = config.report_format;
         // Read /proc/cpuinfo here, once, never on a caller's path.
         clock::decide();
@@ -245,6 +262,7 @@ impl Core {
             accepted_retired: AtomicU64::new(0),
             fold_at: std::sync::atomic::AtomicUsize::new(64),
             level_reserve,
+            thread_ring_limit,
             closed: AtomicBool::new(false),
             writer: OnceLock::new(),
             wake_requested: AtomicBool::new(false),
@@ -432,12 +450,7 @@ impl Core {
     /// keeps a reserve for the higher levels).
     #[inline]
     fn limit(&self, cap: u64, level: Level) -> u64 {
-        let reserve = self.level_reserve[level as usize];
-        if reserve == 0.0 {
-            cap
-        } else {
-            cap - (cap as f64 * reserve) as u64
-        }
+        limit(&self.level_reserve, cap, level)
     }
 
     /// Records where a forked child would write: the sink's descriptor now, and what it
@@ -579,14 +592,8 @@ impl Core {
     ) -> Result<u64, Full> {
         let now = coarse_monotonic_ns();
         if let Some(ring) = own {
-            let pushed = ring.try_push_owned(
-                level,
-                record,
-                self.limit(ring.capacity(), level),
-                now,
-                captured,
-                key,
-            );
+            let limit = self.thread_ring_limit[level as usize];
+            let pushed = ring.try_push_owned(level, record, limit, now, captured, key);
             if pushed.is_ok() {
                 return pushed;
             }

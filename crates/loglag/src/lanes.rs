@@ -163,6 +163,11 @@ impl Lanes {
         self.max_thread_rings > 0
     }
 
+    /// The capacity of every thread ring (0 without them).
+    pub(crate) fn thread_ring_capacity(&self) -> u64 {
+        self.thread_ring_bytes as u64
+    }
+
     /// What the shared ring may hold now: the budget less the thread rings' share.
     #[inline]
     pub(crate) fn shared_capacity(&self) -> u64 {
@@ -190,10 +195,14 @@ impl Lanes {
         let result = OWN.try_with(|own| {
             if let Ok(table) = own.0.try_borrow() {
                 if let Some(entry) = table.iter().find(|e| e.pipeline == self.id) {
-                    if entry.ring.is_some() || entry.retry_in.get() > 0 {
-                        entry.retry_in.set(entry.retry_in.get().saturating_sub(1));
+                    let ring = entry.ring.as_deref().map(|r| &r.ring);
+                    let retry_in = entry.retry_in.get();
+                    if ring.is_some() || retry_in > 0 {
+                        if ring.is_none() {
+                            entry.retry_in.set(retry_in - 1);
+                        }
                         let f = f.take().expect("called once");
-                        return Some(f(entry.ring.as_deref().map(|r| &r.ring)));
+                        return Some(f(ring));
                     }
                 }
             }

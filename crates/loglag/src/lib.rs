@@ -57,11 +57,20 @@
 //! fields are not. With a spool, in `sync` mode and in a forked child, records are
 //! rendered on the caller, since a captured record points into this process's memory.
 //!
+//! Queues: each logging thread gets a ring of its own, a share of the byte budget
+//! (no lock and no shared read-modify-write when it logs), up to
+//! ⌊(budget/4) / `thread_ring_bytes`⌋ threads; the others, and a thread whose ring is
+//! full, use a shared ring that holds the rest of the budget. The writer merges them.
+//! See [`NonBlockingBuilder::thread_ring_bytes`].
+//!
 //! Order: one thread's records are written in the order of its calls. Between threads
-//! the order is that of their reservations in the one queue they share, and a
-//! timestamp is read just before its reservation, so two threads' records can appear
-//! with timestamps a few hundred nanoseconds out of order (more if a thread is
-//! preempted between the two). Sort by timestamp where that matters.
+//! the writer merges by a timestamp read when each record is logged (the TSC, or
+//! `CLOCK_MONOTONIC`), so records of different threads come out in the order they were
+//! logged, except that one published after the writer has already written a
+//! later-stamped record of another thread comes after it: the two were logged within
+//! the few hundred nanoseconds between reading the timestamp and publishing the
+//! record, or the thread was preempted in between. Sort by timestamp where that
+//! matters.
 //!
 //! ```
 //! let (writer, guard) = loglag::non_blocking(Vec::<u8>::new());

@@ -84,6 +84,16 @@ fn two_hundred_thousand_short_lived_logging_threads_keep_memory_flat() {
             "counter slots follow the live threads: {}",
             writer.debug_counter_slots()
         );
+        // Rings of exited threads went to the next threads: no more rings than the
+        // budget allows (⌊(1 MiB / 4) / 32 KiB⌋ = 8), whatever the number of threads.
+        let debug = format!("{writer:?}");
+        let rings: usize = debug
+            .split("thread_rings: ")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no ring count in {debug}"));
+        assert!((1..=8).contains(&rings), "{rings} thread rings: {debug}");
         let m = guard.shutdown();
         assert_eq!(m.written_records, (warm + 2 * threads) as u64);
     });
