@@ -133,14 +133,18 @@ fn parse_overflow(s: &str) -> Result<loglag::Overflow, String> {
     loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
     loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
     loglag emit --sink syslog+tcp://127.0.0.1:514 --count 100000 --overflow block
+    loglag emit --sink otlp+http://127.0.0.1:4318/v1/logs --count 100000 --overflow block
 
 Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0;
-to a syslog collector it is the MSG of an RFC 5424 message.
+to a syslog collector it is the MSG of an RFC 5424 message, to an OTLP receiver the
+body of a LogRecord.
 The exit status is 1 when any record was dropped (unless --allow-drops), so a CI job
 can assert that a logging setup keeps up.")]
 pub struct EmitArgs {
     /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
-    /// syslog+udp://HOST:PORT or syslog+unix://PATH (e.g. syslog+unix:///dev/log).
+    /// syslog+udp://HOST:PORT, syslog+unix://PATH (e.g. syslog+unix:///dev/log),
+    /// otlp+http://HOST:PORT[/PATH] (OTLP/HTTP protobuf, /v1/logs by default) or
+    /// otlp+json://HOST:PORT[/PATH].
     #[arg(long)]
     pub sink: SinkSpec,
     /// Records to emit.

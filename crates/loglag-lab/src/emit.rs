@@ -118,20 +118,21 @@ pub fn emit(
     }
     let (writer, guard) = builder.try_finish_sink(sink)?;
     let started = Instant::now();
-    let syslog = plan.sink.is_syslog();
+    // Syslog collectors expect RFC 5424 messages, OTLP reads fields from JSON: the
+    // numbered record is then their message.
+    let record_format = plan.sink.record_format();
     let submitted = produce(plan, progress, started, stop, || {
         let writer = writer.clone();
         let mut message = Vec::new();
         Box::new(move |line: &[u8]| {
-            if syslog {
-                // A collector expects RFC 5424 messages: the record is their MSG.
+            if let Some(format) = record_format {
                 use loglag::format::{LineBuilder, Value};
                 message.clear();
                 let text =
                     std::str::from_utf8(line.strip_suffix(b"\n").unwrap_or(line)).unwrap_or("");
                 let mut b = LineBuilder::begin(
                     &mut message,
-                    loglag::Format::Syslog,
+                    format,
                     std::time::SystemTime::now(),
                     plan.level,
                     "emit",
@@ -370,6 +371,24 @@ mod tests {
         }
         let err = "syslog://x:1".parse::<SinkSpec>().unwrap_err();
         assert!(err.contains("syslog+tcp://HOST:PORT"), "{err}");
+    }
+
+    #[test]
+    fn otlp_sink_urls_parse_read_back_and_want_json_records() {
+        for (url, json) in [
+            ("otlp+http://127.0.0.1:4318", false),
+            ("otlp+http://collector:4318/v1/logs", false),
+            ("otlp+json://127.0.0.1:4318/v1/logs", true),
+        ] {
+            let parsed: SinkSpec = url.parse().unwrap();
+            assert!(matches!(parsed, SinkSpec::Otlp { json: j, .. } if j == json));
+            assert_eq!(parsed.record_format(), Some(loglag::Format::Json));
+            assert_eq!(parsed.to_string(), url);
+        }
+        for bad in ["otlp+http://collector", "otlp+json://:4318/v1/logs"] {
+            let err = bad.parse::<SinkSpec>().unwrap_err();
+            assert!(err.contains("HOST:PORT"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -9,9 +9,12 @@
 //! | rolling files: size/time rotation, retention, gzip | [`crate::rolling::Builder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
 //! | a syslog collector: TCP (RFC 6587 framing), UDP, `/dev/log` | [`Syslog`] |
+//! | an OTLP/HTTP receiver (feature `otlp`): OpenTelemetry Collector, Vector, Alloy | `Otlp` |
 
 mod fallback;
 mod fd;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 #[cfg(feature = "rolling")]
 pub mod rolling;
 mod spec;
@@ -21,6 +24,8 @@ use std::io;
 
 pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
+#[cfg(feature = "otlp")]
+pub use otlp::{Otlp, OtlpEncoding};
 #[cfg(feature = "rolling")]
 pub use rolling::RollingFile;
 pub use spec::SinkSpec;

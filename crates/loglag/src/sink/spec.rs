@@ -7,7 +7,9 @@ use super::{FdSink, Sink, Syslog};
 
 /// Where records go, as a URL: `stdout` (or `-`), `stderr`, `file:///PATH`,
 /// `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`,
-/// `syslog+unix:///PATH`.
+/// `syslog+unix:///PATH`, `otlp+http://HOST:PORT[/PATH]` (OTLP/HTTP protobuf; path
+/// `/v1/logs` if none) and `otlp+json://HOST:PORT[/PATH]` (OTLP/HTTP JSON); the OTLP
+/// sinks need the `otlp` feature.
 ///
 /// ```
 /// let spec: loglag::SinkSpec = "syslog+tcp://127.0.0.1:514".parse()?;
@@ -27,9 +29,11 @@ pub enum SinkSpec {
     SyslogUdp(String),
     /// A unix datagram socket (`/dev/log`).
     SyslogUnix(PathBuf),
+    /// OTLP/HTTP logs to `http://{address}` (`HOST:PORT[/PATH]`), protobuf or JSON.
+    Otlp { address: String, json: bool },
 }
 
-const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT or syslog+unix://PATH";
+const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, otlp+http://HOST:PORT[/PATH] or otlp+json://HOST:PORT[/PATH]";
 
 impl SinkSpec {
     /// Whether records for it should be RFC 5424 messages.
@@ -38,6 +42,16 @@ impl SinkSpec {
             self,
             SinkSpec::SyslogTcp(_) | SinkSpec::SyslogUdp(_) | SinkSpec::SyslogUnix(_)
         )
+    }
+
+    /// The format its records must have, where it needs one: RFC 5424 messages for
+    /// syslog, JSON for OTLP (its fields become the LogRecord's).
+    pub fn record_format(&self) -> Option<crate::Format> {
+        match self {
+            _ if self.is_syslog() => Some(crate::Format::Syslog),
+            SinkSpec::Otlp { .. } => Some(crate::Format::Json),
+            _ => None,
+        }
     }
 
     /// Opens it: a file is appended to, a FIFO opened for writing, a collector's
@@ -51,6 +65,18 @@ impl SinkSpec {
             SinkSpec::SyslogTcp(a) => Box::new(Syslog::tcp(a.as_str())?),
             SinkSpec::SyslogUdp(a) => Box::new(Syslog::udp(a.as_str())?),
             SinkSpec::SyslogUnix(p) => Box::new(Syslog::unix(p)),
+            #[cfg(feature = "otlp")]
+            SinkSpec::Otlp { address, json } => {
+                let sink = super::Otlp::http(&format!("http://{address}"))?;
+                Box::new(if *json { sink.json() } else { sink })
+            }
+            #[cfg(not(feature = "otlp"))]
+            SinkSpec::Otlp { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("{self}: loglag was built without its `otlp` feature"),
+                ))
+            }
         })
     }
 }
@@ -88,6 +114,21 @@ impl std::str::FromStr for SinkSpec {
                         SinkSpec::SyslogUdp(hostport.to_owned())
                     })
                 }
+                Some((scheme @ ("otlp+http" | "otlp+json"), address)) => {
+                    let hostport = address.split('/').next().unwrap_or("");
+                    if hostport
+                        .rsplit_once(':')
+                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+                    {
+                        return Err(format!(
+                            "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:4318/v1/logs"
+                        ));
+                    }
+                    Ok(SinkSpec::Otlp {
+                        address: address.to_owned(),
+                        json: scheme == "otlp+json",
+                    })
+                }
                 Some((scheme, _)) => Err(format!(
                     "unknown sink scheme {scheme:?}: expected {SCHEMES}"
                 )),
@@ -107,6 +148,10 @@ impl std::fmt::Display for SinkSpec {
             SinkSpec::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
             SinkSpec::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
             SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
+            SinkSpec::Otlp { address, json } => {
+                let scheme = if *json { "otlp+json" } else { "otlp+http" };
+                write!(f, "{scheme}://{address}")
+            }
         }
     }
 }
