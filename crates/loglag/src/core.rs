@@ -242,7 +242,11 @@ impl Core {
             _ => [0.0; 5],
         };
         let thread_ring_limit = std::array::from_fn(|l| {
-            limit(&level_reserve, lanes.thread_ring_capacity(), Level::from_index(l as u8))
+            limit(
+                &level_reserve,
+                lanes.thread_ring_capacity(),
+                Level::from_index(l as u8),
+            )
         });
         let config_report = config.report_format;
         // Read /proc/cpuinfo here, once, never on a caller's path.

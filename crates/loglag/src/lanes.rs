@@ -19,14 +19,20 @@
 //!   cannot), so the rings' memory is at most B + k·R, 1.25 × B with the defaults,
 //!   while the bytes queued stay within B;
 //! - a ring is created only while the shared ring holds at most B − (k+1)·R, so the
-//!   bound holds then too, give or take a record from a thread that pushed into the
+//!   bound holds then too, give or take a record per thread that pushed into the
 //!   shared ring in the same instant; a thread refused tries again 1,024 records later;
 //! - threads beyond the rings there are (8 with the defaults) share the shared ring,
 //!   with one compare-and-swap per record, as every thread did before there were
 //!   thread rings.
 //!
 //! **Order.** Within a thread, records are written in the order it logged them, also
-//! across a spill. Between threads, the writer merges by the records' merge keys
+//! across a spill into the shared ring. The shared ring is in reservation order, and a
+//! record's key is read before its reservation, so every record ahead of a thread's
+//! spilled record A has a key older than anything the thread logs after A: the merge
+//! takes them, then A, before the thread's next record. What it needs: a shared ring
+//! whose oldest record is reserved but not yet published stops the merge until it is
+//! (its key is not known yet), and a clock that agrees across cores to within the time
+//! of a compare-and-swap (an invariant TSC, or `CLOCK_MONOTONIC`). Between threads, the writer merges by the records' merge keys
 //! (`clock::merge_key`: the TSC, or `CLOCK_MONOTONIC`, read when the record is logged):
 //! records of different threads come out in timestamp order, except that a record
 //! published after the writer has already written a later-stamped record of another
@@ -37,9 +43,9 @@
 //! A spool keeps one shared ring (`Lanes::single`): its file is the ring, and
 //! delivery is made exactly-once by one ring's positions.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::queue::{Peeked, PopBound, Popped, Render, Ring};
 
@@ -60,8 +66,6 @@ pub(crate) struct ThreadRing {
     pub(crate) ring: Ring,
     /// A live thread pushes into it; cleared when that thread exits.
     owned: AtomicBool,
-    /// Its pipeline is gone: a thread's table forgets it at its next lookup miss.
-    orphaned: AtomicBool,
 }
 
 /// A thread's entry for one pipeline it logs to.
@@ -70,15 +74,19 @@ struct OwnRing {
     /// `None`: no ring was free, or the budget had no room for one.
     ring: Option<Arc<ThreadRing>>,
     /// Records until a thread without a ring asks again.
-    retry_in: std::cell::Cell<u32>,
+    retry_in: Cell<u32>,
 }
 
 /// A thread's rings, one per pipeline it has logged to.
-struct OwnRings(RefCell<Vec<OwnRing>>);
+struct OwnRings {
+    entries: RefCell<Vec<OwnRing>>,
+    /// `DROPPED` as of the last sweep of entries whose pipeline is gone.
+    seen_dropped: Cell<u64>,
+}
 
 impl Drop for OwnRings {
     fn drop(&mut self) {
-        for ring in self.0.get_mut().drain(..).filter_map(|own| own.ring) {
+        for ring in self.entries.get_mut().drain(..).filter_map(|own| own.ring) {
             // Hands the ring (and the last `head` this thread stored) to the next
             // thread that claims it.
             ring.owned.store(false, Ordering::Release);
@@ -87,8 +95,17 @@ impl Drop for OwnRings {
 }
 
 thread_local! {
-    static OWN: OwnRings = const { OwnRings(RefCell::new(Vec::new())) };
+    static OWN: OwnRings = const {
+        OwnRings { entries: RefCell::new(Vec::new()), seen_dropped: Cell::new(0) }
+    };
 }
+
+/// Pipelines with thread rings dropped so far: a thread's table forgets their entries
+/// (and frees their rings) when it sees this move.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Ids of the pipelines alive with thread rings, to tell which entries to forget.
+static ALIVE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// The rings of one pipeline.
 pub(crate) struct Lanes {
@@ -100,16 +117,21 @@ pub(crate) struct Lanes {
     thread_share: AtomicU64,
     thread_ring_bytes: usize,
     max_thread_rings: usize,
-    registry: Mutex<Vec<Arc<ThreadRing>>>,
-    /// How many rings were registered; the writer refreshes its list when it moves.
-    generation: AtomicU64,
+    /// Thread rings, append-only: read without a lock (a forked child may read them
+    /// while the parent held a lock at the fork).
+    rings: Box<[OnceLock<Arc<ThreadRing>>]>,
+    /// How many of `rings` are set; the writer refreshes its list when it moves.
+    count: AtomicUsize,
+    /// Serialises creating rings.
+    claim_lock: Mutex<()>,
+    /// Serialises the head sums of flushes and of the writer's sweeps.
+    snapshot_lock: Mutex<()>,
 }
 
 /// The writer's copy of the list of thread rings.
 #[derive(Debug, Default)]
 pub(crate) struct WriterView {
     rings: Vec<Arc<ThreadRing>>,
-    generation: u64,
 }
 
 /// Every ring's `head` at the start of a writer's sweep; once every ring's `tail` has
@@ -119,6 +141,10 @@ pub(crate) struct Sweep {
     /// The shared ring's head, then each thread ring's, in the view's order.
     heads: Vec<u64>,
     sum: u64,
+}
+
+fn lock(m: &Mutex<()>) -> MutexGuard<'_, ()> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Lanes {
@@ -131,6 +157,9 @@ impl Lanes {
         } else {
             0
         };
+        if max_thread_rings > 0 {
+            ALIVE.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        }
         Lanes {
             shared: Ring::new(budget),
             id,
@@ -138,8 +167,10 @@ impl Lanes {
             thread_share: AtomicU64::new(0),
             thread_ring_bytes: ring_bytes,
             max_thread_rings,
-            registry: Mutex::new(Vec::new()),
-            generation: AtomicU64::new(0),
+            rings: (0..max_thread_rings).map(|_| OnceLock::new()).collect(),
+            count: AtomicUsize::new(0),
+            claim_lock: Mutex::new(()),
+            snapshot_lock: Mutex::new(()),
         }
     }
 
@@ -152,8 +183,10 @@ impl Lanes {
             id,
             thread_ring_bytes: 0,
             max_thread_rings: 0,
-            registry: Mutex::new(Vec::new()),
-            generation: AtomicU64::new(0),
+            rings: Box::new([]),
+            count: AtomicUsize::new(0),
+            claim_lock: Mutex::new(()),
+            snapshot_lock: Mutex::new(()),
         }
     }
 
@@ -179,8 +212,10 @@ impl Lanes {
         self.budget - (self.max_thread_rings * self.thread_ring_bytes) as u64
     }
 
-    fn registry(&self) -> MutexGuard<'_, Vec<Arc<ThreadRing>>> {
-        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    /// The thread rings created so far, without a lock.
+    fn thread_rings(&self) -> impl Iterator<Item = &Arc<ThreadRing>> {
+        let count = self.count.load(Ordering::Acquire);
+        self.rings[..count].iter().filter_map(OnceLock::get)
     }
 
     /// Runs `f` with the calling thread's own ring, claiming one on its first record;
@@ -193,21 +228,24 @@ impl Lanes {
         }
         let mut f = Some(f);
         let result = OWN.try_with(|own| {
-            if let Ok(table) = own.0.try_borrow() {
+            let dropped = DROPPED.load(Ordering::Relaxed);
+            if own.seen_dropped.get() != dropped {
+                forget_dropped(own, dropped);
+            }
+            if let Ok(table) = own.entries.try_borrow() {
                 if let Some(entry) = table.iter().find(|e| e.pipeline == self.id) {
-                    let ring = entry.ring.as_deref().map(|r| &r.ring);
                     let retry_in = entry.retry_in.get();
-                    if ring.is_some() || retry_in > 0 {
-                        if ring.is_none() {
+                    if entry.ring.is_some() || retry_in > 0 {
+                        if entry.ring.is_none() {
                             entry.retry_in.set(retry_in - 1);
                         }
                         let f = f.take().expect("called once");
-                        return Some(f(ring));
+                        return Some(f(entry.ring.as_deref().map(|r| &r.ring)));
                     }
                 }
             }
             let claimed = self.claim();
-            let Ok(mut table) = own.0.try_borrow_mut() else {
+            let Ok(mut table) = own.entries.try_borrow_mut() else {
                 // Re-entered while this thread's table is in use: push into the
                 // shared ring this once, and give the ring back.
                 if let Some(ring) = claimed {
@@ -215,20 +253,14 @@ impl Lanes {
                 }
                 return None;
             };
-            // Forget the rings of pipelines that are gone, freeing their memory.
-            table.retain(|e| {
-                e.pipeline != self.id
-                    && e.ring
-                        .as_ref()
-                        .is_none_or(|r| !r.orphaned.load(Ordering::Acquire))
-            });
+            table.retain(|e| e.pipeline != self.id);
             table.push(OwnRing {
                 pipeline: self.id,
                 ring: claimed,
-                retry_in: std::cell::Cell::new(1024),
+                retry_in: Cell::new(1024),
             });
             drop(table);
-            let table = own.0.borrow();
+            let table = own.entries.borrow();
             let ring = table
                 .last()
                 .and_then(|e| e.ring.as_deref())
@@ -246,8 +278,8 @@ impl Lanes {
     /// room for it.
     #[cold]
     fn claim(&self) -> Option<Arc<ThreadRing>> {
-        let mut rings = self.registry();
-        for ring in rings.iter() {
+        let _claiming = lock(&self.claim_lock);
+        for ring in self.thread_rings() {
             if ring
                 .owned
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
@@ -256,7 +288,8 @@ impl Lanes {
                 return Some(ring.clone());
             }
         }
-        if rings.len() >= self.max_thread_rings {
+        let count = self.count.load(Ordering::Acquire);
+        if count >= self.max_thread_rings {
             return None;
         }
         let share = self.thread_share.load(Ordering::Relaxed) + self.thread_ring_bytes as u64;
@@ -267,21 +300,20 @@ impl Lanes {
         let ring = Arc::new(ThreadRing {
             ring: Ring::new(self.thread_ring_bytes),
             owned: AtomicBool::new(true),
-            orphaned: AtomicBool::new(false),
         });
-        rings.push(ring.clone());
+        let _ = self.rings[count].set(ring.clone());
         // Producers of the shared ring see the smaller limit from here on; the check
-        // above and this store are under the registry lock, so two claims cannot both
+        // above and this store are under the claim lock, so two claims cannot both
         // pass it.
         self.thread_share.store(share, Ordering::Relaxed);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.count.store(count + 1, Ordering::Release);
         Some(ring)
     }
 
     /// Calls `f` for the shared ring and every thread ring.
     fn each_ring(&self, mut f: impl FnMut(&Ring)) {
         f(&self.shared);
-        for ring in self.registry().iter() {
+        for ring in self.thread_rings() {
             f(&ring.ring);
         }
     }
@@ -294,11 +326,13 @@ impl Lanes {
     }
 
     /// The sum of every ring's `head`: what a flush waits for the writer to pass
-    /// (see [`Lanes::progress`]). Read under the registry lock, so it never interleaves
+    /// (see [`Lanes::progress`]). Read under the snapshot lock, so it never interleaves
     /// with the writer's own reading at the start of a sweep.
     pub(crate) fn head_sum(&self) -> u64 {
-        let rings = self.registry();
-        self.shared.head_position() + rings.iter().map(|r| r.ring.head_position()).sum::<u64>()
+        let _snapshot = lock(&self.snapshot_lock);
+        let mut sum = 0;
+        self.each_ring(|r| sum += r.head_position());
+        sum
     }
 
     /// The sum of every ring's `tail`.
@@ -324,14 +358,17 @@ impl Lanes {
         self.each_ring(|r| r.discard_committed(&mut each));
     }
 
+    /// Thread rings created so far.
+    pub(crate) fn thread_ring_count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
     // ---- the writer's side
 
-    /// Refreshes the writer's list of rings if threads registered new ones.
+    /// Refreshes the writer's list of rings if threads created new ones.
     pub(crate) fn refresh(&self, view: &mut WriterView) {
-        if self.generation.load(Ordering::Acquire) != view.generation {
-            let rings = self.registry();
-            view.rings = rings.clone();
-            view.generation = self.generation.load(Ordering::Acquire);
+        if self.count.load(Ordering::Acquire) != view.rings.len() {
+            view.rings = self.thread_rings().cloned().collect();
         }
     }
 
@@ -341,16 +378,16 @@ impl Lanes {
     }
 
     /// Starts a sweep: refreshes the view and reads every ring's head, under the
-    /// registry lock (see [`Lanes::head_sum`]).
+    /// snapshot lock (see [`Lanes::head_sum`]).
     pub(crate) fn begin_sweep(&self, view: &mut WriterView) -> Sweep {
-        let rings = self.registry();
-        if view.rings.len() != rings.len() {
-            view.rings = rings.clone();
-            view.generation = self.generation.load(Ordering::Acquire);
-        }
+        let _snapshot = lock(&self.snapshot_lock);
+        self.refresh(view);
         let mut heads = Vec::with_capacity(1 + view.rings.len());
         heads.push(self.shared.head_position());
         heads.extend(view.rings.iter().map(|r| r.ring.head_position()));
+        // Rings created between the refresh and here hold records logged after it,
+        // and have heads of their own in a flush's sum: they are part of no sweep
+        // until the next, so a sum without them cannot pass a target that has them.
         let sum = heads.iter().sum();
         Sweep { heads, sum }
     }
@@ -381,6 +418,35 @@ impl Lanes {
             .map(|sweep| sweep.sum)
     }
 
+    /// The ring whose oldest published record has the smallest key, and the next
+    /// smallest key among the others. Thread rings are looked at first, then the
+    /// shared ring. `None` also when the shared ring's oldest record is reserved but
+    /// not yet published: its key is unknown, and may be older than any other.
+    fn oldest(&self, view: &WriterView) -> (Option<(Option<usize>, Peeked)>, u64) {
+        let mut best: Option<(Option<usize>, Peeked)> = None;
+        let mut second = u64::MAX;
+        let mut consider = |which: Option<usize>, seen: Peeked| match best {
+            Some((_, b)) if b.key <= seen.key => second = second.min(seen.key),
+            _ => {
+                if let Some((_, b)) = best {
+                    second = second.min(b.key);
+                }
+                best = Some((which, seen));
+            }
+        };
+        for (i, r) in view.rings.iter().enumerate() {
+            if let Some(seen) = r.ring.peek() {
+                consider(Some(i), seen);
+            }
+        }
+        match self.shared.peek() {
+            Some(seen) => consider(None, seen),
+            None if self.shared.has_unpublished() => return (None, 0),
+            None => {}
+        }
+        (best, second)
+    }
+
     /// Copies committed records of every ring into `out`, merged by merge key, until
     /// about `max_bytes` (see `Ring::pop_into`). Returns (records taken, the shared
     /// ring's position after them, which is what a spool's single ring needs).
@@ -408,55 +474,37 @@ impl Lanes {
         }
         let start_len = out.len();
         let mut count = 0;
+        let mut empty_pops = 0;
         loop {
             let taken = out.len() - start_len;
             if count > 0 && taken >= max_bytes {
                 break;
             }
-            // Thread rings first, then the shared ring: a record a thread spilled into
-            // the shared ring was published before its later records in its own ring,
-            // so having seen those, this look sees the spilled one too.
-            let mut best: Option<(Option<usize>, Peeked)> = None;
-            let mut second = u64::MAX;
-            let mut consider = |which: Option<usize>, seen: Peeked| match best {
-                Some((_, b)) if b.key <= seen.key => second = second.min(seen.key),
-                _ => {
-                    if let Some((_, b)) = best {
-                        second = second.min(b.key);
-                    }
-                    best = Some((which, seen));
-                }
-            };
-            for (i, r) in view.rings.iter().enumerate() {
-                if let Some(seen) = r.ring.peek() {
-                    consider(Some(i), seen);
-                }
-            }
-            if let Some(seen) = self.shared.peek() {
-                consider(None, seen);
-            }
+            let (best, second) = self.oldest(view);
             let Some((which, seen)) = best else {
                 break;
             };
             if count > 0 && taken + seen.len > max_bytes {
                 break;
             }
-            if which.is_none() {
-                if self.generation.load(Ordering::Acquire) != view.generation {
-                    // The record may come from a thread whose ring was created after
-                    // the view was taken, with its older records in that ring.
-                    self.refresh(view);
-                    continue;
-                }
-                if view
-                    .rings
-                    .iter()
-                    .any(|r| r.ring.peek().is_some_and(|p| p.key < seen.key))
-                {
-                    // The shared ring's record was published after a thread's older
-                    // record that the first look missed: look again.
-                    continue;
-                }
+            // Look again at every other ring: a record published after the first look,
+            // with a smaller key, goes first. (A spilled record of a thread is the
+            // case that matters within a thread; between threads this keeps the order
+            // of records published before the writer chose.)
+            if self.count.load(Ordering::Acquire) != view.rings.len() {
+                self.refresh(view);
+                continue;
+            }
+            let older_elsewhere = view
+                .rings
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| which != Some(i))
+                .filter_map(|(_, r)| r.ring.peek())
+                .chain(which.is_some().then(|| self.shared.peek()).flatten())
+                .any(|p| p.key < seen.key);
+            if older_elsewhere {
+                continue;
             }
             let ring = match which {
                 Some(i) => &view.rings[i].ring,
@@ -476,12 +524,29 @@ impl Lanes {
                 &mut each,
             );
             if n == 0 {
-                break;
+                // A producer evicting (`DropOldest`) moved the tail under us: look
+                // again, a bounded number of times.
+                empty_pops += 1;
+                if empty_pops > 64 {
+                    break;
+                }
+                continue;
             }
             count += n;
         }
         (count, self.shared.tail_position())
     }
+}
+
+/// Forgets the entries of pipelines that are gone, freeing their rings.
+#[cold]
+fn forget_dropped(own: &OwnRings, dropped: u64) {
+    let Ok(mut table) = own.entries.try_borrow_mut() else {
+        return;
+    };
+    let alive = ALIVE.lock().unwrap_or_else(|e| e.into_inner());
+    table.retain(|e| alive.contains(&e.pipeline));
+    own.seen_dropped.set(dropped);
 }
 
 impl std::fmt::Debug for Lanes {
@@ -490,7 +555,7 @@ impl std::fmt::Debug for Lanes {
             .field("capacity", &self.budget)
             .field("used", &self.used_bytes())
             .field("shared", &self.shared)
-            .field("thread_rings", &self.registry().len())
+            .field("thread_rings", &self.thread_ring_count())
             .field("thread_ring_bytes", &self.thread_ring_bytes)
             .finish()
     }
@@ -498,8 +563,74 @@ impl std::fmt::Debug for Lanes {
 
 impl Drop for Lanes {
     fn drop(&mut self) {
-        for ring in self.registry().iter() {
-            ring.orphaned.store(true, Ordering::Release);
+        if self.max_thread_rings > 0 {
+            ALIVE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|&id| id != self.id);
+            DROPPED.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::level::Level;
+
+    fn drain(lanes: &Lanes) -> Vec<u8> {
+        let (mut view, mut out) = (WriterView::default(), Vec::new());
+        lanes.pop_merged(
+            &mut view,
+            &mut out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
+        out
+    }
+
+    /// A thread's record A spilled into the shared ring behind another thread's X,
+    /// which is reserved but not yet published; the thread's next record B is in its
+    /// own ring. Until X is published the merge stops (X's key is unknown), so B is
+    /// never written before A.
+    #[test]
+    fn an_unpublished_shared_record_stops_the_merge_until_it_is_published() {
+        let lanes = Lanes::new(u64::MAX - 7, 256 << 10, 8 << 10);
+        let x = lanes.shared.reserve_unpublished(1);
+        lanes
+            .shared
+            .try_push(Level::Info, b"A", u64::MAX, 0, false, 10)
+            .unwrap();
+        lanes.with_own(|own| {
+            own.expect("a ring of its own")
+                .try_push_owned(Level::Info, b"B", u64::MAX, 0, false, 12)
+                .unwrap();
+        });
+        assert_eq!(drain(&lanes), b"", "nothing passes an unpublished record");
+        lanes.shared.publish_reserved(x, Level::Info, b"X", 5);
+        assert_eq!(drain(&lanes), b"XAB");
+    }
+
+    /// Records of several rings come out by key, whichever ring holds them.
+    #[test]
+    fn rings_are_merged_by_key() {
+        let lanes = Lanes::new(u64::MAX - 8, 256 << 10, 8 << 10);
+        lanes.with_own(|own| {
+            let ring = own.expect("a ring of its own");
+            for (byte, key) in [(b"1", 1), (b"4", 4), (b"6", 6)] {
+                ring.try_push_owned(Level::Info, byte, u64::MAX, 0, false, key)
+                    .unwrap();
+            }
+        });
+        for (byte, key) in [(b"2", 2), (b"3", 3), (b"5", 5)] {
+            lanes
+                .shared
+                .try_push(Level::Info, byte, u64::MAX, 0, false, key)
+                .unwrap();
+        }
+        assert_eq!(drain(&lanes), b"123456");
     }
 }

@@ -379,6 +379,28 @@ impl Ring {
         self.word(pos).store(state, Ordering::Release);
     }
 
+    /// Whether the oldest reserved record is not yet published (its producer is
+    /// between its compare-and-swap and its release store).
+    pub(crate) fn has_unpublished(&self) -> bool {
+        let tail = self.tail.0.load(Ordering::Acquire);
+        tail < self.head.head.load(Ordering::Acquire)
+            && self.word(tail).load(Ordering::Acquire) & COMMITTED == 0
+    }
+
+    /// Reserves room for a record of `len` bytes without publishing it: a producer
+    /// caught between its compare-and-swap and its release store.
+    #[cfg(test)]
+    pub(crate) fn reserve_unpublished(&self, len: usize) -> u64 {
+        self.head.head.fetch_add(footprint(len), Ordering::AcqRel)
+    }
+
+    /// Publishes what `reserve_unpublished` reserved at `pos`.
+    #[cfg(test)]
+    pub(crate) fn publish_reserved(&self, pos: u64, level: Level, bytes: &[u8], key: u64) {
+        // SAFETY: `[pos, pos + footprint(len))` was reserved for this record.
+        unsafe { self.write_record(pos, level, bytes, 0, false, key) };
+    }
+
     /// The merge key and length of the oldest record, if it is published, and the
     /// position up to which records were reserved when it was read (the bound of a
     /// `pop_into` that must not take records published after this look).

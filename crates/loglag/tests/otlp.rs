@@ -225,7 +225,12 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
                     order = 7
                 );
                 let _entered = span.enter();
-                tracing::warn!(latency_ms = 12.5, user = "ann", retries = 3u64, "slow payment");
+                tracing::warn!(
+                    latency_ms = 12.5,
+                    user = "ann",
+                    retries = 3u64,
+                    "slow payment"
+                );
                 tracing::error!(target: "checkout::db", ok = false, "timeout");
             });
             tracing::subscriber::with_default(
@@ -241,7 +246,10 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
                 "application/x-protobuf"
             };
             assert!(requests.iter().all(|r| r.content_type == expected_type));
-            let resource = &requests[0].export.resource_logs[0].resource.as_ref().unwrap();
+            let resource = &requests[0].export.resource_logs[0]
+                .resource
+                .as_ref()
+                .unwrap();
             let resource_attr = |k: &str| {
                 resource
                     .attributes
@@ -249,7 +257,10 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
                     .find(|kv| kv.key == k)
                     .and_then(|kv| kv.value.clone()?.value)
             };
-            assert_eq!(resource_attr("service.name"), Some(Any::StringValue("checkout".into())));
+            assert_eq!(
+                resource_attr("service.name"),
+                Some(Any::StringValue("checkout".into()))
+            );
             assert_eq!(
                 resource_attr("deployment.environment"),
                 Some(Any::StringValue("test".into()))
@@ -260,15 +271,26 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
             let by_body = |b: &str| {
                 records
                     .iter()
-                    .find(|r| r.body.clone().and_then(|v| v.value) == Some(Any::StringValue(b.into())))
+                    .find(|r| {
+                        r.body.clone().and_then(|v| v.value) == Some(Any::StringValue(b.into()))
+                    })
                     .unwrap_or_else(|| panic!("no record {b:?}"))
             };
             let slow = by_body("slow payment");
-            assert_eq!((slow.severity_number, slow.severity_text.as_str()), (13, "WARN"));
-            assert_eq!(slow.body.clone().unwrap().value, Some(Any::StringValue("slow payment".into())));
+            assert_eq!(
+                (slow.severity_number, slow.severity_text.as_str()),
+                (13, "WARN")
+            );
+            assert_eq!(
+                slow.body.clone().unwrap().value,
+                Some(Any::StringValue("slow payment".into()))
+            );
             assert_eq!(hex(&slow.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
             assert_eq!(hex(&slow.span_id), "00f067aa0ba902b7");
-            assert!(slow.time_unix_nano > 1_700_000_000_000_000_000, "a real time");
+            assert!(
+                slow.time_unix_nano > 1_700_000_000_000_000_000,
+                "a real time"
+            );
             assert!(slow.observed_time_unix_nano >= slow.time_unix_nano);
             let attr = |r: &LogRecord, k: &str| {
                 r.attributes
@@ -280,12 +302,18 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
             assert_eq!(attr(slow, "user"), Some(Any::StringValue("ann".into())));
             assert_eq!(attr(slow, "retries"), Some(Any::IntValue(3)));
             assert_eq!(attr(slow, "order"), Some(Any::IntValue(7)));
-            assert_eq!(attr(slow, "span.name"), Some(Any::StringValue("buy".into())));
+            assert_eq!(
+                attr(slow, "span.name"),
+                Some(Any::StringValue("buy".into()))
+            );
             let timeout = by_body("timeout");
             assert_eq!(timeout.severity_number, 17);
             assert_eq!(attr(timeout, "ok"), Some(Any::BoolValue(false)));
             assert_eq!(hex(&timeout.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
-            assert!(by_body("outside any span").trace_id.is_empty(), "outside a span: no ids");
+            assert!(
+                by_body("outside any span").trace_id.is_empty(),
+                "outside a span: no ids"
+            );
             let scopes: Vec<String> = requests
                 .iter()
                 .flat_map(|r| &r.export.resource_logs[0].scope_logs)
@@ -309,7 +337,10 @@ fn a_collector_answering_503_then_429_gets_every_record_once() {
             .mode(Mode::Async)
             .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
         for i in 0..50 {
-            writer.submit(Level::Info, format!("{{\"fields\":{{\"message\":\"r{i}\"}}}}\n").as_bytes());
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"r{i}\"}}}}\n").as_bytes(),
+            );
         }
         let m = guard.shutdown();
         assert_eq!((m.written_records, m.dropped_records), (50, 0), "{m:#?}");
@@ -350,7 +381,11 @@ fn a_bad_request_is_not_retried_and_its_batch_is_counted() {
 fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
     within(LIMIT, "down", || {
         // A port that nothing listens on, then a collector on the same port.
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let sink = Otlp::http(&format!("http://127.0.0.1:{port}"))
             .unwrap()
             .retry_for(Duration::from_millis(300));
@@ -359,7 +394,10 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
             .finish_sink(sink);
         let mut sent = 0;
         for _ in 0..20 {
-            writer.submit(Level::Info, format!("{{\"fields\":{{\"message\":\"r{sent}\"}}}}\n").as_bytes());
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"r{sent}\"}}}}\n").as_bytes(),
+            );
             sent += 1;
         }
         guard.flush(Duration::from_secs(30)).unwrap();
@@ -368,7 +406,10 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
         let collector = Collector::on(TcpListener::bind(("127.0.0.1", port)).unwrap());
         // Until a record gets through (the sink skips batches for its back-off).
         loop {
-            writer.submit(Level::Info, format!("{{\"fields\":{{\"message\":\"r{sent}\"}}}}\n").as_bytes());
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"r{sent}\"}}}}\n").as_bytes(),
+            );
             sent += 1;
             guard.flush(Duration::from_secs(30)).unwrap();
             if writer.metrics().written_records > 0 {
@@ -385,7 +426,10 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
         assert_eq!(received + m.io_error, sent as u64, "{m:#?}");
         // The drops are announced in the log itself once it gets through.
         let reports = taken(&requests, true);
-        assert!(reports.iter().any(|r| r.contains("io_error")), "{reports:?}");
+        assert!(
+            reports.iter().any(|r| r.contains("io_error")),
+            "{reports:?}"
+        );
     });
 }
 
@@ -406,10 +450,16 @@ fn a_slow_collector_never_blocks_the_caller() {
         writer.submit(Level::Error, b"{\"fields\":{\"message\":\"first\"}}\n");
         // 5,000 records of ~60 bytes: more than the 64 KiB budget holds.
         for i in 0..5_000 {
-            writer.submit(Level::Info, format!("{{\"fields\":{{\"message\":\"r{i:05}\"}}}}\n").as_bytes());
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"r{i:05}\"}}}}\n").as_bytes(),
+            );
         }
         let m = writer.metrics();
-        assert!(m.queue_full > 0, "the budget filled while the collector held: {m:#?}");
+        assert!(
+            m.queue_full > 0,
+            "the budget filled while the collector held: {m:#?}"
+        );
         open.send(()).unwrap();
         let m = guard.shutdown();
         assert_accounted(&m);
@@ -436,7 +486,8 @@ fn records_the_collector_rejects_are_reported_in_band() {
         let m = guard.shutdown();
         let got = taken(&collector.drain(), true);
         assert!(
-            got.iter().any(|b| b.contains("rejected 2 of 1 records: attribute too long")),
+            got.iter()
+                .any(|b| b.contains("rejected 2 of 1 records: attribute too long")),
             "{got:?}"
         );
         assert_eq!(m.io_errors, 1, "counted as an error the sink absorbed");

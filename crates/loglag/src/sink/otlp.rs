@@ -96,8 +96,8 @@ impl Otlp {
     /// without a path gets `/v1/logs`). `service.name` defaults to the executable's
     /// name. Fails on a URL that is not `http://HOST:PORT[/PATH]`.
     pub fn http(endpoint: &str) -> io::Result<Otlp> {
-        let endpoint = endpoint_url(endpoint)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let endpoint =
+            endpoint_url(endpoint).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(10)))
@@ -238,7 +238,10 @@ impl Otlp {
                     }
                     (error, retry_after.unwrap_or(wait))
                 }
-                Err(e) => (io::Error::other(format!("OTLP collector at {}: {e}", self.endpoint)), wait),
+                Err(e) => (
+                    io::Error::other(format!("OTLP collector at {}: {e}", self.endpoint)),
+                    wait,
+                ),
             };
             let (error, pause) = failure;
             if Instant::now() + pause > give_up {
@@ -561,7 +564,10 @@ mod tests {
             unix_nanos("2026-12-02T04:51:41.123456+09:00"),
             Some(1_796_154_701_123_456_000)
         );
-        assert_eq!(unix_nanos("2000-02-29T12:00:00.5Z"), Some(951_825_600_500_000_000));
+        assert_eq!(
+            unix_nanos("2000-02-29T12:00:00.5Z"),
+            Some(951_825_600_500_000_000)
+        );
         assert_eq!(unix_nanos("yesterday"), None);
         assert_eq!(unix_nanos("2026-12-01T19:51:41"), None, "no zone");
     }
@@ -587,11 +593,21 @@ mod tests {
                 .and_then(|kv| kv.value.clone())
                 .and_then(|v| v.value)
         };
-        assert_eq!(attr("latency_ms"), Some(any_value::Value::DoubleValue(12.5)));
+        assert_eq!(
+            attr("latency_ms"),
+            Some(any_value::Value::DoubleValue(12.5))
+        );
         assert_eq!(attr("retries"), Some(any_value::Value::IntValue(3)));
         assert_eq!(attr("ok"), Some(any_value::Value::BoolValue(false)));
-        assert_eq!(attr("order"), Some(any_value::Value::IntValue(7)), "span field");
-        assert_eq!(attr("span.name"), Some(any_value::Value::StringValue("buy".into())));
+        assert_eq!(
+            attr("order"),
+            Some(any_value::Value::IntValue(7)),
+            "span field"
+        );
+        assert_eq!(
+            attr("span.name"),
+            Some(any_value::Value::StringValue("buy".into()))
+        );
         assert_eq!(attr("trace_id"), None, "ids are not attributes");
     }
 
@@ -620,8 +636,12 @@ mod tests {
             "http://collector:4318/custom/logs"
         );
         assert!(endpoint_url("https://x:4318").unwrap_err().contains("TLS"));
-        assert!(endpoint_url("127.0.0.1:4318").unwrap_err().contains("http://"));
-        assert!(endpoint_url("http://host/v1/logs").unwrap_err().contains("HOST:PORT"));
+        assert!(endpoint_url("127.0.0.1:4318")
+            .unwrap_err()
+            .contains("http://"));
+        assert!(endpoint_url("http://host/v1/logs")
+            .unwrap_err()
+            .contains("HOST:PORT"));
     }
 
     fn hex_string(b: &[u8]) -> String {

@@ -30,7 +30,10 @@ pub enum SinkSpec {
     /// A unix datagram socket (`/dev/log`).
     SyslogUnix(PathBuf),
     /// OTLP/HTTP logs to `http://{address}` (`HOST:PORT[/PATH]`), protobuf or JSON.
-    Otlp { address: String, json: bool },
+    Otlp {
+        address: String,
+        json: bool,
+    },
 }
 
 const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, otlp+http://HOST:PORT[/PATH] or otlp+json://HOST:PORT[/PATH]";
