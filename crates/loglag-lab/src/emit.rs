@@ -356,6 +356,7 @@ mod tests {
             "syslog+tcp://127.0.0.1:514",
             "syslog+udp://[::1]:5514",
             "syslog+unix:///dev/log",
+            "relp://127.0.0.1:2514",
         ] {
             let parsed: SinkSpec = url.parse().unwrap();
             assert!(parsed.is_syslog());

@@ -9,12 +9,14 @@
 //! | rolling files: size/time rotation, retention, gzip | [`crate::rolling::Builder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
 //! | a syslog collector: TCP (RFC 6587 framing), UDP, `/dev/log` | [`Syslog`] |
+//! | rsyslog's RELP (`imrelp`), acknowledged: at least once, with a spool across a kill -9 | [`Relp`] |
 //! | an OTLP/HTTP receiver (feature `otlp`): OpenTelemetry Collector, Vector, Alloy | `Otlp` |
 
 mod fallback;
 mod fd;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+mod relp;
 #[cfg(feature = "rolling")]
 pub mod rolling;
 mod spec;
@@ -26,6 +28,7 @@ pub use fallback::Fallback;
 pub use fd::{set_pipe_size, FdSink};
 #[cfg(feature = "otlp")]
 pub use otlp::{Otlp, OtlpEncoding};
+pub use relp::Relp;
 #[cfg(feature = "rolling")]
 pub use rolling::RollingFile;
 pub use spec::SinkSpec;

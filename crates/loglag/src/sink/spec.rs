@@ -3,11 +3,12 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::{FdSink, Sink, Syslog};
+use super::{FdSink, Relp, Sink, Syslog};
 
 /// Where records go, as a URL: `stdout` (or `-`), `stderr`, `file:///PATH`,
 /// `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`,
-/// `syslog+unix:///PATH`, `otlp+http://HOST:PORT[/PATH]` (OTLP/HTTP protobuf; path
+/// `syslog+unix:///PATH`, `relp://HOST:PORT` (rsyslog's acknowledged protocol),
+/// `otlp+http://HOST:PORT[/PATH]` (OTLP/HTTP protobuf; path
 /// `/v1/logs` if none) and `otlp+json://HOST:PORT[/PATH]` (OTLP/HTTP JSON); the OTLP
 /// sinks need the `otlp` feature.
 ///
@@ -29,6 +30,8 @@ pub enum SinkSpec {
     SyslogUdp(String),
     /// A unix datagram socket (`/dev/log`).
     SyslogUnix(PathBuf),
+    /// RFC 5424 over RELP, acknowledged.
+    Relp(String),
     /// OTLP/HTTP logs to `http://{address}` (`HOST:PORT[/PATH]`), protobuf or JSON.
     Otlp {
         address: String,
@@ -36,14 +39,17 @@ pub enum SinkSpec {
     },
 }
 
-const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, otlp+http://HOST:PORT[/PATH] or otlp+json://HOST:PORT[/PATH]";
+const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+json://HOST:PORT[/PATH]";
 
 impl SinkSpec {
     /// Whether records for it should be RFC 5424 messages.
     pub fn is_syslog(&self) -> bool {
         matches!(
             self,
-            SinkSpec::SyslogTcp(_) | SinkSpec::SyslogUdp(_) | SinkSpec::SyslogUnix(_)
+            SinkSpec::SyslogTcp(_)
+                | SinkSpec::SyslogUdp(_)
+                | SinkSpec::SyslogUnix(_)
+                | SinkSpec::Relp(_)
         )
     }
 
@@ -68,6 +74,7 @@ impl SinkSpec {
             SinkSpec::SyslogTcp(a) => Box::new(Syslog::tcp(a.as_str())?),
             SinkSpec::SyslogUdp(a) => Box::new(Syslog::udp(a.as_str())?),
             SinkSpec::SyslogUnix(p) => Box::new(Syslog::unix(p)),
+            SinkSpec::Relp(a) => Box::new(Relp::tcp(a.as_str())?),
             #[cfg(feature = "otlp")]
             SinkSpec::Otlp { address, json } => {
                 let sink = super::Otlp::http(&format!("http://{address}"))?;
@@ -102,7 +109,7 @@ impl std::str::FromStr for SinkSpec {
                 Some(("file", p)) => path(p).map(SinkSpec::File),
                 Some(("fifo", p)) => path(p).map(SinkSpec::Fifo),
                 Some(("syslog+unix", p)) => path(p).map(SinkSpec::SyslogUnix),
-                Some((scheme @ ("syslog+tcp" | "syslog+udp"), hostport)) => {
+                Some((scheme @ ("syslog+tcp" | "syslog+udp" | "relp"), hostport)) => {
                     if hostport
                         .rsplit_once(':')
                         .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
@@ -111,10 +118,10 @@ impl std::str::FromStr for SinkSpec {
                             "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:514"
                         ));
                     }
-                    Ok(if scheme == "syslog+tcp" {
-                        SinkSpec::SyslogTcp(hostport.to_owned())
-                    } else {
-                        SinkSpec::SyslogUdp(hostport.to_owned())
+                    Ok(match scheme {
+                        "syslog+tcp" => SinkSpec::SyslogTcp(hostport.to_owned()),
+                        "relp" => SinkSpec::Relp(hostport.to_owned()),
+                        _ => SinkSpec::SyslogUdp(hostport.to_owned()),
                     })
                 }
                 Some((scheme @ ("otlp+http" | "otlp+json"), address)) => {
@@ -151,6 +158,7 @@ impl std::fmt::Display for SinkSpec {
             SinkSpec::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
             SinkSpec::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
             SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
+            SinkSpec::Relp(a) => write!(f, "relp://{a}"),
             SinkSpec::Otlp { address, json } => {
                 let scheme = if *json { "otlp+json" } else { "otlp+http" };
                 write!(f, "{scheme}://{address}")
