@@ -144,7 +144,7 @@ pub struct EmitArgs {
     /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
     /// syslog+udp://HOST:PORT, syslog+unix://PATH (e.g. syslog+unix:///dev/log),
     /// otlp+http://HOST:PORT[/PATH] (OTLP/HTTP protobuf, /v1/logs by default) or
-    /// otlp+json://HOST:PORT[/PATH].
+    /// otlp+http+json://HOST:PORT[/PATH]; relp://HOST:PORT (acknowledged, at least once).
     #[arg(long)]
     pub sink: SinkSpec,
     /// Records to emit.
@@ -332,6 +332,11 @@ pub struct LabArgs {
     /// a list replaces the grid's [sweep: 10ms,100ms,500ms,2s].
     #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
     pub flush_interval: Vec<Duration>,
+    /// The network conditions (loglag-syslog, syslog-sync, loglag-otlp, otlp-sync):
+    /// their collector goes down for this long (e.g. 2s) halfway through each measured
+    /// run, closing its connections and refusing new ones.
+    #[arg(long, value_parser = parse_duration)]
+    pub collector_outage: Option<Duration>,
     /// Warm-up requests before counting starts.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,

@@ -2092,3 +2092,116 @@ fn emit_pumps_numbered_records_through_rotation_and_reports_drops() {
         },
     )
 }
+
+/// The network conditions: each request's record goes to a collector on loopback
+/// (syslog over TCP, OTLP/HTTP) that writes into the rate-capped sink. Written
+/// synchronously, the slow collector is in every request's latency; through loglag it
+/// is not. Every run verifies: what the collector wrote, the reader read.
+#[test]
+fn collector_conditions_show_the_mechanism_over_a_network_sink() {
+    within(
+        "collector_conditions_show_the_mechanism_over_a_network_sink",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--conditions",
+                    "syslog-sync,loglag-syslog,loglag-otlp",
+                    "--sinks",
+                    "slow",
+                    "--duration",
+                    "6s",
+                    "--out",
+                ])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let s = summary(dir.path());
+            for c in ["syslog-sync", "loglag-syslog", "loglag-otlp"] {
+                let r = run(&s, c, "slow");
+                assert_eq!(r["verified"], true, "{c}: {}", r["verify_note"]);
+                assert_eq!(r["lost_records"], 0, "{c}");
+            }
+            let p99 = |c: &str| pair(&s, c, "slow")["p99_ms"].as_f64().unwrap();
+            assert!(
+                p99("syslog-sync") > 10.0 * p99("loglag-syslog"),
+                "sync p99 {} ms against loglag's {} ms",
+                p99("syslog-sync"),
+                p99("loglag-syslog")
+            );
+            assert!(p99("loglag-otlp") < p99("syslog-sync"));
+        },
+    )
+}
+
+/// `--collector-outage`: the collector closes its port halfway through. OTLP is
+/// acknowledged: every record is read or counted as dropped, and the run verifies.
+/// Syslog over TCP is not: what sat in the connection's buffers is lost unseen, and
+/// the run says so instead of verifying.
+#[test]
+fn a_collector_outage_is_counted_and_unseen_losses_are_named() {
+    within(
+        "a_collector_outage_is_counted_and_unseen_losses_are_named",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--conditions",
+                    "loglag-otlp,loglag-syslog",
+                    "--sinks",
+                    "slow",
+                    "--duration",
+                    "4s",
+                    "--collector-outage",
+                    "2s",
+                    "--out",
+                ])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let s = summary(dir.path());
+            assert_eq!(s["params"]["collector_outage_ms"], 2000.0);
+            let otlp = run(&s, "loglag-otlp", "slow");
+            assert_eq!(otlp["verified"], true, "{}", otlp["verify_note"]);
+            // Longer than the sink's second of retries: counted drops.
+            let dropped = otlp["dropped"].as_u64().unwrap();
+            assert!(dropped > 0, "the outage cost counted drops: {otlp}");
+            // A batch the collector wrote but could not answer is counted and
+            // delivered: what is missing is at most what was counted; a batch sent
+            // again is a duplicate, not a loss.
+            let lost = otlp["lost_records"].as_i64().unwrap();
+            assert!((0..=dropped as i64).contains(&lost), "{otlp}");
+            let syslog = run(&s, "loglag-syslog", "slow");
+            let lost = syslog["lost_records"].as_u64().unwrap();
+            let dropped = syslog["dropped"].as_u64().unwrap();
+            assert!(lost >= dropped, "{syslog}");
+            if lost > dropped {
+                assert_eq!(syslog["verified"], false);
+                assert!(
+                    syslog["verify_note"]
+                        .as_str()
+                        .unwrap()
+                        .contains("lost unseen"),
+                    "{syslog}"
+                );
+            }
+            let bad = loglag()
+                .args([
+                    "lab",
+                    "--conditions",
+                    "loglag-otlp",
+                    "--collector-outage",
+                    "0s",
+                ])
+                .output()
+                .unwrap();
+            assert!(!bad.status.success());
+            assert!(String::from_utf8_lossy(&bad.stderr)
+                .contains("--collector-outage must be positive"));
+        },
+    )
+}

@@ -379,13 +379,15 @@ mod tests {
         for (url, json) in [
             ("otlp+http://127.0.0.1:4318", false),
             ("otlp+http://collector:4318/v1/logs", false),
-            ("otlp+json://127.0.0.1:4318/v1/logs", true),
+            ("otlp+http+json://127.0.0.1:4318/v1/logs", true),
         ] {
             let parsed: SinkSpec = url.parse().unwrap();
             assert!(matches!(parsed, SinkSpec::Otlp { json: j, .. } if j == json));
             assert_eq!(parsed.record_format(), Some(loglag::Format::Json));
             assert_eq!(parsed.to_string(), url);
         }
+        let alias: SinkSpec = "otlp+json://127.0.0.1:4318".parse().unwrap();
+        assert_eq!(alias.to_string(), "otlp+http+json://127.0.0.1:4318");
         for bad in ["otlp+http://collector", "otlp+json://:4318/v1/logs"] {
             let err = bad.parse::<SinkSpec>().unwrap_err();
             assert!(err.contains("HOST:PORT"), "{bad}: {err}");

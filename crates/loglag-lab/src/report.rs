@@ -72,6 +72,9 @@ pub struct Params {
     pub loglag_batch_bytes: Option<usize>,
     #[serde(default)]
     pub loglag_flush_interval_ms: Option<f64>,
+    /// How long the network conditions' collector was down mid-run, ms.
+    #[serde(default)]
+    pub collector_outage_ms: Option<f64>,
     /// The preset this run belongs to, and its step (`buffers` / `kill`).
     #[serde(default)]
     pub preset: Option<String>,

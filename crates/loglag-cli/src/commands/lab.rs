@@ -164,6 +164,10 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     }
     base.loglag_batch_bytes = a.batch_bytes.first().map(|&b| b as usize);
     base.loglag_flush_interval = a.flush_interval.first().copied();
+    if a.collector_outage.is_some_and(|d| d.is_zero()) {
+        bail!("--collector-outage must be positive, e.g. 2s");
+    }
+    base.collector_outage = a.collector_outage;
     let steps = match a.preset {
         None => vec![Step {
             label: String::new(),

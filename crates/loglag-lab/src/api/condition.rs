@@ -67,6 +67,15 @@ pub enum Condition {
     ChannelBatch,
     /// One awaited `tokio::fs` write per request.
     TokioFs,
+    /// Build it and submit it to the loglag pipeline, which ships it as an RFC 5424
+    /// message over TCP to the collector (`api/collector.rs`).
+    LoglagSyslog,
+    /// The same message written to the collector synchronously, before the response.
+    SyslogSync,
+    /// Build it and submit it to the loglag pipeline, which ships it over OTLP/HTTP.
+    LoglagOtlp,
+    /// One OTLP/HTTP request per record, before the response.
+    OtlpSync,
 }
 
 impl Condition {
@@ -101,8 +110,17 @@ impl Condition {
         Condition::Loglag,
     ];
 
+    /// The network conditions: a collector the lab runs and rate-caps, through loglag
+    /// and synchronously (the `collectors` preset).
+    pub const COLLECTORS: [Condition; 4] = [
+        Condition::SyslogSync,
+        Condition::LoglagSyslog,
+        Condition::OtlpSync,
+        Condition::LoglagOtlp,
+    ];
+
     /// Every condition.
-    pub const ALL: [Condition; 18] = [
+    pub const ALL: [Condition; 22] = [
         Condition::None,
         Condition::Short1,
         Condition::Short10,
@@ -121,7 +139,21 @@ impl Condition {
         Condition::FileSync,
         Condition::SyncWriteln,
         Condition::LoglagSpool,
+        Condition::LoglagSyslog,
+        Condition::SyslogSync,
+        Condition::LoglagOtlp,
+        Condition::OtlpSync,
     ];
+
+    /// The collector a network condition ships to.
+    pub fn collector(self) -> Option<crate::api::collector::Protocol> {
+        use crate::api::collector::Protocol;
+        match self {
+            Condition::LoglagSyslog | Condition::SyslogSync => Some(Protocol::Syslog),
+            Condition::LoglagOtlp | Condition::OtlpSync => Some(Protocol::Otlp),
+            _ => None,
+        }
+    }
 
     /// What the condition writes per request, and when: for `--help` and the README.
     pub fn describe(self) -> &'static str {
@@ -160,6 +192,16 @@ impl Condition {
                 "sends it on a channel; a writer flushes at 32 KiB or every 100 ms (ref. 003)"
             }
             Condition::TokioFs => "builds it and awaits one tokio::fs write per request",
+            Condition::LoglagSyslog => {
+                "builds it and submits it to loglag, which ships it as RFC 5424 over TCP to a collector the lab caps"
+            }
+            Condition::SyslogSync => {
+                "writes it as RFC 5424 over TCP to that collector before the response"
+            }
+            Condition::LoglagOtlp => {
+                "builds it and submits it to loglag, which ships it over OTLP/HTTP to a collector the lab caps"
+            }
+            Condition::OtlpSync => "posts it over OTLP/HTTP to that collector before the response",
         }
     }
 
@@ -184,6 +226,10 @@ impl Condition {
             Condition::SyncWriteln => "sync-writeln",
             Condition::ChannelBatch => "channel-batch",
             Condition::TokioFs => "tokio-fs",
+            Condition::LoglagSyslog => "loglag-syslog",
+            Condition::SyslogSync => "syslog-sync",
+            Condition::LoglagOtlp => "loglag-otlp",
+            Condition::OtlpSync => "otlp-sync",
         }
     }
 

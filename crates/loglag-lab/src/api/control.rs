@@ -1,7 +1,8 @@
 //! The API's untimed side channel: a plain TCP listener on its own OS thread, so it
 //! answers even while the API's event loop is blocked in a log write.
 //!
-//! Protocol: connect, send one line `TOKEN COMMAND` (`stats`, `reset` or `flush`), read
+//! Protocol: connect, send one line `TOKEN COMMAND` (`stats`, `reset`, `flush` or
+//! `outage MS`), read
 //! one JSON line back. The token is random per API process and printed only in its ready
 //! line, so another local user cannot reset or read the counters; each connection has
 //! its own thread, a read timeout and a bounded line, so an idle or hostile client
@@ -40,6 +41,9 @@ pub struct Produced {
     /// Records dropped by the logger, and times its queue was found full.
     pub dropped: AtomicU64,
     pub queue_full: AtomicU64,
+    /// Lines a network condition's collector wrote that are the logger's own in-band
+    /// reports, not records the API logged.
+    pub report_lines: AtomicU64,
     written: Mutex<Written>,
     /// Drops and queue-full events a logger keeps itself (loglag, tracing-appender).
     drop_source: Mutex<Option<DropSource>>,
@@ -99,6 +103,7 @@ impl Produced {
             &self.log_count,
             &self.dropped,
             &self.queue_full,
+            &self.report_lines,
         ] {
             c.store(0, Ordering::SeqCst);
         }
@@ -135,6 +140,7 @@ impl Produced {
             log_count: self.log_count.load(Ordering::SeqCst),
             dropped: counts.dropped,
             queue_full: counts.queue_full,
+            report_lines: self.report_lines.load(Ordering::SeqCst),
         }
     }
 }
@@ -160,11 +166,22 @@ pub struct ApiStats {
     pub log_count: u64,
     pub dropped: u64,
     pub queue_full: u64,
+    /// The logger's own report lines among those written (network conditions).
+    #[serde(default)]
+    pub report_lines: u64,
 }
 
-/// Something the control channel can do besides report: flush buffered records (as the
-/// application would at exit).
-pub type FlushHook = Box<dyn Fn() + Send + Sync>;
+/// What the control channel can ask of the API besides its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Write buffered records (as the application would at exit).
+    Flush,
+    /// The network conditions' collector goes down for this long (`--collector-outage`).
+    Outage(Duration),
+}
+
+/// Carries out an [`Action`] in the API.
+pub type FlushHook = Box<dyn Fn(Action) + Send + Sync>;
 
 /// The longest command line accepted (token, space, command, newline).
 const MAX_LINE: u64 = 256;
@@ -233,8 +250,19 @@ fn answer(
             "{\"ok\":true}".to_owned()
         }
         "flush" => {
-            flush();
+            flush(Action::Flush);
             "{\"ok\":true}".to_owned()
+        }
+        outage if outage.starts_with("outage ") => {
+            match outage["outage ".len()..].trim().parse::<u64>() {
+                Ok(ms) => {
+                    flush(Action::Outage(Duration::from_millis(ms)));
+                    "{\"ok\":true}".to_owned()
+                }
+                Err(_) => {
+                    serde_json::json!({ "error": format!("bad outage {outage:?}") }).to_string()
+                }
+            }
         }
         other => serde_json::json!({ "error": format!("unknown command {other:?}") }).to_string(),
     };
@@ -280,6 +308,12 @@ impl ControlClient {
     pub fn flush(&self) -> std::io::Result<()> {
         self.call("flush").map(drop)
     }
+
+    /// Takes the API's collector down for `length` (network conditions only).
+    pub fn outage(&self, length: Duration) -> std::io::Result<()> {
+        self.call(&format!("outage {}", length.as_millis()))
+            .map(drop)
+    }
 }
 
 #[cfg(test)]
@@ -287,7 +321,7 @@ mod tests {
     use super::*;
 
     fn endpoint() -> ControlEndpoint {
-        serve(Arc::new(Produced::default()), Box::new(|| {})).unwrap()
+        serve(Arc::new(Produced::default()), Box::new(|_| {})).unwrap()
     }
 
     fn raw(addr: SocketAddr, line: &[u8]) -> String {

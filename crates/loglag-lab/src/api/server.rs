@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
+use crate::api::collector::{Collector, Protocol};
 use crate::api::condition::{
     build_json_line, build_text_line, json_payload, shape_records, short_line, Condition,
     RecordLevel, RecordShape,
@@ -216,8 +217,14 @@ impl MemoryBuffer {
     }
 }
 
+/// Kernel buffer per side of a network condition's connection (see `App::new`).
+const COLLECTOR_BUFFER: usize = 64 << 10;
+
 struct App {
     condition: Condition,
+    /// The network conditions' collector, and the format records are wrapped in for it.
+    collector: Option<Collector>,
+    wrap: Option<loglag::Format>,
     hash_rounds: u32,
     record: RecordShape,
     error_every: Option<u64>,
@@ -340,6 +347,7 @@ impl App {
                 .name("log-writer".into())
                 .spawn(body)
         };
+        let mut collector = None;
         let logger = match config.condition {
             Condition::None | Condition::JsonGen => Logger::Nothing,
             Condition::Short1
@@ -397,6 +405,43 @@ impl App {
                     .expect("a buffering condition");
                 Logger::MemoryBuffer(Arc::new(MemoryBuffer::new(capacity, sink()?)))
             }
+            c @ (Condition::LoglagSyslog
+            | Condition::SyslogSync
+            | Condition::LoglagOtlp
+            | Condition::OtlpSync) => {
+                let protocol = c.collector().expect("a network condition");
+                let started = Collector::start(protocol, Box::new(sink()?), produced.clone())?;
+                let net: Box<dyn loglag::sink::Sink> = match protocol {
+                    // 64 KiB of kernel buffer on each side, as a pipe has: without a
+                    // bound Linux grows a loopback connection's buffers to megabytes,
+                    // and a synchronous writer would meet the slow collector only
+                    // after minutes.
+                    Protocol::Syslog => Box::new(
+                        loglag::sink::Syslog::tcp(started.addr)?.send_buffer(COLLECTOR_BUFFER),
+                    ),
+                    Protocol::Otlp => Box::new(
+                        loglag::sink::Otlp::http(&format!("http://{}/v1/logs", started.addr))?
+                            .service_name("loglag-lab-api")
+                            // A second of retries: an outage longer than that costs
+                            // counted drops, a shorter one only waits (and may repeat a
+                            // batch the collector took but could not answer).
+                            .retry_for(Duration::from_secs(1)),
+                    ),
+                };
+                let mut builder = loglag::NonBlockingBuilder::default();
+                if matches!(c, Condition::SyslogSync | Condition::OtlpSync) {
+                    builder = builder.mode(loglag::Mode::Sync);
+                }
+                if let Some(bytes) = config.loglag_batch_bytes {
+                    builder = builder.batch_bytes(bytes);
+                }
+                if let Some(interval) = config.loglag_flush_interval {
+                    builder = builder.flush_interval(interval);
+                }
+                let (nb, guard) = builder.try_finish_sink(net)?;
+                collector = Some(started);
+                Logger::Loglag(nb, Mutex::new(Some(guard)))
+            }
             Condition::TokioFs => {
                 let path = config
                     .log_path
@@ -412,8 +457,14 @@ impl App {
                 )
             }
         };
+        let wrap = config.condition.collector().map(|protocol| match protocol {
+            Protocol::Syslog => loglag::Format::Syslog,
+            Protocol::Otlp => loglag::Format::Json,
+        });
         Ok(App {
             condition: config.condition,
+            collector,
+            wrap,
             hash_rounds: config.hash_rounds,
             record: config.record,
             error_every: config.error_every.filter(|&n| n > 0),
@@ -481,6 +532,11 @@ impl App {
             }
             Logger::Loglag(_, guard) => {
                 drop(guard.lock().unwrap_or_else(|e| e.into_inner()).take());
+                // The logger closed its connections: what it sent is read into the
+                // sink before the process exits.
+                if let Some(collector) = &self.collector {
+                    collector.finish(Duration::from_secs(10));
+                }
             }
             Logger::Appender(_, guard) => {
                 // tracing-appender's guard waits up to a second for its worker; what
@@ -582,14 +638,35 @@ impl App {
                     return Err(io::Error::other("log writer thread died"))
                 }
             },
-            Logger::Loglag(nb, _) => nb.submit(
-                if error {
+            Logger::Loglag(nb, _) => {
+                let level = if error {
                     loglag::Level::Error
                 } else {
                     loglag::Level::Info
-                },
-                &record,
-            ),
+                };
+                match self.wrap {
+                    // A collector takes RFC 5424 messages or OTLP records: the line the
+                    // reader checks is their message.
+                    Some(format) => {
+                        use loglag::format::{LineBuilder, Value};
+                        let text =
+                            std::str::from_utf8(record.strip_suffix(b"\n").unwrap_or(&record))
+                                .unwrap_or("");
+                        let mut message = Vec::with_capacity(record.len() + 256);
+                        let mut b = LineBuilder::begin(
+                            &mut message,
+                            format,
+                            std::time::SystemTime::now(),
+                            level,
+                            "api",
+                        );
+                        b.field("message", Value::Str(text));
+                        b.finish();
+                        nb.submit(level, &message);
+                    }
+                    None => nb.submit(level, &record),
+                }
+            }
             Logger::Appender(nb, _) => nb.clone().write_all(&record)?,
             Logger::MemoryBuffer(m) => m.push(&record, error)?,
             Logger::TokioFs(f, delay) => {
@@ -649,7 +726,17 @@ pub fn serve(config: ServeConfig, ready: impl FnOnce(Listening)) -> io::Result<(
         let for_control = app.clone();
         let for_drops = app.clone();
         produced.set_drop_source(Box::new(move || for_drops.logger_drops()));
-        let control = control::serve(produced, Box::new(move || for_control.flush()))?;
+        let control = control::serve(
+            produced,
+            Box::new(move |action| match action {
+                control::Action::Flush => for_control.flush(),
+                control::Action::Outage(length) => {
+                    if let Some(collector) = &for_control.collector {
+                        collector.outage(length);
+                    }
+                }
+            }),
+        )?;
         ready(Listening {
             http: listener.local_addr()?,
             control,

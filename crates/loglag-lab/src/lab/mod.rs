@@ -108,6 +108,7 @@ pub fn run_lab(
             .then_some(plan.disk_delay.as_micros() as u64),
         loglag_batch_bytes: plan.loglag_batch_bytes,
         loglag_flush_interval_ms: plan.loglag_flush_interval.map(|d| d.as_secs_f64() * 1e3),
+        collector_outage_ms: plan.collector_outage.map(|d| d.as_secs_f64() * 1e3),
         preset: None,
         step: None,
     };
@@ -290,6 +291,11 @@ struct CaughtUp {
     /// ...unless it has read every line expected.
     expected_lines: Option<u64>,
     last_change: (u64, Instant),
+    /// A network condition: records a TCP collector lost unseen (in kernel buffers when
+    /// it went down) are neither written nor dropped, so once the collector has
+    /// written nothing new for `quiet` and the reader has read all it wrote, the run
+    /// is over, and the missing records are reported lost.
+    network: bool,
 }
 
 impl CaughtUp {
@@ -301,6 +307,9 @@ impl CaughtUp {
             quiet,
             expected_lines: None,
             last_change: (u64::MAX, Instant::now()),
+            network: condition
+                .built_in()
+                .is_some_and(|c| c.collector().is_some()),
         }
     }
 
@@ -313,8 +322,15 @@ impl CaughtUp {
         match api {
             // Everything handed off was written or dropped, and everything written was read.
             Some(a) => {
-                read.bytes >= a.written_bytes
-                    && a.written_bytes + a.dropped * self.record_bytes >= a.handed_off_bytes
+                let balanced = read.bytes >= a.written_bytes
+                    && a.written_bytes + a.dropped * self.record_bytes >= a.handed_off_bytes;
+                if balanced || !self.network {
+                    return balanced;
+                }
+                if a.written_bytes != self.last_change.0 {
+                    self.last_change = (a.written_bytes, Instant::now());
+                }
+                read.bytes >= a.written_bytes && self.last_change.1.elapsed() >= self.quiet
             }
             None => {
                 if self.expected_lines.is_some_and(|e| read.newlines >= e) {
@@ -439,12 +455,30 @@ fn run_one(
         grace: Duration::from_secs(30).max(plan.duration),
         first_id: plan.warmup as u64,
     };
+    // `--collector-outage`: the collector goes down halfway through the load.
+    let outage = match (plan.collector_outage, &api.control) {
+        (Some(length), Some(control)) if matches!(&condition, RunCondition::BuiltIn(c) if c.collector().is_some()) =>
+        {
+            let (control, halfway) = (control.clone(), plan.duration / 2);
+            Some(std::thread::spawn(move || {
+                std::thread::sleep(halfway);
+                control.outage(length)
+            }))
+        }
+        _ => None,
+    };
     let load = runtime.block_on(async {
         tokio::select! {
             r = load::run(&config) => Some(r),
             () = watch(cancel) => None,
         }
     });
+    if let Some(outage) = outage {
+        outage
+            .join()
+            .map_err(|_| fail("the collector outage thread panicked"))?
+            .map_err(|e| fail(format!("cannot take the collector down: {e}")))?;
+    }
     let cpu_after = cpu_seconds(pid);
     let proc_after = ProcCounters::read(pid).ok();
     let cpu_window = cpu_clock.elapsed().as_secs_f64();

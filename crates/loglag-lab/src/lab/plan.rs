@@ -182,6 +182,9 @@ pub struct LabPlan {
     /// The built-in `loglag` condition's batch size and flush interval.
     pub loglag_batch_bytes: Option<usize>,
     pub loglag_flush_interval: Option<Duration>,
+    /// The network conditions' collector goes down for this long halfway through
+    /// each measured run.
+    pub collector_outage: Option<Duration>,
     /// Find which request ids are missing from the log.
     pub match_request_id: bool,
 }
@@ -220,6 +223,7 @@ impl LabPlan {
             disk_delay: Duration::from_millis(1),
             loglag_batch_bytes: None,
             loglag_flush_interval: None,
+            collector_outage: None,
             match_request_id: false,
         }
     }

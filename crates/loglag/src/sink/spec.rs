@@ -9,7 +9,8 @@ use super::{FdSink, Relp, Sink, Syslog};
 /// `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`,
 /// `syslog+unix:///PATH`, `relp://HOST:PORT` (rsyslog's acknowledged protocol),
 /// `otlp+http://HOST:PORT[/PATH]` (OTLP/HTTP protobuf; path
-/// `/v1/logs` if none) and `otlp+json://HOST:PORT[/PATH]` (OTLP/HTTP JSON); the OTLP
+/// `/v1/logs` if none) and `otlp+http+json://HOST:PORT[/PATH]` (OTLP/HTTP JSON; also
+/// `otlp+json://`); the OTLP
 /// sinks need the `otlp` feature.
 ///
 /// ```
@@ -39,7 +40,7 @@ pub enum SinkSpec {
     },
 }
 
-const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+json://HOST:PORT[/PATH]";
+const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+http+json://HOST:PORT[/PATH]";
 
 impl SinkSpec {
     /// Whether records for it should be RFC 5424 messages.
@@ -124,7 +125,7 @@ impl std::str::FromStr for SinkSpec {
                         _ => SinkSpec::SyslogUdp(hostport.to_owned()),
                     })
                 }
-                Some((scheme @ ("otlp+http" | "otlp+json"), address)) => {
+                Some((scheme @ ("otlp+http" | "otlp+http+json" | "otlp+json"), address)) => {
                     let hostport = address.split('/').next().unwrap_or("");
                     if hostport
                         .rsplit_once(':')
@@ -136,7 +137,7 @@ impl std::str::FromStr for SinkSpec {
                     }
                     Ok(SinkSpec::Otlp {
                         address: address.to_owned(),
-                        json: scheme == "otlp+json",
+                        json: scheme != "otlp+http",
                     })
                 }
                 Some((scheme, _)) => Err(format!(
@@ -160,7 +161,7 @@ impl std::fmt::Display for SinkSpec {
             SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
             SinkSpec::Relp(a) => write!(f, "relp://{a}"),
             SinkSpec::Otlp { address, json } => {
-                let scheme = if *json { "otlp+json" } else { "otlp+http" };
+                let scheme = if *json { "otlp+http+json" } else { "otlp+http" };
                 write!(f, "{scheme}://{address}")
             }
         }

@@ -60,6 +60,8 @@ pub struct Syslog {
     next_attempt: Option<Instant>,
     /// The TCP batch, framed.
     framed: Vec<u8>,
+    /// SO_SNDBUF for TCP connections, when set.
+    send_buffer: Option<usize>,
 }
 
 impl Syslog {
@@ -70,6 +72,7 @@ impl Syslog {
             retry_delay: FIRST_RETRY,
             next_attempt: None,
             framed: Vec::new(),
+            send_buffer: None,
         }
     }
 
@@ -85,6 +88,15 @@ impl Syslog {
     /// TCP with octet-counting framing (RFC 6587). Connects at the first batch.
     pub fn tcp(addr: impl ToSocketAddrs) -> io::Result<Syslog> {
         Ok(Syslog::new(Transport::Tcp(Syslog::resolve(addr)?)))
+    }
+
+    /// Bounds the kernel's send buffer of a TCP connection (SO_SNDBUF; Linux doubles
+    /// the value for its bookkeeping). Unset, Linux grows it to megabytes: what sits
+    /// there when a collector dies is lost unseen, and a writer only meets a slow
+    /// collector once it is full. A small buffer bounds both.
+    pub fn send_buffer(mut self, bytes: usize) -> Syslog {
+        self.send_buffer = Some(bytes);
+        self
     }
 
     /// UDP, one datagram per record (RFC 5426). Keep records under the collector's
@@ -105,6 +117,9 @@ impl Syslog {
                 let stream = TcpStream::connect_timeout(addr, WRITE_TIMEOUT)?;
                 stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
                 stream.set_nodelay(true)?;
+                if let Some(bytes) = self.send_buffer {
+                    set_send_buffer(&stream, bytes)?;
+                }
                 Connection::Tcp(stream)
             }
             Transport::Udp(addr) => {
@@ -287,5 +302,25 @@ impl Sink for Syslog {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// SO_SNDBUF on a connected socket.
+fn set_send_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a valid socket and a pointer to an int of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            &value as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
