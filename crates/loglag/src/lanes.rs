@@ -298,7 +298,7 @@ impl Lanes {
             return None;
         }
         let ring = Arc::new(ThreadRing {
-            ring: Ring::new(self.thread_ring_bytes),
+            ring: Ring::single_producer(self.thread_ring_bytes),
             owned: AtomicBool::new(true),
         });
         let _ = self.rings[count].set(ring.clone());

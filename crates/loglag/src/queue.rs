@@ -104,6 +104,11 @@ pub(crate) struct Ring {
     capacity: u64,
     /// Compute positions and checksums (spool mode).
     checksums: bool,
+    /// Zero released space. A shared ring needs it: a reserved, unpublished record
+    /// lies below `head`, so a stale state word there could look committed. A ring
+    /// with one producer publishes before it moves `head`, so everything below `head`
+    /// is published and nothing reads above it: no zeroing, fewer stores per record.
+    zero_on_release: bool,
     head: ProducerLine,
     tail: Padded,
     /// Serialises the consumer with producers that evict the oldest record
@@ -206,6 +211,7 @@ impl Ring {
             base,
             capacity,
             checksums,
+            zero_on_release: true,
             head: ProducerLine {
                 head: AtomicU64::new(position),
                 cached_tail: AtomicU64::new(position),
@@ -438,12 +444,21 @@ impl Ring {
     /// release order: `oldest_enqueued_ns` relies on a header's state word being zeroed
     /// before its timestamp.
     pub(crate) fn release(&self, from: u64, to: u64) {
-        let mut pos = from;
-        while pos < to {
-            self.word(pos).store(0, Ordering::Release);
-            pos += 8;
+        if self.zero_on_release {
+            let mut pos = from;
+            while pos < to {
+                self.word(pos).store(0, Ordering::Release);
+                pos += 8;
+            }
         }
         self.tail.0.store(to, Ordering::Release);
+    }
+
+    /// A ring that only `try_push_owned` will push into (a thread's own ring).
+    pub(crate) fn single_producer(capacity_bytes: usize) -> Ring {
+        let mut ring = Ring::new(capacity_bytes);
+        ring.zero_on_release = false;
+        ring
     }
 
     /// Copies committed records, in order from `tail`, into `out` until about

@@ -107,6 +107,17 @@ impl Collector {
     }
 }
 
+/// The sender process, killed (SIGKILL) if the test ends early, so a failing
+/// assertion never leaves it behind.
+struct Sender(Child);
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for Rsyslog {
     fn drop(&mut self) {
         // SAFETY: kill(2) on our own child.
@@ -202,7 +213,7 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
     let mut resent = 0u64;
     for trial in 0..TRIALS {
         let spool = collector.dir.path().join(format!("trial-{trial}.spool"));
-        let mut sender = Command::new(std::env::current_exe().unwrap())
+        let mut sender = Sender(Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
                 "relp_sender_main",
@@ -215,8 +226,8 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        let progress = follow_progress(BufReader::new(sender.stdout.take().unwrap()));
+            .unwrap());
+        let progress = follow_progress(BufReader::new(sender.0.stdout.take().unwrap()));
         // rsyslog goes away and comes back while the sender is delivering,
         let before = wait_received(&collector, trial, 1_000);
         drop(rsyslog);
@@ -224,8 +235,8 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
         // and the sender is killed mid-stream, once delivery has resumed.
         wait_received(&collector, trial, before + 1_000);
         let accepted = progress.load(Ordering::Acquire);
-        sender.kill().unwrap(); // SIGKILL
-        sender.wait().unwrap();
+        sender.0.kill().unwrap(); // SIGKILL
+        sender.0.wait().unwrap();
         accepted_by_trial.push(accepted);
         // The next start of the service: recovery sends what the spool holds.
         let (writer, guard) = pipeline(&spool, collector.port);
