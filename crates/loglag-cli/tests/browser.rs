@@ -112,6 +112,15 @@ fn the_report_renders_in_headless_chromium() {
     let tbody = &dom_text[dom_text.find("<tbody>").unwrap()..dom_text.find("</tbody>").unwrap()];
     assert_eq!(tbody.matches("<tr>").count(), pairs);
 
+    // Nothing clipped, nothing overlapping, measured by the browser's own layout: a copy
+    // of the page with a script that compares every chart text's box with its SVG's
+    // and with the other texts' boxes, and leaves the result in the DOM it dumps.
+    let problems = layout_problems(&browser, work.path(), &page);
+    assert!(
+        problems.is_empty(),
+        "texts clipped or overlapping: {problems}"
+    );
+
     // A screenshot for people to look at (not committed).
     let shot = target.join("report-screenshot.png");
     let out = headless(&browser, &work.path().join("profile-shot"))
@@ -129,4 +138,62 @@ fn the_report_renders_in_headless_chromium() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "screenshot is not empty"
     );
+}
+
+/// Runs the page, with a measuring script added, in Chromium; returns the JSON list of
+/// text boxes that leave their SVG (`clipped`) or overlap another (`overlap`).
+fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
+    const CHECK: &str = r#"<script>
+(function () {
+  const problems = [];
+  document.querySelectorAll('svg').forEach((svg, si) => {
+    const sb = svg.getBoundingClientRect();
+    const boxes = Array.from(svg.querySelectorAll('text'))
+      .filter(t => t.textContent.trim().length > 0)
+      .map(t => ({ text: t.textContent.trim().slice(0, 40), r: t.getBoundingClientRect() }))
+      .filter(b => b.r.width > 0);
+    for (const b of boxes) {
+      if (b.r.left < sb.left - 0.5 || b.r.right > sb.right + 0.5 ||
+          b.r.top < sb.top - 0.5 || b.r.bottom > sb.bottom + 0.5) {
+        problems.push({ svg: si, kind: 'clipped', text: b.text });
+      }
+    }
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r, b = boxes[j].r;
+        const x = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (x > 1 && y > 1) {
+          problems.push({ svg: si, kind: 'overlap', a: boxes[i].text, b: boxes[j].text });
+        }
+      }
+    }
+  });
+  document.body.setAttribute('data-layout-problems', JSON.stringify(problems));
+})();
+</script>"#;
+    let checked = work.join("checked.html");
+    std::fs::write(
+        &checked,
+        page.replace("</body>", &format!("{CHECK}</body>")),
+    )
+    .unwrap();
+    let out = headless(browser, &work.join("profile-layout"))
+        .arg("--window-size=1400,3600")
+        .arg("--dump-dom")
+        .arg(format!("file://{}", checked.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom
+        .find("data-layout-problems=\"")
+        .expect("the measuring script ran and left its result")
+        + "data-layout-problems=\"".len();
+    let end = start + dom[start..].find('"').unwrap();
+    dom[start..end].replace("&quot;", "\"").replace("[]", "")
 }

@@ -213,20 +213,22 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
     let mut resent = 0u64;
     for trial in 0..TRIALS {
         let spool = collector.dir.path().join(format!("trial-{trial}.spool"));
-        let mut sender = Sender(Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "relp_sender_main",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, trial.to_string())
-            .env("LOGLAG_RELP_SPOOL", &spool)
-            .env("LOGLAG_RELP_PORT", collector.port.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap());
+        let mut sender = Sender(
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "relp_sender_main",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, trial.to_string())
+                .env("LOGLAG_RELP_SPOOL", &spool)
+                .env("LOGLAG_RELP_PORT", collector.port.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         let progress = follow_progress(BufReader::new(sender.0.stdout.take().unwrap()));
         // rsyslog goes away and comes back while the sender is delivering,
         let before = wait_received(&collector, trial, 1_000);

@@ -443,6 +443,17 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
     let group_w = pw / groups.len().max(1) as f64;
+    // Horizontal two-line labels if every line fits its group, with a little air.
+    let widest = groups
+        .iter()
+        .flat_map(|g| label_lines(&g.label))
+        .map(|l| estimated_text_width(l, TICK_PX))
+        .fold(0.0, f64::max);
+    let vertical = widest + 6.0 > group_w;
+    let longest = groups
+        .iter()
+        .map(|g| estimated_text_width(&g.label, TICK_PX))
+        .fold(0.0, f64::max);
     let mut legend_entries: Vec<(String, &'static str)> = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let gx = LEFT + gi as f64 * group_w;
@@ -474,17 +485,60 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 legend_entries.push((name.clone(), color));
             }
         }
-        let _ = write!(
-            out,
-            r#"<text x="{tx:.1}" y="{ty}" class="tick" text-anchor="end" transform="rotate(-30 {tx:.1} {ty})">{l}</text>"#,
-            tx = gx + group_w / 2.0,
-            ty = TOP + ph + 14.0,
-            l = esc(&g.label)
+        group_label(
+            &mut out,
+            &g.label,
+            gx + group_w / 2.0,
+            TOP + ph,
+            group_w,
+            vertical,
         );
     }
     legend(&mut out, &legend_entries);
     out.push_str("</svg>");
+    if vertical {
+        // Room below the plot for the longest label, read upward.
+        let tall = H - BOTTOM + 14.0 + longest;
+        out = out.replacen(
+            &format!("viewBox=\"0 0 {W} {H}\""),
+            &format!("viewBox=\"0 0 {W} {tall:.0}\""),
+            1,
+        );
+    }
     out
+}
+
+/// A group's label under the plot: `condition / sink` on two centred lines when they
+/// fit the group's width, else one line read upward (the chart grows to hold it).
+/// Slanted labels were tried first: their boxes overlapped their neighbours' and the
+/// axis's tick labels (the browser test measures them).
+fn group_label(out: &mut String, label: &str, cx: f64, axis_y: f64, _group_w: f64, vertical: bool) {
+    if vertical {
+        let _ = write!(
+            out,
+            r#"<text x="{x:.1}" y="{y:.1}" class="tick" text-anchor="end" transform="rotate(-90 {x:.1} {y:.1})">{l}</text>"#,
+            x = cx + 3.0,
+            y = axis_y + 8.0,
+            l = esc(label)
+        );
+        return;
+    }
+    for (i, line) in label_lines(label).iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<text x="{cx:.1}" y="{y:.1}" class="tick" text-anchor="middle">{l}</text>"#,
+            y = axis_y + 14.0 + i as f64 * 12.0,
+            l = esc(line)
+        );
+    }
+}
+
+/// `condition / sink` as two lines; anything else as one.
+fn label_lines(label: &str) -> Vec<&str> {
+    match label.split_once(" / ") {
+        Some((a, b)) => vec![a, b],
+        None => vec![label],
+    }
 }
 
 #[cfg(test)]
