@@ -121,6 +121,27 @@ fn the_report_renders_in_headless_chromium() {
         "texts clipped or overlapping: {problems}"
     );
 
+    // The `lab hops` page, from a run kept as a fixture. (Preset pages have no charts
+    // yet: nothing there to measure.)
+    for kind in ["hops"] {
+        let html = work.path().join(format!("{kind}.html"));
+        Command::cargo_bin("loglag")
+            .unwrap()
+            .arg("report")
+            .arg(root.join("crates/loglag-lab/tests/fixtures").join(kind))
+            .arg("-o")
+            .arg(&html)
+            .assert()
+            .success();
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains("<svg"), "{kind}: a page with charts");
+        let problems = layout_problems(&browser, work.path(), &page);
+        assert!(
+            problems.is_empty(),
+            "{kind}: texts clipped or overlapping: {problems}"
+        );
+    }
+
     // A screenshot for people to look at (not committed).
     let shot = target.join("report-screenshot.png");
     let out = headless(&browser, &work.path().join("profile-shot"))
