@@ -142,6 +142,19 @@ fn the_report_renders_in_headless_chromium() {
         );
     }
 
+    // A preset's page (the sweep, with its heatmaps), from its `preset.json`.
+    let preset: loglag_lab::report::PresetSummary = serde_json::from_slice(
+        &std::fs::read(root.join("crates/loglag-lab/tests/fixtures/sweep-preset.json")).unwrap(),
+    )
+    .unwrap();
+    let page = loglag_lab::html::render_preset(&preset);
+    assert_eq!(page.matches("<svg").count(), 2, "the sweep's two heatmaps");
+    let problems = layout_problems(&browser, work.path(), &page);
+    assert!(
+        problems.is_empty(),
+        "sweep preset: texts clipped or overlapping: {problems}"
+    );
+
     // A screenshot for people to look at (not committed).
     let shot = target.join("report-screenshot.png");
     let out = headless(&browser, &work.path().join("profile-shot"))

@@ -187,6 +187,7 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
             let _ = write!(h, "<p><strong>{}</strong></p>", esc(v));
         }
     }
+    h.push_str(&sweep_heatmaps(s));
     h.push_str("<h2>Steps</h2><ul>");
     for step in &s.steps {
         let _ = write!(
@@ -196,6 +197,88 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
         );
     }
     h.push_str("</ul></body></html>\n");
+    h
+}
+
+/// The sweep's grid (batch size × flush interval) as two heatmaps: p99 latency and
+/// log writes per second, the two sides of the trade. Empty for other presets.
+fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
+    let points: Vec<(usize, u64, &crate::report::PresetRow)> = s
+        .rows
+        .iter()
+        .filter_map(|r| Some((r.batch_bytes?, r.flush_interval_ms?, r)))
+        .collect();
+    if points.is_empty() {
+        return String::new();
+    }
+    let mut batches: Vec<usize> = points.iter().map(|p| p.0).collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let mut intervals: Vec<u64> = points.iter().map(|p| p.1).collect();
+    intervals.sort_unstable();
+    intervals.dedup();
+    let size = |b: usize| {
+        if b >= 1 << 20 && b % (1 << 20) == 0 {
+            format!("{} MiB", b >> 20)
+        } else {
+            format!("{} KiB", b >> 10)
+        }
+    };
+    let rows: Vec<String> = batches.iter().map(|&b| size(b)).collect();
+    let columns: Vec<String> = intervals.iter().map(|i| format!("{i} ms")).collect();
+    let grid =
+        |value: &dyn Fn(&crate::report::PairSummary) -> Option<f64>| -> Vec<Vec<Option<f64>>> {
+            batches
+                .iter()
+                .map(|&b| {
+                    intervals
+                        .iter()
+                        .map(|&i| {
+                            points
+                                .iter()
+                                .find(|p| p.0 == b && p.1 == i)
+                                .and_then(|p| value(&p.2.pair))
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+    let flagged: Vec<Vec<bool>> = batches
+        .iter()
+        .map(|&b| {
+            intervals
+                .iter()
+                .map(|&i| {
+                    points.iter().any(|p| {
+                        p.0 == b
+                            && p.1 == i
+                            && (p.2.pair.lateness_warning.is_some()
+                                || p.2.pair.saturation_warning.is_some())
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let mut h = String::from("<h2>The grid</h2><p class=\"caption\">Each cell is one point of the sweep: darker is larger, on a log scale. Latency and writes pull in opposite directions; a point marked * was measured under conditions that cannot carry a comparison.</p><div class=\"charts\">");
+    h.push_str(&svg::heatmap(
+        "p99 latency (ms)",
+        "batch",
+        "flush interval",
+        &rows,
+        &columns,
+        &grid(&|p| p.p99_ms),
+        &flagged,
+    ));
+    h.push_str(&svg::heatmap(
+        "log writes per second",
+        "batch",
+        "flush interval",
+        &rows,
+        &columns,
+        &grid(&|p| p.process.log_writes_per_min.map(|m| m / 60.0)),
+        &flagged,
+    ));
+    h.push_str("</div>");
     h
 }
 
