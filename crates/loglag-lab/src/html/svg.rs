@@ -616,7 +616,7 @@ pub fn heatmap(
             ty = y + CELL_H / 2.0 + 4.0,
             l = esc(r)
         );
-        for ci in 0..columns.len() {
+        for (ci, column) in columns.iter().enumerate() {
             let x = LABEL_W + CELL_W * ci as f64;
             let value = cells.get(ri).and_then(|row| row.get(ci)).copied().flatten();
             let flag = flagged
@@ -656,7 +656,7 @@ pub fn heatmap(
                 out,
                 r#"<rect x="{x:.1}" y="{y:.1}" width="{CELL_W}" height="{CELL_H}" fill="{fill}"{border}><title>{r} × {c}: {label}</title></rect><text x="{tx:.1}" y="{ty:.1}" class="tick" text-anchor="middle" style="fill:{ink}">{label}</text>"#,
                 r = esc(r),
-                c = esc(&columns[ci]),
+                c = esc(column),
                 tx = x + CELL_W / 2.0,
                 ty = y + CELL_H / 2.0 + 4.0,
             );
