@@ -123,7 +123,8 @@ fn the_report_renders_in_headless_chromium() {
 
     // The `lab hops` page, from a run kept as a fixture. (Preset pages have no charts
     // yet: nothing there to measure.)
-    for kind in ["hops"] {
+    {
+        let kind = "hops";
         let html = work.path().join(format!("{kind}.html"));
         Command::cargo_bin("loglag")
             .unwrap()
