@@ -16,30 +16,6 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
         })
         .transpose()?;
     let sinks = (!a.sinks.is_empty()).then(|| a.sinks.clone());
-    if let Some(conditions) = &conditions {
-        if let Some(twice) = conditions
-            .iter()
-            .enumerate()
-            .find(|(i, c)| conditions[..*i].contains(c))
-        {
-            bail!(
-                "--conditions lists {} twice: each pair is run once per round (use --rounds for repeats)",
-                twice.1
-            );
-        }
-    }
-    if let Some(sinks) = &sinks {
-        if let Some(twice) = sinks
-            .iter()
-            .enumerate()
-            .find(|(i, s)| sinks[..*i].contains(s))
-        {
-            bail!("--sinks lists {} twice", twice.1.as_str());
-        }
-        if app && sinks.contains(&SinkKind::SlowDisk) {
-            bail!("--sinks slow-disk delays the built-in API's writes; an --app writes on its own");
-        }
-    }
     if let Some(expect) = &a.expect_lines {
         if !app {
             bail!("--expect-lines verifies an --app; the built-in API reports what it wrote");
@@ -68,53 +44,14 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     if a.preset.is_some() && app {
         bail!("--preset runs the built-in API's conditions; with --app, give --conditions and --expect-lines instead");
     }
-    if a.read_size == 0 {
-        bail!("--read-size must be at least 1 byte");
+    if a.rate.is_some() && a.closed.is_some() {
+        bail!("--rate is an open loop and --closed a closed one: give one of them");
     }
-    if a.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
-    if a.rounds == 0 {
-        bail!("--rounds must be at least 1");
-    }
-    if let Some(rate) = a.rate {
-        if !(rate > 0.0 && rate.is_finite()) {
-            bail!("--rate must be a positive number of requests per second");
-        }
-        if a.closed.is_some() {
-            bail!("--rate is an open loop and --closed a closed one: give one of them");
-        }
-    }
-    if a.duration.is_some_and(|d| d.is_zero()) {
-        bail!("--duration must be positive");
-    }
-    if let Some(c) = a.cpu_limit {
-        if !(c > 0.0 && c.is_finite()) {
-            bail!("--cpu-limit must be a positive number of cores, e.g. 0.25");
-        }
-    }
-    if let Some(app) = &a.app {
-        use loglag_lab::api::launch::{AppLog, Readiness};
-        if !app.contains("{port}") {
-            bail!("--app must contain {{port}} so the lab can reach it: {app:?}");
-        }
-        if a.app_log == AppLog::Path && !app.contains("{log_path}") {
-            bail!("--app must contain {{log_path}} so the lab can read its log, or say --app-log stdout|stderr: {app:?}");
-        }
-        if a.app_log == AppLog::Stderr && matches!(a.ready, Readiness::Log(_)) {
-            bail!("--ready log: watches the app's stderr, which --app-log stderr makes its log; use --ready connect or http:/PATH");
-        }
-    } else if a.app_log != loglag_lab::api::launch::AppLog::Path {
+    if a.app.is_none() && a.app_log != loglag_lab::api::launch::AppLog::Path {
         bail!("--app-log says where an --app writes its log; the built-in API writes to the lab's sink");
     }
     if !app && a.ready != loglag_lab::api::launch::Readiness::Connect {
         bail!("--ready says how an --app shows it is ready; the built-in API says so itself");
-    }
-    if a.ready_timeout.is_zero() {
-        bail!("--ready-timeout must be positive");
-    }
-    if a.slow_rate == 0 {
-        bail!("--slow-rate must be positive");
     }
     let exe = std::env::current_exe().context("cannot find the loglag executable")?;
     let mut base = LabPlan::reference(
@@ -164,10 +101,9 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     }
     base.loglag_batch_bytes = a.batch_bytes.first().map(|&b| b as usize);
     base.loglag_flush_interval = a.flush_interval.first().copied();
-    if a.collector_outage.is_some_and(|d| d.is_zero()) {
-        bail!("--collector-outage must be positive, e.g. 2s");
-    }
     base.collector_outage = a.collector_outage;
+    // What the plan's own values must satisfy is the plan's to check.
+    base.validate()?;
     let steps = match a.preset {
         None => vec![Step {
             label: String::new(),

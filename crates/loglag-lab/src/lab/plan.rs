@@ -229,7 +229,133 @@ impl LabPlan {
     }
 }
 
+/// Why a plan cannot run: each message names the flag a user sets and what is valid.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanError {
+    /// A count or size that must be at least 1 (`--rounds`, `--threads`, `--read-size`).
+    AtLeastOne(&'static str, &'static str),
+    /// A rate, duration or limit that must be positive (with its flag and an example).
+    NotPositive(&'static str, &'static str),
+    /// A condition listed twice.
+    ConditionTwice(String),
+    /// A sink listed twice.
+    SinkTwice(&'static str),
+    /// `--sinks slow-disk` with an `--app`.
+    SlowDiskWithApp,
+    /// An `--app` command without `{port}`.
+    AppWithoutPort(String),
+    /// An `--app` that logs to a file without `{log_path}`.
+    AppWithoutLogPath(String),
+    /// `--ready log:` while the app's log is its stderr.
+    ReadyLogOnStderr,
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::AtLeastOne(flag, unit) => write!(f, "{flag} must be at least 1{unit}"),
+            PlanError::NotPositive(flag, what) => write!(f, "{flag} must be {what}"),
+            PlanError::ConditionTwice(c) => write!(
+                f,
+                "--conditions lists {c} twice: each pair is run once per round (use --rounds for repeats)"
+            ),
+            PlanError::SinkTwice(s) => write!(f, "--sinks lists {s} twice"),
+            PlanError::SlowDiskWithApp => f.write_str(
+                "--sinks slow-disk delays the built-in API's writes; an --app writes on its own",
+            ),
+            PlanError::AppWithoutPort(app) => write!(
+                f,
+                "--app must contain {{port}} so the lab can reach it: {app:?}"
+            ),
+            PlanError::AppWithoutLogPath(app) => write!(
+                f,
+                "--app must contain {{log_path}} so the lab can read its log, or say --app-log stdout|stderr: {app:?}"
+            ),
+            PlanError::ReadyLogOnStderr => f.write_str(
+                "--ready log: watches the app's stderr, which --app-log stderr makes its log; use --ready connect or http:/PATH",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
 impl LabPlan {
+    /// Checks what the plan's own values must satisfy, whoever built it (the CLI, a
+    /// preset, a program using the lab as a library). The CLI checks the combinations
+    /// of flags only it can see (`--rate` with `--closed`, `--record` with `--app`).
+    pub fn validate(&self) -> Result<(), PlanError> {
+        use crate::api::launch::{AppLog, Readiness};
+        if let Some((i, c)) = self
+            .conditions
+            .iter()
+            .enumerate()
+            .find(|(i, c)| self.conditions[..*i].contains(c))
+        {
+            let _ = i;
+            return Err(PlanError::ConditionTwice(c.to_string()));
+        }
+        if let Some((_, s)) = self
+            .sinks
+            .iter()
+            .enumerate()
+            .find(|(i, s)| self.sinks[..*i].contains(s))
+        {
+            return Err(PlanError::SinkTwice(s.as_str()));
+        }
+        if let Some(app) = &self.app {
+            if self.sinks.contains(&SinkKind::SlowDisk) {
+                return Err(PlanError::SlowDiskWithApp);
+            }
+            if !app.contains("{port}") {
+                return Err(PlanError::AppWithoutPort(app.clone()));
+            }
+            if self.app_log == AppLog::Path && !app.contains("{log_path}") {
+                return Err(PlanError::AppWithoutLogPath(app.clone()));
+            }
+            if self.app_log == AppLog::Stderr && matches!(self.ready, Readiness::Log(_)) {
+                return Err(PlanError::ReadyLogOnStderr);
+            }
+        }
+        if self.read_size == 0 {
+            return Err(PlanError::AtLeastOne("--read-size", " byte"));
+        }
+        if self.threads == 0 {
+            return Err(PlanError::AtLeastOne("--threads", ""));
+        }
+        if self.rounds == 0 {
+            return Err(PlanError::AtLeastOne("--rounds", ""));
+        }
+        if !(self.rate > 0.0 && self.rate.is_finite()) {
+            return Err(PlanError::NotPositive(
+                "--rate",
+                "a positive number of requests per second",
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err(PlanError::NotPositive("--duration", "positive"));
+        }
+        if self.cpu_limit.is_some_and(|c| !(c > 0.0 && c.is_finite())) {
+            return Err(PlanError::NotPositive(
+                "--cpu-limit",
+                "a positive number of cores, e.g. 0.25",
+            ));
+        }
+        if self.ready_timeout.is_zero() {
+            return Err(PlanError::NotPositive("--ready-timeout", "positive"));
+        }
+        if self.slow_rate == 0 {
+            return Err(PlanError::NotPositive("--slow-rate", "positive"));
+        }
+        if self.collector_outage.is_some_and(|d| d.is_zero()) {
+            return Err(PlanError::NotPositive(
+                "--collector-outage",
+                "positive, e.g. 2s",
+            ));
+        }
+        Ok(())
+    }
+
     /// The runs in order: every pair each round, each round starting one pair later.
     pub fn schedule(&self) -> Vec<(usize, RunCondition, SinkKind)> {
         let pairs: Vec<(&RunCondition, SinkKind)> = self
@@ -251,6 +377,53 @@ impl LabPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each value a plan cannot run with is refused with its flag named; a good plan
+    /// passes.
+    #[test]
+    fn a_plan_names_what_it_cannot_run_with() {
+        let good = || {
+            LabPlan::reference(
+                vec![RunCondition::BuiltIn(
+                    crate::api::condition::Condition::Loglag,
+                )],
+                vec![SinkKind::Fast, SinkKind::Slow],
+                PathBuf::from("loglag"),
+            )
+        };
+        assert_eq!(good().validate(), Ok(()));
+        let mut p = good();
+        p.rounds = 0;
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            "--rounds must be at least 1"
+        );
+        let mut p = good();
+        p.rate = f64::NAN;
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--rate must be"));
+        let mut p = good();
+        p.collector_outage = Some(Duration::ZERO);
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--collector-outage"));
+        let mut p = good();
+        p.sinks.push(SinkKind::Fast);
+        assert_eq!(p.validate(), Err(PlanError::SinkTwice("fast")));
+        let mut p = good();
+        p.conditions.push(p.conditions[0].clone());
+        assert!(matches!(p.validate(), Err(PlanError::ConditionTwice(_))));
+        let mut p = good();
+        p.app = Some("python3 app.py".into());
+        assert!(matches!(p.validate(), Err(PlanError::AppWithoutPort(_))));
+        p.app = Some("python3 app.py {port}".into());
+        assert!(matches!(p.validate(), Err(PlanError::AppWithoutLogPath(_))));
+    }
     use crate::api::condition::Condition;
 
     #[test]
