@@ -156,6 +156,23 @@ fn the_report_renders_in_headless_chromium() {
         "sweep preset: texts clipped or overlapping: {problems}"
     );
 
+    // The buffers preset's page (bars by step), from its `preset.json`.
+    let preset: loglag_lab::report::PresetSummary = serde_json::from_slice(
+        &std::fs::read(root.join("crates/loglag-lab/tests/fixtures/buffers-preset.json")).unwrap(),
+    )
+    .unwrap();
+    let page = loglag_lab::html::render_preset(&preset);
+    assert_eq!(
+        page.matches("<svg").count(),
+        2,
+        "p99 and records lost, by step"
+    );
+    let problems = layout_problems(&browser, work.path(), &page);
+    assert!(
+        problems.is_empty(),
+        "buffers preset: texts clipped or overlapping: {problems}"
+    );
+
     // A screenshot for people to look at (not committed).
     let shot = target.join("report-screenshot.png");
     let out = headless(&browser, &work.path().join("profile-shot"))

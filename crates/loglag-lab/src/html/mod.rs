@@ -188,6 +188,7 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
         }
     }
     h.push_str(&sweep_heatmaps(s));
+    h.push_str(&step_bars(s));
     h.push_str("<h2>Steps</h2><ul>");
     for step in &s.steps {
         let _ = write!(
@@ -278,6 +279,63 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
         &grid(&|p| p.process.log_writes_per_min.map(|m| m / 60.0)),
         &flagged,
     ));
+    h.push_str("</div>");
+    h
+}
+
+/// The buffers and blocking presets: each condition's p99 and records lost, one bar
+/// per step (SIGTERM and SIGKILL, or 500 and 2000 connections), so a step's effect
+/// reads across the conditions. Empty for the sweep, which has its grid.
+fn step_bars(s: &crate::report::PresetSummary) -> String {
+    if s.rows.is_empty() || s.rows.iter().any(|r| r.batch_bytes.is_some()) {
+        return String::new();
+    }
+    let mut conditions: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !conditions.contains(&r.pair.condition.as_str()) {
+            conditions.push(&r.pair.condition);
+        }
+    }
+    let groups = |value: &dyn Fn(&crate::report::PresetRow) -> Option<f64>| -> Vec<svg::BarGroup> {
+        conditions
+            .iter()
+            .map(|&c| svg::BarGroup {
+                label: c.to_owned(),
+                bars: s
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, step)| {
+                        let row = s
+                            .rows
+                            .iter()
+                            .find(|r| r.step == *step && r.pair.condition == c)?;
+                        Some((
+                            step.clone(),
+                            svg::PALETTE[i % svg::PALETTE.len()],
+                            value(row)?,
+                        ))
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut h = String::from("<h2>Conditions by step</h2><p class=\"caption\">One bar per step for each condition, its value on the bar (a static page has no hover). Latency on a log scale; records lost at the stop on a linear one (a spool's duplicates are not losses).</p><div class=\"charts\">");
+    h.push_str(&svg::bars(
+        "p99 latency by step",
+        "p99 (log scale)",
+        svg::Scale::LogMicros,
+        &groups(&|r| r.pair.p99_ms.map(|ms| ms * 1e3)),
+    ));
+    let lost = groups(&|r| r.pair.lost_records.map(|n| n.max(0) as f64));
+    if lost.iter().flat_map(|g| &g.bars).any(|b| b.2 > 0.0) {
+        h.push_str(&svg::bars(
+            "records lost at the stop, by step",
+            "records",
+            svg::Scale::Linear,
+            &lost,
+        ));
+    }
     h.push_str("</div>");
     h
 }

@@ -488,7 +488,12 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 ty = if inside { by + 4.0 } else { by - 4.0 },
                 anchor = if inside { "end" } else { "start" },
                 fill = if inside { " style=\"fill:#fff\"" } else { "" },
-                l = fmt_tick(*v)
+                // A duration axis labels its bars as durations (6.85 ms, not 6.85k).
+                l = if scale == Scale::LogMicros {
+                    fmt_micros(*v)
+                } else {
+                    fmt_tick(*v)
+                }
             );
             if !legend_entries.iter().any(|(n, _)| n == name) {
                 legend_entries.push((name.clone(), color));
