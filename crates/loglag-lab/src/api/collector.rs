@@ -58,8 +58,6 @@ struct Shared {
     /// While `mono` is before this (ns since `started`), connections are refused.
     down_until_ns: AtomicU64,
     started: Instant,
-    /// Frames or requests the collector could not read (counted, not fatal).
-    malformed: AtomicU64,
 }
 
 impl Shared {
@@ -97,7 +95,6 @@ impl Collector {
             open: AtomicUsize::new(0),
             down_until_ns: AtomicU64::new(0),
             started: Instant::now(),
-            malformed: AtomicU64::new(0),
         });
         let for_thread = shared.clone();
         listener.set_nonblocking(true)?;
@@ -173,11 +170,6 @@ impl Collector {
             .unwrap_or_else(|e| e.into_inner())
             .flush();
     }
-
-    /// Frames or requests that could not be read.
-    pub fn malformed(&self) -> u64 {
-        self.shared.malformed.load(Ordering::Relaxed)
-    }
 }
 
 /// Octet-counted frames: `LEN SP MSG`; each message's MSG, plus a newline, to the sink.
@@ -195,58 +187,57 @@ fn serve_syslog(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             // Without its space the length ended at end of stream.
             Ok(_) if len.last() != Some(&b' ') => return Ok(()),
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
+            Err(e) if timed_out(&e) => continue,
             Err(e) => return Err(e),
         }
         let Some(n) = std::str::from_utf8(len.trim_ascii())
             .ok()
             .and_then(|s| s.parse::<usize>().ok())
         else {
-            shared.malformed.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return Ok(()); // not octet counting: nothing more to read here
         };
         len.clear();
         message.resize(n, 0);
-        let mut filled = 0;
-        while filled < n {
-            match reader.read(&mut message[filled..]) {
-                Ok(0) => return Ok(()),
-                Ok(k) => filled += k,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if shared.down() {
-                        return Ok(());
-                    }
-                }
-                Err(e) => return Err(e),
-            }
+        if !read_full(&mut reader, &mut message, shared)? {
+            return Ok(());
         }
-        match rfc5424_msg(&message) {
-            Some(msg) => {
-                // The pipeline's own drop reports carry its target in the structured data.
-                if message.windows(16).any(|w| w == b"target=\"loglag\"") {
-                    shared.produced.report_lines.fetch_add(1, Ordering::Relaxed);
-                }
-                let mut sink = shared.sink.lock().unwrap_or_else(|e| e.into_inner());
-                sink.write_all(msg)?;
-                sink.write_all(b"\n")?;
+        // Not an RFC 5424 message: no record line (the reader counts it lost).
+        if let Some(msg) = rfc5424_msg(&message) {
+            // The pipeline's own drop reports carry its target in the structured data.
+            if message.windows(16).any(|w| w == b"target=\"loglag\"") {
+                shared.produced.report_lines.fetch_add(1, Ordering::Relaxed);
             }
-            None => {
-                shared.malformed.fetch_add(1, Ordering::Relaxed);
-            }
+            let mut sink = shared.sink.lock().unwrap_or_else(|e| e.into_inner());
+            sink.write_all(msg)?;
+            sink.write_all(b"\n")?;
         }
     }
+}
+
+/// A read timed out (the connection's 100 ms timeout, so an outage is noticed).
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Fills `buf` from `reader`. False when the stream ended or an outage began first.
+fn read_full(reader: &mut impl Read, buf: &mut [u8], shared: &Shared) -> io::Result<bool> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => return Ok(false),
+            Ok(k) => filled += k,
+            Err(e) if timed_out(&e) => {
+                if shared.down() {
+                    return Ok(false);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
 }
 
 /// The MSG part of an RFC 5424 message: after the six header fields and the
@@ -293,25 +284,19 @@ fn serve_otlp(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             if shared.down() {
                 return Ok(());
             }
-            line.clear();
+            // A timeout may leave part of a line read: kept for the next try.
             match reader.read_line(&mut line) {
                 Ok(0) => return Ok(()),
+                Ok(_) if !line.ends_with('\n') => return Ok(()), // ended mid-line
                 Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    continue
-                }
+                Err(e) if timed_out(&e) => continue,
                 Err(e) => return Err(e),
             }
-            let header = line.trim_end();
+            let header = std::mem::take(&mut line);
+            let header = header.trim_end();
             if first {
                 first = false;
                 if !header.starts_with("POST ") {
-                    shared.malformed.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
                 continue;
@@ -326,27 +311,11 @@ fn serve_otlp(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             }
         }
         let Some(length) = length else {
-            shared.malformed.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
         let mut body = vec![0; length];
-        let mut filled = 0;
-        while filled < length {
-            match reader.read(&mut body[filled..]) {
-                Ok(0) => return Ok(()),
-                Ok(k) => filled += k,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if shared.down() {
-                        return Ok(());
-                    }
-                }
-                Err(e) => return Err(e),
-            }
+        if !read_full(&mut reader, &mut body, shared)? {
+            return Ok(());
         }
         let status = match ExportLogsServiceRequest::decode(&body[..]) {
             Ok(request) => {
@@ -371,10 +340,7 @@ fn serve_otlp(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 }
                 "200 OK"
             }
-            Err(_) => {
-                shared.malformed.fetch_add(1, Ordering::Relaxed);
-                "400 Bad Request"
-            }
+            Err(_) => "400 Bad Request",
         };
         if shared.down() {
             return Ok(());

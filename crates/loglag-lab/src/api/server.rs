@@ -413,9 +413,9 @@ impl App {
                 let started = Collector::start(protocol, Box::new(sink()?), produced.clone())?;
                 let net: Box<dyn loglag::sink::Sink> = match protocol {
                     // 64 KiB of kernel buffer on each side, as a pipe has: without a
-                    // bound Linux grows a loopback connection's buffers to megabytes,
-                    // and a synchronous writer would meet the slow collector only
-                    // after minutes.
+                    // bound the kernel's buffers (up to `net.ipv4.tcp_wmem`'s 4 MiB
+                    // here) absorbed a whole 2 s run and syslog-sync never met the
+                    // slow collector (README, "A slow collector").
                     Protocol::Syslog => Box::new(
                         loglag::sink::Syslog::tcp(started.addr)?.send_buffer(COLLECTOR_BUFFER),
                     ),

@@ -91,7 +91,8 @@ impl Syslog {
     }
 
     /// Bounds the kernel's send buffer of a TCP connection (SO_SNDBUF; Linux doubles
-    /// the value for its bookkeeping). Unset, Linux grows it to megabytes: what sits
+    /// the value for its bookkeeping). Unset, Linux grows it up to `net.ipv4.tcp_wmem`'s
+    /// maximum (4 MiB by default, `sysctl net.ipv4.tcp_wmem`): what sits
     /// there when a collector dies is lost unseen, and a writer only meets a slow
     /// collector once it is full. A small buffer bounds both.
     pub fn send_buffer(mut self, bytes: usize) -> Syslog {
