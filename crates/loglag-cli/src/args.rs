@@ -397,6 +397,11 @@ pub struct LabArgs {
     /// incomplete: the last requests before the stop, or scattered.
     #[arg(long)]
     pub match_request_id: bool,
+    /// The condition every other is compared with in the findings: p50 and p99
+    /// differences and ratios on the same sink, with 95% bootstrap intervals
+    /// [default: none, when it runs].
+    #[arg(long, value_name = "CONDITION")]
+    pub baseline: Option<String>,
 }
 
 /// Experiments other than logging's.

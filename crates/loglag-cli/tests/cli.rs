@@ -238,6 +238,39 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
         // The Markdown table went to stdout.
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(stdout.contains("| json-queue | slow |"), "{stdout}");
+        // The headline is stated as a finding with its interval: sync against the queue
+        // at p99, seconds against milliseconds, holds (its saturation is its own doing).
+        let headline = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                f["condition"] == "json-sync"
+                    && f["baseline"] == "json-queue"
+                    && f["percentile"] == "p99"
+            })
+            .unwrap_or_else(|| panic!("no json-sync vs json-queue finding: {}", s["findings"]));
+        assert_eq!(
+            headline["inconclusive"],
+            serde_json::Value::Null,
+            "{headline}"
+        );
+        assert!(
+            headline["ratio_interval"][0].as_f64().unwrap() > 10.0,
+            "{headline}"
+        );
+        assert!(
+            stdout.contains("| json-sync vs json-queue | slow | p99 |")
+                && stdout.contains("**Findings.**"),
+            "{stdout}"
+        );
+        // Every condition is compared with `none`, on p50 and p99.
+        assert_eq!(
+            s["findings"].as_array().unwrap().len(),
+            6,
+            "{}",
+            s["findings"]
+        );
     })
 }
 
@@ -619,6 +652,16 @@ fn bad_input_is_refused_clearly() {
             (&["lab", "--conditions", "none,json-sync,none"][..], "twice"),
             (&["lab", "--sinks", "slow,slow"][..], "twice"),
             (&["lab", "--threads", "0"][..], "--threads"),
+            (
+                &[
+                    "lab",
+                    "--conditions",
+                    "none,json-sync",
+                    "--baseline",
+                    "json-queue",
+                ][..],
+                "--baseline \"json-queue\" is not one of the conditions run",
+            ),
             // An --app is asked only for conditions it was told about.
             (
                 &[

@@ -17,6 +17,9 @@ pub struct Summary {
     pub params: Params,
     pub runs: Vec<RunSummary>,
     pub pairs: Vec<PairSummary>,
+    /// What the runs say against the baseline, each with its interval and verdict.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
     /// One row per request.
     #[serde(skip)]
     pub requests: Vec<RequestRow>,
@@ -80,6 +83,9 @@ pub struct Params {
     pub preset: Option<String>,
     #[serde(default)]
     pub step: Option<String>,
+    /// The condition every other is compared with in the findings (`--baseline`).
+    #[serde(default)]
+    pub baseline: Option<String>,
 }
 
 fn default_lateness_limit() -> f64 {
@@ -255,6 +261,68 @@ pub struct PairSummary {
     /// Where the first round that lacks request ids places the loss.
     #[serde(default)]
     pub missing_ids_note: Option<String>,
+}
+
+/// A latency percentile a finding compares.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Percentile {
+    P50,
+    P99,
+}
+
+impl Percentile {
+    pub fn quantile(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P99 => 0.99,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P99 => "p99",
+        }
+    }
+}
+
+/// One conclusion of a lab run: a condition's percentile against the baseline's on
+/// the same sink, with 95% bootstrap intervals over the requests of every round.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    pub condition: String,
+    /// The condition it is compared with.
+    pub baseline: String,
+    pub sink: String,
+    pub percentile: Percentile,
+    pub value_ms: f64,
+    pub baseline_ms: f64,
+    /// `value_ms − baseline_ms`, and its interval.
+    pub difference_ms: f64,
+    pub difference_interval_ms: (f64, f64),
+    /// `value_ms / baseline_ms`, and its interval.
+    pub ratio: f64,
+    pub ratio_interval: (f64, f64),
+    /// `None`: the difference holds. `Some(why)`: inconclusive, and why.
+    pub inconclusive: Option<String>,
+    /// What a reader must know even when it holds (a saturation the condition caused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Finding {
+    /// The verdict in words: "holds", or "inconclusive: why", with any note.
+    pub fn verdict(&self) -> String {
+        let mut v = match &self.inconclusive {
+            None => "holds".to_owned(),
+            Some(why) => format!("inconclusive: {why}"),
+        };
+        if let Some(note) = &self.note {
+            v.push_str(&format!(" ({note})"));
+        }
+        v
+    }
 }
 
 /// One request.

@@ -91,6 +91,7 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.record = a.record.unwrap_or_default();
     base.error_every = a.error_every;
     base.match_request_id = a.match_request_id;
+    base.baseline = a.baseline.clone();
     if a.preset != Some(loglag_lab::lab::preset::Preset::Sweep)
         && (a.batch_bytes.len() > 1 || a.flush_interval.len() > 1)
     {

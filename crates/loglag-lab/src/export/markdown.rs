@@ -50,6 +50,15 @@ impl Exporter for Markdown {
         for (who, w) in crate::report::saturation_warnings(&s.pairs) {
             writeln!(out, "\n**Saturated** ({who}): {w}.")?;
         }
+        if !s.findings.is_empty() {
+            use crate::export::findings::{finding_cells, FINDINGS_CAPTION, FINDING_COLUMNS};
+            writeln!(out, "\n**Findings.** {FINDINGS_CAPTION}\n")?;
+            writeln!(out, "| {} |", FINDING_COLUMNS.join(" | "))?;
+            writeln!(out, "|---|---|---|--:|--:|--:|---|---|")?;
+            for f in &s.findings {
+                writeln!(out, "| {} |", finding_cells(f).join(" | "))?;
+            }
+        }
         Ok(())
     }
 

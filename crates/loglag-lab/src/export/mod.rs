@@ -2,6 +2,7 @@
 //! `Write`; opening files is the caller's business.
 
 mod csv;
+pub mod findings;
 pub mod hops;
 mod json;
 mod markdown;

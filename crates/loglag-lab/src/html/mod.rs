@@ -77,6 +77,10 @@ pub fn load_dir(dir: &Path) -> Result<Summary, LoadError> {
     if series_path.exists() {
         summary.timeseries = parse_timeseries(&series_path, &read(&series_path)?)?;
     }
+    // Results written before findings existed get theirs from the requests.
+    if summary.findings.is_empty() {
+        summary.findings = crate::lab::findings::from_summary(&summary);
+    }
     Ok(summary)
 }
 
@@ -135,7 +139,7 @@ fn esc(s: &str) -> String {
 const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:12px;display:block;max-width:100%;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold}
+th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold}tr.faded td{color:#777;background:#fafafa}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
 .title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
@@ -443,6 +447,42 @@ pub fn render(s: &Summary) -> String {
             esc(&who),
             esc(&w)
         );
+    }
+    if !s.findings.is_empty() {
+        use crate::export::findings::{finding_cells, FINDINGS_CAPTION, FINDING_COLUMNS};
+        let _ = write!(
+            h,
+            "<h2 id=\"findings\">Findings</h2><p class=\"caption\">{}</p><table><thead><tr>",
+            esc(FINDINGS_CAPTION)
+        );
+        for (i, c) in FINDING_COLUMNS.iter().enumerate() {
+            let class = if (3..6).contains(&i) {
+                ""
+            } else {
+                " class=\"l\""
+            };
+            let _ = write!(h, "<th{class}>{}</th>", esc(c));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for f in &s.findings {
+            // An inconclusive row is not a finding: greyed, its reason in the last cell.
+            h.push_str(if f.inconclusive.is_some() {
+                "<tr class=\"faded\">"
+            } else {
+                "<tr>"
+            });
+            for (i, cell) in finding_cells(f).iter().enumerate() {
+                let class = match (i, f.inconclusive.is_some()) {
+                    (3..=5, _) => "",
+                    (6, false) => " class=\"l\"",
+                    (6, true) => " class=\"l bad\"",
+                    _ => " class=\"l\"",
+                };
+                let _ = write!(h, "<td{class}>{}</td>", esc(cell));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table>");
     }
     for section in sections(s) {
         let _ = write!(

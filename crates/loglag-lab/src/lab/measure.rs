@@ -360,6 +360,7 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             params.sinks.iter().position(|x| x == s),
         )
     });
+    let mut pooled_ms: Vec<(Vec<f64>, super::findings::RoundPercentiles)> = Vec::new();
     for (condition, sink) in keys {
         let runs: Vec<&RunOutput> = outputs
             .iter()
@@ -385,6 +386,18 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             .flat_map(|o| o.lateness_ns.iter().copied())
             .collect();
         let pooled_lateness = Lateness::of(&lateness_ns);
+        pooled_ms.push((
+            latencies
+                .iter()
+                .map(|&ns| ns as f64 / 1e6)
+                .collect::<Vec<f64>>(),
+            runs.iter()
+                .filter_map(|o| {
+                    let s = &o.summary;
+                    Some((s.round, s.p50_ms?, s.p99_ms?))
+                })
+                .collect::<Vec<_>>(),
+        ));
         pairs.push(PairSummary {
             runs: runs.len(),
             requests: runs.iter().map(|o| o.summary.requests).sum(),
@@ -459,6 +472,20 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             sink,
         });
     }
+    let baseline = super::findings::baseline_of(params.baseline.as_deref(), &params.conditions);
+    let samples: Vec<_> = pairs
+        .iter()
+        .zip(pooled_ms)
+        .map(
+            |(pair, (latencies_ms, per_round))| super::findings::PairSamples {
+                pair,
+                latencies_ms,
+                per_round,
+            },
+        )
+        .collect();
+    let findings = super::findings::findings(&samples, baseline.as_deref());
+    drop(samples);
     let mut requests = Vec::new();
     let mut timeseries = Vec::new();
     let mut runs = Vec::new();
@@ -472,6 +499,7 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
         params,
         runs,
         pairs,
+        findings,
         requests,
         timeseries,
     }

@@ -2,6 +2,7 @@
 //! fresh API and reader, and measures what the spec lists. The runner knows nothing of
 //! any one experiment beyond the plan it is given.
 
+pub mod findings;
 pub mod measure;
 pub mod plan;
 pub mod preset;
@@ -111,6 +112,7 @@ pub fn run_lab(
         collector_outage_ms: plan.collector_outage.map(|d| d.as_secs_f64() * 1e3),
         preset: None,
         step: None,
+        baseline: plan.baseline.clone(),
     };
     let mut outputs = Vec::new();
     let result = (|| {

@@ -187,6 +187,8 @@ pub struct LabPlan {
     pub collector_outage: Option<Duration>,
     /// Find which request ids are missing from the log.
     pub match_request_id: bool,
+    /// The condition the findings compare every other with (`None`: `none`, if run).
+    pub baseline: Option<String>,
 }
 
 impl LabPlan {
@@ -225,6 +227,7 @@ impl LabPlan {
             loglag_flush_interval: None,
             collector_outage: None,
             match_request_id: false,
+            baseline: None,
         }
     }
 }
@@ -248,6 +251,8 @@ pub enum PlanError {
     AppWithoutLogPath(String),
     /// `--ready log:` while the app's log is its stderr.
     ReadyLogOnStderr,
+    /// `--baseline` names a condition the plan does not run.
+    BaselineNotRun(String, Vec<String>),
 }
 
 impl std::fmt::Display for PlanError {
@@ -270,6 +275,11 @@ impl std::fmt::Display for PlanError {
             PlanError::AppWithoutLogPath(app) => write!(
                 f,
                 "--app must contain {{log_path}} so the lab can read its log, or say --app-log stdout|stderr: {app:?}"
+            ),
+            PlanError::BaselineNotRun(b, conditions) => write!(
+                f,
+                "--baseline {b:?} is not one of the conditions run ({}): the findings compare every condition with it",
+                conditions.join(", ")
             ),
             PlanError::ReadyLogOnStderr => f.write_str(
                 "--ready log: watches the app's stderr, which --app-log stderr makes its log; use --ready connect or http:/PATH",
@@ -315,6 +325,14 @@ impl LabPlan {
             }
             if self.app_log == AppLog::Stderr && matches!(self.ready, Readiness::Log(_)) {
                 return Err(PlanError::ReadyLogOnStderr);
+            }
+        }
+        if let Some(b) = &self.baseline {
+            if !self.conditions.iter().any(|c| c.name() == b) {
+                return Err(PlanError::BaselineNotRun(
+                    b.clone(),
+                    self.conditions.iter().map(|c| c.to_string()).collect(),
+                ));
             }
         }
         if self.read_size == 0 {

@@ -1,0 +1,79 @@
+//! The lab's findings as a table: cells and titles shared by Markdown and HTML.
+
+use crate::report::Finding;
+
+/// The findings as table cells, in the order of [`FINDING_COLUMNS`], for Markdown and HTML.
+pub fn finding_cells(f: &Finding) -> [String; 8] {
+    let signed = |v: f64| {
+        let s = three_figures(v);
+        if v >= 0.0 {
+            format!("+{s}")
+        } else {
+            s
+        }
+    };
+    let ratio = |v: f64| format!("{}×", three_figures(v));
+    [
+        format!("{} vs {}", f.condition, f.baseline),
+        f.sink.clone(),
+        f.percentile.as_str().to_owned(),
+        format!(
+            "{} vs {}",
+            three_figures(f.value_ms),
+            three_figures(f.baseline_ms)
+        ),
+        format!(
+            "{} [{}, {}]",
+            signed(f.difference_ms),
+            signed(f.difference_interval_ms.0),
+            signed(f.difference_interval_ms.1)
+        ),
+        format!(
+            "{} [{}, {}]",
+            ratio(f.ratio),
+            ratio(f.ratio_interval.0),
+            ratio(f.ratio_interval.1)
+        ),
+        if f.inconclusive.is_none() {
+            "holds"
+        } else {
+            "inconclusive"
+        }
+        .to_owned(),
+        match (&f.inconclusive, &f.note) {
+            (Some(why), _) => why.clone(),
+            (None, Some(note)) => note.clone(),
+            (None, None) => String::new(),
+        },
+    ]
+}
+
+/// The findings table's column titles.
+pub const FINDING_COLUMNS: [&str; 8] = [
+    "comparison",
+    "sink",
+    "percentile",
+    "ms",
+    "difference ms [95% interval]",
+    "ratio [95% interval]",
+    "verdict",
+    "why",
+];
+
+/// The sentence above the findings table.
+pub const FINDINGS_CAPTION: &str = "Each condition against the baseline on the same sink (and json-sync against json-queue). Intervals: 95% bootstrap over the requests of every round, 400 resamples. Inconclusive: the interval includes zero, the baseline was saturated or failed requests, or the generator's lateness could explain the difference.";
+
+/// A number to three significant figures, for sentences.
+pub fn three_figures(v: f64) -> String {
+    let a = v.abs();
+    let digits = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.digits$}")
+}

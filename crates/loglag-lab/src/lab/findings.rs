@@ -1,0 +1,464 @@
+//! The lab's conclusions, each with its evidence: every condition's p50 and p99
+//! against the baseline's on the same sink (and the queue against sync logging), with
+//! a 95% bootstrap interval over the requests of every round, and a verdict that says
+//! "inconclusive", and why, when the runs cannot carry the difference.
+//!
+//! The interval is a bootstrap over requests (pooled over rounds), so one round is
+//! enough to have one: `--rounds` adds requests, and shows the spread between rounds in
+//! the pairs table's "p99 range" column, which the interval does not include.
+
+use crate::export::findings::three_figures;
+use crate::report::{Finding, PairSummary, Percentile};
+use crate::stats::{bootstrap_interval, quantile_select};
+
+/// The most requests of one pair a bootstrap resamples: above it, every k-th request in
+/// send order. Fewer samples only widen the interval, and 400 resamples of 450,000
+/// requests (a closed loop) would take seconds per finding.
+const MAX_BOOTSTRAP_SAMPLES: usize = 20_000;
+
+/// A difference smaller than this many times the generator's worst lateness in either
+/// run could be the instrument's own delay.
+const LATENESS_MARGIN: f64 = 10.0;
+
+/// The condition the findings compare with: the plan's `--baseline`, else `none` (the
+/// reference's API without logging) when it ran.
+pub(crate) fn baseline_of(chosen: Option<&str>, conditions: &[String]) -> Option<String> {
+    chosen
+        .map(str::to_owned)
+        .or_else(|| conditions.iter().find(|c| *c == "none").cloned())
+}
+
+/// Comparisons beyond the baseline's: (condition, compared with). "sync p99 is N× the
+/// queue's" is the reference's headline.
+const HEADLINES: [(&str, &str); 1] = [("json-sync", "json-queue")];
+
+/// Each round's (round, p50 ms, p99 ms) of one pair.
+pub(crate) type RoundPercentiles = Vec<(usize, f64, f64)>;
+
+/// What the findings need of one pair: its summary, every request's latency (ms,
+/// pooled over rounds), and each round's (p50, p99) in ms, by round.
+pub(crate) struct PairSamples<'a> {
+    pub pair: &'a PairSummary,
+    pub latencies_ms: Vec<f64>,
+    pub per_round: RoundPercentiles,
+}
+
+/// The findings of a run.
+pub(crate) fn findings(samples: &[PairSamples<'_>], baseline: Option<&str>) -> Vec<Finding> {
+    let pairs: Vec<(&PairSummary, &PairSamples<'_>)> =
+        samples.iter().map(|s| (s.pair, s)).collect();
+    let find = |condition: &str, sink: &str| {
+        pairs
+            .iter()
+            .find(|(p, _)| p.condition == condition && p.sink == sink)
+    };
+    let mut comparisons: Vec<(&str, &str)> = Vec::new();
+    if let Some(base) = baseline {
+        for (p, _) in &pairs {
+            if p.condition != base && !comparisons.contains(&(&p.condition, base)) {
+                comparisons.push((&p.condition, base));
+            }
+        }
+    }
+    for (t, b) in HEADLINES {
+        if pairs.iter().any(|(p, _)| p.condition == t)
+            && pairs.iter().any(|(p, _)| p.condition == b)
+            && !comparisons.contains(&(t, b))
+        {
+            comparisons.push((t, b));
+        }
+    }
+    let mut sinks: Vec<&str> = Vec::new();
+    for (p, _) in &pairs {
+        if !sinks.contains(&p.sink.as_str()) {
+            sinks.push(&p.sink);
+        }
+    }
+    let mut out = Vec::new();
+    for sink in sinks {
+        for &(condition, base) in &comparisons {
+            let (Some((t, ts)), Some((b, bs))) = (find(condition, sink), find(base, sink)) else {
+                continue;
+            };
+            let (t_ms, b_ms) = (thinned(&ts.latencies_ms), thinned(&bs.latencies_ms));
+            for percentile in [Percentile::P50, Percentile::P99] {
+                if let Some(mut f) = compare(t, &t_ms, b, &b_ms, percentile) {
+                    check_rounds(&mut f, ts, bs);
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The bootstrap resamples requests, so it sees the noise within runs, not the drift
+/// of a shared machine between one run and the next. With two rounds or more, each
+/// round's own difference must lean the same way as the pooled one; with one, a
+/// finding that holds says that the drift was not measured.
+fn check_rounds(f: &mut Finding, t: &PairSamples<'_>, b: &PairSamples<'_>) {
+    if f.inconclusive.is_some() {
+        return;
+    }
+    let pick = |&(_, p50, p99): &(usize, f64, f64)| match f.percentile {
+        Percentile::P50 => p50,
+        Percentile::P99 => p99,
+    };
+    let per_round: Vec<f64> = t
+        .per_round
+        .iter()
+        .filter_map(|tr| {
+            let br = b.per_round.iter().find(|br| br.0 == tr.0)?;
+            Some(pick(tr) - pick(br))
+        })
+        .collect();
+    if per_round.len() < 2 {
+        let note = "one round: drift between runs is not in the interval (--rounds 3 measures it)";
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note.to_owned(),
+        });
+        return;
+    }
+    if per_round.iter().any(|d| d * f.difference_ms <= 0.0) {
+        let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        f.inconclusive = Some(format!(
+            "the rounds disagree: their own differences run from {} to {} ms",
+            three_figures(lo),
+            three_figures(hi)
+        ));
+        f.note = None;
+    }
+}
+
+/// The findings of a summary read back from files written before findings existed
+/// (`loglag report DIR`): the latencies come from its requests, the rounds from its runs.
+pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
+    let samples: Vec<PairSamples<'_>> = s
+        .pairs
+        .iter()
+        .map(|pair| {
+            let mine = |c: &str, k: &str| c == pair.condition && k == pair.sink;
+            PairSamples {
+                pair,
+                latencies_ms: s
+                    .requests
+                    .iter()
+                    .filter(|r| mine(&r.condition, &r.sink))
+                    .filter_map(|r| r.latency_ms)
+                    .collect(),
+                per_round: s
+                    .runs
+                    .iter()
+                    .filter(|r| mine(&r.condition, &r.sink))
+                    .filter_map(|r| Some((r.round, r.p50_ms?, r.p99_ms?)))
+                    .collect(),
+            }
+        })
+        .filter(|p| !p.latencies_ms.is_empty())
+        .collect();
+    let baseline = baseline_of(s.params.baseline.as_deref(), &s.params.conditions);
+    findings(&samples, baseline.as_deref())
+}
+
+fn thinned(ms: &[f64]) -> Vec<f64> {
+    let step = ms.len().div_ceil(MAX_BOOTSTRAP_SAMPLES).max(1);
+    ms.iter().step_by(step).copied().collect()
+}
+
+fn compare(
+    t: &PairSummary,
+    t_ms: &[f64],
+    b: &PairSummary,
+    b_ms: &[f64],
+    percentile: Percentile,
+) -> Option<Finding> {
+    let q = percentile.quantile();
+    let stat = |s: &mut [f64]| quantile_select(s, q);
+    let value_ms = stat(&mut t_ms.to_vec());
+    let baseline_ms = stat(&mut b_ms.to_vec());
+    // Resampled as (baseline, condition), so the difference is condition − baseline.
+    let difference_interval_ms = bootstrap_interval(b_ms, t_ms, stat, |b, t| t - b)?;
+    let ratio_interval = bootstrap_interval(b_ms, t_ms, stat, |b, t| t / b)?;
+    let difference_ms = value_ms - baseline_ms;
+    let (inconclusive, note) = judge(t, b, difference_ms, difference_interval_ms);
+    Some(Finding {
+        condition: t.condition.clone(),
+        baseline: b.condition.clone(),
+        sink: t.sink.clone(),
+        percentile,
+        value_ms,
+        baseline_ms,
+        difference_ms,
+        difference_interval_ms,
+        ratio: value_ms / baseline_ms,
+        ratio_interval,
+        inconclusive,
+        note,
+    })
+}
+
+/// (why the difference is inconclusive, what to know even when it holds).
+///
+/// A flagged baseline makes every comparison with it inconclusive: its latency is not
+/// the API's alone. A flagged condition does not, when the flag is the condition's own
+/// doing: sync logging to a slow sink saturates the API, and that is the finding. A
+/// late generator adds its delay to both sides, so it makes a difference inconclusive
+/// only when that delay could account for it.
+fn judge(
+    t: &PairSummary,
+    b: &PairSummary,
+    difference_ms: f64,
+    (lo, hi): (f64, f64),
+) -> (Option<String>, Option<String>) {
+    let who = |p: &PairSummary| format!("{} / {}", p.condition, p.sink);
+    if b.saturation_warning.is_some() {
+        return (
+            Some(format!(
+                "the baseline ({}) was saturated, so its latency is queueing",
+                who(b)
+            )),
+            None,
+        );
+    }
+    let failed = |p: &PairSummary| p.http_errors + p.timeouts;
+    if failed(b) > 0 {
+        return (
+            Some(format!(
+                "{} of the baseline's requests ({}) failed or timed out",
+                failed(b),
+                who(b)
+            )),
+            None,
+        );
+    }
+    let late_ms = [t, b]
+        .iter()
+        .filter(|p| p.lateness_warning.is_some())
+        .filter_map(|p| p.send_lateness.map(|l| l.max_us / 1e3))
+        .reduce(f64::max);
+    let mut notes = Vec::new();
+    if let Some(late_ms) = late_ms {
+        if late_ms * LATENESS_MARGIN > difference_ms.abs() {
+            return (
+                Some(format!(
+                    "the load generator was up to {} ms late, more than a tenth of the difference",
+                    three_figures(late_ms)
+                )),
+                None,
+            );
+        }
+        notes.push(format!(
+            "the generator was up to {} ms late, under a tenth of the difference",
+            three_figures(late_ms)
+        ));
+    }
+    if lo <= 0.0 && hi >= 0.0 {
+        return (
+            Some("the 95% interval includes zero: within the noise".to_owned()),
+            None,
+        );
+    }
+    if t.saturation_warning.is_some() {
+        notes.push(
+            "this condition saturated the API and the baseline did not: the difference includes the queue it built"
+                .to_owned(),
+        );
+    }
+    if failed(t) > 0 && difference_ms > 0.0 {
+        notes.push(format!(
+            "{} requests failed or timed out and are not in its percentiles: the difference is a lower bound",
+            failed(t)
+        ));
+    }
+    (None, (!notes.is_empty()).then(|| notes.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Lateness;
+
+    fn pair(condition: &str, sink: &str) -> PairSummary {
+        serde_json::from_value(serde_json::json!({
+            "condition": condition, "sink": sink, "runs": 1, "requests": 200,
+            "p50_ms": null, "p99_ms": null, "max_ms": null, "http_errors": 0, "timeouts": 0,
+            "gen_us": null, "log_call_us": null, "max_backlog_kib": null, "drain_s": 0.0,
+            "rps_api": 20.0, "rps_logs_read": 20.0, "cpu_cores": null, "dropped": null,
+            "queue_full": null, "verified": true,
+        }))
+        .unwrap()
+    }
+
+    /// Latencies around `centre` ms with a spread of ±10%.
+    fn around(centre: f64) -> Vec<f64> {
+        (0..200)
+            .map(|i| centre * (0.9 + 0.2 * ((i * 37) % 200) as f64 / 200.0))
+            .collect()
+    }
+
+    fn samples(pairs: &[(PairSummary, Vec<f64>)]) -> Vec<PairSamples<'_>> {
+        pairs
+            .iter()
+            .map(|(pair, v)| PairSamples {
+                pair,
+                latencies_ms: v.clone(),
+                per_round: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn run(pairs: &[(PairSummary, Vec<f64>)]) -> Vec<Finding> {
+        findings(&samples(pairs), Some("none"))
+    }
+
+    #[test]
+    fn a_real_difference_holds_and_noise_is_inconclusive() {
+        let f = run(&[
+            (pair("none", "slow"), around(0.5)),
+            (pair("json-sync", "slow"), around(800.0)),
+            (pair("short1", "slow"), around(0.5)),
+        ]);
+        let sync = f
+            .iter()
+            .find(|f| f.condition == "json-sync" && f.percentile == Percentile::P99)
+            .unwrap();
+        assert_eq!(sync.inconclusive, None, "{sync:?}");
+        assert!(sync.difference_interval_ms.0 > 600.0, "{sync:?}");
+        assert!(sync.ratio_interval.0 > 1000.0, "{sync:?}");
+        let short = f
+            .iter()
+            .find(|f| f.condition == "short1" && f.percentile == Percentile::P50)
+            .unwrap();
+        assert!(
+            short
+                .inconclusive
+                .as_deref()
+                .unwrap()
+                .contains("includes zero"),
+            "{short:?}"
+        );
+        assert_eq!(f.len(), 4, "two conditions against none, p50 and p99 each");
+    }
+
+    #[test]
+    fn a_flagged_baseline_makes_every_comparison_inconclusive() {
+        let mut none = pair("none", "fast");
+        none.saturation_warning = Some("served 10 of 20".into());
+        let f = run(&[
+            (none, around(0.5)),
+            (pair("json-sync", "fast"), around(800.0)),
+        ]);
+        assert!(
+            f.iter()
+                .all(|f| f.inconclusive.as_deref().unwrap().contains("baseline")),
+            "{f:?}"
+        );
+    }
+
+    /// The condition's own saturation is its cost, said in a note; a late generator
+    /// counts only when its delay could explain the difference.
+    #[test]
+    fn a_late_generator_weighs_against_the_size_of_the_difference() {
+        let late = |p: &mut PairSummary, max_us: f64| {
+            p.lateness_warning = Some("late".into());
+            p.send_lateness = Some(Lateness {
+                mean_us: 50.0,
+                p99_us: 500.0,
+                max_us,
+            });
+        };
+        let mut sync = pair("json-sync", "slow");
+        sync.saturation_warning = Some("served 16 of 20".into());
+        late(&mut sync, 2_000.0);
+        let mut queue = pair("json-queue", "slow");
+        late(&mut queue, 2_000.0);
+        let f = run(&[
+            (pair("none", "slow"), around(0.5)),
+            (sync, around(800.0)),
+            (queue, around(2.5)),
+        ]);
+        let sync = f
+            .iter()
+            .find(|f| f.condition == "json-sync" && f.baseline == "none")
+            .unwrap();
+        assert_eq!(sync.inconclusive, None);
+        let note = sync.note.as_deref().unwrap();
+        assert!(
+            note.contains("saturated") && note.contains("2.00 ms late"),
+            "{note}"
+        );
+        let queue = f.iter().find(|f| f.condition == "json-queue").unwrap();
+        assert!(
+            queue.inconclusive.as_deref().unwrap().contains("late"),
+            "{queue:?}"
+        );
+        // The headline comparison exists, against the queue.
+        assert!(f
+            .iter()
+            .any(|f| f.condition == "json-sync" && f.baseline == "json-queue"));
+    }
+
+    #[test]
+    fn without_a_baseline_only_the_headline_is_compared() {
+        let pairs = [
+            (pair("a", "fast"), around(1.0)),
+            (pair("b", "fast"), around(2.0)),
+        ];
+        assert!(findings(&samples(&pairs), None).is_empty());
+        assert_eq!(
+            baseline_of(None, &["a".into(), "none".into()]).as_deref(),
+            Some("none")
+        );
+        assert_eq!(
+            baseline_of(Some("a"), &["a".into(), "none".into()]).as_deref(),
+            Some("a")
+        );
+    }
+
+    /// Requests pooled over rounds can favour a condition that one round contradicts:
+    /// the machine drifted between runs. That is inconclusive; one round says it could
+    /// not look.
+    #[test]
+    fn rounds_that_disagree_make_a_difference_inconclusive() {
+        let pairs = [
+            (pair("none", "fast"), around(1.0)),
+            (pair("short1", "fast"), around(1.5)),
+        ];
+        let one_round = run(&pairs);
+        assert!(one_round.iter().all(|f| f.inconclusive.is_none()));
+        assert!(
+            one_round[0].note.as_deref().unwrap().contains("one round"),
+            "{:?}",
+            one_round[0]
+        );
+        let mut s = samples(&pairs);
+        s[0].per_round = vec![(0, 1.0, 1.1), (1, 1.0, 1.1)];
+        s[1].per_round = vec![(0, 1.9, 2.0), (1, 0.9, 1.0)];
+        let f = findings(&s, Some("none"));
+        assert!(
+            f.iter().all(|f| f
+                .inconclusive
+                .as_deref()
+                .unwrap()
+                .contains("rounds disagree")),
+            "{f:?}"
+        );
+        s[1].per_round = vec![(0, 1.9, 2.0), (1, 1.2, 1.3)];
+        let f = findings(&s, Some("none"));
+        assert!(
+            f.iter()
+                .all(|f| f.inconclusive.is_none() && f.note.is_none()),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn large_runs_are_thinned_evenly() {
+        let v: Vec<f64> = (0..100_000).map(f64::from).collect();
+        let t = thinned(&v);
+        assert!(t.len() <= MAX_BOOTSTRAP_SAMPLES && t.len() >= MAX_BOOTSTRAP_SAMPLES / 2);
+        assert_eq!(t[1] - t[0], 5.0);
+    }
+}
