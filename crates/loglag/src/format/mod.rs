@@ -3,6 +3,7 @@
 //! Every format escapes control characters, so one record is always one line.
 
 pub mod escape;
+mod number;
 mod syslog;
 pub(crate) mod time;
 
@@ -393,6 +394,13 @@ fn logfmt_value(out: &mut Vec<u8>, write: impl FnOnce(&mut Escaper<'_>), quoted:
 
 fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
     use fmt::Write as _;
+    // Numbers have nothing to escape: written straight in, as `Display` would.
+    match value {
+        Value::I64(v) => return number::push_i64(out, v),
+        Value::U64(v) => return number::push_u64(out, v),
+        Value::F64(v) if v.is_finite() => return number::push_f64(out, v),
+        _ => {}
+    }
     let mut e = Escaper { out, style };
     let _ = match value {
         Value::Str(s) => e.write_str(s),
@@ -413,20 +421,16 @@ fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
 
 fn json_value(out: &mut Vec<u8>, value: Value<'_>) {
     match value {
-        Value::I64(v) => push_display(out, v),
-        Value::U64(v) => push_display(out, v),
-        Value::F64(v) if v.is_finite() => push_display(out, v),
-        Value::Bool(v) => push_display(out, v),
+        Value::I64(v) => number::push_i64(out, v),
+        Value::U64(v) => number::push_u64(out, v),
+        Value::F64(v) if v.is_finite() => number::push_f64(out, v),
+        Value::Bool(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
         other => {
             out.push(b'"');
             write_escaped(out, other, Style::Json);
             out.push(b'"');
         }
     }
-}
-
-fn push_display(out: &mut Vec<u8>, v: impl fmt::Display) {
-    let _ = std::io::Write::write_fmt(out, format_args!("{v}"));
 }
 
 /// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
