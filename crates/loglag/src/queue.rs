@@ -440,15 +440,29 @@ impl Ring {
         }
     }
 
-    /// Zeroes `[from, to)` and releases it to producers. Lowest address first, in
-    /// release order: `oldest_enqueued_ns` relies on a header's state word being zeroed
-    /// before its timestamp.
+    /// Zeroes `[from, to)` and releases it to producers. The zeroes may be seen in any
+    /// order by another thread before the `tail` store (`oldest_enqueued_ns` allows
+    /// for it).
     pub(crate) fn release(&self, from: u64, to: u64) {
-        if self.zero_on_release {
-            let mut pos = from;
-            while pos < to {
-                self.word(pos).store(0, Ordering::Release);
-                pos += 8;
+        if self.zero_on_release && to > from {
+            // Word by word through `word()` cost a division per word: 70% of
+            // `pop_into` in `perf annotate` on the throughput bench. The region is at
+            // most two runs of the ring's words (before and after the wrap), and the
+            // stores may be relaxed: producers reach this space only after they
+            // acquire the `tail` stored below with release.
+            let words = (self.capacity / 8) as usize;
+            // SAFETY: the storage holds `capacity / 8` 8-aligned words, accessed only
+            // atomically.
+            let all = unsafe { std::slice::from_raw_parts(self.base.as_ptr().cast_const(), words) };
+            let mut index = ((from % self.capacity) / 8) as usize;
+            let mut left = ((to - from) / 8) as usize;
+            while left > 0 {
+                let run = left.min(words - index);
+                for word in &all[index..index + run] {
+                    word.store(0, Ordering::Relaxed);
+                }
+                left -= run;
+                index = 0;
             }
         }
         self.tail.0.store(to, Ordering::Release);
@@ -595,8 +609,11 @@ impl Ring {
             }
             // State, timestamp, state again: the first read pairs with the producer's
             // release of the state word (so the timestamp is published), and the
-            // second catches `release` zeroing the header in between (it zeroes the
-            // state word before the timestamp).
+            // second catches `release` zeroing the header in between. `release`
+            // zeroes with relaxed stores, so the timestamp may read as zero while the
+            // state still reads as before: a zero timestamp is a header being zeroed,
+            // which is read as the empty ring the release is about to make (as a
+            // zeroed state word is).
             let state = self.word(tail).load(Ordering::Acquire);
             if state & COMMITTED == 0 {
                 return None;
@@ -604,6 +621,9 @@ impl Ring {
             let enqueued_ns = self.word(tail + 8).load(Ordering::Acquire);
             let again = self.word(tail).load(Ordering::Acquire);
             std::sync::atomic::fence(Ordering::Acquire);
+            if enqueued_ns == 0 {
+                return None;
+            }
             if again == state && self.tail.0.load(Ordering::Relaxed) == tail {
                 return Some(enqueued_ns);
             }
