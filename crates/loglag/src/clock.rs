@@ -203,8 +203,11 @@ impl WallClock {
         if self.ns_per_tick == 0.0 || raw.value >= self.next_resync_tick {
             self.resync();
         }
-        let ticks = raw.value as i128 - self.base.tsc as i128;
-        let ns = self.base.real as i128 + (ticks as f64 * self.ns_per_tick) as i128;
+        // In i64, not i128: i128 to and from f64 are software routines (`__floattidf`,
+        // `__fixdfti`), 1.6% of the writer's profile. Tick differences of a running
+        // process and Unix nanoseconds until 2262 fit an i64.
+        let ticks = raw.value.wrapping_sub(self.base.tsc) as i64;
+        let ns = (self.base.real as i64).saturating_add((ticks as f64 * self.ns_per_tick) as i64);
         ns.max(0) as u64
     }
 

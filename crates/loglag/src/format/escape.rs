@@ -82,7 +82,37 @@ fn escape_with(out: &mut Vec<u8>, s: &str, replacement: impl Fn(char, &mut Vec<u
 
 /// Appends `s` as the inside of a JSON string: quotes, backslashes and every control
 /// character (C0, DEL, C1, so ESC too) are escaped.
+#[inline]
 pub fn json_str(out: &mut Vec<u8>, s: &str) {
+    // Most strings a record carries are short and clean (keys, levels, targets, user
+    // names): one or two word tests and a copy, inlined, instead of a call into the
+    // escaping loop, whose entry and exit were a third of its samples.
+    if short_and_clean(s.as_bytes()) {
+        out.extend_from_slice(s.as_bytes());
+    } else {
+        json_str_escaping(out, s);
+    }
+}
+
+/// Whether `b` is at most 16 bytes with nothing the escapers would stop at.
+#[inline]
+fn short_and_clean(b: &[u8]) -> bool {
+    let word = |at: usize| {
+        let mut w = [b'a'; 8];
+        let end = (at + 8).min(b.len());
+        w[..end - at].copy_from_slice(&b[at..end]);
+        u64::from_le_bytes(w)
+    };
+    match b.len() {
+        0 => true,
+        1..=8 => !may_be_suspicious(word(0)),
+        // Two overlapping words cover 9 to 16 bytes.
+        9..=16 => !may_be_suspicious(word(0)) && !may_be_suspicious(word(b.len() - 8)),
+        _ => false,
+    }
+}
+
+fn json_str_escaping(out: &mut Vec<u8>, s: &str) {
     escape_with(out, s, |c, tmp| {
         match c {
             '"' => tmp.extend_from_slice(b"\\\""),
@@ -310,6 +340,17 @@ mod tests {
             if word.iter().any(|&b| SUSPICIOUS[b as usize]) {
                 prop_assert!(may_be_suspicious(u64::from_le_bytes(word)));
             }
+        }
+
+        /// The short path and the escaping loop write the same bytes, at every length
+        /// around the word sizes.
+        #[test]
+        fn short_strings_escape_as_the_loop_does(s in "[a-z\"\\\\\\]\\n\\x00\\x7fé\u{2028} ]{0,20}") {
+            let mut short = Vec::new();
+            json_str(&mut short, &s);
+            let mut looped = Vec::new();
+            json_str_escaping(&mut looped, &s);
+            prop_assert_eq!(short, looped);
         }
     }
 
