@@ -1,0 +1,421 @@
+//! `loglag lab`'s results: runs, pairs, findings, requests and the time series.
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{Lateness, Machine};
+
+/// Everything a lab run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: u32,
+    pub params: Params,
+    pub runs: Vec<RunSummary>,
+    pub pairs: Vec<PairSummary>,
+    /// What the runs say against the baseline, each with its interval and verdict.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    /// One row per request.
+    #[serde(skip)]
+    pub requests: Vec<RequestRow>,
+    /// (run, t, produced, read) samples.
+    #[serde(skip)]
+    pub timeseries: Vec<TimeseriesRow>,
+}
+
+/// What was asked for, and where it ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Params {
+    pub conditions: Vec<String>,
+    pub sinks: Vec<String>,
+    pub rounds: usize,
+    pub rate: f64,
+    pub duration_s: f64,
+    pub connection: String,
+    pub slow_rate_bytes_per_s: u64,
+    pub read_size: usize,
+    pub pipe_size: Option<usize>,
+    pub threads: usize,
+    pub warmup_requests: usize,
+    pub cpu_limit: Option<f64>,
+    /// Whether the CPU limit could be applied (cgroups may be unavailable).
+    pub cpu_limit_applied: bool,
+    /// Runs whose p99 send lateness exceeds this are flagged.
+    #[serde(default = "default_lateness_limit")]
+    pub lateness_limit_us: f64,
+    pub app: Option<String>,
+    pub loglag_version: String,
+    /// The git revision loglag was built from, when known.
+    #[serde(default)]
+    pub git_revision: Option<String>,
+    pub started_unix_s: u64,
+    pub machine: Machine,
+    /// Closed loop with this many connections (`None`: open loop at `rate`).
+    #[serde(default)]
+    pub closed: Option<usize>,
+    /// What the built-in API logged per request: json16k, three or line120.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Every Nth request logged an ERROR.
+    #[serde(default)]
+    pub error_every: Option<u64>,
+    /// How the API was stopped at the end of each run, when a stop was measured.
+    #[serde(default)]
+    pub stop_signal: Option<String>,
+    /// The slow-disk sink's delay per write, µs.
+    #[serde(default)]
+    pub disk_delay_us: Option<u64>,
+    /// The built-in loglag condition's settings, when not its defaults.
+    #[serde(default)]
+    pub loglag_batch_bytes: Option<usize>,
+    #[serde(default)]
+    pub loglag_flush_interval_ms: Option<f64>,
+    /// How long the network conditions' collector was down mid-run, ms.
+    #[serde(default)]
+    pub collector_outage_ms: Option<f64>,
+    /// The preset this run belongs to, and its step (`buffers` / `kill`).
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub step: Option<String>,
+    /// The condition every other is compared with in the findings (`--baseline`).
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn default_lateness_limit() -> f64 {
+    Lateness::DEFAULT_LIMIT_US
+}
+
+/// One run: one (condition, sink) pair in one round, with a fresh API.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSummary {
+    pub run: usize,
+    pub round: usize,
+    pub condition: String,
+    pub sink: String,
+    pub requests: u64,
+    pub completed: u64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub http_errors: u64,
+    pub timeouts: u64,
+    /// Average time building the record, µs (empty when the app cannot report it).
+    pub gen_us: Option<f64>,
+    /// Average time in the logger call, µs.
+    pub log_call_us: Option<f64>,
+    pub max_backlog_kib: Option<f64>,
+    pub drain_s: f64,
+    /// The last response, in seconds after the first scheduled send.
+    #[serde(default)]
+    pub last_response_s: Option<f64>,
+    /// The last log byte read, in seconds after the first scheduled send.
+    #[serde(default)]
+    pub last_byte_s: Option<f64>,
+    /// Throughput "API": completed / (first scheduled send → max(duration, last response)).
+    pub rps_api: f64,
+    /// Throughput "logs read": the same, until every log byte was read.
+    pub rps_logs_read: f64,
+    pub cpu_cores: Option<f64>,
+    pub dropped: Option<u64>,
+    pub queue_full: Option<u64>,
+    pub produced_bytes: Option<u64>,
+    pub read_bytes: u64,
+    pub read_newlines: u64,
+    pub read_sha256: String,
+    pub verified: bool,
+    /// Why verification failed, or what it was based on.
+    pub verify_note: String,
+    /// Log lines the API should have written (an `--app`: warm-up included).
+    #[serde(default)]
+    pub expected_records: Option<u64>,
+    /// Expected − read: records lost (negative: extra lines). `None` when nothing
+    /// says what to expect.
+    #[serde(default)]
+    pub lost_records: Option<i64>,
+    /// Records written twice: after a `loglag-spool` stop, the batch in flight that the
+    /// spool delivered again. `None` where nothing was recovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_records: Option<u64>,
+    /// How an `--app` ended when stopped at the end of the run.
+    #[serde(default)]
+    pub app_exit: Option<String>,
+    /// How late the generator sent this run's requests.
+    #[serde(default)]
+    pub send_lateness: Option<Lateness>,
+    /// Set when the generator's p99 lateness exceeds `Params::lateness_limit_us`.
+    #[serde(default)]
+    pub lateness_warning: Option<String>,
+    /// The API could not keep up: it served less than 90% of the offered rate, or used
+    /// 90% or more of the CPU it had. Its latencies are then queueing, not the logging
+    /// cost alone; verdicts built on it are inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_warning: Option<String>,
+    #[serde(default)]
+    pub mean_ms: Option<f64>,
+    #[serde(flatten)]
+    pub process: ProcessFigures,
+    /// Which request ids the log lacks (`--match-request-id`).
+    #[serde(default)]
+    pub request_ids: Option<crate::reader::inspect::IdMatch>,
+}
+
+/// What the API process did during the load, per run or pooled over a pair's runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessFigures {
+    /// `write` calls on the log sink during the load (the built-in API counts its own).
+    #[serde(default)]
+    pub log_writes: Option<u64>,
+    /// The same per minute.
+    #[serde(default)]
+    pub log_writes_per_min: Option<f64>,
+    /// Write-family syscalls of the whole process (`syscw`, responses included), per minute.
+    #[serde(default)]
+    pub syscw_per_min: Option<f64>,
+    /// Context switches per second, summed over threads.
+    #[serde(default)]
+    pub ctx_voluntary_per_s: Option<f64>,
+    #[serde(default)]
+    pub ctx_involuntary_per_s: Option<f64>,
+    /// Peak resident set, KiB.
+    #[serde(default)]
+    pub rss_peak_kib: Option<u64>,
+    /// The longest a record waited in loglag's queue, as sampled every 25 ms, ms.
+    #[serde(default)]
+    pub oldest_queued_ms: Option<f64>,
+    /// ERROR lines read, and lines whose sequence number went backwards.
+    #[serde(default)]
+    pub error_lines: Option<u64>,
+    #[serde(default)]
+    pub out_of_order: Option<u64>,
+}
+
+/// One (condition, sink) pair pooled over its rounds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PairSummary {
+    pub condition: String,
+    pub sink: String,
+    pub runs: usize,
+    pub requests: u64,
+    /// Percentiles over every request of every round, pooled.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// The lowest and highest p99 of a single round: the spread between rounds.
+    #[serde(default)]
+    pub p99_ms_range: Option<(f64, f64)>,
+    pub http_errors: u64,
+    pub timeouts: u64,
+    pub gen_us: Option<f64>,
+    pub log_call_us: Option<f64>,
+    /// The largest backlog of any round.
+    pub max_backlog_kib: Option<f64>,
+    /// Mean over rounds.
+    pub drain_s: f64,
+    /// Summed completions over summed time.
+    pub rps_api: f64,
+    pub rps_logs_read: f64,
+    pub cpu_cores: Option<f64>,
+    pub dropped: Option<u64>,
+    pub queue_full: Option<u64>,
+    pub verified: bool,
+    /// Summed over rounds; `None` when nothing says what to expect.
+    #[serde(default)]
+    pub lost_records: Option<i64>,
+    /// Summed over rounds; `None` where nothing was recovered from a spool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_records: Option<u64>,
+    /// Why a round was not verified (the first such reason).
+    #[serde(default)]
+    pub verify_note: Option<String>,
+    /// Pooled over every request of every round.
+    #[serde(default)]
+    pub send_lateness: Option<Lateness>,
+    #[serde(default)]
+    pub lateness_warning: Option<String>,
+    /// The API could not keep up: it served less than 90% of the offered rate, or used
+    /// 90% or more of the CPU it had. Its latencies are then queueing, not the logging
+    /// cost alone; verdicts built on it are inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation_warning: Option<String>,
+    /// Pooled over every request of every round.
+    #[serde(default)]
+    pub mean_ms: Option<f64>,
+    /// Rates averaged over rounds; maxima for RSS and queue age; sums for counts.
+    #[serde(flatten)]
+    pub process: ProcessFigures,
+    /// Where the first round that lacks request ids places the loss.
+    #[serde(default)]
+    pub missing_ids_note: Option<String>,
+}
+
+/// A latency percentile a finding compares.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Percentile {
+    P50,
+    P99,
+}
+
+impl Percentile {
+    pub fn quantile(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P99 => 0.99,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P99 => "p99",
+        }
+    }
+}
+
+/// One conclusion of a lab run: a condition's percentile against the baseline's on
+/// the same sink, with 95% bootstrap intervals over the requests of every round.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    pub condition: String,
+    /// The condition it is compared with.
+    pub baseline: String,
+    pub sink: String,
+    pub percentile: Percentile,
+    pub value_ms: f64,
+    pub baseline_ms: f64,
+    /// `value_ms − baseline_ms`, and its interval.
+    pub difference_ms: f64,
+    pub difference_interval_ms: (f64, f64),
+    /// `value_ms / baseline_ms`, and its interval.
+    pub ratio: f64,
+    pub ratio_interval: (f64, f64),
+    /// `None`: the difference holds. `Some(why)`: inconclusive, and why.
+    pub inconclusive: Option<String>,
+    /// What a reader must know even when it holds (a saturation the condition caused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Finding {
+    /// The verdict in words: "holds", or "inconclusive: why", with any note.
+    pub fn verdict(&self) -> String {
+        let mut v = match &self.inconclusive {
+            None => "holds".to_owned(),
+            Some(why) => format!("inconclusive: {why}"),
+        };
+        if let Some(note) = &self.note {
+            v.push_str(&format!(" ({note})"));
+        }
+        v
+    }
+}
+
+/// One request.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestRow {
+    pub run: usize,
+    pub condition: String,
+    pub sink: String,
+    pub scheduled_ms: f64,
+    pub send_lateness_ms: f64,
+    pub latency_ms: Option<f64>,
+    pub status: Option<u16>,
+    pub outcome: String,
+}
+
+/// Bytes produced and read at one instant of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimeseriesRow {
+    pub run: usize,
+    pub t_s: f64,
+    pub produced_bytes: Option<u64>,
+    pub read_bytes: u64,
+}
+
+/// The saturation warnings of a lab run, one line per pair.
+pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .filter_map(|p| {
+            let w = p.saturation_warning.clone()?;
+            Some((format!("{} / {}", p.condition, p.sink), w))
+        })
+        .collect()
+}
+
+/// The lateness warnings of a lab run, one line each: per pair when a few pairs are
+/// late, else one line for all of them (a busy machine makes every pair late, and
+/// fourteen identical warnings hide the table). Each line is `(who, what)`.
+pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, String)> {
+    let late: Vec<&PairSummary> = pairs
+        .iter()
+        .filter(|p| p.lateness_warning.is_some())
+        .collect();
+    if late.len() <= 3 {
+        return late
+            .iter()
+            .map(|p| {
+                (
+                    format!("{} / {}", p.condition, p.sink),
+                    p.lateness_warning.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+    }
+    let p99s: Vec<f64> = late
+        .iter()
+        .filter_map(|p| p.send_lateness.map(|l| l.p99_us))
+        .collect();
+    let lo = p99s.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = p99s.iter().copied().fold(0.0, f64::max);
+    vec![(
+        format!("{} of {} pairs", late.len(), pairs.len()),
+        format!(
+            "the load generator sent late (p99 {lo:.0} to {hi:.0} µs, over the {limit_us:.0} µs limit; see the send late column): these latencies include its own delay. Usually the machine is busy: close other work, or measure the floor with `loglag load --calibrate`"
+        ),
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(condition: &str, late_p99_us: f64) -> PairSummary {
+        let mut p: PairSummary = serde_json::from_value(serde_json::json!({
+            "condition": condition, "sink": "fast", "runs": 1, "requests": 100,
+            "p50_ms": 0.1, "p99_ms": 1.0, "max_ms": 1.0, "http_errors": 0, "timeouts": 0,
+            "gen_us": null, "log_call_us": null, "max_backlog_kib": null, "drain_s": 0.0,
+            "rps_api": 20.0, "rps_logs_read": 20.0, "cpu_cores": null, "dropped": 0,
+            "queue_full": 0, "verified": true
+        }))
+        .unwrap();
+        let lateness = Lateness {
+            mean_us: late_p99_us / 2.0,
+            p99_us: late_p99_us,
+            max_us: late_p99_us * 2.0,
+        };
+        p.lateness_warning = lateness.warning(100.0);
+        p.send_lateness = Some(lateness);
+        p
+    }
+
+    #[test]
+    fn a_few_late_pairs_are_named_and_many_are_summed_up() {
+        let few = [pair("none", 50.0), pair("a", 300.0), pair("b", 200.0)];
+        let lines = lateness_warnings(&few, 100.0);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].0, "a / fast");
+        assert!(lines[0].1.contains("p99 300 µs"), "{:?}", lines[0]);
+
+        let many: Vec<PairSummary> = (0..6)
+            .map(|i| pair(&format!("c{i}"), 200.0 + 100.0 * i as f64))
+            .chain([pair("calm", 10.0)])
+            .collect();
+        let lines = lateness_warnings(&many, 100.0);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0].0, "6 of 7 pairs");
+        assert!(lines[0].1.contains("p99 200 to 700 µs"), "{:?}", lines[0]);
+        assert!(lateness_warnings(&[pair("calm", 10.0)], 100.0).is_empty());
+    }
+}
