@@ -8,7 +8,7 @@ use loglag::SinkSpec;
 use loglag_lab::api::condition::{Condition, RecordShape};
 use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::preset::Preset;
-use loglag_lab::lab::{ExpectLines, SinkKind, StopSignal};
+use loglag_lab::lab::{ExpectLines, Signal, SinkKind};
 use loglag_lab::load::Connection;
 use loglag_lab::sys::units::{parse_bytes, parse_duration};
 
@@ -388,7 +388,7 @@ pub struct LabArgs {
     /// --app always (default term), and to the built-in API when given or in a preset
     /// (buffers runs term, then kill).
     #[arg(long)]
-    pub stop_signal: Option<StopSignal>,
+    pub stop_signal: Option<Signal>,
     /// How long the API may take to exit after the stop signal before it is killed.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub stop_timeout: Duration,

@@ -12,6 +12,7 @@ use crate::api::control::{ApiStats, ControlClient};
 use crate::api::server::{self, ServeConfig};
 use crate::child::ChildSpec;
 use crate::sys::child::{ChildGuard, Ended};
+use crate::sys::signal::Signal;
 
 /// Which API to start.
 #[derive(Debug, Clone)]
@@ -298,18 +299,18 @@ impl ApiProc {
     }
 
     /// Stops the API as a deployment does: `signal` to the process, then up to
-    /// `timeout` for it to exit, then SIGKILL. Returns what happened, in words.
-    pub fn stop(&mut self, signal: i32, timeout: Duration) -> String {
-        match self.guard.stop_with(signal, false, timeout) {
-            Ended::Before(status) => format!("had already exited ({status})"),
-            Ended::Exited(status) => format!("exited ({status})"),
-            Ended::Killed => format!("did not exit within {timeout:?} of the signal; killed"),
+    /// `timeout` for it to exit, then SIGKILL. Then kills whatever an `--app` started
+    /// that outlived it (workers, a `setsid` daemon). Returns how it ended, typed.
+    pub fn stop(&mut self, signal: Signal, timeout: Duration) -> AppExit {
+        let ended = self.guard.stop_with(signal, false, timeout);
+        AppExit {
+            ended,
+            leftovers: self.kill_leftovers(),
         }
     }
 
-    /// Kills whatever the `--app` started that outlived it (workers, a `setsid`
-    /// daemon) and returns their pids. The app itself is stopped first, by `stop`.
-    pub fn kill_leftovers(&mut self) -> Vec<u32> {
+    /// Kills whatever the `--app` started that outlived it and returns their pids.
+    fn kill_leftovers(&mut self) -> Vec<u32> {
         // Once is enough: after the app's stop nothing of it is left to start more.
         let Some(tag) = self.tag.take() else {
             return Vec::new();
@@ -330,6 +331,29 @@ impl ApiProc {
             ))),
             None => Ok(()),
         }
+    }
+}
+
+/// How a stopped API ended, kept typed until a report renders it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppExit {
+    pub ended: Ended,
+    /// Processes it started that were still running after it, killed by the lab.
+    pub leftovers: Vec<u32>,
+}
+
+impl std::fmt::Display for AppExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.ended)?;
+        if !self.leftovers.is_empty() {
+            write!(
+                f,
+                ", leaving {} process(es) running (pids {:?}), which the lab killed",
+                self.leftovers.len(),
+                self.leftovers
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -215,8 +215,11 @@ fn run_topology(
     };
     // SIGTERM: each process writes the spans it still holds, then exits.
     for p in procs.iter_mut().rev() {
-        p.guard
-            .stop_with(libc::SIGTERM, false, Duration::from_secs(10));
+        p.guard.stop_with(
+            crate::sys::signal::Signal::Term,
+            false,
+            Duration::from_secs(10),
+        );
     }
     let mut spans = Vec::new();
     if traced {

@@ -51,7 +51,7 @@ pub struct RawRun {
     pub expect_lines: ExpectLines,
     /// How the API ended when stopped by a signal, in words (`None`: the built-in API
     /// was flushed through its control channel instead).
-    pub app_exit: Option<String>,
+    pub app_exit: Option<crate::api::launch::AppExit>,
     /// The built-in API was stopped by a signal: `api` is what it had logged just
     /// before, and the lines read are checked against that.
     pub stopped_builtin: bool,
@@ -297,7 +297,8 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         expected_records,
         lost_records,
         duplicate_records,
-        app_exit: raw.app_exit.clone(),
+        // Rendered here, where the run becomes a report.
+        app_exit: raw.app_exit.as_ref().map(|e| e.to_string()),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
         saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
@@ -542,7 +543,7 @@ fn app_expected_lines(raw: &RawRun, served: u64) -> Option<u64> {
 fn verify_stop(raw: &RawRun, expected: u64, lines_read: u64) -> (bool, String) {
     let exit = raw
         .app_exit
-        .as_deref()
+        .as_ref()
         .map_or(String::new(), |e| format!("; the API {e}"));
     match lines_read.cmp(&expected) {
         std::cmp::Ordering::Equal => (
@@ -592,7 +593,7 @@ fn verify_app(raw: &RawRun, expected: Option<u64>, served: u64) -> (bool, String
     let lines_read = read.newlines + raw.warmup_lines;
     let exit = raw
         .app_exit
-        .as_deref()
+        .as_ref()
         .map_or(String::new(), |e| format!("; the app {e}"));
     let Some(expected) = expected else {
         return (
@@ -685,6 +686,14 @@ pub fn saturation(
 
 #[cfg(test)]
 mod tests {
+    fn killed_by_sigkill() -> crate::api::launch::AppExit {
+        use std::os::unix::process::ExitStatusExt;
+        crate::api::launch::AppExit {
+            ended: crate::sys::child::Ended::Exited(std::process::ExitStatus::from_raw(9)),
+            leftovers: Vec::new(),
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -789,7 +798,7 @@ mod tests {
     fn a_built_in_api_stopped_by_a_signal_counts_what_the_stop_lost() {
         let mut r = raw(1000, 1000, true);
         r.stopped_builtin = true;
-        r.app_exit = Some("exited (signal: 9 (SIGKILL))".into());
+        r.app_exit = Some(killed_by_sigkill());
         r.api.as_mut().unwrap().records = 30;
         r.read.newlines = 26;
         r.match_request_id = true;
@@ -835,7 +844,7 @@ mod tests {
         let mut r = raw(1000, 1000, true);
         r.condition = RunCondition::BuiltIn(Condition::LoglagSpool);
         r.stopped_builtin = true;
-        r.app_exit = Some("exited (signal: 9 (SIGKILL))".into());
+        r.app_exit = Some(killed_by_sigkill());
         r.api.as_mut().unwrap().records = 30;
         r.read.newlines = 33;
         r.recovered = Some(12);

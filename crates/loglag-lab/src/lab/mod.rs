@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use plan::{ExpectLines, LabPlan, RunCondition, SinkKind, StopSignal};
+pub use plan::{ExpectLines, LabPlan, RunCondition, Signal, SinkKind};
 
 use crate::api::condition::{Condition, RecordShape};
 use crate::api::control::ApiStats;
@@ -503,18 +503,10 @@ fn run_one(
     };
     // An --app is stopped as a deployment stops it; what it writes while shutting
     // down counts, and what it never writes shows up as lost records.
-    let app_exit = (api.control.is_none() || stop_builtin).then(|| {
-        let exit = api.stop(plan.stop_signal.number(), plan.stop_timeout);
-        // What it started and left running (workers, a `setsid` daemon) is said where
-        // its exit is, and killed.
-        match api.kill_leftovers() {
-            left if left.is_empty() => exit,
-            left => format!(
-                "{exit}, leaving {} process(es) running (pids {left:?}), which the lab killed",
-                left.len()
-            ),
-        }
-    });
+    // What it started and left running (workers, a `setsid` daemon) is killed and said
+    // where its exit is.
+    let app_exit = (api.control.is_none() || stop_builtin)
+        .then(|| api.stop(plan.stop_signal, plan.stop_timeout));
 
     // loglag-spool: what the stop left in the spool is delivered now, as the service's
     // next start would, into the pipe the reader reads; counted like the rest.

@@ -95,45 +95,7 @@ impl std::str::FromStr for ExpectLines {
 }
 
 /// How each run stops an `--app`, as a deployment would.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StopSignal {
-    #[default]
-    Term,
-    Int,
-    Kill,
-}
-
-impl StopSignal {
-    pub fn number(self) -> i32 {
-        match self {
-            StopSignal::Term => libc::SIGTERM,
-            StopSignal::Int => libc::SIGINT,
-            StopSignal::Kill => libc::SIGKILL,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopSignal::Term => "term",
-            StopSignal::Int => "int",
-            StopSignal::Kill => "kill",
-        }
-    }
-}
-
-impl std::str::FromStr for StopSignal {
-    type Err = String;
-    fn from_str(s: &str) -> Result<StopSignal, String> {
-        match s.trim().to_ascii_lowercase().trim_start_matches("sig") {
-            "term" => Ok(StopSignal::Term),
-            "int" => Ok(StopSignal::Int),
-            "kill" => Ok(StopSignal::Kill),
-            other => Err(format!(
-                "unknown stop signal {other:?}: expected term, int or kill"
-            )),
-        }
-    }
-}
+pub use crate::sys::signal::Signal;
 
 /// A validated lab plan.
 #[derive(Debug, Clone)]
@@ -166,7 +128,7 @@ pub struct LabPlan {
     /// Lines per request an `--app` writes, to verify it.
     pub expect_lines: ExpectLines,
     /// How an `--app` is stopped at the end of each run, and how long it may take.
-    pub stop_signal: StopSignal,
+    pub stop_signal: Signal,
     pub stop_timeout: Duration,
     /// Stop the built-in API with `stop_signal` too, and count what the stop lost,
     /// instead of asking it to flush and comparing hashes.
@@ -216,7 +178,7 @@ impl LabPlan {
             drain_timeout: Duration::from_secs(120),
             lateness_limit_us: crate::report::Lateness::DEFAULT_LIMIT_US,
             expect_lines: ExpectLines::default(),
-            stop_signal: StopSignal::Term,
+            stop_signal: Signal::Term,
             stop_timeout: Duration::from_secs(10),
             stop_builtin: false,
             closed: None,
@@ -492,7 +454,7 @@ mod tests {
         let all: ExpectLines = "3".parse().unwrap();
         assert_eq!(all.for_condition("anything"), Some(3));
         assert!("x=y".parse::<ExpectLines>().is_err());
-        assert_eq!("SIGTERM".parse::<StopSignal>().unwrap(), StopSignal::Term);
-        assert!("hup".parse::<StopSignal>().is_err());
+        assert_eq!("SIGTERM".parse::<Signal>().unwrap(), Signal::Term);
+        assert!("hup".parse::<Signal>().is_err());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::plan::{LabPlan, RunCondition, SinkKind, StopSignal};
+use super::plan::{LabPlan, RunCondition, Signal, SinkKind};
 use crate::api::condition::{Condition, RecordShape};
 use crate::load::Connection;
 use crate::report::{PresetRow, PresetSummary, Summary};
@@ -29,7 +29,7 @@ pub struct Overrides {
     pub closed: Option<usize>,
     pub connection: Option<Connection>,
     pub threads: Option<usize>,
-    pub stop_signal: Option<StopSignal>,
+    pub stop_signal: Option<Signal>,
     pub record: Option<RecordShape>,
     /// The sweep's grid, when not the reference's.
     pub batch_bytes: Option<Vec<usize>>,
@@ -87,7 +87,7 @@ impl Preset {
                 plan.threads = o.threads.unwrap_or(1);
                 let signals = match o.stop_signal {
                     Some(s) => vec![s],
-                    None => vec![StopSignal::Term, StopSignal::Kill],
+                    None => vec![Signal::Term, Signal::Kill],
                 };
                 signals
                     .into_iter()
@@ -110,7 +110,7 @@ impl Preset {
                 plan.threads = o
                     .threads
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-                plan.stop_signal = o.stop_signal.unwrap_or(StopSignal::Term);
+                plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
                 let levels = match o.closed {
                     Some(n) => vec![n],
                     None => vec![500, 2000],
@@ -136,7 +136,7 @@ impl Preset {
                 plan.rate = o.rate.unwrap_or(1000.0);
                 plan.closed = o.closed;
                 plan.threads = o.threads.unwrap_or(1);
-                plan.stop_signal = o.stop_signal.unwrap_or(StopSignal::Term);
+                plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
                 let batches = o
                     .batch_bytes
                     .clone()
@@ -460,11 +460,11 @@ mod tests {
         assert!(buffers
             .iter()
             .all(|s| s.plan.stop_builtin && s.plan.closed == Some(100)));
-        assert_eq!(buffers[1].plan.stop_signal, StopSignal::Kill);
+        assert_eq!(buffers[1].plan.stop_signal, Signal::Kill);
         let only_kill = Preset::Buffers.steps(
             &base,
             &Overrides {
-                stop_signal: Some(StopSignal::Kill),
+                stop_signal: Some(Signal::Kill),
                 closed: Some(7),
                 ..Overrides::default()
             },

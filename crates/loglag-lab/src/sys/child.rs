@@ -6,6 +6,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::signal::{self, Signal};
+
 /// How a child ended under [`ChildGuard::stop_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -14,7 +16,21 @@ pub enum Ended {
     /// It exited after the signal, within the grace period.
     Exited(std::process::ExitStatus),
     /// It was still running after the grace period and was killed.
-    Killed,
+    Killed { after: Duration },
+}
+
+/// In words, as reports say it: "exited (signal: 15 (SIGTERM))", "had already exited
+/// (exit status: 1)", "did not exit within 10s of the signal; killed".
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Before(status) => write!(f, "had already exited ({status})"),
+            Ended::Exited(status) => write!(f, "exited ({status})"),
+            Ended::Killed { after } => {
+                write!(f, "did not exit within {after:?} of the signal; killed")
+            }
+        }
+    }
 }
 
 /// A running child, killed with its process group on drop.
@@ -77,7 +93,7 @@ impl ChildGuard {
     /// Kills what is left of the group and reaps the leader, if it has exited.
     fn reap_if_exited(&mut self) -> Option<std::process::ExitStatus> {
         if self.reaped.is_none() && self.has_exited() {
-            self.kill_group(libc::SIGKILL);
+            self.kill_group(Signal::Kill);
             self.reaped = self.child.wait().ok();
         }
         self.reaped
@@ -90,13 +106,13 @@ impl ChildGuard {
 
     /// SIGTERM to the group, then SIGKILL after `grace`; reaps the child.
     pub fn stop(&mut self, grace: Duration) {
-        self.stop_with(libc::SIGTERM, true, grace);
+        self.stop_with(Signal::Term, true, grace);
     }
 
     /// Sends `signal` (to the whole group, or to the child alone as `docker stop` or
     /// systemd would), waits up to `grace` for the child to exit, then SIGKILLs the
     /// group. Reaps the child and says how it ended.
-    pub fn stop_with(&mut self, signal: i32, whole_group: bool, grace: Duration) -> Ended {
+    pub fn stop_with(&mut self, signal: Signal, whole_group: bool, grace: Duration) -> Ended {
         if let Some(status) = self.reap_if_exited() {
             return Ended::Before(status);
         }
@@ -113,9 +129,9 @@ impl ChildGuard {
             // A child's exit has no file descriptor to wait on here.
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.kill_group(libc::SIGKILL);
+        self.kill_group(Signal::Kill);
         self.reaped = self.child.wait().ok();
-        Ended::Killed
+        Ended::Killed { after: grace }
     }
 
     /// Waits for the leader to exit on its own, then kills what is left of its group.
@@ -133,33 +149,33 @@ impl ChildGuard {
                 libc::WEXITED | libc::WNOWAIT,
             );
         }
-        self.kill_group(libc::SIGKILL);
+        self.kill_group(Signal::Kill);
         let status = self.child.wait()?;
         self.reaped = Some(status);
         Ok(status)
     }
 
     /// Sends `signal` to the child itself (not its group), unless it has been reaped.
-    fn signal(&self, signal: i32) {
+    fn signal(&self, signal: Signal) {
         if self.reaped.is_none() {
-            // SAFETY: kill(2) on our unreaped child.
-            unsafe { libc::kill(self.child.id() as i32, signal) };
+            // Our unreaped child: the pid is still its own.
+            signal::send(self.child.id() as i32, signal);
         }
     }
 
-    fn kill_group(&self, signal: i32) {
+    fn kill_group(&self, signal: Signal) {
         if self.reaped.is_some() {
             return; // the group id may have been reused
         }
-        // SAFETY: kill(2) on the group of our unreaped child, whose id it still holds.
-        unsafe { libc::kill(-(self.child.id() as i32), signal) };
+        // The group of our unreaped child, whose id it still holds.
+        signal::send(-(self.child.id() as i32), signal);
     }
 }
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         if self.reaped.is_none() {
-            self.kill_group(libc::SIGKILL);
+            self.kill_group(Signal::Kill);
             let _ = self.child.wait();
         }
     }

@@ -5,5 +5,6 @@ pub mod child;
 pub mod clock;
 pub mod procfs;
 pub mod scratch;
+pub mod signal;
 pub mod stop;
 pub mod units;

@@ -164,8 +164,10 @@ pub fn kill_tagged(doomed: impl Fn(&str) -> bool) -> Vec<u32> {
             break;
         }
         for pid in now {
-            // SAFETY: kill(2) on a process this lab's app started.
-            if unsafe { libc::kill(pid as i32, libc::SIGKILL) } == 0 && !killed.contains(&pid) {
+            // A process this lab's app started.
+            if super::signal::send(pid as i32, super::signal::Signal::Kill)
+                && !killed.contains(&pid)
+            {
                 killed.push(pid);
             }
         }

@@ -197,8 +197,8 @@ pub fn kill9(
             }
             std::thread::yield_now();
         }
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(guard.pid() as i32, libc::SIGKILL) };
+        // Our own child, unreaped: the pid is still its own.
+        crate::sys::signal::send(guard.pid() as i32, crate::sys::signal::Signal::Kill);
         let _ = guard.wait();
         let returned: Vec<u64> = (0..PRODUCERS)
             .map(|p| progress.slot(p).load(Ordering::Acquire))
