@@ -3,7 +3,7 @@
 //! under tracing-appender's module path, `loglag::non_blocking`, by `lib.rs`.
 
 /// tracing-appender's default `buffered_lines_limit`, for code that names it. loglag's
-/// own bound is in bytes ([`NonBlockingBuilder::capacity_bytes`]); a lines limit, when
+/// own bound is in bytes ([`NonBlockingBuilder::capacity_bytes`](crate::NonBlockingBuilder::capacity_bytes)); a lines limit, when
 /// set, applies as well.
 pub const DEFAULT_BUFFERED_LINES_LIMIT: usize = 128_000;
 

@@ -35,6 +35,26 @@
 //! tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer)).try_init().ok();
 //! ```
 //!
+//! # Which entry point
+//!
+//! Every pipeline is one [`NonBlockingBuilder`] finished over a writer or a sink; the
+//! other entry points are shorthands for it.
+//!
+//! | you want | call | on bad settings (`LOGLAG_MODE`, an unusable spool) |
+//! |---|---|---|
+//! | tracing-appender's two lines, defaults | [`non_blocking(writer)`](non_blocking()) | warns on stderr, carries on |
+//! | to choose the budget, policy, spool, signals | [`NonBlockingBuilder`]`::default()…`[`finish`](NonBlockingBuilder::finish)`(writer)` | warns, carries on |
+//! | the same, failing instead | [`try_finish`](NonBlockingBuilder::try_finish)`(writer)` | [`FinishError`] |
+//! | a sink loglag knows (syslog, RELP, OTLP, rolling files, a FIFO, a file descriptor) | [`finish_sink`](NonBlockingBuilder::finish_sink)`(sink)` / [`try_finish_sink`](NonBlockingBuilder::try_finish_sink)`(sink)`, or a [`SinkSpec`] URL | warns / fails |
+//! | every option from TOML or `LOGLAG_*` variables | [`Config`]`::…`[`finish`](Config::finish)`()` | [`ConfigError`] |
+//!
+//! Then a front end: `tracing_subscriber::fmt().with_writer(writer)` (the drop-in),
+//! [`LoglagLayer`] (formats on the writer thread), [`Logger`] for `log`, or
+//! [`set_global`] for loglag's own macros. A front end changes one setting only: the
+//! format of loglag's own lines in the sink (drop announcements), which follows the
+//! front end's format unless [`NonBlockingBuilder::report_format`] was set, so that a
+//! JSON log stays all JSON.
+//!
 //! # Endings
 //!
 //! | ending | what happens to queued records |

@@ -2,7 +2,7 @@
 //! `tracing_appender::rolling` with `loglag::rolling` keeps a program compiling and
 //! naming its files the same way (`PREFIX.YYYY-MM-DD[-HH[-mm]][.SUFFIX]`).
 //!
-//! Passed to [`crate::non_blocking`] or [`NonBlockingBuilder::finish`](crate::NonBlockingBuilder::finish),
+//! Passed to [`crate::non_blocking()`] or [`NonBlockingBuilder::finish`](crate::NonBlockingBuilder::finish),
 //! the appender becomes the pipeline's sink itself: it rotates only between batches
 //! and, with `.spool()`, gets exactly-once delivery. Used directly as an `io::Write` or
 //! a `MakeWriter`, it writes synchronously, as tracing-appender's does.

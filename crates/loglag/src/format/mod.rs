@@ -2,6 +2,9 @@
 //!
 //! Every format escapes control characters, so one record is always one line.
 
+// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
+// API: hidden from the docs and free to change.
+#[doc(hidden)]
 pub mod escape;
 mod number;
 mod syslog;
@@ -143,6 +146,9 @@ fn with_buffer<R>(
     }
 }
 
+// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
+// API: hidden from the docs and free to change.
+#[doc(hidden)]
 /// A field value.
 #[derive(Debug, Clone, Copy)]
 pub enum Value<'a> {
@@ -176,6 +182,9 @@ pub enum Value<'a> {
 /// line.finish();
 /// assert_eq!(buf, b"ts=1970-01-01T00:00:00.000000Z level=warn target=app msg=\"disk \\\"almost\\\" full\\nFORGED\" free_mb=12\n");
 /// ```
+// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
+// API: hidden from the docs and free to change.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct LineBuilder<'a> {
     out: &'a mut Vec<u8>,
@@ -311,6 +320,9 @@ impl<'a> LineBuilder<'a> {
 
 /// Appends one field in `format`'s syntax; `separated` puts a comma first in JSON. A
 /// field named `message` is the record's message. Also used for span fields.
+// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
+// API: hidden from the docs and free to change.
+#[doc(hidden)]
 pub fn write_field(
     out: &mut Vec<u8>,
     format: Format,

@@ -39,7 +39,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Transaction numbers run from 1 to 999,999,999, then start at 1 again.
 const MAX_TXNR: u64 = 999_999_999;
 
-/// A RELP client sink. See the [module docs](self).
+/// A RELP client sink: windowed, acknowledged, resent after a reconnect.
 ///
 /// ```no_run
 /// let sink = loglag::sink::Relp::tcp("127.0.0.1:2514")?;

@@ -12,11 +12,11 @@
 //! Two sinks writing the same names in one directory (two processes, or overlapping
 //! deploys) are not protected from each other: each knows only its own live file.
 //!
-//! What the sink may touch is decided by one grammar, [`Names`], built from the
+//! What the sink may touch is decided by one grammar, `Names`, built from the
 //! configuration: `[PREFIX.]STAMP[.NNN][.SUFFIX][.gz]` with the stamp in exactly this
 //! rotation's date format. Retention, compression and the start-up sweep act only on
 //! regular files whose whole name parses, and never on the file the writer has open
-//! (checked by inode under [`Live`]'s lock). Everything else in the directory is the
+//! (checked by inode under `Live`'s lock). Everything else in the directory is the
 //! user's.
 //!
 //! Compression and retention run on a housekeeping thread, never on the writer. A
