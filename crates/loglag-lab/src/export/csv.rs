@@ -95,11 +95,11 @@ impl Exporter for RunsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us,expected_records,lost_records,app_exit")?;
+        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,reader_cpu_cores,generator_cpu_cores,machine_busy,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us,expected_records,lost_records,app_exit")?;
         for r in &s.runs {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.run,
                 r.round,
                 quote(&r.condition),
@@ -118,6 +118,9 @@ impl Exporter for RunsCsv {
                 r.rps_api,
                 r.rps_logs_read,
                 cell(r.cpu_cores, 4),
+                cell(r.reader_cpu_cores, 4),
+                cell(r.generator_cpu_cores, 4),
+                cell(r.machine_busy, 3),
                 opt_u64(r.dropped),
                 opt_u64(r.queue_full),
                 opt_u64(r.produced_bytes),

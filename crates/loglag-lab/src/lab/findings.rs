@@ -262,7 +262,7 @@ fn judge(
     }
     if t.saturation_warning.is_some() {
         notes.push(
-            "this condition saturated the API and the baseline did not: the difference includes the queue it built"
+            "this condition's runs were saturated and the baseline's were not (see the warning): the difference includes the queue it built"
                 .to_owned(),
         );
     }

@@ -42,6 +42,14 @@ pub struct RawRun {
     pub series: Vec<(u64, Option<u64>, u64)>,
     /// The API's CPU seconds before and after the load, and the wall time between.
     pub cpu_seconds: Option<(f64, f64)>,
+    /// The sink reader's and the lab's own (the load generator's) CPU seconds, before
+    /// and after, and the cores of the machine they all share.
+    pub reader_cpu_seconds: Option<(f64, f64)>,
+    pub lab_cpu_seconds: Option<(f64, f64)>,
+    pub machine_cores: f64,
+    /// The share of the machine's CPU time that was busy (all processes, other
+    /// tenants' included) during the load.
+    pub machine_busy: Option<f64>,
     pub cpu_window_s: f64,
     /// Warm-up requests the API served before the counters were reset.
     pub warmup_served: u64,
@@ -260,6 +268,10 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let mean_ms = stats::mean(latencies_ns.iter().map(|&ns| ns as f64 / 1e6));
     let rps_api = completed as f64 / time_a;
     let cpu_cores = raw.cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s);
+    let reader_cpu_cores = raw
+        .reader_cpu_seconds
+        .map(|(b, a)| (a - b) / raw.cpu_window_s);
+    let generator_cpu_cores = raw.lab_cpu_seconds.map(|(b, a)| (a - b) / raw.cpu_window_s);
     let summary = RunSummary {
         run,
         round,
@@ -301,7 +313,18 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         app_exit: raw.app_exit.as_ref().map(|e| e.to_string()),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
-        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
+        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores).or_else(
+            || {
+                machine_saturation(
+                    [cpu_cores, reader_cpu_cores, generator_cpu_cores],
+                    raw.machine_cores,
+                    raw.machine_busy,
+                )
+            },
+        ),
+        reader_cpu_cores,
+        generator_cpu_cores,
+        machine_busy: raw.machine_busy,
         mean_ms,
         process,
         request_ids,
@@ -684,6 +707,26 @@ pub fn saturation(
     })
 }
 
+/// Whether the machine's cores were all busy during the load: the API, the reader and
+/// the load generator together used 90% of them, or the machine was 90% busy (other
+/// tenants included). Then the processes waited for each other's CPU, and a latency
+/// includes that wait whichever process it was measured in.
+pub fn machine_saturation(
+    cores_used: [Option<f64>; 3],
+    machine_cores: f64,
+    machine_busy: Option<f64>,
+) -> Option<String> {
+    let [api, reader, generator] = cores_used.map(|c| c.unwrap_or(0.0));
+    let ours = api + reader + generator;
+    let busy = machine_busy.unwrap_or(0.0);
+    (machine_cores > 0.0 && (ours >= 0.9 * machine_cores || busy >= 0.9)).then(|| {
+        format!(
+            "the machine was saturated ({:.0}% busy; the API {api:.2}, the reader {reader:.2} and the load generator {generator:.2} of its {machine_cores:.0} cores): latencies include waiting for a core",
+            (busy.max(ours / machine_cores) * 100.0).min(100.0)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     fn killed_by_sigkill() -> crate::api::launch::AppExit {
@@ -695,6 +738,27 @@ mod tests {
     }
 
     use super::*;
+
+    /// Three processes on two cores: together they can saturate the machine though
+    /// none of them alone looks busy.
+    #[test]
+    fn a_machine_whose_cores_were_all_used_is_called_saturated() {
+        let w = machine_saturation([Some(0.8), Some(0.4), Some(0.7)], 2.0, None).unwrap();
+        assert!(
+            w.contains("95% busy") && w.contains("generator 0.70"),
+            "{w}"
+        );
+        assert_eq!(
+            machine_saturation([Some(0.5), Some(0.1), None], 2.0, Some(0.5)),
+            None
+        );
+        // Other tenants count: the machine was busy though the lab's processes were not.
+        let w = machine_saturation([Some(0.2), Some(0.1), Some(0.3)], 2.0, Some(0.97)).unwrap();
+        assert!(w.contains("97% busy"), "{w}");
+        let run = measure(&raw(1000, 1000, true)).summary;
+        assert!((run.reader_cpu_cores.unwrap() - 0.04).abs() < 1e-9);
+        assert!((run.generator_cpu_cores.unwrap() - 0.1).abs() < 1e-9);
+    }
 
     #[test]
     fn a_run_that_cannot_keep_up_is_called_saturated() {
@@ -778,6 +842,10 @@ mod tests {
                 (T0 + 1_300 * MS, Some(1000), 1000),
             ],
             cpu_seconds: Some((1.0, 1.25)),
+            reader_cpu_seconds: Some((0.5, 0.6)),
+            lab_cpu_seconds: Some((2.0, 2.25)),
+            machine_cores: 2.0,
+            machine_busy: Some(0.3),
             cpu_window_s: 2.5,
             warmup_served: 2,
             warmup_lines: 0,

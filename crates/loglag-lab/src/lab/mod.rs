@@ -442,10 +442,16 @@ fn run_one(
     reader.reset()?;
 
     // Measure: sample produced and read bytes while the load runs.
+    let reader_pid = reader.guard.pid();
     let reader = Arc::new(Mutex::new(reader));
     let sampler = Sampler::start(reader.clone(), api.control.clone());
     let pid = api.guard.pid();
     let cpu_before = cpu_seconds(pid);
+    // The reader and the lab itself (the load generator) share the machine with the
+    // API: their CPU says whether the machine, not the API, set the limit.
+    let reader_cpu_before = cpu_seconds(reader_pid);
+    let lab_cpu_before = cpu_seconds(std::process::id());
+    let machine_before = crate::sys::procfs::machine_cpu_ticks();
     let proc_before = ProcCounters::read(pid).ok();
     let cpu_clock = Instant::now();
     let config = LoadConfig {
@@ -482,6 +488,9 @@ fn run_one(
             .map_err(|e| fail(format!("cannot take the collector down: {e}")))?;
     }
     let cpu_after = cpu_seconds(pid);
+    let reader_cpu_after = cpu_seconds(reader_pid);
+    let lab_cpu_after = cpu_seconds(std::process::id());
+    let machine_after = crate::sys::procfs::machine_cpu_ticks();
     let proc_after = ProcCounters::read(pid).ok();
     let cpu_window = cpu_clock.elapsed().as_secs_f64();
     let Some(load) = load else {
@@ -572,6 +581,14 @@ fn run_one(
         drained,
         series: sampled.series,
         cpu_seconds: cpu_before.zip(cpu_after),
+        reader_cpu_seconds: reader_cpu_before.zip(reader_cpu_after),
+        lab_cpu_seconds: lab_cpu_before.zip(lab_cpu_after),
+        machine_cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
+        machine_busy: machine_before
+            .zip(machine_after)
+            .and_then(|((b0, a0), (b1, a1))| {
+                (a1 > a0).then(|| (b1 - b0) as f64 / (a1 - a0) as f64)
+            }),
         cpu_window_s: cpu_window,
         warmup_served: plan.warmup as u64,
         warmup_lines,

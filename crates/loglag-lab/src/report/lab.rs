@@ -117,6 +117,15 @@ pub struct RunSummary {
     /// Throughput "logs read": the same, until every log byte was read.
     pub rps_logs_read: f64,
     pub cpu_cores: Option<f64>,
+    /// Cores the sink reader and the lab's load generator used meanwhile: with the
+    /// API's, what the machine gave the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_cpu_cores: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_cpu_cores: Option<f64>,
+    /// The share of the machine's CPU that was busy meanwhile, other tenants included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_busy: Option<f64>,
     pub dropped: Option<u64>,
     pub queue_full: Option<u64>,
     pub produced_bytes: Option<u64>,

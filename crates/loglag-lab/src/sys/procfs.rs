@@ -118,6 +118,21 @@ pub fn machine() -> crate::report::Machine {
     }
 }
 
+/// The machine's CPU time from the first line of `/proc/stat`, in ticks: (busy, all),
+/// where busy is everything but idle and iowait, and includes other tenants' work.
+pub fn machine_cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let all: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4).unwrap_or(&0);
+    Some((all - idle, all))
+}
+
 /// The environment variable the lab sets for an `--app`, `<lab pid>:<start>`. Every
 /// process the app starts inherits it, `setsid` or not, so the lab can find all of
 /// them: at the app's stop, and, for a lab that was killed, at the next lab's start.
@@ -192,6 +207,22 @@ pub fn kill_stale_app_processes() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_s_cpu_time_only_grows_and_busy_is_part_of_it() {
+        let (busy0, all0) = machine_cpu_ticks().expect("/proc/stat");
+        assert!(busy0 <= all0 && all0 > 0);
+        let spin = std::time::Instant::now();
+        while machine_cpu_ticks().unwrap().1 == all0 {
+            assert!(
+                spin.elapsed() < std::time::Duration::from_secs(10),
+                "ticks never moved"
+            );
+            std::hint::spin_loop();
+        }
+        let (busy1, all1) = machine_cpu_ticks().unwrap();
+        assert!(busy1 >= busy0 && all1 > all0);
+    }
 
     #[test]
     fn reads_this_process_and_sees_its_writes() {
