@@ -34,7 +34,7 @@ const BURSTS: usize = 20_000;
 const WARM_UP_BURSTS: usize = 2_000;
 const PAUSE: Duration = Duration::from_micros(50);
 
-const LOGGERS: [&str; 13] = [
+const LOGGERS: [&str; 14] = [
     "noop",
     "loglag_macro",
     "loglag_macro_2_threads",
@@ -48,6 +48,7 @@ const LOGGERS: [&str; 13] = [
     "mutex_bufwriter",
     "loglag_macro_16k",
     "memcpy_16k",
+    "memcpy_16k_ring",
 ];
 
 fn main() {
@@ -400,6 +401,24 @@ fn child(name: &str, dir: &Path) {
                 |_| {
                     to.copy_from_slice(black_box(&big));
                     black_box(&to);
+                },
+                BIG_PAUSE,
+                BIG_BURSTS,
+            );
+            report(p, 0);
+        }
+        // Where a 16 KiB record has to go: into the next 16 KiB of a 1 MiB region (the
+        // thread ring `loglag_macro_16k` gets from its 64 MiB budget), cycling, so the
+        // destination is as cold as the ring's. The floor for one copy into a ring.
+        "memcpy_16k_ring" => {
+            let big = vec![b'x'; 16 << 10];
+            let mut ring = vec![0u8; 1 << 20];
+            let slots = ring.len() / big.len();
+            let p = measure_with(
+                |i| {
+                    let at = (i as usize % slots) * big.len();
+                    ring[at..at + big.len()].copy_from_slice(black_box(&big));
+                    black_box(&ring);
                 },
                 BIG_PAUSE,
                 BIG_BURSTS,
