@@ -4,19 +4,10 @@
 //! `.ci/run` installs Debian's chromium and sets `LOGLAG_REQUIRE_BROWSER=1`, so in CI a
 //! missing browser fails the test; elsewhere it is skipped with a message.
 
-/// A skip is said on stderr past the test harness's capture (which holds only what
-/// `eprintln!` prints), so a plain `cargo test` shows what did not run and why.
-macro_rules! skip_note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use assert_cmd::prelude::*;
+#[macro_use]
+mod support;
+use std::path::PathBuf;
+use support::*;
 
 fn chromium() -> Option<PathBuf> {
     [
@@ -61,8 +52,7 @@ fn the_report_renders_in_headless_chromium() {
     let target = root.join("target");
     let work = tempfile::tempdir().unwrap();
     let html = work.path().join("report.html");
-    Command::cargo_bin("loglag")
-        .unwrap()
+    loglag()
         .arg("report")
         .arg(&fixture)
         .arg("-o")
@@ -126,8 +116,7 @@ fn the_report_renders_in_headless_chromium() {
     {
         let kind = "hops";
         let html = work.path().join(format!("{kind}.html"));
-        Command::cargo_bin("loglag")
-            .unwrap()
+        loglag()
             .arg("report")
             .arg(root.join("crates/loglag-lab/tests/fixtures").join(kind))
             .arg("-o")

@@ -1,0 +1,554 @@
+//! `loglag lab --app` on real services in other languages: readiness, stdout logs, children that must not outlive the lab, shutdown losses, and `loglag recover`.
+//! Short runs; assertions are on mechanisms, not on timing constants.
+
+#[macro_use]
+mod support;
+use support::*;
+
+/// An app that logs every connection: the default readiness probe (a TCP connect) is
+/// one line more than the requests explain; `--ready log:TEXT` probes without a
+/// connection, so every line is a request's.
+#[test]
+fn readiness_from_the_apps_own_log_adds_no_connection() {
+    within("readiness_from_the_apps_own_log_adds_no_connection", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("conn_logger.py");
+        std::fs::write(
+            &script,
+            r#"import socket, sys
+port, log = int(sys.argv[1]), sys.argv[2]
+out = open(log, "w", buffering=1)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", port))
+server.listen(64)
+print("listening on", port, file=sys.stderr, flush=True)
+while True:
+    conn, _ = server.accept()
+    out.write("connection accepted\n")
+    data = conn.recv(65536)
+    if data:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    conn.close()
+"#,
+        )
+        .unwrap();
+        let app = format!("python3 {} {{port}} {{log_path}}", script.display());
+        let lab = |ready: &str| {
+            let out_dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--app",
+                    &app,
+                    "--conditions",
+                    "conn",
+                    "--expect-lines",
+                    "1",
+                ])
+                .args([
+                    "--sinks",
+                    "fast",
+                    "--duration",
+                    "1s",
+                    "--ready",
+                    ready,
+                    "--out",
+                ])
+                .arg(out_dir.path())
+                .output()
+                .unwrap();
+            (out, summary(out_dir.path()))
+        };
+        let (_, probed) = lab("connect");
+        let r = run(&probed, "conn", "fast");
+        assert_eq!(
+            r["verified"], false,
+            "the probe's connection is one line more: {r}"
+        );
+        assert!(r["verify_note"].as_str().unwrap().contains("extra"), "{r}");
+        let (out, quiet) = lab("log:listening on");
+        assert_success(&out);
+        let r = run(&quiet, "conn", "fast");
+        assert_eq!(r["verified"], true, "{r}");
+        // A readiness that never comes is a clear error within --ready-timeout.
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--conditions",
+                "conn",
+                "--expect-lines",
+                "1",
+            ])
+            .args([
+                "--sinks",
+                "fast",
+                "--duration",
+                "1s",
+                "--ready",
+                "log:never printed",
+            ])
+            .args(["--ready-timeout", "1s"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--ready-timeout") && stderr.contains("never printed"),
+            "{stderr}"
+        );
+    })
+}
+
+/// A service that logs to standard output, as containers do: `--app-log stdout`
+/// connects it to the lab's reader, and its log is verified like a file's.
+#[test]
+fn an_app_that_logs_to_stdout_is_measured() {
+    within("an_app_that_logs_to_stdout_is_measured", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = stdout_logger(dir.path());
+        let app = format!("python3 {} {{port}}", script.display());
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--app-log",
+                "stdout",
+                "--conditions",
+                "stdout",
+            ])
+            .args([
+                "--expect-lines",
+                "1",
+                "--sinks",
+                "fast,slow",
+                "--duration",
+                "1s",
+            ])
+            .args(["--ready", "log:listening", "--out"])
+            .arg(out_dir.path())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let s = summary(out_dir.path());
+        for sink in ["fast", "slow"] {
+            let r = run(&s, "stdout", sink);
+            assert_eq!(r["verified"], true, "{sink}: {r}");
+            assert_eq!(r["expected_records"], 22, "20 requests and 2 warm-up: {r}");
+            assert!(
+                r["verify_note"].as_str().unwrap().contains("22 lines"),
+                "{r}"
+            );
+        }
+        // Without {log_path}, the default --app-log path is refused with the way out.
+        let out = loglag()
+            .args(["lab", "--app", &app, "--conditions", "stdout"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--app-log stdout|stderr"));
+    })
+}
+
+/// An app that forks a worker and a `setsid` daemon: nothing of it outlives the lab,
+/// whether the lab ends normally or is SIGKILLed (then the next lab removes it).
+#[test]
+fn nothing_an_app_starts_outlives_the_lab() {
+    within("nothing_an_app_starts_outlives_the_lab", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = stdout_logger(dir.path());
+        // A worker and a daemon in a session of its own, each marked by a number.
+        let app = |mark: u32| {
+            format!(
+                "sh -c 'sleep {mark} & setsid sleep {} & exec python3 {} \"$0\"' {{port}}",
+                mark + 1,
+                script.display()
+            )
+        };
+        let lab = |mark: u32, duration: &str| {
+            let mut cmd = loglag();
+            cmd.args(["lab", "--app", &app(mark), "--app-log", "stdout"])
+                .args([
+                    "--conditions",
+                    "c",
+                    "--expect-lines",
+                    "1",
+                    "--sinks",
+                    "fast",
+                ])
+                .args(["--duration", duration, "--ready", "log:listening"]);
+            cmd
+        };
+        let mark = 30_000 + std::process::id() % 10_000;
+        let out = lab(mark, "1s").output().unwrap();
+        assert_success(&out);
+        let m = mark.to_string();
+        let m1 = (mark + 1).to_string();
+        assert_eq!(
+            processes_running(&["sleep", &m]),
+            Vec::<u32>::new(),
+            "the worker"
+        );
+        assert_eq!(
+            processes_running(&["sleep", &m1]),
+            Vec::<u32>::new(),
+            "the setsid daemon"
+        );
+
+        // SIGKILL the lab while its app runs: the app's worker and daemon outlive it...
+        let mark = mark + 10;
+        let (m, m1) = (mark.to_string(), (mark + 1).to_string());
+        let mut killed = lab(mark, "60s")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Waiting for another process to start something: polling is all there is.
+        while processes_running(&["sleep", &m1]).is_empty() {
+            assert!(killed.try_wait().unwrap().is_none(), "the lab ended early");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        // The killed lab's app is gone (it dies with the lab), its worker and daemon
+        // are not, until a lab with an --app starts: this one, or one of the other
+        // tests running at the same time, which removes them just the same.
+        let out = lab(mark + 100, "200ms").output().unwrap();
+        assert_success(&out);
+        assert_eq!(processes_running(&["sleep", &m]), Vec::<u32>::new());
+        assert_eq!(processes_running(&["sleep", &m1]), Vec::<u32>::new());
+    })
+}
+
+#[test]
+fn the_python_reference_api_runs_through_app() {
+    within("the_python_reference_api_runs_through_app", || {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let script = root.join("examples/python/seed_api.py");
+        let dir = tempfile::tempdir().unwrap();
+        let app = format!(
+            "python3 {} --port {{port}} --log {{log_path}} --condition {{condition}}",
+            script.display()
+        );
+        let out = loglag()
+            .args([
+                "lab",
+                "--conditions",
+                "short10,json-sync",
+                "--sinks",
+                "fast,slow",
+                "--duration",
+                "1s",
+                "--app",
+                &app,
+                "--out",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let s = summary(dir.path());
+        for c in ["short10", "json-sync"] {
+            for sink in ["fast", "slow"] {
+                let r = run(&s, c, sink);
+                assert_eq!(r["verified"], true, "{c}/{sink}: {}", r["verify_note"]);
+                assert!(
+                    r["gen_us"].is_null(),
+                    "an external app cannot report in-API timings"
+                );
+            }
+        }
+        assert_eq!(run(&s, "short10", "fast")["read_newlines"], 200);
+    })
+}
+
+#[test]
+fn an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind() {
+    within(
+        "an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind",
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .env("TMPDIR", tmp.path())
+                .args([
+                    "lab",
+                    "--conditions",
+                    "none",
+                    "--sinks",
+                    "fast",
+                    "--duration",
+                    "1s",
+                    "--app",
+                    "sh -c 'echo boom >&2; exit 3' {port} {log_path}",
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(1));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("exited early") && stderr.contains("boom"),
+                "{stderr}"
+            );
+            // No child survives, and the lab's FIFO directory is gone.
+            assert_nothing_left(tmp.path(), "after the crash");
+        },
+    )
+}
+
+#[test]
+fn an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss() {
+    within(
+        "an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss",
+        || {
+            // 2 warm-up + 40 measured requests x 3 records = 126; a 100-record MemoryHandler
+            // flushes once at 100 and holds 26 when the app stops.
+            let flushed = buffer_app_lab("", "stream,memory,queue-memory", &[]);
+            for c in ["stream", "memory", "queue-memory"] {
+                let r = run(&flushed, c, "fast");
+                assert_eq!(r["lost_records"], 0, "{c} flushes at SIGTERM: {r}");
+                assert_eq!(r["expected_records"], 126, "{c}: {r}");
+                assert_eq!(r["verified"], true, "{c}: {r}");
+                assert!(
+                    r["app_exit"].as_str().unwrap().contains("exit status: 0"),
+                    "{r}"
+                );
+            }
+            let unflushed = buffer_app_lab(
+                "--no-flush-at-exit",
+                "stream,memory",
+                &["--match-request-id"],
+            );
+            let stream = run(&unflushed, "stream", "fast");
+            assert_eq!(stream["lost_records"], 0);
+            assert_eq!(stream["request_ids"]["placement"], "none", "{stream}");
+            let memory = run(&unflushed, "memory", "fast");
+            assert_eq!(memory["lost_records"], 26, "{memory}");
+            // 26 records: the whole of the last 8 requests, and 2 of the 9th from last.
+            let ids = &memory["request_ids"];
+            assert_eq!(
+                (ids["missing"].as_u64(), ids["incomplete"].as_u64()),
+                (Some(8), Some(1)),
+                "{ids}"
+            );
+            assert_eq!(ids["first"][0], 33, "ids 0..=41 were served: {ids}");
+            assert_eq!(ids["placement"], "the last 9 requests before the stop");
+            assert_eq!(memory["verified"], false);
+            let note = memory["verify_note"].as_str().unwrap();
+            assert!(note.contains("26 records lost"), "{note}");
+            assert_eq!(
+                pair(&unflushed, "memory", "fast")["verify_note"],
+                memory["verify_note"],
+                "the pair says why"
+            );
+            // SIGKILL loses the buffer in every buffering mode.
+            let killed = buffer_app_lab("", "memory,queue-memory", &["--stop-signal", "kill"]);
+            for c in ["memory", "queue-memory"] {
+                let r = run(&killed, c, "fast");
+                assert_eq!(r["lost_records"], 26, "{c}: {r}");
+                assert!(r["app_exit"].as_str().unwrap().contains("SIGKILL"), "{r}");
+            }
+            // Names the built-in API does not know need --app; --expect-lines needs names
+            // that are being run.
+            let out = loglag()
+                .args(["lab", "--conditions", "memory"])
+                .output()
+                .unwrap();
+            assert!(String::from_utf8_lossy(&out.stderr).contains("needs --app"));
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--app",
+                    "x {port} {log_path}",
+                    "--conditions",
+                    "memory",
+                ])
+                .args(["--expect-lines", "stream=3"])
+                .output()
+                .unwrap();
+            assert!(String::from_utf8_lossy(&out.stderr).contains("not in --conditions"));
+        },
+    )
+}
+
+/// The FastAPI example (`examples/python/fastapi_app.py`, uvicorn), as a user would run
+/// it: a flushed shutdown loses nothing; no flush at SIGTERM, or SIGKILL, loses exactly
+/// what the MemoryHandler held. Needs the venv `.ci/run` builds under target/.
+#[test]
+fn the_fastapi_example_names_its_losses() {
+    within("the_fastapi_example_names_its_losses", || {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let python = root.join("target/fastapi-venv/bin/python");
+        if !python.exists() {
+            assert!(
+                std::env::var_os("LOGLAG_REQUIRE_FASTAPI").is_none(),
+                "LOGLAG_REQUIRE_FASTAPI is set but {} is missing",
+                python.display()
+            );
+            skip_note!(
+                "SKIPPED: {} is missing (python3 -m venv target/fastapi-venv && target/fastapi-venv/bin/pip install fastapi uvicorn)",
+                python.display()
+            );
+            return;
+        }
+        let python = python.to_str().unwrap().to_owned();
+        let flushed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "",
+            "stream,memory,queue-memory",
+            &[],
+        );
+        for c in ["stream", "memory", "queue-memory"] {
+            let r = run(&flushed, c, "fast");
+            assert_eq!(r["lost_records"], 0, "{c}: {r}");
+            assert_eq!(r["verified"], true, "{c}: {r}");
+        }
+        let unflushed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "--no-flush-at-exit",
+            "memory",
+            &["--match-request-id"],
+        );
+        let memory = run(&unflushed, "memory", "fast");
+        assert_eq!(memory["lost_records"], 26, "{memory}");
+        assert_eq!(
+            memory["request_ids"]["placement"], "the last 9 requests before the stop",
+            "{memory}"
+        );
+        // uvicorn re-raises SIGTERM after its lifespan shutdown.
+        assert!(
+            memory["app_exit"].as_str().unwrap().contains("SIGTERM"),
+            "{memory}"
+        );
+        let killed = app_lab(
+            &python,
+            "fastapi_app.py",
+            "",
+            "memory",
+            &["--stop-signal", "kill"],
+        );
+        assert_eq!(run(&killed, "memory", "fast")["lost_records"], 26);
+    })
+}
+
+#[test]
+fn recover_delivers_a_spool_without_the_app_and_refuses_garbage() {
+    within(
+        "recover_delivers_a_spool_without_the_app_and_refuses_garbage",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let (spool, sink, progress) = (
+                dir.path().join("app.spool"),
+                dir.path().join("app.log"),
+                dir.path().join("progress"),
+            );
+            std::fs::write(&progress, [0u8; 16]).unwrap();
+            // A process flooding a spool-mode pipeline...
+            // Started as the torture starts it: through the child contract.
+            let spec = loglag_lab::child::ChildSpec::Flood {
+                spool: spool.clone(),
+                out: sink.clone(),
+                progress: progress.clone(),
+                rotate_bytes: None,
+                policy: loglag_lab::torture::FloodPolicy::Block,
+            };
+            let mut child = spec
+                .command(&assert_cmd::cargo::cargo_bin("loglag"))
+                .spawn()
+                .unwrap();
+            let returned = || {
+                let p = std::fs::read(&progress).unwrap();
+                u64::from_le_bytes(p[..8].try_into().unwrap())
+                    + u64::from_le_bytes(p[8..].try_into().unwrap())
+            };
+            // Bounded, and the child must stay alive: a flooder that died or stalled fails
+            // the test in minutes instead of hanging CI.
+            let started = std::time::Instant::now();
+            while returned() < 5000 {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "the flooding child exited early"
+                );
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(120),
+                    "the flooder returned only {} calls in 120 s",
+                    returned()
+                );
+                std::thread::yield_now();
+            }
+            // ...cannot be recovered under its feet...
+            let busy = loglag().arg("recover").arg(&spool).output().unwrap();
+            assert!(!busy.status.success());
+            assert!(
+                String::from_utf8_lossy(&busy.stderr).contains("in use by another process"),
+                "{}",
+                String::from_utf8_lossy(&busy.stderr)
+            );
+            // ...but once it is killed, recover delivers what it had queued, into the same
+            // file: exactly once, so every call that returned is there once, in order.
+            child.kill().unwrap();
+            child.wait().unwrap();
+            let p = std::fs::read(&progress).unwrap();
+            let returned_by = [
+                u64::from_le_bytes(p[..8].try_into().unwrap()),
+                u64::from_le_bytes(p[8..].try_into().unwrap()),
+            ];
+            let out = loglag()
+                .arg("recover")
+                .arg(&spool)
+                .arg("-o")
+                .arg(&sink)
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let text = std::fs::read_to_string(&sink).unwrap();
+            let mut next = [0u64; 2];
+            for line in text.lines() {
+                let mut words = line.split(' ');
+                let producer: usize = words.next().unwrap()[1..].parse().unwrap();
+                let seq: u64 = words.next().unwrap()[1..].parse().unwrap();
+                assert_eq!(
+                    seq, next[producer],
+                    "producer {producer}: a record duplicated, lost or out of order"
+                );
+                next[producer] += 1;
+            }
+            for producer in 0..2 {
+                assert!(
+                    next[producer] >= returned_by[producer],
+                    "producer {producer}: {} calls returned, {} records delivered",
+                    returned_by[producer],
+                    next[producer]
+                );
+            }
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("records"),
+                "a summary on stderr"
+            );
+            // Recovered records are marked delivered: a second recovery finds nothing.
+            let again = loglag().arg("recover").arg(&spool).output().unwrap();
+            assert!(again.status.success());
+            assert!(again.stdout.is_empty());
+
+            let garbage = dir.path().join("garbage");
+            std::fs::write(&garbage, vec![0x5a; 10_000]).unwrap();
+            let out = loglag().arg("recover").arg(&garbage).output().unwrap();
+            assert!(!out.status.success());
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("not a loglag spool"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                std::fs::read(&garbage).unwrap(),
+                vec![0x5a; 10_000],
+                "a file that is not a spool is left alone"
+            );
+        },
+    )
+}
