@@ -34,7 +34,7 @@ const BURSTS: usize = 20_000;
 const WARM_UP_BURSTS: usize = 2_000;
 const PAUSE: Duration = Duration::from_micros(50);
 
-const LOGGERS: [&str; 14] = [
+const LOGGERS: [&str; 15] = [
     "noop",
     "loglag_macro",
     "loglag_macro_2_threads",
@@ -49,6 +49,7 @@ const LOGGERS: [&str; 14] = [
     "loglag_macro_16k",
     "memcpy_16k",
     "memcpy_16k_ring",
+    "memcpy_16k_ring_read",
 ];
 
 fn main() {
@@ -143,6 +144,13 @@ fn ticks_per_ns() -> f64 {
 }
 
 /// Times `call` in bursts; returns (p50, p99, p99.9) in ns.
+/// Bytes one thread writes and another reads, handed over by release/acquire on an
+/// index (the coherence experiment), as loglag's rings hand over records.
+struct SharedBytes(std::cell::UnsafeCell<Vec<u8>>);
+// SAFETY: each slot is written or read by one thread at a time, ordered by the
+// release/acquire pairs in `memcpy_16k_ring_read`.
+unsafe impl Sync for SharedBytes {}
+
 fn measure(call: impl FnMut(u64)) -> [f64; 3] {
     measure_with(call, PAUSE, BURSTS)
 }
@@ -423,6 +431,67 @@ fn child(name: &str, dir: &Path) {
                 BIG_PAUSE,
                 BIG_BURSTS,
             );
+            report(p, 0);
+        }
+        // The same, with another thread reading each slot once it is published, as the
+        // writer reads a ring: the next lap's copy finds the lines in the other core's
+        // cache and must take them back. The floor for handing 16 KiB to a writer thread.
+        "memcpy_16k_ring_read" => {
+            use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+            const SLOT: usize = 16 << 10;
+            let big = vec![b'x'; SLOT];
+            let ring =
+                std::sync::Arc::new(SharedBytes(std::cell::UnsafeCell::new(vec![0u8; 1 << 20])));
+            let slots = (1 << 20) / SLOT;
+            let written = std::sync::Arc::new(AtomicU64::new(0));
+            let read = std::sync::Arc::new(AtomicU64::new(0));
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let reader = {
+                let (ring, written, read, stop) =
+                    (ring.clone(), written.clone(), read.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut sum = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let upto = written.load(Ordering::Acquire);
+                        let mut at = read.load(Ordering::Relaxed);
+                        while at < upto {
+                            let start = (at as usize % slots) * SLOT;
+                            // SAFETY: slot `at` was published (acquire above) and is not
+                            // written again until `read` passes it (release below).
+                            let bytes = unsafe { &(&*ring.0.get())[start..start + SLOT] };
+                            sum =
+                                sum.wrapping_add(bytes.iter().map(|&b| u64::from(b)).sum::<u64>());
+                            at += 1;
+                            read.store(at, Ordering::Release);
+                        }
+                        std::hint::spin_loop();
+                    }
+                    black_box(sum);
+                })
+            };
+            let p = measure_with(
+                |i| {
+                    // A lap ahead of the reader would overwrite what it reads (never
+                    // with these pauses; waited for, to stay correct).
+                    while i >= read.load(Ordering::Acquire) + slots as u64 {
+                        std::hint::spin_loop();
+                    }
+                    let start = (i as usize % slots) * SLOT;
+                    // SAFETY: slot `i` is not being read (checked above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            black_box(&big).as_ptr(),
+                            (*ring.0.get()).as_mut_ptr().add(start),
+                            SLOT,
+                        )
+                    };
+                    written.store(i + 1, Ordering::Release);
+                },
+                BIG_PAUSE,
+                BIG_BURSTS,
+            );
+            stop.store(true, Ordering::Relaxed);
+            reader.join().unwrap();
             report(p, 0);
         }
         other => panic!("unknown logger {other}; known: {LOGGERS:?}"),

@@ -1,0 +1,131 @@
+//! The macros' records through a thread's own ring: records of every size up to three
+//! times the ring's room (spilling to the shared ring) arrive whole and in order; a
+//! value whose `Display` logs while its record is being captured leaves both records
+//! whole; a 16 KiB field arrives byte for byte.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use loglag::{Format, Level, Mode, NonBlockingBuilder};
+
+#[derive(Clone)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `set_global` is process-wide: one test at a time.
+fn global_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn pipeline(thread_ring_bytes: usize) -> (Arc<Mutex<Vec<u8>>>, loglag::WorkerGuard) {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .capacity_bytes(4 << 20)
+        .overflow(loglag::Overflow::Block)
+        .thread_ring_bytes(thread_ring_bytes)
+        .finish(Shared(out.clone()));
+    loglag::set_global(&writer, Format::Json, Level::Info);
+    (out, guard)
+}
+
+fn json_lines(out: &Arc<Mutex<Vec<u8>>>) -> Vec<serde_json::Value> {
+    String::from_utf8(out.lock().unwrap().clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Payloads of every size from empty to three times an 8 KiB ring's room, so records
+/// land at every offset before the ring's end and many outgrow the room they began in.
+#[test]
+fn records_of_every_size_arrive_whole_and_in_order() {
+    let _lock = global_lock();
+    let (out, guard) = pipeline(8 << 10);
+    let payload = |n: usize| -> String {
+        (0..(n * 37) % 3000)
+            .map(|i| (b'a' + (i % 26) as u8) as char)
+            .collect()
+    };
+    for n in 0..20_000usize {
+        let p = payload(n);
+        loglag::info!(n, size = p.len() as u64, payload = p.as_str(), "sized");
+    }
+    let m = guard.shutdown();
+    assert_eq!(m.written_records, 20_000, "{m:?}");
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 20_000);
+    for (n, line) in lines.iter().enumerate() {
+        let f = &line["fields"];
+        assert_eq!(f["n"], n as u64, "{line}");
+        assert_eq!(f["payload"].as_str().unwrap(), payload(n), "record {n}");
+        assert_eq!(f["message"], "sized");
+    }
+}
+
+struct Loud(u64);
+
+impl std::fmt::Display for Loud {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Logs while the outer record is being captured, on the same thread.
+        loglag::info!(inner = self.0, "from display");
+        write!(f, "loud{}", self.0)
+    }
+}
+
+#[test]
+fn a_display_that_logs_while_its_record_is_captured_leaves_both_whole() {
+    let _lock = global_lock();
+    let (out, guard) = pipeline(64 << 10);
+    for i in 0..2_000u64 {
+        loglag::info!(i, v = %Loud(i), "outer");
+    }
+    let m = guard.shutdown();
+    assert_eq!(m.written_records, 4_000, "{m:?}");
+    let lines = json_lines(&out);
+    let mut outer = Vec::new();
+    let mut inner = Vec::new();
+    for line in &lines {
+        let f = &line["fields"];
+        match f["message"].as_str().unwrap() {
+            "outer" => {
+                let i = f["i"].as_u64().unwrap();
+                assert_eq!(f["v"], format!("loud{i}"), "{line}");
+                outer.push(i);
+            }
+            "from display" => inner.push(f["inner"].as_u64().unwrap()),
+            other => panic!("unexpected message {other:?}: {line}"),
+        }
+    }
+    // Each thread's records keep their order: the inner one was logged first.
+    let expected: Vec<u64> = (0..2_000).collect();
+    assert_eq!(outer, expected);
+    assert_eq!(inner, expected);
+}
+
+#[test]
+fn a_16_kib_field_arrives_byte_for_byte() {
+    let _lock = global_lock();
+    let (out, guard) = pipeline(1 << 20);
+    let big: String = (0..16 << 10)
+        .map(|i| (b'A' + (i % 23) as u8) as char)
+        .collect();
+    for i in 0..200u64 {
+        loglag::info!(i, payload = big.as_str(), "big");
+    }
+    assert_eq!(guard.shutdown().written_records, 200);
+    for (i, line) in json_lines(&out).iter().enumerate() {
+        assert_eq!(line["fields"]["i"], i as u64);
+        assert_eq!(line["fields"]["payload"].as_str().unwrap(), big);
+    }
+}
