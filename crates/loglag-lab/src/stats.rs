@@ -96,6 +96,13 @@ pub fn bootstrap_interval(
     Some((at(0.025), at(0.975)))
 }
 
+/// A 95% bootstrap interval for `stat` of one sample, resampled as
+/// [`bootstrap_difference`] does. `None` for an empty sample.
+pub fn bootstrap_one(sample: &[f64], stat: impl Fn(&mut [f64]) -> f64) -> Option<(f64, f64)> {
+    // The difference against a constant baseline is the statistic itself.
+    bootstrap_interval(&[0.0], sample, stat, |_, b| b)
+}
+
 /// The q-quantile of floats by [`quantile`]'s rule, found by selection rather than a
 /// sort (linear time: a bootstrap takes hundreds of them). Reorders `values`.
 pub fn quantile_select(values: &mut [f64], q: f64) -> f64 {
@@ -146,6 +153,12 @@ mod tests {
         )
         .unwrap();
         assert!(ratio.0 > 2.0 && ratio.1 < 4.5, "three times: {ratio:?}");
+        let (lo, hi) = bootstrap_one(&a, p50).unwrap();
+        let median = quantile_f64(&mut a.clone(), 0.5);
+        assert!(
+            lo <= median && median <= hi && hi - lo < 2.0,
+            "[{lo}, {hi}] around {median}"
+        );
     }
 
     proptest! {

@@ -43,6 +43,11 @@ const BUFFERS: &[Column] = &[
     ("mean ms", true, |r| f(r.pair.mean_ms, 2)),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("p99 95% interval", true, |r| {
+        r.pair
+            .p99_ms_interval
+            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
+    }),
     ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
     ("log writes/min", true, |r| {
         f(r.pair.process.log_writes_per_min, 0)
@@ -66,6 +71,11 @@ const BLOCKING: &[Column] = &[
     ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("p99 95% interval", true, |r| {
+        r.pair
+            .p99_ms_interval
+            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
+    }),
     ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
     ("ctx vol/s", true, |r| {
         f(r.pair.process.ctx_voluntary_per_s, 0)
@@ -91,6 +101,11 @@ const SWEEP: &[Column] = &[
     }),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("p99 95% interval", true, |r| {
+        r.pair
+            .p99_ms_interval
+            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
+    }),
     ("writes/s", true, |r| {
         f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 1)
     }),

@@ -298,6 +298,7 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
         .filter(|p| p.gen_us.is_some() || p.log_call_us.is_some())
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
+            intervals: Vec::new(),
             bars: vec![
                 ("build (µs)".to_owned(), PALETTE[5], p.gen_us.unwrap_or(0.0)),
                 (
@@ -334,6 +335,7 @@ pub fn throughput(s: &Summary) -> Section {
         .iter()
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
+            intervals: Vec::new(),
             bars: vec![
                 // Short names: the legend has 130 px; the caption says what each
                 // counts until.

@@ -300,11 +300,26 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
             conditions.push(&r.pair.condition);
         }
     }
-    let groups = |value: &dyn Fn(&crate::report::PresetRow) -> Option<f64>| -> Vec<svg::BarGroup> {
+    type Interval = Option<(f64, f64)>;
+    let groups = |value: &dyn Fn(&crate::report::PresetRow) -> Option<f64>,
+                  interval: &dyn Fn(&crate::report::PresetRow) -> Interval|
+     -> Vec<svg::BarGroup> {
         conditions
             .iter()
             .map(|&c| svg::BarGroup {
                 label: c.to_owned(),
+                intervals: s
+                    .steps
+                    .iter()
+                    .filter_map(|step| {
+                        let row = s
+                            .rows
+                            .iter()
+                            .find(|r| r.step == *step && r.pair.condition == c)?;
+                        value(row)?;
+                        Some(interval(row))
+                    })
+                    .collect(),
                 bars: s
                     .steps
                     .iter()
@@ -324,14 +339,17 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
             })
             .collect()
     };
-    let mut h = String::from("<h2>Conditions by step</h2><p class=\"caption\">One bar per step for each condition, its value on the bar (a static page has no hover). Latency on a log scale; records lost at the stop on a linear one (a spool's duplicates are not losses).</p><div class=\"charts\">");
+    let mut h = String::from("<h2>Conditions by step</h2><p class=\"caption\">One bar per step for each condition, its value on the bar (a static page has no hover); the whisker is the p99's 95% bootstrap interval over the requests. Latency on a log scale; records lost at the stop on a linear one (a spool's duplicates are not losses).</p><div class=\"charts\">");
     h.push_str(&svg::bars(
         "p99 latency by step",
         "p99 (log scale)",
         svg::Scale::LogMicros,
-        &groups(&|r| r.pair.p99_ms.map(|ms| ms * 1e3)),
+        &groups(&|r| r.pair.p99_ms.map(|ms| ms * 1e3), &|r| {
+            r.pair.p99_ms_interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3))
+        }),
     ));
-    let lost = groups(&|r| r.pair.lost_records.map(|n| n.max(0) as f64));
+    // Counts, not estimates: no interval.
+    let lost = groups(&|r| r.pair.lost_records.map(|n| n.max(0) as f64), &|_| None);
     if lost.iter().flat_map(|g| &g.bars).any(|b| b.2 > 0.0) {
         h.push_str(&svg::bars(
             "records lost at the stop, by step",

@@ -157,6 +157,8 @@ pub struct Series {
 pub struct BarGroup {
     pub label: String,
     pub bars: Vec<(String, &'static str, f64)>,
+    /// Each bar's 95% interval, drawn as a whisker (empty: none).
+    pub intervals: Vec<Option<(f64, f64)>>,
 }
 
 /// A vertical marker line with a label.
@@ -440,7 +442,12 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
     let y = Axis::fit(
         y_label,
         scale,
-        groups.iter().flat_map(|g| g.bars.iter().map(|b| b.2)),
+        groups.iter().flat_map(|g| {
+            g.bars
+                .iter()
+                .map(|b| b.2)
+                .chain(g.intervals.iter().flatten().map(|&(_, hi)| hi))
+        }),
     );
     let x = Axis {
         label: String::new(),
@@ -478,10 +485,31 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 r = bx + bar_w * 0.9,
                 n = esc(name)
             );
+            // The interval as a whisker with caps, over the bar's middle.
+            let top = match g.intervals.get(bi).copied().flatten() {
+                Some((lo, hi)) => {
+                    let (ylo, yhi) = (
+                        TOP + ph - ph * y.fraction(lo),
+                        TOP + ph - ph * y.fraction(hi),
+                    );
+                    let (mx, cap) = (bx + bar_w * 0.45, (bar_w * 0.25).min(4.0));
+                    let _ = write!(
+                        out,
+                        r##"<path d="M{mx:.1},{ylo:.1} L{mx:.1},{yhi:.1} M{a:.1},{ylo:.1} L{b:.1},{ylo:.1} M{a:.1},{yhi:.1} L{b:.1},{yhi:.1}" stroke="#222" stroke-width="1.2" fill="none"><title>{n}: 95% interval {lo:.2} to {hi:.2}</title></path>"##,
+                        a = mx - cap,
+                        b = mx + cap,
+                        n = esc(name)
+                    );
+                    yhi.min(by)
+                }
+                None => by,
+            };
             // The value, on the bar, read upward: a static export has no hover. Above
-            // the bar, or inside its top when the bar nearly fills the plot.
+            // the bar (and its whisker), or inside its top when the bar nearly fills
+            // the plot.
             let cx = bx + bar_w * 0.45 + 3.0;
-            let inside = by - TOP < 40.0;
+            let inside = top - TOP < 40.0;
+            let by = if inside { by } else { top };
             let _ = write!(
                 out,
                 r#"<text x="{cx:.1}" y="{ty:.1}" class="tick" text-anchor="{anchor}"{fill} transform="rotate(-90 {cx:.1} {ty:.1})">{l}</text>"#,

@@ -162,7 +162,7 @@ pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
     findings(&samples, baseline.as_deref())
 }
 
-fn thinned(ms: &[f64]) -> Vec<f64> {
+pub(crate) fn thinned(ms: &[f64]) -> Vec<f64> {
     let step = ms.len().div_ceil(MAX_BOOTSTRAP_SAMPLES).max(1);
     ms.iter().step_by(step).copied().collect()
 }

@@ -427,6 +427,10 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             requests: runs.iter().map(|o| o.summary.requests).sum(),
             p50_ms: ms(quantile(&mut latencies, 0.50)),
             p99_ms: ms(quantile(&mut latencies, 0.99)),
+            p99_ms_interval: stats::bootstrap_one(
+                &super::findings::thinned(&pooled_ms.last().expect("pushed above").0),
+                |s| stats::quantile_select(s, 0.99),
+            ),
             max_ms: ms(quantile(&mut latencies, 1.0)),
             p99_ms_range: {
                 let p99s: Vec<f64> = runs.iter().filter_map(|o| o.summary.p99_ms).collect();

@@ -209,6 +209,9 @@ pub struct PairSummary {
     /// Percentiles over every request of every round, pooled.
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// 95% bootstrap interval of `p99_ms` over the pooled requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms_interval: Option<(f64, f64)>,
     pub max_ms: Option<f64>,
     /// The lowest and highest p99 of a single round: the spread between rounds.
     #[serde(default)]
