@@ -354,8 +354,9 @@ pub struct LabArgs {
     #[arg(long, default_value = "connect", value_parser = parse_readiness)]
     pub ready: loglag_lab::api::launch::Readiness,
     /// With --app: where it writes the log the lab reads: `path` (the file it is given
-    /// as {log_path}), `stdout` or `stderr` (as containers log; {log_path} is then not
-    /// needed).
+    /// as {log_path}), `stdout` or `stderr` (as containers log), or the file it writes
+    /// on its own, named with a / (./app.log, /var/log/app.log), followed from its end
+    /// as `tail -F` would. Only `path` needs {log_path}.
     #[arg(long, default_value = "path", value_parser = parse_app_log)]
     pub app_log: loglag_lab::api::launch::AppLog,
     /// With --app: how long to wait for it to be ready.

@@ -154,6 +154,77 @@ fn an_app_that_logs_to_stdout_is_measured() {
     })
 }
 
+/// An app that writes its log to a file of its own choosing (not `{log_path}`): the lab
+/// follows the file from its end at the app's start, so what was in it before is not
+/// counted, and verifies every line.
+#[test]
+fn an_app_that_logs_to_its_own_file_is_measured() {
+    within("an_app_that_logs_to_its_own_file_is_measured", || {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("file_logger.py");
+        std::fs::write(
+            &script,
+            r#"import socket, sys
+log = open(sys.argv[2], "a", buffering=1)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(64)
+print("listening", file=sys.stderr, flush=True)
+while True:
+    conn, _ = server.accept()
+    if conn.recv(65536):
+        log.write("served a request\n")
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    conn.close()
+"#,
+        )
+        .unwrap();
+        let log = dir.path().join("own.log");
+        // Lines from before the run: not this run's.
+        std::fs::write(&log, "an old line\nanother old line\n").unwrap();
+        let app = format!("python3 {} {{port}} {}", script.display(), log.display());
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = loglag()
+            .args(["lab", "--app", &app, "--app-log"])
+            .arg(&log)
+            .args([
+                "--conditions",
+                "file",
+                "--expect-lines",
+                "1",
+                "--sinks",
+                "fast,slow",
+            ])
+            .args(["--duration", "1s", "--ready", "log:listening", "--out"])
+            .arg(out_dir.path())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let s = summary(out_dir.path());
+        for sink in ["fast", "slow"] {
+            let r = run(&s, "file", sink);
+            assert_eq!(r["verified"], true, "{sink}: {r}");
+            assert_eq!(r["expected_records"], 22, "20 requests and 2 warm-up: {r}");
+        }
+        // A keyword typed wrong is not taken for a file the lab would wait for.
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--conditions",
+                "file",
+                "--app-log",
+                "stdot",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("with a /"));
+    })
+}
+
 /// An app that forks a worker and a `setsid` daemon: nothing of it outlives the lab,
 /// whether the lab ends normally or is SIGKILLed (then the next lab removes it).
 #[test]

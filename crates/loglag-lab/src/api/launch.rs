@@ -34,7 +34,7 @@ pub enum ApiKind<'a> {
 }
 
 /// Where an `--app` writes the log the lab reads (`--app-log`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum AppLog {
     /// The path the lab fills in for `{log_path}` (a FIFO the reader reads).
     #[default]
@@ -43,6 +43,9 @@ pub enum AppLog {
     Stdout,
     /// Its standard error.
     Stderr,
+    /// A regular file it writes on its own (a path in its configuration): the lab
+    /// follows it from its end at the app's start, as `tail -F` does, into the FIFO.
+    File(PathBuf),
 }
 
 impl std::str::FromStr for AppLog {
@@ -52,8 +55,11 @@ impl std::str::FromStr for AppLog {
             "path" => Ok(AppLog::Path),
             "stdout" => Ok(AppLog::Stdout),
             "stderr" => Ok(AppLog::Stderr),
+            // A file is named as a path, so that a typo of a keyword is not taken for
+            // a file the lab would wait for in vain.
+            file if file.contains('/') => Ok(AppLog::File(PathBuf::from(file))),
             other => Err(format!(
-                "--app-log {other:?}: expected path (the app writes to {{log_path}}), stdout or stderr"
+                "--app-log {other:?}: expected path (the app writes to {{log_path}}), stdout, stderr, or the file it writes (with a /, e.g. ./app.log)"
             )),
         }
     }
@@ -125,12 +131,19 @@ pub struct ApiProc {
     stderr_path: PathBuf,
     /// An `--app`'s tag (`sys::procfs::APP_TAG`): every process it started carries it.
     tag: Option<String>,
+    /// `--app-log FILE`: the thread copying what the app appends into the FIFO.
+    follow: Option<FileFollower>,
 }
 
 impl Drop for ApiProc {
     /// On every path out of a run, nothing the app started survives it.
     fn drop(&mut self) {
         let _ = self.kill_leftovers();
+        // A run that ended early: the follower ends at its next look (not joined
+        // here: a write into a FIFO nobody drains would hold the drop).
+        if let Some(f) = self.follow.take() {
+            f.stop.store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 }
 
@@ -180,6 +193,7 @@ impl ApiProc {
                     }),
                     stderr_path,
                     tag: None,
+                    follow: None,
                 })
             }
             ApiKind::App {
@@ -230,9 +244,16 @@ impl ApiProc {
                     }
                     Ok(file)
                 };
+                let mut follow = None;
                 match log {
                     AppLog::Path => {
                         cmd.stdout(Stdio::null()).stderr(stderr);
+                    }
+                    AppLog::File(file) => {
+                        cmd.stdout(Stdio::null()).stderr(stderr);
+                        // From its end now: what an earlier run (or an earlier life of
+                        // the service) wrote is not this run's.
+                        follow = Some(FileFollower::start(file.clone(), fifo()?)?);
                     }
                     AppLog::Stdout => {
                         cmd.stdout(fifo()?).stderr(stderr);
@@ -280,6 +301,7 @@ impl ApiProc {
                     control: None,
                     stderr_path,
                     tag: Some(tag),
+                    follow,
                 })
             }
         }
@@ -322,6 +344,15 @@ impl ApiProc {
             .collect()
     }
 
+    /// Stops following an `--app-log FILE` after a last look, closing the FIFO so
+    /// that the reader sees its end. Nothing for the other logs.
+    pub fn stop_following(&mut self) -> io::Result<()> {
+        match self.follow.take() {
+            Some(f) => f.stop(),
+            None => Ok(()),
+        }
+    }
+
     /// An error naming the exit status and the API's last stderr lines if it exited.
     pub fn check_alive(&mut self) -> io::Result<()> {
         match self.guard.exited() {
@@ -331,6 +362,72 @@ impl ApiProc {
             ))),
             None => Ok(()),
         }
+    }
+}
+
+/// Copies what an app appends to its own log file into the reader's FIFO, every
+/// 10 ms, from the file's end when it started. A file that is truncated or replaced
+/// (rotation by rename, or a restart that recreates it) is read again from its start.
+#[derive(Debug)]
+struct FileFollower {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<io::Result<()>>,
+}
+
+impl FileFollower {
+    fn start(file: PathBuf, mut fifo: std::fs::File) -> io::Result<FileFollower> {
+        use std::io::{Seek, Write};
+        use std::os::unix::fs::MetadataExt;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let at_start = std::fs::metadata(&file).ok();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("app-log-follow".into())
+                .spawn(move || -> io::Result<()> {
+                    let mut inode = at_start.as_ref().map(|m| m.ino());
+                    let mut offset = at_start.as_ref().map_or(0, |m| m.len());
+                    let mut buf = vec![0u8; 64 << 10];
+                    loop {
+                        // Read after the flag, so the last look sees every byte the
+                        // app wrote before it was stopped.
+                        let last = stop.load(std::sync::atomic::Ordering::Acquire);
+                        if let Ok(meta) = std::fs::metadata(&file) {
+                            if inode != Some(meta.ino()) || meta.len() < offset {
+                                inode = Some(meta.ino());
+                                offset = 0;
+                            }
+                            if meta.len() > offset {
+                                let mut f = std::fs::File::open(&file)?;
+                                f.seek(io::SeekFrom::Start(offset))?;
+                                loop {
+                                    let n = f.read(&mut buf)?;
+                                    if n == 0 {
+                                        break;
+                                    }
+                                    fifo.write_all(&buf[..n])?;
+                                    offset += n as u64;
+                                }
+                            }
+                        }
+                        if last {
+                            return Ok(());
+                        }
+                        // A file has nothing to wait on portably; inotify would be
+                        // one more moving part for a 10 ms poll.
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                })?
+        };
+        Ok(FileFollower { stop, thread })
+    }
+
+    fn stop(self) -> io::Result<()> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread
+            .join()
+            .map_err(|_| io::Error::other("the --app-log follower panicked"))?
+            .map_err(|e| io::Error::new(e.kind(), format!("following --app-log: {e}")))
     }
 }
 

@@ -385,7 +385,7 @@ fn run_one(
             command: app,
             ready: &plan.ready,
             timeout: plan.ready_timeout,
-            log: plan.app_log,
+            log: plan.app_log.clone(),
         },
         None => ApiKind::BuiltIn {
             exe: &plan.exe,
@@ -552,6 +552,8 @@ fn run_one(
         None => None,
     };
     api.guard.stop(Duration::from_secs(2));
+    // An --app-log FILE: its last bytes, then the FIFO's end for the reader.
+    api.stop_following()?;
     let reader = Arc::try_unwrap(reader)
         .map_err(|_| fail("reader still shared"))?
         .into_inner()
