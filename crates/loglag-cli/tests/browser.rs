@@ -111,10 +111,9 @@ fn the_report_renders_in_headless_chromium() {
         "texts clipped or overlapping: {problems}"
     );
 
-    // The `lab hops` page, from a run kept as a fixture. (Preset pages have no charts
-    // yet: nothing there to measure.)
-    {
-        let kind = "hops";
+    // The `lab hops` page and an `--app` run's page (examples/python/buffer_api.py,
+    // four conditions against `--baseline stream`), from runs kept as fixtures.
+    for kind in ["hops", "app"] {
         let html = work.path().join(format!("{kind}.html"));
         loglag()
             .arg("report")
@@ -160,6 +159,19 @@ fn the_report_renders_in_headless_chromium() {
     assert!(
         problems.is_empty(),
         "buffers preset: texts clipped or overlapping: {problems}"
+    );
+
+    // The blocking preset's page (bars by step: 500 and 2000 connections).
+    let preset: loglag_lab::report::PresetSummary = serde_json::from_slice(
+        &std::fs::read(root.join("crates/loglag-lab/tests/fixtures/blocking-preset.json")).unwrap(),
+    )
+    .unwrap();
+    let page = loglag_lab::html::render_preset(&preset);
+    assert!(page.contains("<svg"), "the blocking preset: p99 by step");
+    let problems = layout_problems(&browser, work.path(), &page);
+    assert!(
+        problems.is_empty(),
+        "blocking preset: texts clipped or overlapping: {problems}"
     );
 
     // A screenshot for people to look at (not committed).
