@@ -225,6 +225,18 @@ while True:
     })
 }
 
+/// Whether this machine lets the lab hold an app in a cgroup with `cgroup.kill`.
+fn contained_in_cgroups() -> bool {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .iter()
+        .any(|root| {
+            let probe = Path::new(root).join(format!("loglag-probe-{}", std::process::id()));
+            let ok = std::fs::create_dir(&probe).is_ok() && probe.join("cgroup.kill").exists();
+            let _ = std::fs::remove_dir(&probe);
+            ok
+        })
+}
+
 /// An app that forks a worker and a `setsid` daemon: nothing of it outlives the lab,
 /// whether the lab ends normally or is SIGKILLed (then the next lab removes it).
 #[test]
@@ -232,11 +244,22 @@ fn nothing_an_app_starts_outlives_the_lab() {
     within("nothing_an_app_starts_outlives_the_lab", || {
         let dir = tempfile::tempdir().unwrap();
         let script = stdout_logger(dir.path());
-        // A worker and a daemon in a session of its own, each marked by a number.
+        // A worker, a daemon in a session of its own and, where the lab can hold the
+        // app in a cgroup, one more that clears its environment (nothing else finds
+        // it), each marked by a number.
+        let contained = contained_in_cgroups();
+        if !contained {
+            skip_note!("no writable cgroup v2 with cgroup.kill: not testing a process that clears its environment");
+        }
         let app = |mark: u32| {
             format!(
-                "sh -c 'sleep {mark} & setsid sleep {} & exec python3 {} \"$0\"' {{port}}",
+                "sh -c 'sleep {mark} & setsid sleep {} & {} exec python3 {} \"$0\"' {{port}}",
                 mark + 1,
+                if contained {
+                    format!("env -i sleep {} &", mark + 2)
+                } else {
+                    String::new()
+                },
                 script.display()
             )
         };
@@ -269,6 +292,12 @@ fn nothing_an_app_starts_outlives_the_lab() {
             Vec::<u32>::new(),
             "the setsid daemon"
         );
+        let m2 = (mark + 2).to_string();
+        assert_eq!(
+            processes_running(&["sleep", &m2]),
+            Vec::<u32>::new(),
+            "the process without the lab's tag"
+        );
 
         // SIGKILL the lab while its app runs: the app's worker and daemon outlive it...
         let mark = mark + 10;
@@ -292,6 +321,27 @@ fn nothing_an_app_starts_outlives_the_lab() {
         assert_success(&out);
         assert_eq!(processes_running(&["sleep", &m]), Vec::<u32>::new());
         assert_eq!(processes_running(&["sleep", &m1]), Vec::<u32>::new());
+        let m2 = (mark + 2).to_string();
+        assert_eq!(processes_running(&["sleep", &m2]), Vec::<u32>::new());
+        // And no cgroup of a lab is left.
+        for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+            let left: Vec<String> = std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("loglag-") && n.contains("-app-"))
+                // Other tests' labs run meanwhile: only a dead lab's group is left over.
+                .filter(|n| {
+                    let pid = n.split('-').nth(1).unwrap_or("0");
+                    !Path::new("/proc").join(pid).exists()
+                })
+                .collect();
+            assert!(
+                left.is_empty() || !contained,
+                "a dead lab's app cgroups left in {root}: {left:?}"
+            );
+        }
     })
 }
 

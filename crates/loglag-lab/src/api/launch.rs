@@ -30,6 +30,9 @@ pub enum ApiKind<'a> {
         ready: &'a Readiness,
         timeout: Duration,
         log: AppLog,
+        /// Hold it and everything it forks in a cgroup killed as one (where cgroup v2
+        /// allows, and no CPU limit needs the process in another v2 cgroup).
+        contain: bool,
     },
 }
 
@@ -133,6 +136,8 @@ pub struct ApiProc {
     tag: Option<String>,
     /// `--app-log FILE`: the thread copying what the app appends into the FIFO.
     follow: Option<FileFollower>,
+    /// The cgroup holding an `--app` and everything it forks, where one could be made.
+    group: Option<crate::sys::cgroup::KillGroup>,
 }
 
 impl Drop for ApiProc {
@@ -194,6 +199,7 @@ impl ApiProc {
                     stderr_path,
                     tag: None,
                     follow: None,
+                    group: None,
                 })
             }
             ApiKind::App {
@@ -201,6 +207,7 @@ impl ApiProc {
                 ready,
                 timeout,
                 log,
+                contain,
             } => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")?
                     .local_addr()?
@@ -220,6 +227,42 @@ impl ApiProc {
                     .arg(format!("exec {command}"))
                     .env(crate::sys::procfs::APP_TAG, &tag)
                     .stdin(Stdio::null());
+                // The app joins its cgroup before it runs, so nothing it forks is ever
+                // outside it. Without one (no cgroup v2, no cgroup.kill, no permission)
+                // the environment tag still finds what it leaves, unless a process
+                // clears its environment.
+                let group = contain
+                    .then(|| {
+                        crate::sys::cgroup::KillGroup::create(&format!(
+                            "loglag-{}-app-{}",
+                            std::process::id(),
+                            tag.rsplit(':').next().unwrap_or("0")
+                        ))
+                    })
+                    .and_then(Result::ok);
+                if let Some(group) = &group {
+                    use std::os::unix::process::CommandExt;
+                    let procs = std::ffi::CString::new(
+                        group.procs_path().into_os_string().into_encoded_bytes(),
+                    )
+                    .map_err(io::Error::other)?;
+                    // SAFETY: only async-signal-safe calls (open, write, close) between
+                    // fork and exec; the path was built before the fork.
+                    unsafe {
+                        cmd.pre_exec(move || {
+                            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                            if fd < 0 {
+                                return Err(io::Error::last_os_error());
+                            }
+                            let joined = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                            libc::close(fd);
+                            if !joined {
+                                return Err(io::Error::last_os_error());
+                            }
+                            Ok(())
+                        });
+                    }
+                }
                 // The reader holds the FIFO open for reading already, so this open
                 // does not wait.
                 let fifo = || -> io::Result<std::fs::File> {
@@ -302,6 +345,7 @@ impl ApiProc {
                     stderr_path,
                     tag: Some(tag),
                     follow,
+                    group,
                 })
             }
         }
@@ -333,15 +377,19 @@ impl ApiProc {
 
     /// Kills whatever the `--app` started that outlived it and returns their pids.
     fn kill_leftovers(&mut self) -> Vec<u32> {
-        // Once is enough: after the app's stop nothing of it is left to start more.
-        let Some(tag) = self.tag.take() else {
-            return Vec::new();
-        };
         let app = self.guard.pid();
-        crate::sys::procfs::kill_tagged(|t| t == tag)
-            .into_iter()
-            .filter(|&pid| pid != app)
-            .collect()
+        // The cgroup first: it holds even processes that cleared their environment.
+        let mut killed: Vec<u32> = self.group.take().map(|g| g.kill()).unwrap_or_default();
+        // Once is enough: after the app's stop nothing of it is left to start more.
+        if let Some(tag) = self.tag.take() {
+            for pid in crate::sys::procfs::kill_tagged(|t| t == tag) {
+                if !killed.contains(&pid) {
+                    killed.push(pid);
+                }
+            }
+        }
+        killed.retain(|&pid| pid != app);
+        killed
     }
 
     /// Stops following an `--app-log FILE` after a last look, closing the FIFO so

@@ -121,10 +121,13 @@ pub fn run_lab(
             observer.warn(&warning);
         }
         if plan.app.is_some() {
+            // An earlier lab that was killed could not end its app's children: they are
+            // in its cgroup (killed with it here), or carry its tag.
+            let groups = CpuLimit::remove_stale();
             let stale = crate::sys::procfs::kill_stale_app_processes();
-            if stale > 0 {
+            if stale > 0 || groups > 0 {
                 observer.warn(&format!(
-                    "killed {stale} process(es) an --app of an earlier lab (killed itself) left running"
+                    "killed {stale} process(es) and removed {groups} cgroup(s) an --app of an earlier lab (killed itself) left behind"
                 ));
             }
         }
@@ -386,6 +389,9 @@ fn run_one(
             ready: &plan.ready,
             timeout: plan.ready_timeout,
             log: plan.app_log.clone(),
+            // On cgroup v2 a CPU limit puts the app in its own cgroup, and a process is
+            // in one cgroup only: the environment tag then finds what it leaves.
+            contain: !(limits.is_some() && crate::sys::cgroup::cpu_limits_are_v2()),
         },
         None => ApiKind::BuiltIn {
             exe: &plan.exe,

@@ -1,4 +1,5 @@
-//! CPU limits with cgroups, v2 or v1, whichever the machine has.
+//! CPU limits with cgroups, v2 or v1, whichever the machine has; and a cgroup that
+//! holds an `--app` and everything it forks, killed at once with `cgroup.kill`.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,10 +68,15 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
 
 impl CpuLimit {
     /// Removes `loglag-PID-*` cgroups left by a lab whose process `PID` is gone (one
-    /// killed with SIGKILL cannot clean up). Returns how many it removed.
+    /// killed with SIGKILL cannot clean up), killing what they still hold (an app's
+    /// children). Returns how many it removed.
     pub fn remove_stale() -> usize {
         let mut removed = 0;
-        for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/cpu"] {
+        for root in [
+            "/sys/fs/cgroup",
+            "/sys/fs/cgroup/cpu",
+            "/sys/fs/cgroup/unified",
+        ] {
             let Ok(entries) = std::fs::read_dir(root) else {
                 continue;
             };
@@ -84,7 +90,15 @@ impl CpuLimit {
                 else {
                     continue;
                 };
-                if !super::procfs::is_running(pid) && std::fs::remove_dir(entry.path()).is_ok() {
+                if super::procfs::is_running(pid) {
+                    continue;
+                }
+                let dir = entry.path();
+                if dir.join("cgroup.kill").exists() {
+                    let _ = write(&dir.join("cgroup.kill"), "1");
+                    wait_empty(&dir);
+                }
+                if std::fs::remove_dir(&dir).is_ok() {
                     removed += 1;
                 }
             }
@@ -93,17 +107,111 @@ impl CpuLimit {
     }
 }
 
+/// The cgroup v2 hierarchy: `/sys/fs/cgroup` itself, or its `unified` mount on a
+/// machine that runs v1 controllers (hybrid).
+fn v2_root() -> Option<&'static Path> {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(Path::new)
+        .find(|root| root.join("cgroup.procs").exists() && root.join("cgroup.max.depth").exists())
+}
+
+/// Whether CPU limits live in the v2 hierarchy, where a process is in one cgroup only:
+/// a [`KillGroup`] and a [`CpuLimit`] cannot both hold it.
+pub fn cpu_limits_are_v2() -> bool {
+    Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+}
+
+/// A cgroup (v2) that an `--app` joins before it runs, so everything it forks, `setsid`
+/// daemons and processes that clear their environment included, is in it and dies
+/// with one write to `cgroup.kill` (Linux 5.14+). Killed and removed on drop.
+#[derive(Debug)]
+pub struct KillGroup {
+    dir: PathBuf,
+}
+
+impl KillGroup {
+    /// Creates `name` in the v2 hierarchy; the error says why it cannot be used.
+    pub fn create(name: &str) -> io::Result<KillGroup> {
+        let root = v2_root().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no cgroup v2 hierarchy is mounted",
+            )
+        })?;
+        let dir = root.join(name);
+        make_dir(&dir)?;
+        let group = KillGroup { dir };
+        if !group.dir.join("cgroup.kill").exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel has no cgroup.kill (Linux 5.14 or later)",
+            ));
+        }
+        Ok(group)
+    }
+
+    /// The file a process writes `0` to, to join the group (from `pre_exec`).
+    pub fn procs_path(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
+    /// The processes in the group now.
+    pub fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.procs_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// SIGKILLs every process in the group and waits (up to a second) until the group
+    /// is empty. Returns the pids it held.
+    pub fn kill(&self) -> Vec<u32> {
+        let pids = self.pids();
+        if !pids.is_empty() {
+            let _ = write(&self.dir.join("cgroup.kill"), "1");
+            wait_empty(&self.dir);
+        }
+        pids
+    }
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        self.kill();
+        remove_when_empty(&self.dir);
+    }
+}
+
+/// Waits up to a second for a killed cgroup's processes to be gone.
+fn wait_empty(dir: &Path) {
+    for _ in 0..100 {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        if procs.trim().is_empty() {
+            return;
+        }
+        // The kernel tears the processes down asynchronously; nothing to wait on.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn remove_when_empty(dir: &Path) {
+    // A killed process leaves the cgroup only once the kernel has finished tearing
+    // it down: retry EBUSY briefly.
+    for _ in 0..100 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return,
+        }
+    }
+}
+
 impl Drop for CpuLimit {
     fn drop(&mut self) {
-        // The owner kills its children first, but a killed process leaves the cgroup
-        // only once the kernel has finished tearing it down: retry EBUSY briefly.
-        for _ in 0..100 {
-            match std::fs::remove_dir(&self.dir) {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                _ => return,
-            }
-        }
+        // The owner kills its children first.
+        remove_when_empty(&self.dir);
     }
 }
