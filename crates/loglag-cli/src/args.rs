@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag::SinkSpec;
 use loglag_lab::api::condition::{Condition, RecordShape};
 use loglag_lab::hops::service::{Calls, Work};
+use loglag_lab::lab::plan::defaults;
 use loglag_lab::lab::preset::Preset;
 use loglag_lab::lab::{ExpectLines, Signal, SinkKind};
 use loglag_lab::load::Connection;
@@ -284,7 +285,7 @@ pub struct LabArgs {
     #[arg(long, value_delimiter = ',')]
     pub sinks: Vec<SinkKind>,
     /// Rounds of every (condition, sink) pair; 3 is the full reference.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::ROUNDS)]
     pub rounds: usize,
     /// Requests per second, open loop [default: 20; sweep: 1000].
     #[arg(long)]
@@ -301,13 +302,13 @@ pub struct LabArgs {
     #[arg(long)]
     pub connection: Option<Connection>,
     /// The slow reader's cap (bytes per second; units B, KiB, MiB).
-    #[arg(long, default_value = "256KiB", value_parser = parse_bytes)]
+    #[arg(long, default_value = defaults::SLOW_RATE, value_parser = parse_bytes)]
     pub slow_rate: u64,
     /// The slow-disk sink's delay before each write.
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::DISK_DELAY, value_parser = parse_duration)]
     pub disk_delay: Duration,
     /// Bytes per read by the reader.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = defaults::READ_SIZE)]
     pub read_size: usize,
     /// Set the FIFO's capacity with F_SETPIPE_SZ [default: the kernel's 64 KiB].
     #[arg(long, value_parser = parse_bytes)]
@@ -338,7 +339,7 @@ pub struct LabArgs {
     #[arg(long, value_parser = parse_duration)]
     pub collector_outage: Option<Duration>,
     /// Warm-up requests before counting starts.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = defaults::WARMUP)]
     pub warmup: usize,
     /// Limit the API and the reader to this many cores each with cgroups (e.g. 0.25).
     #[arg(long)]
@@ -360,7 +361,7 @@ pub struct LabArgs {
     #[arg(long, default_value = "path", value_parser = parse_app_log)]
     pub app_log: loglag_lab::api::launch::AppLog,
     /// With --app: how long to wait for it to be ready.
-    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::READY_TIMEOUT, value_parser = parse_duration)]
     pub ready_timeout: Duration,
     /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here
     /// (a preset: one subdirectory per step, and preset.md and preset.json).
@@ -373,11 +374,11 @@ pub struct LabArgs {
     #[arg(long, requires = "out")]
     pub report: bool,
     /// Longest wait for the log to drain after the last response.
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::DRAIN_TIMEOUT, value_parser = parse_duration)]
     pub drain_timeout: Duration,
     /// Flag runs whose load generator's p99 send lateness exceeds this: their
     /// latencies include the instrument's own delay.
-    #[arg(long, default_value = "100us", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::LATENESS_LIMIT, value_parser = parse_duration)]
     pub lateness_limit: Duration,
     /// With --app: log lines each request writes, for every condition (3) or per
     /// condition (stream=3,memory=3). Warm-up requests are counted too. Lines read
@@ -391,7 +392,7 @@ pub struct LabArgs {
     #[arg(long)]
     pub stop_signal: Option<Signal>,
     /// How long the API may take to exit after the stop signal before it is killed.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::STOP_TIMEOUT, value_parser = parse_duration)]
     pub stop_timeout: Duration,
     /// Match the request ids in the log (id=N, request_id=N, "request_id":"N") against
     /// the X-Request-Id of every request served, and report which are missing or

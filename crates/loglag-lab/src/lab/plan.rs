@@ -97,6 +97,38 @@ impl std::str::FromStr for ExpectLines {
 /// How each run stops an `--app`, as a deployment would.
 pub use crate::sys::signal::Signal;
 
+/// Every default of a lab run, stated once: `LabPlan::reference` parses them, and the
+/// CLI gives them to clap, whose `--help` prints them. Durations and sizes are written
+/// as a user types them.
+pub mod defaults {
+    /// Rounds of every (condition, sink) pair.
+    pub const ROUNDS: usize = 1;
+    /// Requests per second, open loop (the reference's).
+    pub const RATE: f64 = 20.0;
+    /// How long the load runs (the reference's).
+    pub const DURATION: &str = "8s";
+    /// The slow reader's cap (the reference's slow pipe).
+    pub const SLOW_RATE: &str = "256KiB";
+    /// The slow-disk sink's delay before each write.
+    pub const DISK_DELAY: &str = "1ms";
+    /// Bytes per read by the reader.
+    pub const READ_SIZE: usize = 4096;
+    /// Warm-up requests before counting starts.
+    pub const WARMUP: usize = 2;
+    /// How long an `--app` may take to be ready.
+    pub const READY_TIMEOUT: &str = "20s";
+    /// The longest wait for the log to drain after the last response.
+    pub const DRAIN_TIMEOUT: &str = "120s";
+    /// Runs whose generator's p99 send lateness exceeds this are flagged.
+    pub const LATENESS_LIMIT: &str = "100us";
+    /// How long an API may take to exit after its stop signal.
+    pub const STOP_TIMEOUT: &str = "10s";
+}
+
+fn default_duration(text: &str) -> Duration {
+    crate::sys::units::parse_duration(text).expect("the defaults parse (tested)")
+}
+
 /// A validated lab plan.
 #[derive(Debug, Clone)]
 pub struct LabPlan {
@@ -160,31 +192,32 @@ impl LabPlan {
         LabPlan {
             conditions,
             sinks,
-            rounds: 1,
-            rate: 20.0,
-            duration: Duration::from_secs(8),
+            rounds: defaults::ROUNDS,
+            rate: defaults::RATE,
+            duration: default_duration(defaults::DURATION),
             connection: Connection::New,
-            slow_rate: 256 << 10,
-            read_size: 4096,
+            slow_rate: crate::sys::units::parse_bytes(defaults::SLOW_RATE)
+                .expect("the defaults parse (tested)"),
+            read_size: defaults::READ_SIZE,
             pipe_size: None,
             threads: 1,
-            warmup: 2,
+            warmup: defaults::WARMUP,
             cpu_limit: None,
             app: None,
             ready: crate::api::launch::Readiness::Connect,
-            ready_timeout: Duration::from_secs(20),
+            ready_timeout: default_duration(defaults::READY_TIMEOUT),
             app_log: crate::api::launch::AppLog::Path,
             exe,
-            drain_timeout: Duration::from_secs(120),
-            lateness_limit_us: crate::report::Lateness::DEFAULT_LIMIT_US,
+            drain_timeout: default_duration(defaults::DRAIN_TIMEOUT),
+            lateness_limit_us: default_duration(defaults::LATENESS_LIMIT).as_secs_f64() * 1e6,
             expect_lines: ExpectLines::default(),
             stop_signal: Signal::Term,
-            stop_timeout: Duration::from_secs(10),
+            stop_timeout: default_duration(defaults::STOP_TIMEOUT),
             stop_builtin: false,
             closed: None,
             record: RecordShape::default(),
             error_every: None,
-            disk_delay: Duration::from_millis(1),
+            disk_delay: default_duration(defaults::DISK_DELAY),
             loglag_batch_bytes: None,
             loglag_flush_interval: None,
             collector_outage: None,
@@ -357,6 +390,26 @@ impl LabPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults the CLI hands clap are the plan's, and they parse.
+    #[test]
+    fn every_default_parses_into_the_reference_plan() {
+        let plan = LabPlan::reference(Vec::new(), Vec::new(), PathBuf::new());
+        assert_eq!(plan.duration, Duration::from_secs(8));
+        assert_eq!(plan.slow_rate, 256 << 10);
+        assert_eq!(plan.disk_delay, Duration::from_millis(1));
+        assert_eq!(plan.ready_timeout, Duration::from_secs(20));
+        assert_eq!(plan.drain_timeout, Duration::from_secs(120));
+        assert_eq!(
+            plan.lateness_limit_us,
+            crate::report::Lateness::DEFAULT_LIMIT_US
+        );
+        assert_eq!(plan.stop_timeout, Duration::from_secs(10));
+        assert_eq!(
+            (plan.rounds, plan.rate, plan.read_size, plan.warmup),
+            (1, 20.0, 4096, 2)
+        );
+    }
 
     /// Each value a plan cannot run with is refused with its flag named; a good plan
     /// passes.
