@@ -113,6 +113,15 @@ fn parse_readiness(s: &str) -> Result<loglag_lab::api::launch::Readiness, String
     s.parse()
 }
 
+/// What `loglag emit` writes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// loglag's pipeline.
+    Loglag,
+    /// tracing-appender's rolling appender and non_blocking.
+    TracingAppender,
+}
+
 /// The kill -9 torture's flooding policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Kill9Policy {
@@ -189,8 +198,8 @@ pub struct EmitArgs {
     pub allow_drops: bool,
     /// Emit through tracing-appender's rolling appender and non_blocking instead (its
     /// defaults; lossy(false) with --overflow block), to compare on the same machine.
-    #[arg(long, value_parser = ["loglag", "tracing-appender"], default_value = "loglag")]
-    pub via: String,
+    #[arg(long, value_enum, default_value_t = Via::Loglag)]
+    pub via: Via,
     /// Format of the summary (on stderr when the sink is stdout).
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,

@@ -38,7 +38,7 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
             keep: a.keep,
             gzip: a.compress == Some(CompressName::Gzip),
         },
-        via_tracing_appender: a.via == "tracing-appender",
+        via_tracing_appender: a.via == crate::args::Via::TracingAppender,
     };
     let progress = std::sync::atomic::AtomicU64::new(0);
     // Ctrl-C stops emitting; what was emitted is drained and summarised. A second exits.

@@ -69,12 +69,11 @@ pub(crate) fn check_out_dir(out: &Path) -> anyhow::Result<()> {
 }
 
 pub(crate) fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {
-    let name = match format {
-        OutputFormat::Md => "md",
-        OutputFormat::Json => "json",
-        OutputFormat::Csv => "csv",
-    };
-    export::for_stdout(name).expect("every --format has an exporter")
+    export::for_stdout(match format {
+        OutputFormat::Md => export::StdoutFormat::Markdown,
+        OutputFormat::Json => export::StdoutFormat::Json,
+        OutputFormat::Csv => export::StdoutFormat::Csv,
+    })
 }
 
 pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

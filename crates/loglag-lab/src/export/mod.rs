@@ -48,13 +48,20 @@ pub trait Exporter {
 }
 
 /// The exporter behind `--format md|json|csv` on stdout.
-pub fn for_stdout(format: &str) -> Option<Box<dyn Exporter>> {
+pub fn for_stdout(format: StdoutFormat) -> Box<dyn Exporter> {
     match format {
-        "md" => Some(Box::new(Markdown)),
-        "json" => Some(Box::new(Json)),
-        "csv" => Some(Box::new(PairsCsv)),
-        _ => None,
+        StdoutFormat::Markdown => Box::new(Markdown),
+        StdoutFormat::Json => Box::new(Json),
+        StdoutFormat::Csv => Box::new(PairsCsv),
     }
+}
+
+/// The formats a command's table can take on stdout (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdoutFormat {
+    Markdown,
+    Json,
+    Csv,
 }
 
 /// Every file `--out DIR` writes.
