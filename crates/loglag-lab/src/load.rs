@@ -68,6 +68,16 @@ pub enum Connection {
     Keepalive,
 }
 
+impl Connection {
+    /// Its name, as flags and reports (serde) spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connection::New => "new",
+            Connection::Keepalive => "keepalive",
+        }
+    }
+}
+
 impl std::str::FromStr for Connection {
     type Err = String;
     fn from_str(s: &str) -> Result<Connection, String> {
@@ -618,6 +628,15 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection mode's name is its serde name, which reports carry.
+    #[test]
+    fn connection_names_are_their_serde_names() {
+        for c in [Connection::New, Connection::Keepalive] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+            assert_eq!(c.as_str().parse::<Connection>(), Ok(c));
+        }
+    }
 
     #[test]
     fn the_pacer_never_returns_before_the_deadline() {

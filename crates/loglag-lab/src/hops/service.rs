@@ -54,6 +54,16 @@ pub enum Calls {
     Concurrent,
 }
 
+impl Calls {
+    /// Its name, as flags and reports (serde) spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Calls::Sequential => "sequential",
+            Calls::Concurrent => "concurrent",
+        }
+    }
+}
+
 impl std::str::FromStr for Calls {
     type Err = String;
     fn from_str(s: &str) -> Result<Calls, String> {
@@ -76,6 +86,16 @@ pub enum Work {
     Sleep,
     /// A busy loop: the thread is held (computing).
     Spin,
+}
+
+impl Work {
+    /// Its name, as flags and reports (serde) spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Work::Sleep => "sleep",
+            Work::Spin => "spin",
+        }
+    }
 }
 
 impl std::str::FromStr for Work {
@@ -480,6 +500,17 @@ pub fn serve(config: HopConfig, ready: impl FnOnce(SocketAddr)) -> io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names are their serde names, which reports carry.
+    #[test]
+    fn names_are_their_serde_names() {
+        for c in [Calls::Sequential, Calls::Concurrent] {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
+        for w in [Work::Sleep, Work::Spin] {
+            assert_eq!(serde_json::to_value(w).unwrap(), w.as_str());
+        }
+    }
 
     #[test]
     fn bodies_have_their_size_and_are_the_same_both_ways() {

@@ -84,7 +84,7 @@ pub fn run_lab(
         rounds: plan.rounds,
         rate: plan.rate,
         duration_s: plan.duration.as_secs_f64(),
-        connection: format!("{:?}", plan.connection).to_lowercase(),
+        connection: plan.connection.as_str().to_owned(),
         slow_rate_bytes_per_s: plan.slow_rate,
         read_size: plan.read_size,
         pipe_size: plan.pipe_size,
