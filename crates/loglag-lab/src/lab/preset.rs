@@ -322,9 +322,16 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
         .filter(|r| age(r) <= LOSS_WINDOW_MS)
         .min_by(fewest_writes)
         .or_else(|| fast_enough.iter().copied().min_by(fewest_writes))?;
-    let spread = |r: &PresetRow| match (r.pair.runs, r.pair.p99_ms_range) {
-        (n, Some((lo, hi))) if n > 1 => format!(", {lo:.2}–{hi:.2} ms over {n} rounds"),
-        _ => String::new(),
+    let spread = |r: &PresetRow| {
+        let interval = r.pair.p99_ms_interval.map_or_else(String::new, |(lo, hi)| {
+            format!(", 95% interval {lo:.2}–{hi:.2} ms")
+        });
+        match (r.pair.runs, r.pair.p99_ms_range) {
+            (n, Some((lo, hi))) if n > 1 => {
+                format!("{interval}, {lo:.2}–{hi:.2} ms over {n} rounds")
+            }
+            _ => interval,
+        }
     };
     let mut text = format!(
         "The numbers favour {}: its p99 ({:.2} ms{}) is within {tolerance:.2} ms of the best ({best_p99:.2} ms); of those points whose oldest queued record stayed under {LOSS_WINDOW_MS:.0} ms (what a SIGKILL can lose), it writes least often ({:.1} writes/s, the oldest record {:.0} ms).",
@@ -355,9 +362,10 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     })?;
     if slowest.pair.p99_ms.unwrap_or(0.0) > best_p99 + tolerance {
         text.push_str(&format!(
-            " The slowest point is {} (p99 {:.2} ms).",
+            " The slowest point is {} (p99 {:.2} ms{}).",
             label(slowest),
-            slowest.pair.p99_ms.unwrap_or(0.0)
+            slowest.pair.p99_ms.unwrap_or(0.0),
+            spread(slowest)
         ));
     } else {
         text.push_str(" At this rate every point's p99 is within that margin: the setting moves syscalls and the loss window, not latency.");
