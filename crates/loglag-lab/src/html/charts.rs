@@ -152,6 +152,39 @@ pub fn latency_percentiles(s: &Summary) -> Section {
     }
 }
 
+/// A timeline line with more requests than this is drawn by slices.
+const TIMELINE_POINTS: usize = 2_000;
+/// The slices of a thinned timeline: about a pixel and a half each on a 600-pixel plot.
+const TIMELINE_SLICES: usize = 400;
+
+/// Keeps a readable number of points: a line of up to [`TIMELINE_POINTS`] as it is;
+/// above, per [`TIMELINE_SLICES`] slice of send time, its median and its slowest
+/// request (the staircase of a backlog is in the slowest ones, the typical request in
+/// the medians). Points are (send time, latency).
+fn thin_timeline(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if points.len() <= TIMELINE_POINTS {
+        return points;
+    }
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.0), hi.max(p.0))
+        });
+    let width = ((hi - lo) / TIMELINE_SLICES as f64).max(f64::MIN_POSITIVE);
+    let slice = |p: &(f64, f64)| (((p.0 - lo) / width) as usize).min(TIMELINE_SLICES - 1);
+    points.sort_by(|a, b| slice(a).cmp(&slice(b)).then(a.1.total_cmp(&b.1)));
+    let mut out = Vec::with_capacity(2 * TIMELINE_SLICES);
+    for run in points.chunk_by(|a, b| slice(a) == slice(b)) {
+        let median = run[run.len() / 2];
+        let slowest = run[run.len() - 1];
+        out.push(median);
+        if slowest != median {
+            out.push(slowest);
+        }
+    }
+    out
+}
+
 pub fn request_timeline(s: &Summary) -> Section {
     let title = "Request timeline";
     if s.requests.is_empty() {
@@ -169,6 +202,7 @@ pub fn request_timeline(s: &Summary) -> Section {
                         .filter(|r| r.condition == c && r.sink == sink)
                         .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l * 1000.0)))
                         .collect();
+                    let points = thin_timeline(points);
                     Series {
                         color: color(&c),
                         flagged: flagged(s, &c, &sink),
@@ -205,7 +239,7 @@ pub fn request_timeline(s: &Summary) -> Section {
     Section {
         id: "timeline",
         title: title.into(),
-        caption: "Every request at its scheduled send time. A staircase that keeps climbing is a backlog the API never catches up with.".into(),
+        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with."),
         charts,
     }
 }
@@ -354,5 +388,33 @@ pub fn throughput(s: &Summary) -> Section {
             Scale::Linear,
             &groups,
         )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A closed loop's hundreds of thousands of requests become at most two points a
+    /// slice, keeping every slice's slowest request; a small line is drawn whole.
+    #[test]
+    fn dense_timelines_keep_each_slice_s_median_and_slowest() {
+        let small: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, 1.0)).collect();
+        assert_eq!(thin_timeline(small.clone()), small);
+        let dense: Vec<(f64, f64)> = (0..450_000)
+            .map(|i| {
+                (
+                    i as f64 / 45_000.0,
+                    if i % 1000 == 0 { 900.0 } else { (i % 7) as f64 },
+                )
+            })
+            .collect();
+        let thin = thin_timeline(dense);
+        assert!(thin.len() <= 2 * TIMELINE_SLICES, "{}", thin.len());
+        assert_eq!(
+            thin.iter().filter(|p| p.1 == 900.0).count(),
+            TIMELINE_SLICES,
+            "every slice's slowest is kept"
+        );
     }
 }
