@@ -154,9 +154,10 @@ fn an_app_that_logs_to_stdout_is_measured() {
     })
 }
 
-/// An app that writes its log to a file of its own choosing (not `{log_path}`): the lab
-/// follows the file from its end at the app's start, so what was in it before is not
-/// counted, and verifies every line.
+/// An app that writes its log to a file of its own choosing (not `{log_path}`) and
+/// rotates it by rename every 7 requests: the lab follows the file from its end at the
+/// app's start, so what was in it before is not counted, reads each rotated file to
+/// its end before the new one, and verifies every line.
 #[test]
 fn an_app_that_logs_to_its_own_file_is_measured() {
     within("an_app_that_logs_to_its_own_file_is_measured", || {
@@ -164,8 +165,9 @@ fn an_app_that_logs_to_its_own_file_is_measured() {
         let script = dir.path().join("file_logger.py");
         std::fs::write(
             &script,
-            r#"import socket, sys
+            r#"import os, socket, sys
 log = open(sys.argv[2], "a", buffering=1)
+served = 0
 server = socket.socket()
 server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 server.bind(("127.0.0.1", int(sys.argv[1])))
@@ -175,6 +177,13 @@ while True:
     conn, _ = server.accept()
     if conn.recv(65536):
         log.write("served a request\n")
+        served += 1
+        if served % 7 == 0:
+            # Rotation by rename, as logrotate's default does: the line just written
+            # is in the old file; the next go to a new one at the same path.
+            log.close()
+            os.replace(sys.argv[2], sys.argv[2] + "." + str(served))
+            log = open(sys.argv[2], "a", buffering=1)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
     conn.close()
 "#,

@@ -764,8 +764,12 @@ impl Core {
             }
             let timeout = match deadline {
                 None => Duration::from_millis(100),
+                // At most 100 ms a wait, as without a deadline: the writer wakes
+                // waiters only every sixteenth of the budget (or at the end of a
+                // drain), and a drain can be held up by a stalled sink while the
+                // ring already has room.
                 Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
+                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(100)),
                     _ => break false,
                 },
             };

@@ -144,11 +144,6 @@ impl Drop for ApiProc {
     /// On every path out of a run, nothing the app started survives it.
     fn drop(&mut self) {
         let _ = self.kill_leftovers();
-        // A run that ended early: the follower ends at its next look (not joined
-        // here: a write into a FIFO nobody drains would hold the drop).
-        if let Some(f) = self.follow.take() {
-            f.stop.store(true, std::sync::atomic::Ordering::Release);
-        }
     }
 }
 
@@ -240,28 +235,14 @@ impl ApiProc {
                         ))
                     })
                     .and_then(Result::ok);
+                // A group that can be made but not joined (a rule refuses the move)
+                // is found out with a throwaway child, not with the app.
+                let group = group.filter(|g| {
+                    let mut probe = Command::new("true");
+                    join_on_exec(&mut probe, g).is_ok() && probe.status().is_ok_and(|s| s.success())
+                });
                 if let Some(group) = &group {
-                    use std::os::unix::process::CommandExt;
-                    let procs = std::ffi::CString::new(
-                        group.procs_path().into_os_string().into_encoded_bytes(),
-                    )
-                    .map_err(io::Error::other)?;
-                    // SAFETY: only async-signal-safe calls (open, write, close) between
-                    // fork and exec; the path was built before the fork.
-                    unsafe {
-                        cmd.pre_exec(move || {
-                            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                            if fd < 0 {
-                                return Err(io::Error::last_os_error());
-                            }
-                            let joined = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-                            libc::close(fd);
-                            if !joined {
-                                return Err(io::Error::last_os_error());
-                            }
-                            Ok(())
-                        });
-                    }
+                    join_on_exec(&mut cmd, group)?;
                 }
                 // The reader holds the FIFO open for reading already, so this open
                 // does not wait.
@@ -414,49 +395,88 @@ impl ApiProc {
 }
 
 /// Copies what an app appends to its own log file into the reader's FIFO, every
-/// 10 ms, from the file's end when it started. A file that is truncated or replaced
-/// (rotation by rename, or a restart that recreates it) is read again from its start.
+/// 10 ms, from the file's end when it started, as `tail -F` does: the file stays open,
+/// so what the app wrote before a rotation by rename is read to its end before the new
+/// file at the path is followed from its start; a file truncated in place is read again
+/// from its start; a path that names no file for a while is looked up again. (A file
+/// truncated and refilled past the old length within 10 ms is taken for a grown one.)
 #[derive(Debug)]
 struct FileFollower {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<io::Result<()>>,
+    thread: Option<std::thread::JoinHandle<io::Result<()>>>,
 }
 
 impl FileFollower {
-    fn start(file: PathBuf, mut fifo: std::fs::File) -> io::Result<FileFollower> {
+    fn start(path: PathBuf, mut fifo: std::fs::File) -> io::Result<FileFollower> {
         use std::io::{Seek, Write};
         use std::os::unix::fs::MetadataExt;
+        /// The file being read, positioned after what was copied, and its identity.
+        struct Open {
+            file: std::fs::File,
+            dev: u64,
+            ino: u64,
+        }
+        fn open_at(path: &Path, at_end: bool) -> io::Result<Option<Open>> {
+            use std::io::Seek;
+            use std::os::unix::fs::MetadataExt;
+            let mut file = match std::fs::File::open(path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            if at_end {
+                file.seek(io::SeekFrom::End(0))?;
+            }
+            let meta = file.metadata()?;
+            Ok(Some(Open {
+                file,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }))
+        }
+        // Before the app starts: what is in the file now is not this run's.
+        let mut open = open_at(&path, true)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let at_start = std::fs::metadata(&file).ok();
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("app-log-follow".into())
                 .spawn(move || -> io::Result<()> {
-                    let mut inode = at_start.as_ref().map(|m| m.ino());
-                    let mut offset = at_start.as_ref().map_or(0, |m| m.len());
                     let mut buf = vec![0u8; 64 << 10];
+                    let mut copy_to_end = |file: &mut std::fs::File| -> io::Result<()> {
+                        loop {
+                            let n = file.read(&mut buf)?;
+                            if n == 0 {
+                                return Ok(());
+                            }
+                            fifo.write_all(&buf[..n])?;
+                        }
+                    };
                     loop {
                         // Read after the flag, so the last look sees every byte the
                         // app wrote before it was stopped.
                         let last = stop.load(std::sync::atomic::Ordering::Acquire);
-                        if let Ok(meta) = std::fs::metadata(&file) {
-                            if inode != Some(meta.ino()) || meta.len() < offset {
-                                inode = Some(meta.ino());
-                                offset = 0;
-                            }
-                            if meta.len() > offset {
-                                let mut f = std::fs::File::open(&file)?;
-                                f.seek(io::SeekFrom::Start(offset))?;
-                                loop {
-                                    let n = f.read(&mut buf)?;
-                                    if n == 0 {
-                                        break;
+                        if let Some(o) = &mut open {
+                            copy_to_end(&mut o.file)?;
+                        }
+                        match std::fs::metadata(&path) {
+                            Ok(meta) => match &mut open {
+                                Some(o) if o.dev == meta.dev() && o.ino == meta.ino() => {
+                                    if meta.len() < o.file.stream_position()? {
+                                        o.file.seek(io::SeekFrom::Start(0))?;
+                                        copy_to_end(&mut o.file)?;
                                     }
-                                    fifo.write_all(&buf[..n])?;
-                                    offset += n as u64;
                                 }
-                            }
+                                // Replaced (or created): the old one was read to its end.
+                                _ => {
+                                    open = open_at(&path, false)?;
+                                    if let Some(o) = &mut open {
+                                        copy_to_end(&mut o.file)?;
+                                    }
+                                }
+                            },
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(e),
                         }
                         if last {
                             return Ok(());
@@ -467,16 +487,57 @@ impl FileFollower {
                     }
                 })?
         };
-        Ok(FileFollower { stop, thread })
+        Ok(FileFollower {
+            stop,
+            thread: Some(thread),
+        })
     }
 
-    fn stop(self) -> io::Result<()> {
+    /// A last look, then the FIFO's write end is closed.
+    fn stop(mut self) -> io::Result<()> {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
         self.thread
+            .take()
+            .expect("joined once")
             .join()
             .map_err(|_| io::Error::other("the --app-log follower panicked"))?
             .map_err(|e| io::Error::new(e.kind(), format!("following --app-log: {e}")))
     }
+}
+
+impl Drop for FileFollower {
+    /// A run that ended early (the app did not start, a run failed): the follower ends
+    /// at its next look. Not joined: a write into a FIFO nobody drains would hold the
+    /// drop.
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Makes the process `cmd` starts join `group` before it runs its program, so that
+/// nothing it forks is ever outside the group.
+fn join_on_exec(cmd: &mut Command, group: &crate::sys::cgroup::KillGroup) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let procs = std::ffi::CString::new(group.procs_path().into_os_string().into_encoded_bytes())
+        .map_err(io::Error::other)?;
+    // SAFETY: only async-signal-safe calls (open, write, close) between fork and exec;
+    // the path was built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let joined = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            let error = io::Error::last_os_error();
+            libc::close(fd);
+            if !joined {
+                return Err(error);
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 /// How a stopped API ended, kept typed until a report renders it.

@@ -153,6 +153,7 @@ pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, &str)> {
             ("Not verified", unverified),
             ("Warning", p.lateness_warning.as_deref()),
             ("Saturated", p.saturation_warning.as_deref()),
+            ("Saturated", p.machine_warning.as_deref()),
         ] {
             if let Some(text) = text {
                 out.push((label, who(), text));

@@ -73,7 +73,9 @@ fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
     s.pairs.iter().any(|p| {
         p.condition == condition
             && p.sink == sink
-            && (p.lateness_warning.is_some() || p.saturation_warning.is_some())
+            && (p.lateness_warning.is_some()
+                || p.saturation_warning.is_some()
+                || p.machine_warning.is_some())
     })
 }
 

@@ -258,7 +258,8 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
                         p.0 == b
                             && p.1 == i
                             && (p.2.pair.lateness_warning.is_some()
-                                || p.2.pair.saturation_warning.is_some())
+                                || p.2.pair.saturation_warning.is_some()
+                                || p.2.pair.machine_warning.is_some())
                     })
                 })
                 .collect()

@@ -82,7 +82,8 @@ pub(crate) fn findings(samples: &[PairSamples<'_>], baseline: Option<&str>) -> V
             };
             let (t_ms, b_ms) = (thinned(&ts.latencies_ms), thinned(&bs.latencies_ms));
             for percentile in [Percentile::P50, Percentile::P99] {
-                if let Some(mut f) = compare(t, &t_ms, b, &b_ms, percentile) {
+                let full = (&ts.latencies_ms[..], &bs.latencies_ms[..]);
+                if let Some(mut f) = compare(t, &t_ms, b, &b_ms, full, percentile) {
                     check_rounds(&mut f, ts, bs);
                     out.push(f);
                 }
@@ -167,17 +168,20 @@ pub(crate) fn thinned(ms: &[f64]) -> Vec<f64> {
     ms.iter().step_by(step).copied().collect()
 }
 
+/// One finding: the point estimates from every request (`full`: condition's,
+/// baseline's), the intervals from the thinned samples.
 fn compare(
     t: &PairSummary,
     t_ms: &[f64],
     b: &PairSummary,
     b_ms: &[f64],
+    (t_full, b_full): (&[f64], &[f64]),
     percentile: Percentile,
 ) -> Option<Finding> {
     let q = percentile.quantile();
     let stat = |s: &mut [f64]| quantile_select(s, q);
-    let value_ms = stat(&mut t_ms.to_vec());
-    let baseline_ms = stat(&mut b_ms.to_vec());
+    let value_ms = stat(&mut t_full.to_vec());
+    let baseline_ms = stat(&mut b_full.to_vec());
     // Resampled as (baseline, condition), so the difference is condition − baseline.
     let difference_interval_ms = bootstrap_interval(b_ms, t_ms, stat, |b, t| t - b)?;
     let ratio_interval = bootstrap_interval(b_ms, t_ms, stat, |b, t| t / b)?;
@@ -222,6 +226,17 @@ fn judge(
             None,
         );
     }
+    // A busy machine (other tenants, or the lab's own reader and generator) slows
+    // whatever ran then, on either side: not a condition's doing.
+    if let Some(p) = [b, t].into_iter().find(|p| p.machine_warning.is_some()) {
+        return (
+            Some(format!(
+                "the machine was saturated during {}, so its latency includes waiting for a core",
+                who(p)
+            )),
+            None,
+        );
+    }
     let failed = |p: &PairSummary| p.http_errors + p.timeouts;
     if failed(b) > 0 {
         return (
@@ -253,6 +268,17 @@ fn judge(
             "the generator was up to {} ms late, under a tenth of the difference",
             three_figures(late_ms)
         ));
+    }
+    if failed(t) > 0 && difference_ms <= 0.0 {
+        // Failed requests are not in the percentiles: a condition can look faster
+        // only because its slowest requests are missing.
+        return (
+            Some(format!(
+                "{} of its requests failed or timed out and are not in its percentiles: it may look faster only for their absence",
+                failed(t)
+            )),
+            None,
+        );
     }
     if lo <= 0.0 && hi >= 0.0 {
         return (
@@ -398,6 +424,31 @@ mod tests {
         assert!(f
             .iter()
             .any(|f| f.condition == "json-sync" && f.baseline == "json-queue"));
+    }
+
+    /// A condition whose slow requests failed looks faster: inconclusive, not a win.
+    /// A busy machine on either side is no condition's doing: inconclusive too.
+    #[test]
+    fn missing_requests_and_a_busy_machine_make_a_finding_inconclusive() {
+        let mut fast_by_failing = pair("short1", "fast");
+        fast_by_failing.timeouts = 12;
+        let f = run(&[
+            (pair("none", "fast"), around(2.0)),
+            (fast_by_failing, around(1.0)),
+        ]);
+        assert!(
+            f.iter()
+                .all(|f| f.inconclusive.as_deref().unwrap().contains("failed")),
+            "{f:?}"
+        );
+        let mut busy = pair("json-sync", "slow");
+        busy.machine_warning = Some("the machine was saturated".into());
+        let f = run(&[(pair("none", "slow"), around(0.5)), (busy, around(800.0))]);
+        assert!(
+            f.iter()
+                .all(|f| f.inconclusive.as_deref().unwrap().contains("machine")),
+            "{f:?}"
+        );
     }
 
     #[test]

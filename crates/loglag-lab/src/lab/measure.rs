@@ -313,14 +313,11 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         app_exit: raw.app_exit.as_ref().map(|e| e.to_string()),
         send_lateness,
         lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
-        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores).or_else(
-            || {
-                machine_saturation(
-                    [cpu_cores, reader_cpu_cores, generator_cpu_cores],
-                    raw.machine_cores,
-                    raw.machine_busy,
-                )
-            },
+        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
+        machine_warning: machine_saturation(
+            [cpu_cores, reader_cpu_cores, generator_cpu_cores],
+            raw.machine_cores,
+            raw.machine_busy,
         ),
         reader_cpu_cores,
         generator_cpu_cores,
@@ -484,6 +481,7 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             saturation_warning: runs
                 .iter()
                 .find_map(|o| o.summary.saturation_warning.clone()),
+            machine_warning: runs.iter().find_map(|o| o.summary.machine_warning.clone()),
             mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
             process: pool_process(runs.iter().map(|o| &o.summary.process)),
             missing_ids_note: runs

@@ -236,6 +236,8 @@ pub fn flagged(r: &PresetRow) -> Option<String> {
         "the load generator was late"
     } else if p.saturation_warning.is_some() {
         "the API was saturated"
+    } else if p.machine_warning.is_some() {
+        "the machine was saturated"
     } else if p.http_errors > 0 || p.timeouts > 0 {
         "requests failed or timed out"
     } else if !p.verified {

@@ -160,6 +160,10 @@ pub struct RunSummary {
     /// cost alone; verdicts built on it are inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_warning: Option<String>,
+    /// The machine was saturated (all its cores busy, other tenants included): every
+    /// latency may include waiting for a core, whatever the condition did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_warning: Option<String>,
     #[serde(default)]
     pub mean_ms: Option<f64>,
     #[serde(flatten)]
@@ -250,6 +254,10 @@ pub struct PairSummary {
     /// cost alone; verdicts built on it are inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_warning: Option<String>,
+    /// The machine was saturated (all its cores busy, other tenants included): every
+    /// latency may include waiting for a core, whatever the condition did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_warning: Option<String>,
     /// Pooled over every request of every round.
     #[serde(default)]
     pub mean_ms: Option<f64>,
@@ -350,7 +358,11 @@ pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
     pairs
         .iter()
         .filter_map(|p| {
-            let w = p.saturation_warning.clone()?;
+            let w = match (&p.saturation_warning, &p.machine_warning) {
+                (Some(a), Some(m)) => format!("{a}; {m}"),
+                (Some(w), None) | (None, Some(w)) => w.clone(),
+                (None, None) => return None,
+            };
             Some((format!("{} / {}", p.condition, p.sink), w))
         })
         .collect()
