@@ -108,31 +108,35 @@ pub fn interval(ci: Option<(f64, f64)>) -> String {
 }
 
 /// What tracing cost each topology, with its intervals, and "inconclusive" where an
-/// interval includes zero: the difference is then within the runs' noise.
+/// interval includes zero (the difference is within the runs' noise) or lies below it
+/// (a cost cannot be negative: the runs drifted).
 pub fn tracing_cost_lines(s: &HopsSummary) -> Vec<String> {
     s.tracing_cost
         .iter()
         .map(|c| {
-            let judged = |ms: f64, ci: (f64, f64)| {
-                let within = ci.0 <= 0.0 && ci.1 >= 0.0;
-                format!(
-                    "{ms:+.2} ms {}{}",
-                    interval(Some(ci)),
-                    if within {
-                        " (inconclusive: within noise)"
-                    } else {
-                        ""
-                    }
-                )
-            };
             format!(
                 "Tracing's cost ({}, traced − untraced, 95% bootstrap intervals): p50 {}, p99 {}.",
                 c.topology,
-                judged(c.p50_ms, c.p50_ci_ms),
-                judged(c.p99_ms, c.p99_ci_ms)
+                judged_cost(c.p50_ms, c.p50_ci_ms),
+                judged_cost(c.p99_ms, c.p99_ci_ms)
             )
         })
         .collect()
+}
+
+/// A cost with its interval, and "inconclusive" when the interval includes zero or lies
+/// below it.
+fn judged_cost(ms: f64, ci: (f64, f64)) -> String {
+    let verdict = if ci.0 <= 0.0 && ci.1 >= 0.0 {
+        " (inconclusive: within noise)"
+    } else if ci.1 < 0.0 {
+        // Collecting spans cannot make a request faster: the interval, over requests,
+        // does not see the drift between two runs.
+        " (inconclusive: tracing cannot make requests faster; the two runs drifted apart)"
+    } else {
+        ""
+    };
+    format!("{ms:+.2} ms {}{verdict}", interval(Some(ci)))
 }
 
 /// The sweep: one row per offered rate, both topologies and the tax, then the knees.
@@ -227,4 +231,18 @@ pub fn tax_noise_line(s: &HopsSummary) -> Option<String> {
             within.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cost is stated when its interval lies above zero; within noise or below zero
+    /// (impossible for a cost: drift between runs) it is inconclusive.
+    #[test]
+    fn a_cost_holds_only_above_zero() {
+        assert!(!judged_cost(0.3, (0.2, 0.4)).contains("inconclusive"));
+        assert!(judged_cost(0.1, (-0.1, 0.3)).contains("within noise"));
+        assert!(judged_cost(-0.04, (-0.05, -0.03)).contains("drifted"));
+    }
 }
