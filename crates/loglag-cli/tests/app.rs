@@ -246,6 +246,47 @@ fn contained_in_cgroups() -> bool {
         })
 }
 
+/// A pre-fork app's workers use the CPU, not its main process: held in its cgroup, the
+/// run's CPU counts them (the main process alone reads near zero here).
+#[test]
+fn an_apps_forked_workers_count_in_its_cpu() {
+    within("an_apps_forked_workers_count_in_its_cpu", || {
+        if !contained_in_cgroups() {
+            skip_note!(
+                "no writable cgroup v2 with cgroup.kill: the app's CPU is its main process's"
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let script = stdout_logger(dir.path());
+        // A worker that spins for the whole run, beside an idle server.
+        let app = format!(
+            "sh -c 'python3 -c \"while True: pass\" & exec python3 {} \"$0\"' {{port}}",
+            script.display()
+        );
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = loglag()
+            .args([
+                "lab",
+                "--app",
+                &app,
+                "--app-log",
+                "stdout",
+                "--conditions",
+                "busy",
+            ])
+            .args(["--expect-lines", "1", "--sinks", "fast", "--duration", "2s"])
+            .args(["--ready", "log:listening", "--out"])
+            .arg(out_dir.path())
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let r = run(&summary(out_dir.path()), "busy", "fast").clone();
+        // A spinning worker on a shared 2-core machine gets well over a fifth of a core.
+        assert!(r["cpu_cores"].as_f64().unwrap() > 0.2, "{r}");
+    })
+}
+
 /// An app that forks a worker and a `setsid` daemon: nothing of it outlives the lab,
 /// whether the lab ends normally or is SIGKILLed (then the next lab removes it).
 #[test]

@@ -373,6 +373,15 @@ impl ApiProc {
         killed
     }
 
+    /// CPU seconds the API has used: an `--app` held in a cgroup with everything it
+    /// forked (pre-fork workers included), else its main process.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        self.group
+            .as_ref()
+            .and_then(|g| g.cpu_seconds())
+            .or_else(|| crate::sys::child::cpu_seconds(self.guard.pid()))
+    }
+
     /// Stops following an `--app-log FILE` after a last look, closing the FIFO so
     /// that the reader sees its end. Nothing for the other logs.
     pub fn stop_following(&mut self) -> io::Result<()> {

@@ -452,7 +452,7 @@ fn run_one(
     let reader = Arc::new(Mutex::new(reader));
     let sampler = Sampler::start(reader.clone(), api.control.clone());
     let pid = api.guard.pid();
-    let cpu_before = cpu_seconds(pid);
+    let cpu_before = api.cpu_seconds();
     // The reader and the lab itself (the load generator) share the machine with the
     // API: their CPU says whether the machine, not the API, set the limit.
     let reader_cpu_before = cpu_seconds(reader_pid);
@@ -493,7 +493,7 @@ fn run_one(
             .map_err(|_| fail("the collector outage thread panicked"))?
             .map_err(|e| fail(format!("cannot take the collector down: {e}")))?;
     }
-    let cpu_after = cpu_seconds(pid);
+    let cpu_after = api.cpu_seconds();
     let reader_cpu_after = cpu_seconds(reader_pid);
     let lab_cpu_after = cpu_seconds(std::process::id());
     let machine_after = crate::sys::procfs::machine_cpu_ticks();

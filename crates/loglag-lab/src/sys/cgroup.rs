@@ -165,6 +165,20 @@ impl KillGroup {
             .collect()
     }
 
+    /// CPU seconds every process that was ever in the group has used (`cpu.stat`'s
+    /// `usage_usec`): an app's forked workers included, which `/proc/PID/stat` of
+    /// its main process does not count.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
+        let usec: u64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(usec as f64 / 1e6)
+    }
+
     /// SIGKILLs every process in the group and waits (up to a second) until the group
     /// is empty. Returns the pids it held.
     pub fn kill(&self) -> Vec<u32> {
