@@ -114,9 +114,10 @@ impl Writer {
     /// with `now` (the writer is about to stop draining). Waking them after every batch
     /// made them take turns with the writer a few hundred records at a time: the
     /// futex wake-ups and context switches were 13% of `perf record -g` on
-    /// `cargo bench -p loglag --bench latency -- --throughput`. A blocked call waits
-    /// longer for it (the writer's time to drain a sixteenth of the budget), never
-    /// past the end of a drain.
+    /// `cargo bench -p loglag --bench latency -- --throughput`. A blocked call may
+    /// wait longer for it: until the writer has drained a sixteenth of the budget or
+    /// finished its drain, and since a drain can stall in a slow sink's write, a waiter
+    /// also looks again every 100 ms (`Core::wait_for_space`).
     fn released(&mut self, bytes: u64, now: bool) {
         self.released_unannounced += bytes;
         let config = &self.core.config;

@@ -4,12 +4,12 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use loglag::format::{LineBuilder, Value};
 use loglag::{Format, Level, LoglagLayer, Mode, NonBlockingBuilder};
-use support::{record_lines, Behaviour, TestSink};
+use support::{macros_lock as global_lock, record_lines, Behaviour, TestSink};
 use tracing_subscriber::prelude::*;
 
 /// A `MakeWriter` target for tracing-subscriber's own `fmt` layer, to compare with.
@@ -24,12 +24,6 @@ impl std::io::Write for Shared {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// The macros' pipeline is global: one test at a time uses it.
-fn global_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 const FORMATS: [Format; 3] = [Format::Json, Format::Compact, Format::Logfmt];

@@ -3,37 +3,21 @@
 //! value whose `Display` logs while its record is being captured leaves both records
 //! whole; a 16 KiB field arrives byte for byte.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+mod support;
+
+use std::sync::{Arc, Mutex};
 
 use loglag::{Format, Level, Mode, NonBlockingBuilder};
-
-#[derive(Clone)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// `set_global` is process-wide: one test at a time.
-fn global_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+use support::{macros_lock as global_lock, Behaviour, TestSink};
 
 fn pipeline(thread_ring_bytes: usize) -> (Arc<Mutex<Vec<u8>>>, loglag::WorkerGuard) {
-    let out = Arc::new(Mutex::new(Vec::new()));
+    let (sink, out) = TestSink::new(Behaviour::Fast);
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .capacity_bytes(4 << 20)
         .overflow(loglag::Overflow::Block)
         .thread_ring_bytes(thread_ring_bytes)
-        .finish(Shared(out.clone()));
+        .finish_sink(sink);
     loglag::set_global(&writer, Format::Json, Level::Info);
     (out, guard)
 }

@@ -1,9 +1,11 @@
 //! Record formats: JSON lines (tracing-subscriber's field names), compact text, logfmt.
 //!
 //! Every format escapes control characters, so one record is always one line.
+//!
+//! `escape`, `Value`, `LineBuilder` and `write_field` are public for the lab (which
+//! builds lines with them) and the fuzz target, not as an API: `#[doc(hidden)]`, free
+//! to change.
 
-// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
-// API: hidden from the docs and free to change.
 #[doc(hidden)]
 pub mod escape;
 mod number;
@@ -146,8 +148,6 @@ fn with_buffer<R>(
     }
 }
 
-// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
-// API: hidden from the docs and free to change.
 #[doc(hidden)]
 /// A field value.
 #[derive(Debug, Clone, Copy)]
@@ -182,8 +182,6 @@ pub enum Value<'a> {
 /// line.finish();
 /// assert_eq!(buf, b"ts=1970-01-01T00:00:00.000000Z level=warn target=app msg=\"disk \\\"almost\\\" full\\nFORGED\" free_mb=12\n");
 /// ```
-// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
-// API: hidden from the docs and free to change.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct LineBuilder<'a> {
@@ -320,8 +318,6 @@ impl<'a> LineBuilder<'a> {
 
 /// Appends one field in `format`'s syntax; `separated` puts a comma first in JSON. A
 /// field named `message` is the record's message. Also used for span fields.
-// Public for the lab (`loglag-lab` builds lines with it) and the fuzz target, not an
-// API: hidden from the docs and free to change.
 #[doc(hidden)]
 pub fn write_field(
     out: &mut Vec<u8>,

@@ -149,6 +149,13 @@ impl Sink for TestSink {
     }
 }
 
+/// loglag's own macros write through one process-wide pipeline (`set_global`): the
+/// tests that use them take this lock, one at a time.
+pub fn macros_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Lines of the output that are records (not loglag's own drop reports).
 pub fn record_lines(out: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(out)
