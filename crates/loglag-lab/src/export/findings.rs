@@ -48,20 +48,26 @@ pub fn finding_cells(f: &Finding) -> [String; 8] {
     ]
 }
 
-/// The findings table's column titles.
-pub const FINDING_COLUMNS: [&str; 8] = [
-    "comparison",
-    "sink",
-    "percentile",
-    "ms",
-    "difference ms [95% interval]",
-    "ratio [95% interval]",
-    "verdict",
-    "why",
+/// The findings table's columns: title, and whether it holds numbers (right-aligned).
+pub const FINDING_COLUMNS: [(&str, bool); 8] = [
+    ("comparison", false),
+    ("sink", false),
+    ("percentile", false),
+    ("ms", true),
+    ("difference ms [95% interval]", true),
+    ("ratio [95% interval]", true),
+    ("verdict", false),
+    ("why", false),
 ];
 
-/// The sentence above the findings table.
-pub const FINDINGS_CAPTION: &str = "Each condition against the baseline on the same sink (and json-sync against json-queue). Intervals: 95% bootstrap over the requests of every round, 400 resamples. Inconclusive: the interval includes zero, the baseline was saturated or failed requests, or the generator's lateness could explain the difference.";
+/// The sentence above the findings table: what is compared, and when a difference is
+/// called inconclusive (`lab::findings::judge` and `check_rounds` apply it).
+pub fn findings_caption() -> String {
+    format!(
+        "Each condition against the baseline on the same sink (and json-sync against json-queue). Intervals: 95% bootstrap over the requests of every round, {} resamples. Inconclusive: the interval includes zero; the baseline was saturated or had failed requests; the machine was saturated during either run; the condition looks faster while some of its requests failed; the generator's lateness could explain the difference; or the rounds disagree.",
+        crate::stats::BOOTSTRAP_RESAMPLES
+    )
+}
 
 /// A number to three significant figures, for sentences.
 pub fn three_figures(v: f64) -> String {

@@ -51,10 +51,15 @@ impl Exporter for Markdown {
             writeln!(out, "\n**Saturated** ({who}): {w}.")?;
         }
         if !s.findings.is_empty() {
-            use crate::export::findings::{finding_cells, FINDINGS_CAPTION, FINDING_COLUMNS};
-            writeln!(out, "\n**Findings.** {FINDINGS_CAPTION}\n")?;
-            writeln!(out, "| {} |", FINDING_COLUMNS.join(" | "))?;
-            writeln!(out, "|---|---|---|--:|--:|--:|---|---|")?;
+            use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
+            writeln!(out, "\n**Findings.** {}\n", findings_caption())?;
+            let titles: Vec<&str> = FINDING_COLUMNS.iter().map(|c| c.0).collect();
+            let rules: Vec<&str> = FINDING_COLUMNS
+                .iter()
+                .map(|c| if c.1 { "--:" } else { "---" })
+                .collect();
+            writeln!(out, "| {} |", titles.join(" | "))?;
+            writeln!(out, "|{}|", rules.join("|"))?;
             for f in &s.findings {
                 writeln!(out, "| {} |", finding_cells(f).join(" | "))?;
             }

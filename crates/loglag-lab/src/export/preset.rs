@@ -37,17 +37,20 @@ fn errors(r: &PresetRow) -> String {
     (r.pair.http_errors + r.pair.timeouts).to_string()
 }
 
+/// A row's p99 interval, `lo–hi` ms.
+fn p99_interval(r: &PresetRow) -> String {
+    r.pair
+        .p99_ms_interval
+        .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
+}
+
 const BUFFERS: &[Column] = &[
     ("stop", false, |r| r.stop_signal.clone()),
     ("condition", false, |r| r.pair.condition.clone()),
     ("mean ms", true, |r| f(r.pair.mean_ms, 2)),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
-    ("p99 95% interval", true, |r| {
-        r.pair
-            .p99_ms_interval
-            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
-    }),
+    ("p99 95% interval", true, p99_interval),
     ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
     ("log writes/min", true, |r| {
         f(r.pair.process.log_writes_per_min, 0)
@@ -71,11 +74,7 @@ const BLOCKING: &[Column] = &[
     ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
-    ("p99 95% interval", true, |r| {
-        r.pair
-            .p99_ms_interval
-            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
-    }),
+    ("p99 95% interval", true, p99_interval),
     ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
     ("ctx vol/s", true, |r| {
         f(r.pair.process.ctx_voluntary_per_s, 0)
@@ -101,11 +100,7 @@ const SWEEP: &[Column] = &[
     }),
     ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
-    ("p99 95% interval", true, |r| {
-        r.pair
-            .p99_ms_interval
-            .map_or_else(String::new, |(lo, hi)| format!("{lo:.2}–{hi:.2}"))
-    }),
+    ("p99 95% interval", true, p99_interval),
     ("writes/s", true, |r| {
         f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 1)
     }),

@@ -1,6 +1,6 @@
 //! One function per chart section. Each condition keeps its colour everywhere.
 
-use super::svg::{self, Axis, BarGroup, Mark, Marker, Scale, Series, PALETTE};
+use super::svg::{self, Axis, Bar, BarGroup, Mark, Marker, Scale, Series, PALETTE};
 use super::Section;
 use crate::api::condition::Condition;
 use crate::report::Summary;
@@ -334,14 +334,9 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
         .filter(|p| p.gen_us.is_some() || p.log_call_us.is_some())
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
-            intervals: Vec::new(),
             bars: vec![
-                ("build (µs)".to_owned(), PALETTE[5], p.gen_us.unwrap_or(0.0)),
-                (
-                    "logger call (µs)".to_owned(),
-                    PALETTE[3],
-                    p.log_call_us.unwrap_or(0.0),
-                ),
+                Bar::new("build (µs)", PALETTE[5], p.gen_us.unwrap_or(0.0)),
+                Bar::new("logger call (µs)", PALETTE[3], p.log_call_us.unwrap_or(0.0)),
             ],
         })
         .collect();
@@ -371,12 +366,11 @@ pub fn throughput(s: &Summary) -> Section {
         .iter()
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
-            intervals: Vec::new(),
             bars: vec![
                 // Short names: the legend has 130 px; the caption says what each
                 // counts until.
-                ("API".to_owned(), PALETTE[0], p.rps_api),
-                ("logs read".to_owned(), PALETTE[1], p.rps_logs_read),
+                Bar::new("API", PALETTE[0], p.rps_api),
+                Bar::new("logs read", PALETTE[1], p.rps_logs_read),
             ],
         })
         .collect();

@@ -309,18 +309,6 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
             .iter()
             .map(|&c| svg::BarGroup {
                 label: c.to_owned(),
-                intervals: s
-                    .steps
-                    .iter()
-                    .filter_map(|step| {
-                        let row = s
-                            .rows
-                            .iter()
-                            .find(|r| r.step == *step && r.pair.condition == c)?;
-                        value(row)?;
-                        Some(interval(row))
-                    })
-                    .collect(),
                 bars: s
                     .steps
                     .iter()
@@ -330,11 +318,14 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
                             .rows
                             .iter()
                             .find(|r| r.step == *step && r.pair.condition == c)?;
-                        Some((
-                            step.clone(),
-                            svg::PALETTE[i % svg::PALETTE.len()],
-                            value(row)?,
-                        ))
+                        Some(svg::Bar {
+                            interval: interval(row),
+                            ..svg::Bar::new(
+                                step.clone(),
+                                svg::PALETTE[i % svg::PALETTE.len()],
+                                value(row)?,
+                            )
+                        })
                     })
                     .collect(),
             })
@@ -351,7 +342,7 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
     ));
     // Counts, not estimates: no interval.
     let lost = groups(&|r| r.pair.lost_records.map(|n| n.max(0) as f64), &|_| None);
-    if lost.iter().flat_map(|g| &g.bars).any(|b| b.2 > 0.0) {
+    if lost.iter().flat_map(|g| &g.bars).any(|b| b.value > 0.0) {
         h.push_str(&svg::bars(
             "records lost at the stop, by step",
             "records",
@@ -468,19 +459,15 @@ pub fn render(s: &Summary) -> String {
         );
     }
     if !s.findings.is_empty() {
-        use crate::export::findings::{finding_cells, FINDINGS_CAPTION, FINDING_COLUMNS};
+        use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
         let _ = write!(
             h,
             "<h2 id=\"findings\">Findings</h2><p class=\"caption\">{}</p><table><thead><tr>",
-            esc(FINDINGS_CAPTION)
+            esc(&findings_caption())
         );
-        for (i, c) in FINDING_COLUMNS.iter().enumerate() {
-            let class = if (3..6).contains(&i) {
-                ""
-            } else {
-                " class=\"l\""
-            };
-            let _ = write!(h, "<th{class}>{}</th>", esc(c));
+        for (title, numeric) in FINDING_COLUMNS {
+            let class = if numeric { "" } else { " class=\"l\"" };
+            let _ = write!(h, "<th{class}>{}</th>", esc(title));
         }
         h.push_str("</tr></thead><tbody>");
         for f in &s.findings {
@@ -490,14 +477,13 @@ pub fn render(s: &Summary) -> String {
             } else {
                 "<tr>"
             });
-            for (i, cell) in finding_cells(f).iter().enumerate() {
-                let class = match (i, f.inconclusive.is_some()) {
-                    (3..=5, _) => "",
-                    (6, false) => " class=\"l\"",
-                    (6, true) => " class=\"l bad\"",
-                    _ => " class=\"l\"",
+            for ((title, numeric), cell) in FINDING_COLUMNS.iter().zip(finding_cells(f)) {
+                let class = match (numeric, *title == "verdict" && f.inconclusive.is_some()) {
+                    (true, _) => "",
+                    (false, true) => " class=\"l bad\"",
+                    (false, false) => " class=\"l\"",
                 };
-                let _ = write!(h, "<td{class}>{}</td>", esc(cell));
+                let _ = write!(h, "<td{class}>{}</td>", esc(&cell));
             }
             h.push_str("</tr>");
         }

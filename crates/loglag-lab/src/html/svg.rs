@@ -156,9 +156,28 @@ pub struct Series {
 #[derive(Debug, Clone)]
 pub struct BarGroup {
     pub label: String,
-    pub bars: Vec<(String, &'static str, f64)>,
-    /// Each bar's 95% interval, drawn as a whisker (empty: none).
-    pub intervals: Vec<Option<(f64, f64)>>,
+    pub bars: Vec<Bar>,
+}
+
+/// One bar: its series' name and colour, its value, and its 95% interval, drawn as a
+/// whisker when known.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub name: String,
+    pub color: &'static str,
+    pub value: f64,
+    pub interval: Option<(f64, f64)>,
+}
+
+impl Bar {
+    pub fn new(name: impl Into<String>, color: &'static str, value: f64) -> Bar {
+        Bar {
+            name: name.into(),
+            color,
+            value,
+            interval: None,
+        }
+    }
 }
 
 /// A vertical marker line with a label.
@@ -442,12 +461,10 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
     let y = Axis::fit(
         y_label,
         scale,
-        groups.iter().flat_map(|g| {
-            g.bars
-                .iter()
-                .map(|b| b.2)
-                .chain(g.intervals.iter().flatten().map(|&(_, hi)| hi))
-        }),
+        groups
+            .iter()
+            .flat_map(|g| &g.bars)
+            .flat_map(|b| std::iter::once(b.value).chain(b.interval.map(|(_, hi)| hi))),
     );
     let x = Axis {
         label: String::new(),
@@ -474,7 +491,8 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
     for (gi, g) in groups.iter().enumerate() {
         let gx = LEFT + gi as f64 * group_w;
         let bar_w = (group_w * 0.8) / g.bars.len().max(1) as f64;
-        for (bi, (name, color, v)) in g.bars.iter().enumerate() {
+        for (bi, bar) in g.bars.iter().enumerate() {
+            let (name, color, v) = (&bar.name, bar.color, &bar.value);
             let h = ph * y.fraction(*v);
             let bx = gx + group_w * 0.1 + bi as f64 * bar_w;
             let by = TOP + ph - h;
@@ -486,7 +504,7 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 n = esc(name)
             );
             // The interval as a whisker with caps, over the bar's middle.
-            let top = match g.intervals.get(bi).copied().flatten() {
+            let top = match bar.interval {
                 Some((lo, hi)) => {
                     let (ylo, yhi) = (
                         TOP + ph - ph * y.fraction(lo),

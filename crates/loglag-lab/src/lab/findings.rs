@@ -35,11 +35,12 @@ const HEADLINES: [(&str, &str); 1] = [("json-sync", "json-queue")];
 /// Each round's (round, p50 ms, p99 ms) of one pair.
 pub(crate) type RoundPercentiles = Vec<(usize, f64, f64)>;
 
-/// What the findings need of one pair: its summary, every request's latency (ms,
-/// pooled over rounds), and each round's (p50, p99) in ms, by round.
+/// What the findings need of one pair: its summary (whose p50 and p99, over every
+/// request, are the point estimates), its requests' latencies (ms, pooled over rounds,
+/// [`thinned`] for resampling), and each round's (p50, p99) in ms, by round.
 pub(crate) struct PairSamples<'a> {
     pub pair: &'a PairSummary,
-    pub latencies_ms: Vec<f64>,
+    pub resample_ms: Vec<f64>,
     pub per_round: RoundPercentiles,
 }
 
@@ -80,10 +81,8 @@ pub(crate) fn findings(samples: &[PairSamples<'_>], baseline: Option<&str>) -> V
             let (Some((t, ts)), Some((b, bs))) = (find(condition, sink), find(base, sink)) else {
                 continue;
             };
-            let (t_ms, b_ms) = (thinned(&ts.latencies_ms), thinned(&bs.latencies_ms));
             for percentile in [Percentile::P50, Percentile::P99] {
-                let full = (&ts.latencies_ms[..], &bs.latencies_ms[..]);
-                if let Some(mut f) = compare(t, &t_ms, b, &b_ms, full, percentile) {
+                if let Some(mut f) = compare(t, &ts.resample_ms, b, &bs.resample_ms, percentile) {
                     check_rounds(&mut f, ts, bs);
                     out.push(f);
                 }
@@ -143,12 +142,13 @@ pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
             let mine = |c: &str, k: &str| c == pair.condition && k == pair.sink;
             PairSamples {
                 pair,
-                latencies_ms: s
-                    .requests
-                    .iter()
-                    .filter(|r| mine(&r.condition, &r.sink))
-                    .filter_map(|r| r.latency_ms)
-                    .collect(),
+                resample_ms: thinned(
+                    &s.requests
+                        .iter()
+                        .filter(|r| mine(&r.condition, &r.sink))
+                        .filter_map(|r| r.latency_ms)
+                        .collect::<Vec<_>>(),
+                ),
                 per_round: s
                     .runs
                     .iter()
@@ -157,31 +157,31 @@ pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
                     .collect(),
             }
         })
-        .filter(|p| !p.latencies_ms.is_empty())
+        .filter(|p| !p.resample_ms.is_empty())
         .collect();
     let baseline = baseline_of(s.params.baseline.as_deref(), &s.params.conditions);
     findings(&samples, baseline.as_deref())
 }
 
+/// Every k-th request in send order, at most [`MAX_BOOTSTRAP_SAMPLES`]: what a
+/// bootstrap resamples.
 pub(crate) fn thinned(ms: &[f64]) -> Vec<f64> {
     let step = ms.len().div_ceil(MAX_BOOTSTRAP_SAMPLES).max(1);
     ms.iter().step_by(step).copied().collect()
 }
 
-/// One finding: the point estimates from every request (`full`: condition's,
-/// baseline's), the intervals from the thinned samples.
+/// One finding: the point estimates are the pairs' own percentiles (over every
+/// request); the intervals come from the thinned samples.
 fn compare(
     t: &PairSummary,
     t_ms: &[f64],
     b: &PairSummary,
     b_ms: &[f64],
-    (t_full, b_full): (&[f64], &[f64]),
     percentile: Percentile,
 ) -> Option<Finding> {
     let q = percentile.quantile();
     let stat = |s: &mut [f64]| quantile_select(s, q);
-    let value_ms = stat(&mut t_full.to_vec());
-    let baseline_ms = stat(&mut b_full.to_vec());
+    let (value_ms, baseline_ms) = (percentile.of(t)?, percentile.of(b)?);
     // Resampled as (baseline, condition), so the difference is condition − baseline.
     let difference_interval_ms = bootstrap_interval(b_ms, t_ms, stat, |b, t| t - b)?;
     let ratio_interval = bootstrap_interval(b_ms, t_ms, stat, |b, t| t / b)?;
@@ -329,14 +329,27 @@ mod tests {
             .iter()
             .map(|(pair, v)| PairSamples {
                 pair,
-                latencies_ms: v.clone(),
+                resample_ms: v.clone(),
                 per_round: Vec::new(),
             })
             .collect()
     }
 
+    /// The pairs with their p50 and p99 from their latencies, as `summarise` gives them.
+    fn measured(pairs: &[(PairSummary, Vec<f64>)]) -> Vec<(PairSummary, Vec<f64>)> {
+        pairs
+            .iter()
+            .map(|(p, v)| {
+                let mut p = p.clone();
+                p.p50_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.5));
+                p.p99_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.99));
+                (p, v.clone())
+            })
+            .collect()
+    }
+
     fn run(pairs: &[(PairSummary, Vec<f64>)]) -> Vec<Finding> {
-        findings(&samples(pairs), Some("none"))
+        findings(&samples(&measured(pairs)), Some("none"))
     }
 
     #[test]
@@ -453,10 +466,10 @@ mod tests {
 
     #[test]
     fn without_a_baseline_only_the_headline_is_compared() {
-        let pairs = [
+        let pairs = measured(&[
             (pair("a", "fast"), around(1.0)),
             (pair("b", "fast"), around(2.0)),
-        ];
+        ]);
         assert!(findings(&samples(&pairs), None).is_empty());
         assert_eq!(
             baseline_of(None, &["a".into(), "none".into()]).as_deref(),
@@ -473,10 +486,10 @@ mod tests {
     /// not look.
     #[test]
     fn rounds_that_disagree_make_a_difference_inconclusive() {
-        let pairs = [
+        let pairs = measured(&[
             (pair("none", "fast"), around(1.0)),
             (pair("short1", "fast"), around(1.5)),
-        ];
+        ]);
         let one_round = run(&pairs);
         assert!(one_round.iter().all(|f| f.inconclusive.is_none()));
         assert!(

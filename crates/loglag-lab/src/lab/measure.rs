@@ -407,11 +407,14 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             .flat_map(|o| o.lateness_ns.iter().copied())
             .collect();
         let pooled_lateness = Lateness::of(&lateness_ns);
+        // What bootstraps resample (the p99 interval here, the findings later).
         pooled_ms.push((
-            latencies
-                .iter()
-                .map(|&ns| ns as f64 / 1e6)
-                .collect::<Vec<f64>>(),
+            super::findings::thinned(
+                &latencies
+                    .iter()
+                    .map(|&ns| ns as f64 / 1e6)
+                    .collect::<Vec<f64>>(),
+            ),
             runs.iter()
                 .filter_map(|o| {
                     let s = &o.summary;
@@ -425,7 +428,7 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             p50_ms: ms(quantile(&mut latencies, 0.50)),
             p99_ms: ms(quantile(&mut latencies, 0.99)),
             p99_ms_interval: stats::bootstrap_one(
-                &super::findings::thinned(&pooled_ms.last().expect("pushed above").0),
+                &pooled_ms.last().expect("pushed above").0,
                 |s| stats::quantile_select(s, 0.99),
             ),
             max_ms: ms(quantile(&mut latencies, 1.0)),
@@ -503,9 +506,9 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
         .iter()
         .zip(pooled_ms)
         .map(
-            |(pair, (latencies_ms, per_round))| super::findings::PairSamples {
+            |(pair, (resample_ms, per_round))| super::findings::PairSamples {
                 pair,
-                latencies_ms,
+                resample_ms,
                 per_round,
             },
         )
@@ -731,6 +734,8 @@ pub fn machine_saturation(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     fn killed_by_sigkill() -> crate::api::launch::AppExit {
         use std::os::unix::process::ExitStatusExt;
         crate::api::launch::AppExit {
@@ -738,8 +743,6 @@ mod tests {
             leftovers: Vec::new(),
         }
     }
-
-    use super::*;
 
     /// Three processes on two cores: together they can saturate the machine though
     /// none of them alone looks busy.

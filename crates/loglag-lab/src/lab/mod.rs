@@ -123,7 +123,7 @@ pub fn run_lab(
         if plan.app.is_some() {
             // An earlier lab that was killed could not end its app's children: they are
             // in its cgroup (killed with it here), or carry its tag.
-            let groups = CpuLimit::remove_stale();
+            let groups = crate::sys::cgroup::remove_stale();
             let stale = crate::sys::procfs::kill_stale_app_processes();
             if stale > 0 || groups > 0 {
                 observer.warn(&format!(
@@ -134,7 +134,7 @@ pub fn run_lab(
         let limits = match plan.cpu_limit {
             None => None,
             Some(cores) => {
-                let stale = CpuLimit::remove_stale();
+                let stale = crate::sys::cgroup::remove_stale();
                 if stale > 0 {
                     observer.warn(&format!(
                         "removed {stale} cgroup(s) left behind by an earlier lab that was killed"
@@ -452,12 +452,7 @@ fn run_one(
     let reader = Arc::new(Mutex::new(reader));
     let sampler = Sampler::start(reader.clone(), api.control.clone());
     let pid = api.guard.pid();
-    let cpu_before = api.cpu_seconds();
-    // The reader and the lab itself (the load generator) share the machine with the
-    // API: their CPU says whether the machine, not the API, set the limit.
-    let reader_cpu_before = cpu_seconds(reader_pid);
-    let lab_cpu_before = cpu_seconds(std::process::id());
-    let machine_before = crate::sys::procfs::machine_cpu_ticks();
+    let cpu_before = CpuReading::take(&api, reader_pid);
     let proc_before = ProcCounters::read(pid).ok();
     let cpu_clock = Instant::now();
     let config = LoadConfig {
@@ -493,10 +488,7 @@ fn run_one(
             .map_err(|_| fail("the collector outage thread panicked"))?
             .map_err(|e| fail(format!("cannot take the collector down: {e}")))?;
     }
-    let cpu_after = api.cpu_seconds();
-    let reader_cpu_after = cpu_seconds(reader_pid);
-    let lab_cpu_after = cpu_seconds(std::process::id());
-    let machine_after = crate::sys::procfs::machine_cpu_ticks();
+    let cpu_after = CpuReading::take(&api, reader_pid);
     let proc_after = ProcCounters::read(pid).ok();
     let cpu_window = cpu_clock.elapsed().as_secs_f64();
     let Some(load) = load else {
@@ -588,15 +580,11 @@ fn run_one(
         read: report.stats,
         drained,
         series: sampled.series,
-        cpu_seconds: cpu_before.zip(cpu_after),
-        reader_cpu_seconds: reader_cpu_before.zip(reader_cpu_after),
-        lab_cpu_seconds: lab_cpu_before.zip(lab_cpu_after),
+        cpu_seconds: cpu_before.api.zip(cpu_after.api),
+        reader_cpu_seconds: cpu_before.reader.zip(cpu_after.reader),
+        lab_cpu_seconds: cpu_before.lab.zip(cpu_after.lab),
         machine_cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
-        machine_busy: machine_before
-            .zip(machine_after)
-            .and_then(|((b0, a0), (b1, a1))| {
-                (a1 > a0).then(|| (b1 - b0) as f64 / (a1 - a0) as f64)
-            }),
+        machine_busy: cpu_before.machine_busy_until(&cpu_after),
         cpu_window_s: cpu_window,
         warmup_served: plan.warmup as u64,
         warmup_lines,
@@ -611,6 +599,34 @@ fn run_one(
         match_request_id: plan.match_request_id,
         recovered,
     }))
+}
+
+/// CPU seconds of the run's processes, and the machine's (busy, all) ticks, read just
+/// before and just after the load. The reader and the lab itself (the load generator)
+/// share the machine with the API: their CPU says whether the machine, not the API,
+/// set the limit.
+struct CpuReading {
+    api: Option<f64>,
+    reader: Option<f64>,
+    lab: Option<f64>,
+    machine: Option<(u64, u64)>,
+}
+
+impl CpuReading {
+    fn take(api: &ApiProc, reader_pid: u32) -> CpuReading {
+        CpuReading {
+            api: api.cpu_seconds(),
+            reader: cpu_seconds(reader_pid),
+            lab: cpu_seconds(std::process::id()),
+            machine: crate::sys::procfs::machine_cpu_ticks(),
+        }
+    }
+
+    /// The share of the machine's CPU time that was busy from this reading to `later`.
+    fn machine_busy_until(&self, later: &CpuReading) -> Option<f64> {
+        let ((busy0, all0), (busy1, all1)) = self.machine.zip(later.machine)?;
+        (all1 > all0).then(|| (busy1 - busy0) as f64 / (all1 - all0) as f64)
+    }
 }
 
 /// Delivers the `loglag-spool` condition's spool into the log pipe, as the service's

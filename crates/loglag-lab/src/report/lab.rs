@@ -291,6 +291,14 @@ impl Percentile {
             Percentile::P99 => "p99",
         }
     }
+
+    /// This percentile of a pair, over every request of every round.
+    pub fn of(self, pair: &PairSummary) -> Option<f64> {
+        match self {
+            Percentile::P50 => pair.p50_ms,
+            Percentile::P99 => pair.p99_ms,
+        }
+    }
 }
 
 /// One conclusion of a lab run: a condition's percentile against the baseline's on

@@ -66,45 +66,42 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
     })
 }
 
-impl CpuLimit {
-    /// Removes `loglag-PID-*` cgroups left by a lab whose process `PID` is gone (one
-    /// killed with SIGKILL cannot clean up), killing what they still hold (an app's
-    /// children). Returns how many it removed.
-    pub fn remove_stale() -> usize {
-        let mut removed = 0;
-        for root in [
-            "/sys/fs/cgroup",
-            "/sys/fs/cgroup/cpu",
-            "/sys/fs/cgroup/unified",
-        ] {
-            let Ok(entries) = std::fs::read_dir(root) else {
+/// Removes `loglag-PID-*` cgroups (CPU limits and an app's [`KillGroup`]) left by a
+/// lab whose process `PID` is gone (one killed with SIGKILL cannot clean up), killing
+/// what they still hold (an app's children). Returns how many it removed.
+pub fn remove_stale() -> usize {
+    let mut removed = 0;
+    for root in [
+        "/sys/fs/cgroup",
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup/unified",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("loglag-"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(pid) = name
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("loglag-"))
-                    .and_then(|rest| rest.split('-').next())
-                    .and_then(|pid| pid.parse::<u32>().ok())
-                else {
-                    continue;
-                };
-                if super::procfs::is_running(pid) {
-                    continue;
-                }
-                let dir = entry.path();
-                if dir.join("cgroup.kill").exists() {
-                    let _ = write(&dir.join("cgroup.kill"), "1");
-                    wait_empty(&dir);
-                }
-                if std::fs::remove_dir(&dir).is_ok() {
-                    removed += 1;
-                }
+            if super::procfs::is_running(pid) {
+                continue;
+            }
+            let dir = entry.path();
+            if dir.join("cgroup.kill").exists() {
+                kill_all(&dir);
+            }
+            if std::fs::remove_dir(&dir).is_ok() {
+                removed += 1;
             }
         }
-        removed
     }
+    removed
 }
 
 /// The cgroup v2 hierarchy: `/sys/fs/cgroup` itself, or its `unified` mount on a
@@ -184,8 +181,7 @@ impl KillGroup {
     pub fn kill(&self) -> Vec<u32> {
         let pids = self.pids();
         if !pids.is_empty() {
-            let _ = write(&self.dir.join("cgroup.kill"), "1");
-            wait_empty(&self.dir);
+            kill_all(&self.dir);
         }
         pids
     }
@@ -198,8 +194,10 @@ impl Drop for KillGroup {
     }
 }
 
-/// Waits up to a second for a killed cgroup's processes to be gone.
-fn wait_empty(dir: &Path) {
+/// SIGKILLs every process in the cgroup at `dir` (`cgroup.kill`) and waits up to a
+/// second for them to be gone.
+fn kill_all(dir: &Path) {
+    let _ = write(&dir.join("cgroup.kill"), "1");
     for _ in 0..100 {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
         if procs.trim().is_empty() {
