@@ -543,7 +543,8 @@ impl Core {
             return;
         }
         let deferred = self.defers_rendering();
-        let time = if deferred {
+        // `format-only` measures what an async caller pays, so it reads the same clock.
+        let time = if deferred || mode == Mode::FormatOnly {
             clock::now()
         } else {
             clock::realtime()

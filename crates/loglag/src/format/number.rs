@@ -168,9 +168,10 @@ mod tests {
         }
 
         /// Doubles whose shortest form has up to 15 digits, at any magnitude: the path
-        /// that does not fall back to `Display`.
+        /// that does not fall back to `Display`. (Below 10¹⁵ × 10²⁹³ < `f64::MAX`: a
+        /// larger exponent parses to infinity, which no field value can be.)
         #[test]
-        fn short_floats_at_any_exponent_read_as_display_writes_them(mantissa in 1u64..1_000_000_000_000_000, exponent in -320i32..300, neg in any::<bool>()) {
+        fn short_floats_at_any_exponent_read_as_display_writes_them(mantissa in 1u64..1_000_000_000_000_000, exponent in -320i32..=293, neg in any::<bool>()) {
             let v: f64 = format!("{}{mantissa}e{exponent}", if neg { "-" } else { "" }).parse().unwrap();
             prop_assert_eq!(f(v), format!("{}", v));
         }
