@@ -328,7 +328,9 @@ fn child(name: &str, dir: &Path) {
                     call(i);
                 }
                 best = best.min(started.elapsed().as_nanos() as f64 / calls as f64);
-                writer.flush(Duration::from_secs(10)).expect("the loop drains");
+                writer
+                    .flush(Duration::from_secs(10))
+                    .expect("the loop drains");
             }
             report([best; 4], guard.shutdown().dropped_records);
         }

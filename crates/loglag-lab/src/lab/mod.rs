@@ -2,6 +2,7 @@
 //! fresh API and reader, and measures what the spec lists. The runner knows nothing of
 //! any one experiment beyond the plan it is given.
 
+pub mod executor;
 pub mod findings;
 pub mod measure;
 pub mod plan;
@@ -12,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use executor::{ApiControl, Executor, Processes, RunApi, RunReader};
 pub use plan::{ExpectLines, LabPlan, RunCondition, Signal, SinkKind};
 
 use crate::api::condition::{Condition, RecordShape};
 use crate::api::control::ApiStats;
-use crate::api::launch::{ApiKind, ApiProc};
+use crate::api::launch::ApiKind;
 use crate::api::server::ServeConfig;
-use crate::load::{self, LoadConfig, Outcome, Target};
-use crate::reader::client::ReaderProc;
+use crate::load::{LoadConfig, Outcome, Target};
 use crate::reader::inspect::InspectConfig;
 use crate::reader::{self, ReadConfig};
 use crate::report::{Params, RunSummary, Summary};
@@ -154,10 +155,7 @@ pub fn run_lab(
             }
         };
         params.cpu_limit_applied = limits.is_some();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
+        let executor = Processes::new(&plan.exe)?;
         let schedule = plan.schedule();
         for (index, (round, condition, sink)) in schedule.iter().cloned().enumerate() {
             if cancel.load(Ordering::SeqCst) {
@@ -170,13 +168,13 @@ pub fn run_lab(
             );
             observer.run_started(index, schedule.len(), &label);
             let out = run_one(
+                &executor,
                 plan,
                 index,
                 round,
                 condition,
                 sink,
                 dir.path(),
-                &runtime,
                 limits.as_ref(),
                 cancel,
             )
@@ -213,8 +211,8 @@ struct Sampler {
 
 impl Sampler {
     fn start(
-        reader: Arc<Mutex<ReaderProc>>,
-        control: Option<crate::api::control::ControlClient>,
+        reader: Arc<Mutex<Box<dyn RunReader>>>,
+        control: Option<Arc<dyn ApiControl>>,
     ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -352,13 +350,13 @@ impl CaughtUp {
 
 #[allow(clippy::too_many_arguments)]
 fn run_one(
+    executor: &dyn Executor,
     plan: &LabPlan,
     run: usize,
     round: usize,
     condition: RunCondition,
     sink: SinkKind,
     dir: &Path,
-    runtime: &tokio::runtime::Runtime,
     limits: Option<&(CpuLimit, CpuLimit)>,
     cancel: &AtomicBool,
 ) -> Result<measure::RunOutput, LabError> {
@@ -373,7 +371,7 @@ fn run_one(
             order: plan.app.is_none() && plan.record != RecordShape::Json16k,
         },
     };
-    let mut reader = ReaderProc::start(&plan.exe, &fifo, read, plan.pipe_size)?;
+    let mut reader = executor.start_reader(&fifo, read, plan.pipe_size)?;
     let serve = ServeConfig {
         threads: plan.threads,
         record: plan.record,
@@ -399,14 +397,19 @@ fn run_one(
         },
     };
     let stderr_path = dir.join(format!("api-{run}.stderr"));
-    let mut api = ApiProc::start(kind, &condition, &fifo, &stderr_path)?;
+    let mut api = executor.start_api(kind, &condition, &fifo, &stderr_path)?;
     if let Some((api_limit, io_limit)) = limits {
-        api_limit.add(api.guard.pid())?;
-        io_limit.add(reader.guard.pid())?;
+        if let Some(pid) = api.pid() {
+            api_limit.add(pid)?;
+        }
+        if let Some(pid) = reader.pid() {
+            io_limit.add(pid)?;
+        }
     }
+    let control = api.control();
     let target = Target {
-        addr: api.http,
-        host: api.http.to_string(),
+        addr: api.http(),
+        host: api.http().to_string(),
         path: "/".into(),
     };
 
@@ -414,16 +417,18 @@ fn run_one(
     // then reset.
     for id in 0..plan.warmup {
         let one = LoadConfig::single(target.clone(), plan.connection, id as u64);
-        let r = runtime.block_on(load::run(&one));
+        let r = executor.load(&one, cancel).ok_or(LabError::Cancelled)?;
         if let Some(s) = r.samples.iter().find(|s| s.outcome != Outcome::Ok) {
             api.check_alive()?;
             return Err(fail(format!(
                 "warm-up request to http://{} failed ({:?}, status {:?})",
-                api.http, s.outcome, s.status
+                api.http(),
+                s.outcome,
+                s.status
             )));
         }
     }
-    if let Some(c) = &api.control {
+    if let Some(c) = &control {
         // A buffering logger (memory-buffer) holds the warm-up's records until told.
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
@@ -438,7 +443,7 @@ fn run_one(
             "the warm-up's log bytes were not all read within 30 s",
         ));
     }
-    if let Some(c) = &api.control {
+    if let Some(c) = &control {
         c.reset()
             .map_err(|e| fail(format!("cannot reset the API's counters: {e}")))?;
     }
@@ -448,12 +453,12 @@ fn run_one(
     reader.reset()?;
 
     // Measure: sample produced and read bytes while the load runs.
-    let reader_pid = reader.guard.pid();
+    let reader_pid = reader.pid();
     let reader = Arc::new(Mutex::new(reader));
-    let sampler = Sampler::start(reader.clone(), api.control.clone());
-    let pid = api.guard.pid();
-    let cpu_before = CpuReading::take(&api, reader_pid);
-    let proc_before = ProcCounters::read(pid).ok();
+    let sampler = Sampler::start(reader.clone(), control.clone());
+    let pid = api.pid();
+    let cpu_before = CpuReading::take(api.as_ref(), reader_pid);
+    let proc_before = pid.and_then(|pid| ProcCounters::read(pid).ok());
     let cpu_clock = Instant::now();
     let config = LoadConfig {
         target,
@@ -465,7 +470,7 @@ fn run_one(
         first_id: plan.warmup as u64,
     };
     // `--collector-outage`: the collector goes down halfway through the load.
-    let outage = match (plan.collector_outage, &api.control) {
+    let outage = match (plan.collector_outage, &control) {
         (Some(length), Some(control)) if matches!(&condition, RunCondition::BuiltIn(c) if c.collector().is_some()) =>
         {
             let (control, halfway) = (control.clone(), plan.duration / 2);
@@ -476,20 +481,15 @@ fn run_one(
         }
         _ => None,
     };
-    let load = runtime.block_on(async {
-        tokio::select! {
-            r = load::run(&config) => Some(r),
-            () = watch(cancel) => None,
-        }
-    });
+    let load = executor.load(&config, cancel);
     if let Some(outage) = outage {
         outage
             .join()
             .map_err(|_| fail("the collector outage thread panicked"))?
             .map_err(|e| fail(format!("cannot take the collector down: {e}")))?;
     }
-    let cpu_after = CpuReading::take(&api, reader_pid);
-    let proc_after = ProcCounters::read(pid).ok();
+    let cpu_after = CpuReading::take(api.as_ref(), reader_pid);
+    let proc_after = pid.and_then(|pid| ProcCounters::read(pid).ok());
     let cpu_window = cpu_clock.elapsed().as_secs_f64();
     let Some(load) = load else {
         return Err(LabError::Cancelled);
@@ -497,11 +497,11 @@ fn run_one(
     api.check_alive()?;
     // The built-in API is stopped by a signal only when asked (the presets): then what
     // it had logged by now is what the reader should see, and the stop may lose some.
-    let stop_builtin = plan.stop_builtin && api.control.is_some();
+    let stop_builtin = plan.stop_builtin && control.is_some();
     let logged_before_stop = if stop_builtin {
         api.stats()?
     } else {
-        if let Some(c) = &api.control {
+        if let Some(c) = &control {
             // What the application would do at exit: write what it still buffers.
             c.flush()
                 .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
@@ -512,8 +512,8 @@ fn run_one(
     // down counts, and what it never writes shows up as lost records.
     // What it started and left running (workers, a `setsid` daemon) is killed and said
     // where its exit is.
-    let app_exit = (api.control.is_none() || stop_builtin)
-        .then(|| api.stop(plan.stop_signal, plan.stop_timeout));
+    let app_exit =
+        (control.is_none() || stop_builtin).then(|| api.stop(plan.stop_signal, plan.stop_timeout));
 
     // loglag-spool: what the stop left in the spool is delivered now, as the service's
     // next start would, into the pipe the reader reads; counted like the rest.
@@ -549,7 +549,7 @@ fn run_one(
         None if app_exit.is_none() => api.stats()?,
         None => None,
     };
-    api.guard.stop(Duration::from_secs(2));
+    api.end();
     // An --app-log FILE: its last bytes, then the FIFO's end for the reader.
     api.stop_following()?;
     let reader = Arc::try_unwrap(reader)
@@ -613,10 +613,10 @@ struct CpuReading {
 }
 
 impl CpuReading {
-    fn take(api: &ApiProc, reader_pid: u32) -> CpuReading {
+    fn take(api: &dyn RunApi, reader_pid: Option<u32>) -> CpuReading {
         CpuReading {
             api: api.cpu_seconds(),
-            reader: cpu_seconds(reader_pid),
+            reader: reader_pid.and_then(cpu_seconds),
             lab: cpu_seconds(std::process::id()),
             machine: crate::sys::procfs::machine_cpu_ticks(),
         }
@@ -653,3 +653,6 @@ pub(crate) async fn watch(cancel: &AtomicBool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,507 @@
+//! `run_one`'s phases (warm-up, measure, stop, drain, verify, and the accounting at
+//! the stop) driven by a scripted executor: no process, no socket, no load generator.
+//! The API side keeps its counters in the built-in API's own `Produced`, so the hashes
+//! and counts the verification compares are computed by the code the real API uses.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::executor::{ApiControl, Executor, RunApi, RunReader};
+use super::*;
+use crate::api::condition::Condition;
+use crate::api::control::Produced;
+use crate::api::launch::{ApiKind, AppExit};
+use crate::load::{LoadResult, RequestSample};
+use crate::reader::{FinalReport, ReadConfig, ReaderStats};
+use crate::sys::child::Ended;
+
+/// What the scripted API does.
+#[derive(Default, Clone)]
+struct Script {
+    /// The second warm-up request gets a 503.
+    fail_warm_up: bool,
+    /// An `--app`: no control channel; it writes straight into the pipe.
+    app: bool,
+    /// The API holds its records until told to flush (a memory buffer).
+    buffers: bool,
+    /// The pipe stops delivering after this many lines: the log never drains.
+    pipe_stalls_after: Option<u64>,
+    /// The API's logger drops every Nth record (counted), as a full queue would.
+    drop_every: Option<u64>,
+    /// The load is interrupted (Ctrl-C) once it starts.
+    cancel_during_load: bool,
+}
+
+/// The run's shared state: the API's counters, the pipe, what the reader read, and
+/// the order in which the phases touched them.
+#[derive(Default)]
+struct World {
+    script: Script,
+    produced: Produced,
+    held: Mutex<Vec<Vec<u8>>>,
+    pipe: Mutex<VecDeque<Vec<u8>>>,
+    read: Mutex<Read>,
+    piped_lines: Mutex<u64>,
+    events: Mutex<Vec<String>>,
+}
+
+#[derive(Default)]
+struct Read {
+    bytes: u64,
+    newlines: u64,
+    sha: Sha256,
+}
+
+impl World {
+    fn event(&self, e: impl Into<String>) {
+        self.events.lock().unwrap().push(e.into());
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// The API serves request `id`: one record handed to its logger.
+    fn serve(&self, id: u64) {
+        let p = &self.produced;
+        p.requests.fetch_add(1, Ordering::SeqCst);
+        p.records.fetch_add(1, Ordering::SeqCst);
+        let line = format!("{{\"request_id\":{id},\"msg\":\"served\"}}\n").into_bytes();
+        p.handed_off_bytes
+            .fetch_add(line.len() as u64, Ordering::SeqCst);
+        if self.script.drop_every.is_some_and(|n| (id + 1) % n == 0) {
+            p.dropped.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        if self.script.buffers {
+            self.held.lock().unwrap().push(line);
+        } else {
+            self.write(line);
+        }
+    }
+
+    /// The logger's sink takes `line`: counted as written, into the pipe.
+    fn write(&self, line: Vec<u8>) {
+        self.produced.wrote(&line);
+        self.pipe.lock().unwrap().push_back(line);
+    }
+
+    fn flush(&self) {
+        for line in std::mem::take(&mut *self.held.lock().unwrap()) {
+            self.write(line);
+        }
+    }
+
+    /// The reader reads what the pipe delivers.
+    fn deliver(&self) {
+        let mut pipe = self.pipe.lock().unwrap();
+        let mut piped = self.piped_lines.lock().unwrap();
+        let mut read = self.read.lock().unwrap();
+        while self.script.pipe_stalls_after.is_none_or(|n| *piped < n) {
+            let Some(line) = pipe.pop_front() else { break };
+            *piped += 1;
+            read.bytes += line.len() as u64;
+            read.newlines += 1;
+            read.sha.update(&line);
+        }
+    }
+
+    fn reader_stats(&self) -> ReaderStats {
+        self.deliver();
+        let read = self.read.lock().unwrap();
+        ReaderStats {
+            mono_ns: crate::sys::clock::mono_ns(),
+            bytes: read.bytes,
+            newlines: read.newlines,
+            reads: read.newlines,
+            sha256: format!("{:x}", read.sha.clone().finalize()),
+            last_byte_mono_ns: None,
+            eof: false,
+        }
+    }
+}
+
+struct Scripted {
+    world: Arc<World>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Executor for Scripted {
+    fn start_reader(
+        &self,
+        _: &Path,
+        _: ReadConfig,
+        _: Option<usize>,
+    ) -> io::Result<Box<dyn RunReader>> {
+        self.world.event("start reader");
+        Ok(Box::new(MockReader(self.world.clone())))
+    }
+
+    fn start_api(
+        &self,
+        kind: ApiKind<'_>,
+        _: &RunCondition,
+        _: &Path,
+        _: &Path,
+    ) -> io::Result<Box<dyn RunApi>> {
+        assert_eq!(matches!(kind, ApiKind::App { .. }), self.world.script.app);
+        self.world.event("start api");
+        Ok(Box::new(MockApi(self.world.clone())))
+    }
+
+    fn load(&self, config: &LoadConfig, _: &AtomicBool) -> Option<LoadResult> {
+        let n = (config.rate * config.duration.as_secs_f64()).round() as u64;
+        self.world
+            .event(format!("load {n} from id {}", config.first_id));
+        if n > 1 && self.world.script.cancel_during_load {
+            self.cancel.store(true, Ordering::SeqCst);
+            return None;
+        }
+        let samples = (0..n)
+            .map(|i| {
+                let id = config.first_id + i;
+                let refused = self.world.script.fail_warm_up && id == 1;
+                if !refused {
+                    self.world.serve(id);
+                }
+                RequestSample {
+                    index: i,
+                    scheduled_ns: i * 1_000_000,
+                    send_lateness_ns: 1_000,
+                    connect_ns: None,
+                    latency_ns: Some(200_000 + i),
+                    status: Some(if refused { 503 } else { 200 }),
+                    outcome: if refused {
+                        crate::load::Outcome::HttpError
+                    } else {
+                        crate::load::Outcome::Ok
+                    },
+                    done_mono_ns: crate::sys::clock::mono_ns(),
+                }
+            })
+            .collect();
+        Some(LoadResult {
+            t0_mono_ns: crate::sys::clock::mono_ns(),
+            samples,
+            wall: config.duration,
+            interrupted: false,
+        })
+    }
+}
+
+struct MockReader(Arc<World>);
+
+impl RunReader for MockReader {
+    fn stats(&mut self) -> io::Result<ReaderStats> {
+        Ok(self.0.reader_stats())
+    }
+
+    fn reset(&mut self) -> io::Result<()> {
+        self.0.event("reader reset");
+        self.0.deliver();
+        *self.0.read.lock().unwrap() = Read::default();
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> io::Result<FinalReport> {
+        self.0.event("reader finish");
+        Ok(FinalReport {
+            stats: self.0.reader_stats(),
+            findings: None,
+        })
+    }
+
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+}
+
+struct MockApi(Arc<World>);
+
+struct MockControl(Arc<World>);
+
+impl ApiControl for MockControl {
+    fn stats(&self) -> io::Result<crate::api::control::ApiStats> {
+        Ok(self.0.produced.stats())
+    }
+
+    fn reset(&self) -> io::Result<()> {
+        self.0.event("api reset");
+        self.0.produced.reset();
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.0.event("api flush");
+        self.0.flush();
+        Ok(())
+    }
+
+    fn outage(&self, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl RunApi for MockApi {
+    fn http(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], 9))
+    }
+
+    fn control(&self) -> Option<Arc<dyn ApiControl>> {
+        (!self.0.script.app).then(|| Arc::new(MockControl(self.0.clone())) as Arc<dyn ApiControl>)
+    }
+
+    fn stats(&self) -> io::Result<Option<crate::api::control::ApiStats>> {
+        Ok((!self.0.script.app).then(|| self.0.produced.stats()))
+    }
+
+    fn check_alive(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn stop(&mut self, signal: Signal, _: Duration) -> AppExit {
+        self.0.event(format!("api stop {}", signal.as_str()));
+        // A service that flushes on its stop signal.
+        self.0.flush();
+        AppExit {
+            ended: Ended::Exited(std::os::unix::process::ExitStatusExt::from_raw(
+                signal.number(),
+            )),
+            leftovers: Vec::new(),
+        }
+    }
+
+    fn end(&mut self) {
+        self.0.event("api end");
+    }
+
+    fn stop_following(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    fn cpu_seconds(&self) -> Option<f64> {
+        None
+    }
+}
+
+fn plan(condition: RunCondition) -> LabPlan {
+    let mut plan = LabPlan::reference(
+        vec![condition],
+        vec![SinkKind::Fast],
+        std::path::PathBuf::from("/nonexistent/loglag"),
+    );
+    plan.duration = Duration::from_millis(500); // 10 requests at 20/s
+    plan.drain_timeout = Duration::from_secs(5);
+    plan
+}
+
+fn run(script: Script, plan: &LabPlan) -> (Result<measure::RunOutput, LabError>, Arc<World>) {
+    let world = Arc::new(World {
+        script,
+        ..World::default()
+    });
+    let cancel = Arc::new(AtomicBool::new(false));
+    let executor = Scripted {
+        world: world.clone(),
+        cancel: cancel.clone(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let condition = plan.conditions[0].clone();
+    let out = run_one(
+        &executor,
+        plan,
+        0,
+        0,
+        condition,
+        SinkKind::Fast,
+        dir.path(),
+        None,
+        &cancel,
+    );
+    (out, world)
+}
+
+fn json_queue() -> RunCondition {
+    RunCondition::BuiltIn(Condition::JsonQueue)
+}
+
+#[test]
+fn the_phases_run_in_order_and_a_whole_log_is_verified() {
+    let (out, world) = run(Script::default(), &plan(json_queue()));
+    let out = out.expect("the run completes");
+    assert_eq!(
+        world.events(),
+        [
+            "start reader",
+            "start api",
+            "load 1 from id 0",
+            "load 1 from id 1",
+            "api flush",
+            "api reset",
+            "reader reset",
+            "load 10 from id 2",
+            "api flush",
+            "api end",
+            "reader finish",
+        ]
+    );
+    let s = &out.summary;
+    assert_eq!((s.requests, s.completed), (10, 10));
+    assert!(s.verified, "{}", s.verify_note);
+    assert!(s.verify_note.contains("sha256 match"), "{}", s.verify_note);
+    // The warm-up's two records are not the measured run's.
+    assert_eq!((s.read_newlines, s.lost_records), (10, Some(0)));
+}
+
+#[test]
+fn records_held_by_a_buffering_logger_are_flushed_before_the_drain() {
+    let (out, world) = run(
+        Script {
+            buffers: true,
+            ..Script::default()
+        },
+        &plan(json_queue()),
+    );
+    let s = out.expect("the run completes").summary;
+    // Without the flush after the warm-up, its records would be read after the
+    // reset and counted in the run; without the one after the load, none would be.
+    assert!(s.verified, "{}", s.verify_note);
+    assert_eq!(s.read_newlines, 10);
+    assert_eq!(
+        world.events().iter().filter(|e| *e == "api flush").count(),
+        2
+    );
+}
+
+#[test]
+fn every_line_missing_from_a_logger_that_drops_is_a_counted_drop() {
+    let (out, _) = run(
+        Script {
+            drop_every: Some(4),
+            ..Script::default()
+        },
+        &plan(json_queue()),
+    );
+    let s = out.expect("the run completes").summary;
+    // Ids 2..12: 3, 7 and 11 are dropped, and said to be.
+    assert_eq!(s.dropped, Some(3));
+    assert_eq!(s.read_newlines, 7);
+    // What was written was read whole; the three lines the log lacks are the drops.
+    assert!(s.verified, "{}", s.verify_note);
+    assert_eq!(s.lost_records, Some(3));
+}
+
+#[test]
+fn a_log_that_never_drains_ends_the_run_unverified_instead_of_hanging() {
+    let mut plan = plan(json_queue());
+    plan.drain_timeout = Duration::from_millis(100);
+    let (out, _) = run(
+        Script {
+            // The two warm-up lines, then five of the ten.
+            pipe_stalls_after: Some(7),
+            ..Script::default()
+        },
+        &plan,
+    );
+    let s = out
+        .expect("a stalled log is a finding, not an error")
+        .summary;
+    assert!(!s.verified);
+    assert!(s.verify_note.contains("not drained"), "{}", s.verify_note);
+    assert_eq!(s.read_newlines, 5);
+}
+
+#[test]
+fn a_failed_warm_up_request_fails_the_run_naming_it() {
+    let (out, world) = run(
+        Script {
+            fail_warm_up: true,
+            ..Script::default()
+        },
+        &plan(json_queue()),
+    );
+    let Err(LabError::Failed(message)) = out else {
+        panic!("a failed warm-up must fail the run");
+    };
+    assert!(message.contains("warm-up request"), "{message}");
+    assert!(message.contains("503"), "{message}");
+    assert!(
+        !world.events().iter().any(|e| e.starts_with("load 10")),
+        "no load after it"
+    );
+}
+
+#[test]
+fn ctrl_c_during_the_load_cancels_the_run() {
+    let (out, _) = run(
+        Script {
+            cancel_during_load: true,
+            ..Script::default()
+        },
+        &plan(json_queue()),
+    );
+    assert!(matches!(out, Err(LabError::Cancelled)));
+}
+
+#[test]
+fn a_builtin_api_stopped_by_a_signal_is_held_to_what_it_had_logged() {
+    let mut plan = plan(json_queue());
+    plan.stop_builtin = true;
+    plan.stop_signal = Signal::Term;
+    let (out, world) = run(
+        Script {
+            buffers: true,
+            ..Script::default()
+        },
+        &plan,
+    );
+    let s = out.expect("the run completes").summary;
+    let events = world.events();
+    // No flush is asked for after the load: the stop signal is the only warning.
+    let after_load = &events[events
+        .iter()
+        .position(|e| e == "load 10 from id 2")
+        .unwrap()..];
+    assert_eq!(after_load[1], "api stop term");
+    assert!(!after_load.contains(&"api flush".to_owned()));
+    assert_eq!(s.expected_records, Some(10));
+    assert_eq!(s.lost_records, Some(0));
+    assert!(s.verified, "{}", s.verify_note);
+    assert!(
+        s.app_exit.as_deref().is_some_and(|e| e.contains("SIGTERM")),
+        "{:?}",
+        s.app_exit
+    );
+}
+
+#[test]
+fn an_app_is_verified_by_the_lines_it_was_expected_to_write() {
+    let mut plan = plan(RunCondition::parse("mine", true).unwrap());
+    plan.app = Some("my-service --port {port}".into());
+    plan.expect_lines = "1".parse().unwrap();
+    let (out, world) = run(
+        Script {
+            app: true,
+            drop_every: Some(5),
+            ..Script::default()
+        },
+        &plan,
+    );
+    let s = out.expect("the run completes").summary;
+    // 12 requests served (warm-up included), 1 line each, ids 4 and 9 never written.
+    assert_eq!(s.expected_records, Some(12));
+    assert_eq!(s.lost_records, Some(2));
+    assert!(!s.verified, "two lines are missing: {}", s.verify_note);
+    assert!(world.events().contains(&"api stop term".to_owned()));
+}
