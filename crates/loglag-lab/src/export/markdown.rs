@@ -44,7 +44,8 @@ impl Exporter for Markdown {
                 )?;
             }
         }
-        for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.lateness_limit_us) {
+        for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.plan.lateness_limit_us)
+        {
             writeln!(out, "\n**Warning** ({who}): {w}.")?;
         }
         for (who, w) in crate::report::saturation_warnings(&s.pairs) {

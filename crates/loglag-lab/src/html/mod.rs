@@ -384,20 +384,20 @@ pub fn render(s: &Summary) -> String {
         kernel = esc(&p.machine.kernel),
         ver = esc(&p.loglag_version),
         rev = esc(p.git_revision.as_deref().unwrap_or("unknown revision")),
-        rate = p.closed.map_or_else(|| format!("{} requests/s (open loop)", p.rate), |n| format!("closed loop, {n} connections")),
-        dur = p.duration_s,
-        conn = esc(&p.connection),
-        warm = p.warmup_requests,
+        rate = p.plan.closed.map_or_else(|| format!("{} requests/s (open loop)", p.plan.rate), |n| format!("closed loop, {n} connections")),
+        dur = p.plan.duration_s,
+        conn = esc(&p.plan.connection),
+        warm = p.plan.warmup_requests,
         nruns = s.runs.len(),
-        nc = p.conditions.len(),
-        ns = p.sinks.len(),
-        rounds = p.rounds,
-        rs = p.read_size,
-        slow = p.slow_rate_bytes_per_s,
-        pipe = p.pipe_size.map_or("64 KiB (kernel default)".to_owned(), |b| format!("{b} B")),
-        app = p.app.as_deref().map_or("built-in (hyper)".to_owned(), |a| format!("--app <code>{}</code>", esc(a))),
-        threads = p.threads,
-        cpu_limit = match (p.cpu_limit, p.cpu_limit_applied) {
+        nc = p.plan.conditions.len(),
+        ns = p.plan.sinks.len(),
+        rounds = p.plan.rounds,
+        rs = p.plan.read_size,
+        slow = p.plan.slow_rate_bytes_per_s,
+        pipe = p.plan.pipe_size.map_or("64 KiB (kernel default)".to_owned(), |b| format!("{b} B")),
+        app = p.plan.app.as_deref().map_or("built-in (hyper)".to_owned(), |a| format!("--app <code>{}</code>", esc(a))),
+        threads = p.plan.threads,
+        cpu_limit = match (p.plan.cpu_limit, p.cpu_limit_applied) {
             (None, _) => "none".to_owned(),
             (Some(c), true) => format!("{c} cores each for the API and the reader (cgroups)"),
             (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
@@ -442,7 +442,7 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
-    for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.lateness_limit_us) {
+    for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.plan.lateness_limit_us) {
         let _ = write!(
             h,
             "<p class=\"bad\"><b>Warning</b> ({}): {}.</p>",

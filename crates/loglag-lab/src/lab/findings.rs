@@ -159,7 +159,7 @@ pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
         })
         .filter(|p| !p.resample_ms.is_empty())
         .collect();
-    let baseline = baseline_of(s.params.baseline.as_deref(), &s.params.conditions);
+    let baseline = baseline_of(s.params.plan.baseline.as_deref(), &s.params.plan.conditions);
     findings(&samples, baseline.as_deref())
 }
 

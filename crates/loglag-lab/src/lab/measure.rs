@@ -377,8 +377,8 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
     // Keep the plan's order: conditions first, then sinks.
     keys.sort_by_key(|(c, s)| {
         (
-            params.conditions.iter().position(|x| x == c),
-            params.sinks.iter().position(|x| x == s),
+            params.plan.conditions.iter().position(|x| x == c),
+            params.plan.sinks.iter().position(|x| x == s),
         )
     });
     let mut pooled_ms: Vec<(Vec<f64>, super::findings::RoundPercentiles)> = Vec::new();
@@ -480,7 +480,8 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 .find(|o| !o.summary.verified)
                 .map(|o| o.summary.verify_note.clone()),
             send_lateness: pooled_lateness,
-            lateness_warning: pooled_lateness.and_then(|l| l.warning(params.lateness_limit_us)),
+            lateness_warning: pooled_lateness
+                .and_then(|l| l.warning(params.plan.lateness_limit_us)),
             saturation_warning: runs
                 .iter()
                 .find_map(|o| o.summary.saturation_warning.clone()),
@@ -501,7 +502,8 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             sink,
         });
     }
-    let baseline = super::findings::baseline_of(params.baseline.as_deref(), &params.conditions);
+    let baseline =
+        super::findings::baseline_of(params.plan.baseline.as_deref(), &params.plan.conditions);
     let samples: Vec<_> = pairs
         .iter()
         .zip(pooled_ms)

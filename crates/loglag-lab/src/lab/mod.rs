@@ -80,43 +80,19 @@ pub fn run_lab(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut params = Params {
-        conditions: plan.conditions.iter().map(|c| c.to_string()).collect(),
-        sinks: plan.sinks.iter().map(|s| s.as_str().to_owned()).collect(),
-        rounds: plan.rounds,
-        rate: plan.rate,
-        duration_s: plan.duration.as_secs_f64(),
-        connection: plan.connection.as_str().to_owned(),
-        slow_rate_bytes_per_s: plan.slow_rate,
-        read_size: plan.read_size,
-        pipe_size: plan.pipe_size,
-        threads: plan.threads,
-        warmup_requests: plan.warmup,
-        cpu_limit: plan.cpu_limit,
+        plan: plan.echo(),
         cpu_limit_applied: false,
-        lateness_limit_us: plan.lateness_limit_us,
-        app: plan.app.clone(),
         loglag_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_revision: option_env!("LOGLAG_GIT_REVISION").map(str::to_owned),
         started_unix_s,
         machine: crate::sys::procfs::machine(),
-        closed: plan.closed,
-        record: plan.app.is_none().then(|| plan.record.to_string()),
-        error_every: plan.error_every,
-        stop_signal: (plan.app.is_some() || plan.stop_builtin)
-            .then(|| plan.stop_signal.as_str().to_owned()),
-        disk_delay_us: plan
-            .sinks
-            .contains(&SinkKind::SlowDisk)
-            .then_some(plan.disk_delay.as_micros() as u64),
-        loglag_batch_bytes: plan.loglag_batch_bytes,
-        loglag_flush_interval_ms: plan.loglag_flush_interval.map(|d| d.as_secs_f64() * 1e3),
-        collector_outage_ms: plan.collector_outage.map(|d| d.as_secs_f64() * 1e3),
         preset: None,
         step: None,
-        baseline: plan.baseline.clone(),
     };
     let mut outputs = Vec::new();
     let result = (|| {
+        // Whoever built the plan, none runs unvalidated.
+        plan.validate().map_err(|e| fail(e.to_string()))?;
         let (dir, stale) = crate::sys::scratch::create("lab")?;
         if let Some(warning) = stale {
             observer.warn(&warning);

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::api::condition::RecordShape;
 use crate::load::Connection;
 
@@ -227,6 +229,133 @@ impl LabPlan {
     }
 }
 
+/// The plan as `summary.json` echoes it (flattened into its `params`), so that a
+/// result says what it was asked to do. Built by [`LabPlan::echo`], which takes every
+/// field of the plan apart: a new field does not compile until it is echoed here or
+/// said not to be.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PlanEcho {
+    pub conditions: Vec<String>,
+    pub sinks: Vec<String>,
+    pub rounds: usize,
+    pub rate: f64,
+    pub duration_s: f64,
+    pub connection: String,
+    pub slow_rate_bytes_per_s: u64,
+    pub read_size: usize,
+    pub pipe_size: Option<usize>,
+    pub threads: usize,
+    pub warmup_requests: usize,
+    pub cpu_limit: Option<f64>,
+    /// Runs whose p99 send lateness exceeds this are flagged.
+    #[serde(default = "default_lateness_limit_us")]
+    pub lateness_limit_us: f64,
+    pub app: Option<String>,
+    /// Closed loop with this many connections (`None`: open loop at `rate`).
+    #[serde(default)]
+    pub closed: Option<usize>,
+    /// What the built-in API logged per request: json16k, three or line120.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Every Nth request logged an ERROR.
+    #[serde(default)]
+    pub error_every: Option<u64>,
+    /// How the API was stopped at the end of each run, when a stop was measured.
+    #[serde(default)]
+    pub stop_signal: Option<String>,
+    /// The slow-disk sink's delay per write, µs.
+    #[serde(default)]
+    pub disk_delay_us: Option<u64>,
+    /// The built-in loglag condition's settings, when not its defaults.
+    #[serde(default)]
+    pub loglag_batch_bytes: Option<usize>,
+    #[serde(default)]
+    pub loglag_flush_interval_ms: Option<f64>,
+    /// How long the network conditions' collector was down mid-run, ms.
+    #[serde(default)]
+    pub collector_outage_ms: Option<f64>,
+    /// The condition every other is compared with in the findings (`--baseline`).
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn default_lateness_limit_us() -> f64 {
+    default_duration(defaults::LATENESS_LIMIT).as_secs_f64() * 1e6
+}
+
+impl LabPlan {
+    /// What `summary.json` says the run was asked to do.
+    pub fn echo(&self) -> PlanEcho {
+        // Every field by name, no `..`: adding one to the plan fails to compile here
+        // until it is echoed or listed as not echoed.
+        let LabPlan {
+            conditions,
+            sinks,
+            rounds,
+            rate,
+            duration,
+            connection,
+            slow_rate,
+            read_size,
+            pipe_size,
+            threads,
+            warmup,
+            cpu_limit,
+            app,
+            closed,
+            record,
+            error_every,
+            stop_signal,
+            stop_builtin,
+            disk_delay,
+            loglag_batch_bytes,
+            loglag_flush_interval,
+            collector_outage,
+            lateness_limit_us,
+            baseline,
+            // Not echoed: how the lab found, waited for and verified the API, not what
+            // it measured (and `exe` is this machine's path).
+            ready: _,
+            ready_timeout: _,
+            app_log: _,
+            exe: _,
+            drain_timeout: _,
+            expect_lines: _,
+            stop_timeout: _,
+            match_request_id: _,
+        } = self;
+        PlanEcho {
+            conditions: conditions.iter().map(|c| c.to_string()).collect(),
+            sinks: sinks.iter().map(|s| s.as_str().to_owned()).collect(),
+            rounds: *rounds,
+            rate: *rate,
+            duration_s: duration.as_secs_f64(),
+            connection: connection.as_str().to_owned(),
+            slow_rate_bytes_per_s: *slow_rate,
+            read_size: *read_size,
+            pipe_size: *pipe_size,
+            threads: *threads,
+            warmup_requests: *warmup,
+            cpu_limit: *cpu_limit,
+            lateness_limit_us: *lateness_limit_us,
+            app: app.clone(),
+            closed: *closed,
+            // An --app logs on its own: no record shape is the plan's.
+            record: app.is_none().then(|| record.to_string()),
+            error_every: *error_every,
+            // A stop is measured for an --app always, for the built-in API when asked.
+            stop_signal: (app.is_some() || *stop_builtin).then(|| stop_signal.as_str().to_owned()),
+            disk_delay_us: sinks
+                .contains(&SinkKind::SlowDisk)
+                .then_some(disk_delay.as_micros() as u64),
+            loglag_batch_bytes: *loglag_batch_bytes,
+            loglag_flush_interval_ms: loglag_flush_interval.map(|d| d.as_secs_f64() * 1e3),
+            collector_outage_ms: collector_outage.map(|d| d.as_secs_f64() * 1e3),
+            baseline: baseline.clone(),
+        }
+    }
+}
+
 /// Why a plan cannot run: each message names the flag a user sets and what is valid.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlanError {
@@ -392,6 +521,43 @@ mod tests {
     use super::*;
 
     /// The defaults the CLI hands clap are the plan's, and they parse.
+    /// The echo says what a run measured under: an --app has no record shape but a
+    /// stop signal, a built-in run a stop signal only when its stop was measured, and
+    /// the disk delay only where a slow-disk sink ran.
+    #[test]
+    fn the_echo_states_only_what_the_runs_used() {
+        let builtin = LabPlan::reference(
+            vec![RunCondition::BuiltIn(
+                crate::api::condition::Condition::JsonSync,
+            )],
+            vec![SinkKind::Fast],
+            PathBuf::new(),
+        );
+        let echo = builtin.echo();
+        assert_eq!(echo.conditions, ["json-sync"]);
+        assert_eq!(
+            (echo.rate, echo.duration_s, echo.warmup_requests),
+            (20.0, 8.0, 2)
+        );
+        assert_eq!(echo.record.as_deref(), Some("json16k"));
+        assert_eq!((echo.stop_signal, echo.disk_delay_us), (None, None));
+
+        let mut stopped = builtin.clone();
+        stopped.stop_builtin = true;
+        stopped.sinks.push(SinkKind::SlowDisk);
+        let echo = stopped.echo();
+        assert_eq!(echo.stop_signal.as_deref(), Some("term"));
+        assert_eq!(echo.disk_delay_us, Some(1_000));
+
+        let mut app = builtin;
+        app.app = Some("svc --port {port} --log {log_path}".into());
+        let echo = app.echo();
+        assert_eq!(
+            (echo.record, echo.stop_signal.as_deref()),
+            (None, Some("term"))
+        );
+    }
+
     #[test]
     fn every_default_parses_into_the_reference_plan() {
         let plan = LabPlan::reference(Vec::new(), Vec::new(), PathBuf::new());

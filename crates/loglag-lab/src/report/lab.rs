@@ -25,65 +25,22 @@ pub struct Summary {
 /// What was asked for, and where it ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Params {
-    pub conditions: Vec<String>,
-    pub sinks: Vec<String>,
-    pub rounds: usize,
-    pub rate: f64,
-    pub duration_s: f64,
-    pub connection: String,
-    pub slow_rate_bytes_per_s: u64,
-    pub read_size: usize,
-    pub pipe_size: Option<usize>,
-    pub threads: usize,
-    pub warmup_requests: usize,
-    pub cpu_limit: Option<f64>,
+    /// The plan, as it echoes itself (flattened: its fields sit beside these).
+    #[serde(flatten)]
+    pub plan: crate::lab::plan::PlanEcho,
     /// Whether the CPU limit could be applied (cgroups may be unavailable).
     pub cpu_limit_applied: bool,
-    /// Runs whose p99 send lateness exceeds this are flagged.
-    #[serde(default = "default_lateness_limit")]
-    pub lateness_limit_us: f64,
-    pub app: Option<String>,
     pub loglag_version: String,
     /// The git revision loglag was built from, when known.
     #[serde(default)]
     pub git_revision: Option<String>,
     pub started_unix_s: u64,
     pub machine: Machine,
-    /// Closed loop with this many connections (`None`: open loop at `rate`).
-    #[serde(default)]
-    pub closed: Option<usize>,
-    /// What the built-in API logged per request: json16k, three or line120.
-    #[serde(default)]
-    pub record: Option<String>,
-    /// Every Nth request logged an ERROR.
-    #[serde(default)]
-    pub error_every: Option<u64>,
-    /// How the API was stopped at the end of each run, when a stop was measured.
-    #[serde(default)]
-    pub stop_signal: Option<String>,
-    /// The slow-disk sink's delay per write, µs.
-    #[serde(default)]
-    pub disk_delay_us: Option<u64>,
-    /// The built-in loglag condition's settings, when not its defaults.
-    #[serde(default)]
-    pub loglag_batch_bytes: Option<usize>,
-    #[serde(default)]
-    pub loglag_flush_interval_ms: Option<f64>,
-    /// How long the network conditions' collector was down mid-run, ms.
-    #[serde(default)]
-    pub collector_outage_ms: Option<f64>,
     /// The preset this run belongs to, and its step (`buffers` / `kill`).
     #[serde(default)]
     pub preset: Option<String>,
     #[serde(default)]
     pub step: Option<String>,
-    /// The condition every other is compared with in the findings (`--baseline`).
-    #[serde(default)]
-    pub baseline: Option<String>,
-}
-
-fn default_lateness_limit() -> f64 {
-    Lateness::DEFAULT_LIMIT_US
 }
 
 /// One run: one (condition, sink) pair in one round, with a fresh API.
