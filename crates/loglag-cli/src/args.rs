@@ -385,6 +385,10 @@ pub struct LabArgs {
     /// Longest wait for the log to drain after the last response.
     #[arg(long, default_value = defaults::DRAIN_TIMEOUT, value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// Longest wait for the warm-up requests' log lines to be read before the measured
+    /// load starts: raise it for an --app that buffers its log for long.
+    #[arg(long, default_value = defaults::WARMUP_TIMEOUT, value_parser = parse_duration)]
+    pub warmup_timeout: Duration,
     /// Flag runs whose load generator's p99 send lateness exceeds this: their
     /// latencies include the instrument's own delay.
     #[arg(long, default_value = defaults::LATENESS_LIMIT, value_parser = parse_duration)]

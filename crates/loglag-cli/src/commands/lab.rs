@@ -83,6 +83,7 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.ready_timeout = a.ready_timeout;
     base.app_log = a.app_log.clone();
     base.drain_timeout = a.drain_timeout;
+    base.warmup_timeout = a.warmup_timeout;
     base.lateness_limit_us = a.lateness_limit.as_secs_f64() * 1e6;
     base.expect_lines = a.expect_lines.clone().unwrap_or_default();
     base.stop_signal = a.stop_signal.unwrap_or_default();

@@ -410,14 +410,15 @@ fn run_one(
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
     let mut caught_up = CaughtUp::new(plan, &condition, Duration::from_millis(500));
-    let warmed = wait_until(cancel, Duration::from_secs(30), || {
+    let warmed = wait_until(cancel, plan.warmup_timeout, || {
         let read = reader.stats()?;
         Ok(caught_up.check(&read, api.stats()?.as_ref()))
     })?;
     if !warmed {
-        return Err(fail(
-            "the warm-up's log bytes were not all read within 30 s",
-        ));
+        return Err(fail(format!(
+            "the warm-up's log bytes were not all read within {:?} (--warmup-timeout)",
+            plan.warmup_timeout
+        )));
     }
     if let Some(c) = &control {
         c.reset()

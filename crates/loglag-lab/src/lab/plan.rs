@@ -121,6 +121,8 @@ pub mod defaults {
     pub const READY_TIMEOUT: &str = "20s";
     /// The longest wait for the log to drain after the last response.
     pub const DRAIN_TIMEOUT: &str = "120s";
+    /// The longest wait for the warm-up's log lines to be read.
+    pub const WARMUP_TIMEOUT: &str = "30s";
     /// Runs whose generator's p99 send lateness exceeds this are flagged.
     pub const LATENESS_LIMIT: &str = "100us";
     /// How long an API may take to exit after its stop signal.
@@ -157,6 +159,8 @@ pub struct LabPlan {
     pub exe: PathBuf,
     /// How long to wait for the log to drain after the last response.
     pub drain_timeout: Duration,
+    /// How long to wait for the warm-up's log lines to be read.
+    pub warmup_timeout: Duration,
     /// Runs whose p99 send lateness exceeds this (µs) are flagged.
     pub lateness_limit_us: f64,
     /// Lines per request an `--app` writes, to verify it.
@@ -211,6 +215,7 @@ impl LabPlan {
             app_log: crate::api::launch::AppLog::Path,
             exe,
             drain_timeout: default_duration(defaults::DRAIN_TIMEOUT),
+            warmup_timeout: default_duration(defaults::WARMUP_TIMEOUT),
             lateness_limit_us: default_duration(defaults::LATENESS_LIMIT).as_secs_f64() * 1e6,
             expect_lines: ExpectLines::default(),
             stop_signal: Signal::Term,
@@ -320,6 +325,7 @@ impl LabPlan {
             app_log: _,
             exe: _,
             drain_timeout: _,
+            warmup_timeout: _,
             expect_lines: _,
             stop_timeout: _,
             match_request_id: _,
@@ -486,6 +492,9 @@ impl LabPlan {
         if self.ready_timeout.is_zero() {
             return Err(PlanError::NotPositive("--ready-timeout", "positive"));
         }
+        if self.warmup_timeout.is_zero() {
+            return Err(PlanError::NotPositive("--warmup-timeout", "positive"));
+        }
         if self.slow_rate == 0 {
             return Err(PlanError::NotPositive("--slow-rate", "positive"));
         }
@@ -566,6 +575,7 @@ mod tests {
         assert_eq!(plan.disk_delay, Duration::from_millis(1));
         assert_eq!(plan.ready_timeout, Duration::from_secs(20));
         assert_eq!(plan.drain_timeout, Duration::from_secs(120));
+        assert_eq!(plan.warmup_timeout, Duration::from_secs(30));
         assert_eq!(
             plan.lateness_limit_us,
             crate::report::Lateness::DEFAULT_LIMIT_US
@@ -604,6 +614,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--rate must be"));
+        let mut p = good();
+        p.warmup_timeout = Duration::ZERO;
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            "--warmup-timeout must be positive"
+        );
         let mut p = good();
         p.collector_outage = Some(Duration::ZERO);
         assert!(p

@@ -505,3 +505,24 @@ fn an_app_is_verified_by_the_lines_it_was_expected_to_write() {
     assert!(!s.verified, "two lines are missing: {}", s.verify_note);
     assert!(world.events().contains(&"api stop term".to_owned()));
 }
+
+#[test]
+fn a_warm_up_whose_log_is_never_read_fails_within_the_warmup_timeout() {
+    let mut plan = plan(json_queue());
+    plan.warmup_timeout = Duration::from_millis(60);
+    let (out, world) = run(
+        Script {
+            pipe_stalls_after: Some(0),
+            ..Script::default()
+        },
+        &plan,
+    );
+    let Err(LabError::Failed(message)) = out else {
+        panic!("an unread warm-up must fail the run");
+    };
+    assert!(message.contains("--warmup-timeout"), "{message}");
+    assert!(
+        !world.events().iter().any(|e| e.starts_with("load 10")),
+        "no load after it"
+    );
+}
