@@ -57,12 +57,12 @@ impl Observer for Progress {
             "  {} / {}: p50 {} ms, p99 {} ms, drain {:.2} s, rps {:.1}/{:.1}, {}",
             r.condition,
             r.sink,
-            ms(r.p50_ms),
-            ms(r.p99_ms),
-            r.drain_s,
-            r.rps_api,
-            r.rps_logs_read,
-            if r.verified {
+            ms(r.metrics.p50_ms),
+            ms(r.metrics.p99_ms),
+            r.metrics.drain_s,
+            r.metrics.rps_api,
+            r.metrics.rps_logs_read,
+            if r.metrics.verified {
                 "verified".to_owned()
             } else {
                 format!("NOT verified ({})", r.verify_note)

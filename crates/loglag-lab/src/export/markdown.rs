@@ -27,7 +27,7 @@ impl Exporter for Markdown {
             writeln!(out, "| {} |", cells.join(" | "))?;
         }
         for p in &s.pairs {
-            if let (false, Some(note)) = (p.verified, &p.verify_note) {
+            if let (false, Some(note)) = (p.metrics.verified, &p.verify_note) {
                 writeln!(
                     out,
                     "\n**Not verified** ({} / {}): {note}.",

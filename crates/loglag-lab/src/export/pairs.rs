@@ -66,8 +66,8 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
     column!("sink", "sink", text, |p| p.sink.clone()),
     column!("runs", "runs", int, |p| p.runs.to_string()),
     column!("requests", "requests", int, |p| p.requests.to_string()),
-    column!("p50 ms", "p50_ms", float(2, 4), |p| p.p50_ms),
-    column!("p99 ms", "p99_ms", float(2, 4), |p| p.p99_ms),
+    column!("p50 ms", "p50_ms", float(2, 4), |p| p.metrics.p50_ms),
+    column!("p99 ms", "p99_ms", float(2, 4), |p| p.metrics.p99_ms),
     PairColumn {
         title: "p99 range ms",
         key: "p99_ms_range",
@@ -82,48 +82,71 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
                 .map_or_else(String::new, |(lo, hi)| format!("{lo:.4}-{hi:.4}"))
         },
     },
-    column!("max ms", "max_ms", float(2, 4), |p| p.max_ms),
-    column!("errors", "http_errors", int, |p| p.http_errors.to_string()),
-    column!("timeouts", "timeouts", int, |p| p.timeouts.to_string()),
-    column!("gen µs", "gen_us", float(0, 2), |p| p.gen_us),
+    column!("max ms", "max_ms", float(2, 4), |p| p.metrics.max_ms),
+    column!("errors", "http_errors", int, |p| p
+        .metrics
+        .http_errors
+        .to_string()),
+    column!("timeouts", "timeouts", int, |p| p
+        .metrics
+        .timeouts
+        .to_string()),
+    column!("gen µs", "gen_us", float(0, 2), |p| p.metrics.gen_us),
     column!("log call µs", "log_call_us", float(0, 2), |p| p
+        .metrics
         .log_call_us),
     column!("max backlog KiB", "max_backlog_kib", float(0, 2), |p| p
+        .metrics
         .max_backlog_kib),
-    column!("drain s", "drain_s", float(2, 4), |p| Some(p.drain_s)),
-    column!("rps API", "rps_api", float(2, 4), |p| Some(p.rps_api)),
-    column!("rps logs read", "rps_logs_read", float(2, 4), |p| Some(
-        p.rps_logs_read
+    column!("drain s", "drain_s", float(2, 4), |p| Some(
+        p.metrics.drain_s
     )),
-    column!("CPU cores", "cpu_cores", float(3, 4), |p| p.cpu_cores),
-    column!("dropped", "dropped", int, |p| opt_int(p.dropped)),
+    column!("rps API", "rps_api", float(2, 4), |p| Some(
+        p.metrics.rps_api
+    )),
+    column!("rps logs read", "rps_logs_read", float(2, 4), |p| Some(
+        p.metrics.rps_logs_read
+    )),
+    column!("CPU cores", "cpu_cores", float(3, 4), |p| p
+        .metrics
+        .cpu_cores),
+    column!("dropped", "dropped", int, |p| opt_int(p.metrics.dropped)),
     PairColumn {
         csv_only: true,
-        ..column!("queue full", "queue_full", int, |p| opt_int(p.queue_full))
+        ..column!("queue full", "queue_full", int, |p| opt_int(
+            p.metrics.queue_full
+        ))
     },
-    column!("lost", "lost_records", int, |p| opt_int(p.lost_records)),
+    column!("lost", "lost_records", int, |p| opt_int(
+        p.metrics.lost_records
+    )),
     PairColumn {
         csv_only: true,
         ..column!(
             "send late mean µs",
             "send_late_mean_us",
             float(0, 1),
-            |p| p.send_lateness.map(|l| l.mean_us)
+            |p| p.metrics.send_lateness.map(|l| l.mean_us)
         )
     },
     column!("send late p99 µs", "send_late_p99_us", float(0, 1), |p| p
+        .metrics
         .send_lateness
         .map(|l| l.p99_us)),
     PairColumn {
         csv_only: true,
         ..column!("send late max µs", "send_late_max_us", float(0, 1), |p| p
+            .metrics
             .send_lateness
             .map(|l| l.max_us))
     },
     PairColumn {
-        shown: |p| if p.verified { "yes" } else { "NO" }.to_owned(),
-        exact: |p| p.verified.to_string(),
-        ..column!("verified", "verified", text, |p| p.verified.to_string())
+        shown: |p| if p.metrics.verified { "yes" } else { "NO" }.to_owned(),
+        exact: |p| p.metrics.verified.to_string(),
+        ..column!("verified", "verified", text, |p| p
+            .metrics
+            .verified
+            .to_string())
     },
 ];
 

@@ -16,16 +16,20 @@ fn f(v: Option<f64>, digits: usize) -> String {
 fn lost(r: &PresetRow) -> String {
     let lost = r
         .pair
+        .metrics
         .lost_records
         .map_or_else(String::new, |v| v.to_string());
-    match r.pair.duplicate_records {
+    match r.pair.metrics.duplicate_records {
         Some(d) if d > 0 => format!("{lost} ({d} twice)"),
         _ => lost,
     }
 }
 
 fn order(r: &PresetRow) -> String {
-    match (r.pair.process.out_of_order, r.pair.process.error_lines) {
+    match (
+        r.pair.metrics.process.out_of_order,
+        r.pair.metrics.process.error_lines,
+    ) {
         (Some(0), Some(0)) => "in order".into(),
         (Some(0), Some(e)) => format!("in order, {e} ERROR"),
         (Some(n), _) => format!("{n} out of order"),
@@ -34,7 +38,7 @@ fn order(r: &PresetRow) -> String {
 }
 
 fn errors(r: &PresetRow) -> String {
-    (r.pair.http_errors + r.pair.timeouts).to_string()
+    (r.pair.metrics.http_errors + r.pair.metrics.timeouts).to_string()
 }
 
 /// A row's p99 interval, `lo–hi` ms.
@@ -47,19 +51,21 @@ fn p99_interval(r: &PresetRow) -> String {
 const BUFFERS: &[Column] = &[
     ("stop", false, |r| r.stop_signal.clone()),
     ("condition", false, |r| r.pair.condition.clone()),
-    ("mean ms", true, |r| f(r.pair.mean_ms, 2)),
-    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
-    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("mean ms", true, |r| f(r.pair.metrics.mean_ms, 2)),
+    ("p50 ms", true, |r| f(r.pair.metrics.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.metrics.p99_ms, 2)),
     ("p99 95% interval", true, p99_interval),
-    ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
+    ("req/s", true, |r| format!("{:.0}", r.pair.metrics.rps_api)),
     ("log writes/min", true, |r| {
-        f(r.pair.process.log_writes_per_min, 0)
+        f(r.pair.metrics.process.log_writes_per_min, 0)
     }),
-    ("syscw/min", true, |r| f(r.pair.process.syscw_per_min, 0)),
+    ("syscw/min", true, |r| {
+        f(r.pair.metrics.process.syscw_per_min, 0)
+    }),
     ("log MiB", true, |r| {
         format!("{:.1}", r.log_bytes as f64 / 1048576.0)
     }),
-    ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
+    ("CPU cores", true, |r| f(r.pair.metrics.cpu_cores, 2)),
     ("lost at stop", true, lost),
     ("order", false, order),
     ("errors", true, errors),
@@ -71,19 +77,22 @@ const BLOCKING: &[Column] = &[
     }),
     ("condition", false, |r| r.pair.condition.clone()),
     ("sink", false, |r| r.pair.sink.clone()),
-    ("req/s", true, |r| format!("{:.0}", r.pair.rps_api)),
-    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
-    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("req/s", true, |r| format!("{:.0}", r.pair.metrics.rps_api)),
+    ("p50 ms", true, |r| f(r.pair.metrics.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.metrics.p99_ms, 2)),
     ("p99 95% interval", true, p99_interval),
-    ("CPU cores", true, |r| f(r.pair.cpu_cores, 2)),
+    ("CPU cores", true, |r| f(r.pair.metrics.cpu_cores, 2)),
     ("ctx vol/s", true, |r| {
-        f(r.pair.process.ctx_voluntary_per_s, 0)
+        f(r.pair.metrics.process.ctx_voluntary_per_s, 0)
     }),
     ("ctx invol/s", true, |r| {
-        f(r.pair.process.ctx_involuntary_per_s, 0)
+        f(r.pair.metrics.process.ctx_involuntary_per_s, 0)
     }),
     ("log writes/s", true, |r| {
-        f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 0)
+        f(
+            r.pair.metrics.process.log_writes_per_min.map(|w| w / 60.0),
+            0,
+        )
     }),
     ("lost", true, lost),
     ("errors", true, errors),
@@ -98,20 +107,30 @@ const SWEEP: &[Column] = &[
         r.flush_interval_ms
             .map_or_else(String::new, |i| i.to_string())
     }),
-    ("p50 ms", true, |r| f(r.pair.p50_ms, 2)),
-    ("p99 ms", true, |r| f(r.pair.p99_ms, 2)),
+    ("p50 ms", true, |r| f(r.pair.metrics.p50_ms, 2)),
+    ("p99 ms", true, |r| f(r.pair.metrics.p99_ms, 2)),
     ("p99 95% interval", true, p99_interval),
     ("writes/s", true, |r| {
-        f(r.pair.process.log_writes_per_min.map(|w| w / 60.0), 1)
+        f(
+            r.pair.metrics.process.log_writes_per_min.map(|w| w / 60.0),
+            1,
+        )
     }),
     ("syscw/s", true, |r| {
-        f(r.pair.process.syscw_per_min.map(|w| w / 60.0), 0)
+        f(r.pair.metrics.process.syscw_per_min.map(|w| w / 60.0), 0)
     }),
     ("RSS peak MiB", true, |r| {
-        f(r.pair.process.rss_peak_kib.map(|k| k as f64 / 1024.0), 1)
+        f(
+            r.pair
+                .metrics
+                .process
+                .rss_peak_kib
+                .map(|k| k as f64 / 1024.0),
+            1,
+        )
     }),
     ("oldest queued ms", true, |r| {
-        f(r.pair.process.oldest_queued_ms, 0)
+        f(r.pair.metrics.process.oldest_queued_ms, 0)
     }),
     ("lost", true, lost),
 ];
@@ -143,12 +162,14 @@ pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, &str)> {
     for r in &s.rows {
         let p = &r.pair;
         let who = || format!("{} / {}", r.step, p.condition);
-        let unverified = (!p.verified).then_some(p.verify_note.as_deref()).flatten();
+        let unverified = (!p.metrics.verified)
+            .then_some(p.verify_note.as_deref())
+            .flatten();
         for (label, text) in [
             ("Not verified", unverified),
-            ("Warning", p.lateness_warning.as_deref()),
-            ("Saturated", p.saturation_warning.as_deref()),
-            ("Saturated", p.machine_warning.as_deref()),
+            ("Warning", p.metrics.lateness_warning.as_deref()),
+            ("Saturated", p.metrics.saturation_warning.as_deref()),
+            ("Saturated", p.metrics.machine_warning.as_deref()),
         ] {
             if let Some(text) = text {
                 out.push((label, who(), text));

@@ -73,9 +73,9 @@ fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
     s.pairs.iter().any(|p| {
         p.condition == condition
             && p.sink == sink
-            && (p.lateness_warning.is_some()
-                || p.saturation_warning.is_some()
-                || p.machine_warning.is_some())
+            && (p.metrics.lateness_warning.is_some()
+                || p.metrics.saturation_warning.is_some()
+                || p.metrics.machine_warning.is_some())
     })
 }
 
@@ -269,7 +269,7 @@ pub fn backlog(s: &Summary) -> Section {
                         .map(|p| (r.t_s, p.saturating_sub(r.read_bytes) as f64 / 1024.0))
                 })
                 .collect();
-            if run.drain_s > 0.05 {
+            if run.metrics.drain_s > 0.05 {
                 if let Some(last) = run.last_response_s {
                     markers.push(Marker {
                         x: last,
@@ -277,7 +277,7 @@ pub fn backlog(s: &Summary) -> Section {
                         color: color(&c),
                     });
                     markers.push(Marker {
-                        x: last + run.drain_s,
+                        x: last + run.metrics.drain_s,
                         label: "drained".into(),
                         color: color(&c),
                     });
@@ -331,12 +331,16 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
     let groups: Vec<BarGroup> = s
         .pairs
         .iter()
-        .filter(|p| p.gen_us.is_some() || p.log_call_us.is_some())
+        .filter(|p| p.metrics.gen_us.is_some() || p.metrics.log_call_us.is_some())
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
             bars: vec![
-                Bar::new("build (µs)", PALETTE[5], p.gen_us.unwrap_or(0.0)),
-                Bar::new("logger call (µs)", PALETTE[3], p.log_call_us.unwrap_or(0.0)),
+                Bar::new("build (µs)", PALETTE[5], p.metrics.gen_us.unwrap_or(0.0)),
+                Bar::new(
+                    "logger call (µs)",
+                    PALETTE[3],
+                    p.metrics.log_call_us.unwrap_or(0.0),
+                ),
             ],
         })
         .collect();
@@ -369,8 +373,8 @@ pub fn throughput(s: &Summary) -> Section {
             bars: vec![
                 // Short names: the legend has 130 px; the caption says what each
                 // counts until.
-                Bar::new("API", PALETTE[0], p.rps_api),
-                Bar::new("logs read", PALETTE[1], p.rps_logs_read),
+                Bar::new("API", PALETTE[0], p.metrics.rps_api),
+                Bar::new("logs read", PALETTE[1], p.metrics.rps_logs_read),
             ],
         })
         .collect();

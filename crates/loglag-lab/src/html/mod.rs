@@ -257,9 +257,9 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
                     points.iter().any(|p| {
                         p.0 == b
                             && p.1 == i
-                            && (p.2.pair.lateness_warning.is_some()
-                                || p.2.pair.saturation_warning.is_some()
-                                || p.2.pair.machine_warning.is_some())
+                            && (p.2.pair.metrics.lateness_warning.is_some()
+                                || p.2.pair.metrics.saturation_warning.is_some()
+                                || p.2.pair.metrics.machine_warning.is_some())
                     })
                 })
                 .collect()
@@ -272,7 +272,7 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
         "flush interval",
         &rows,
         &columns,
-        &grid(&|p| p.p99_ms),
+        &grid(&|p| p.metrics.p99_ms),
         &flagged,
     ));
     h.push_str(&svg::heatmap(
@@ -281,7 +281,7 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
         "flush interval",
         &rows,
         &columns,
-        &grid(&|p| p.process.log_writes_per_min.map(|m| m / 60.0)),
+        &grid(&|p| p.metrics.process.log_writes_per_min.map(|m| m / 60.0)),
         &flagged,
     ));
     h.push_str("</div>");
@@ -336,12 +336,15 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
         "p99 latency by step",
         "p99 (log scale)",
         svg::Scale::LogMicros,
-        &groups(&|r| r.pair.p99_ms.map(|ms| ms * 1e3), &|r| {
+        &groups(&|r| r.pair.metrics.p99_ms.map(|ms| ms * 1e3), &|r| {
             r.pair.p99_ms_interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3))
         }),
     ));
     // Counts, not estimates: no interval.
-    let lost = groups(&|r| r.pair.lost_records.map(|n| n.max(0) as f64), &|_| None);
+    let lost = groups(
+        &|r| r.pair.metrics.lost_records.map(|n| n.max(0) as f64),
+        &|_| None,
+    );
     if lost.iter().flat_map(|g| &g.bars).any(|b| b.value > 0.0) {
         h.push_str(&svg::bars(
             "records lost at the stop, by step",
@@ -417,9 +420,9 @@ pub fn render(s: &Summary) -> String {
     for r in &s.pairs {
         h.push_str("<tr>");
         for c in &columns {
-            let bad = (c.key == "verified" && !r.verified)
-                || (c.key == "send_late_p99_us" && r.lateness_warning.is_some())
-                || (c.key == "lost_records" && r.lost_records.is_some_and(|l| l != 0));
+            let bad = (c.key == "verified" && !r.metrics.verified)
+                || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some())
+                || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0));
             let class = match (c.text, bad) {
                 (true, true) => " class=\"l bad\"",
                 (true, false) => " class=\"l\"",
@@ -432,7 +435,7 @@ pub fn render(s: &Summary) -> String {
     }
     h.push_str("</tbody></table>");
     for r in &s.pairs {
-        if let (false, Some(note)) = (r.verified, &r.verify_note) {
+        if let (false, Some(note)) = (r.metrics.verified, &r.verify_note) {
             let _ = write!(
                 h,
                 "<p class=\"bad\"><b>Not verified</b> ({} / {}): {}.</p>",

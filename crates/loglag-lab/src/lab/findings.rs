@@ -153,7 +153,7 @@ pub fn from_summary(s: &crate::report::Summary) -> Vec<Finding> {
                     .runs
                     .iter()
                     .filter(|r| mine(&r.condition, &r.sink))
-                    .filter_map(|r| Some((r.round, r.p50_ms?, r.p99_ms?)))
+                    .filter_map(|r| Some((r.round, r.metrics.p50_ms?, r.metrics.p99_ms?)))
                     .collect(),
             }
         })
@@ -217,7 +217,7 @@ fn judge(
     (lo, hi): (f64, f64),
 ) -> (Option<String>, Option<String>) {
     let who = |p: &PairSummary| format!("{} / {}", p.condition, p.sink);
-    if b.saturation_warning.is_some() {
+    if b.metrics.saturation_warning.is_some() {
         return (
             Some(format!(
                 "the baseline ({}) was saturated, so its latency is queueing",
@@ -228,7 +228,10 @@ fn judge(
     }
     // A busy machine (other tenants, or the lab's own reader and generator) slows
     // whatever ran then, on either side: not a condition's doing.
-    if let Some(p) = [b, t].into_iter().find(|p| p.machine_warning.is_some()) {
+    if let Some(p) = [b, t]
+        .into_iter()
+        .find(|p| p.metrics.machine_warning.is_some())
+    {
         return (
             Some(format!(
                 "the machine was saturated during {}, so its latency includes waiting for a core",
@@ -237,7 +240,7 @@ fn judge(
             None,
         );
     }
-    let failed = |p: &PairSummary| p.http_errors + p.timeouts;
+    let failed = |p: &PairSummary| p.metrics.http_errors + p.metrics.timeouts;
     if failed(b) > 0 {
         return (
             Some(format!(
@@ -250,8 +253,8 @@ fn judge(
     }
     let late_ms = [t, b]
         .iter()
-        .filter(|p| p.lateness_warning.is_some())
-        .filter_map(|p| p.send_lateness.map(|l| l.max_us / 1e3))
+        .filter(|p| p.metrics.lateness_warning.is_some())
+        .filter_map(|p| p.metrics.send_lateness.map(|l| l.max_us / 1e3))
         .reduce(f64::max);
     let mut notes = Vec::new();
     if let Some(late_ms) = late_ms {
@@ -286,7 +289,7 @@ fn judge(
             None,
         );
     }
-    if t.saturation_warning.is_some() {
+    if t.metrics.saturation_warning.is_some() {
         notes.push(
             "this condition's runs were saturated and the baseline's were not (see the warning): the difference includes the queue it built"
                 .to_owned(),
@@ -341,8 +344,8 @@ mod tests {
             .iter()
             .map(|(p, v)| {
                 let mut p = p.clone();
-                p.p50_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.5));
-                p.p99_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.99));
+                p.metrics.p50_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.5));
+                p.metrics.p99_ms = Some(crate::stats::quantile_f64(&mut v.clone(), 0.99));
                 (p, v.clone())
             })
             .collect()
@@ -384,7 +387,7 @@ mod tests {
     #[test]
     fn a_flagged_baseline_makes_every_comparison_inconclusive() {
         let mut none = pair("none", "fast");
-        none.saturation_warning = Some("served 10 of 20".into());
+        none.metrics.saturation_warning = Some("served 10 of 20".into());
         let f = run(&[
             (none, around(0.5)),
             (pair("json-sync", "fast"), around(800.0)),
@@ -401,15 +404,15 @@ mod tests {
     #[test]
     fn a_late_generator_weighs_against_the_size_of_the_difference() {
         let late = |p: &mut PairSummary, max_us: f64| {
-            p.lateness_warning = Some("late".into());
-            p.send_lateness = Some(Lateness {
+            p.metrics.lateness_warning = Some("late".into());
+            p.metrics.send_lateness = Some(Lateness {
                 mean_us: 50.0,
                 p99_us: 500.0,
                 max_us,
             });
         };
         let mut sync = pair("json-sync", "slow");
-        sync.saturation_warning = Some("served 16 of 20".into());
+        sync.metrics.saturation_warning = Some("served 16 of 20".into());
         late(&mut sync, 2_000.0);
         let mut queue = pair("json-queue", "slow");
         late(&mut queue, 2_000.0);
@@ -444,7 +447,7 @@ mod tests {
     #[test]
     fn missing_requests_and_a_busy_machine_make_a_finding_inconclusive() {
         let mut fast_by_failing = pair("short1", "fast");
-        fast_by_failing.timeouts = 12;
+        fast_by_failing.metrics.timeouts = 12;
         let f = run(&[
             (pair("none", "fast"), around(2.0)),
             (fast_by_failing, around(1.0)),
@@ -455,7 +458,7 @@ mod tests {
             "{f:?}"
         );
         let mut busy = pair("json-sync", "slow");
-        busy.machine_warning = Some("the machine was saturated".into());
+        busy.metrics.machine_warning = Some("the machine was saturated".into());
         let f = run(&[(pair("none", "slow"), around(0.5)), (busy, around(800.0))]);
         assert!(
             f.iter()

@@ -11,8 +11,8 @@ use crate::load::{LoadResult, Outcome};
 use crate::reader::inspect::{IdMatch, LineFindings};
 use crate::reader::ReaderStats;
 use crate::report::{
-    Lateness, PairSummary, Params, ProcessFigures, RequestRow, RunSummary, Summary, TimeseriesRow,
-    SCHEMA,
+    Lateness, Metrics, PairSummary, Params, ProcessFigures, RequestRow, RunSummary, Summary,
+    TimeseriesRow, SCHEMA,
 };
 use crate::stats::{self, quantile};
 use crate::sys::procfs::ProcCounters;
@@ -279,52 +279,54 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         sink: sink.as_str().to_owned(),
         requests: load.samples.len() as u64,
         completed,
-        p50_ms: ms(quantile(&mut sorted, 0.50)),
-        p99_ms: ms(quantile(&mut sorted, 0.99)),
-        max_ms: ms(quantile(&mut sorted, 1.0)),
-        http_errors,
-        timeouts,
-        gen_us: api_stats
-            .as_ref()
-            .and_then(|a| per_request(a.gen_ns, a.gen_count)),
-        log_call_us: api_stats
-            .as_ref()
-            .and_then(|a| per_request(a.log_ns, a.log_count)),
-        max_backlog_kib: (!backlog.is_empty())
-            .then(|| stats::max_backlog(&backlog) as f64 / 1024.0),
-        drain_s,
         last_response_s: load.last_response_mono_ns().map(since_t0),
         last_byte_s: last_byte.map(since_t0),
-        rps_api,
-        rps_logs_read: completed as f64 / time_b,
-        cpu_cores,
-        dropped: api_stats.as_ref().map(|a| a.dropped),
-        queue_full: api_stats.as_ref().map(|a| a.queue_full),
         produced_bytes: api_stats.as_ref().map(|a| a.written_bytes),
         read_bytes: read.bytes,
         read_newlines: read.newlines,
         read_sha256: read.sha256.clone(),
-        verified,
         verify_note,
         expected_records,
-        lost_records,
-        duplicate_records,
         // Rendered here, where the run becomes a report.
         app_exit: raw.app_exit.as_ref().map(|e| e.to_string()),
-        send_lateness,
-        lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
-        saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
-        machine_warning: machine_saturation(
-            [cpu_cores, reader_cpu_cores, generator_cpu_cores],
-            raw.machine_cores,
-            raw.machine_busy,
-        ),
         reader_cpu_cores,
         generator_cpu_cores,
         machine_busy: raw.machine_busy,
-        mean_ms,
-        process,
         request_ids,
+        metrics: Metrics {
+            p50_ms: ms(quantile(&mut sorted, 0.50)),
+            p99_ms: ms(quantile(&mut sorted, 0.99)),
+            max_ms: ms(quantile(&mut sorted, 1.0)),
+            http_errors,
+            timeouts,
+            gen_us: api_stats
+                .as_ref()
+                .and_then(|a| per_request(a.gen_ns, a.gen_count)),
+            log_call_us: api_stats
+                .as_ref()
+                .and_then(|a| per_request(a.log_ns, a.log_count)),
+            max_backlog_kib: (!backlog.is_empty())
+                .then(|| stats::max_backlog(&backlog) as f64 / 1024.0),
+            drain_s,
+            rps_api,
+            rps_logs_read: completed as f64 / time_b,
+            cpu_cores,
+            dropped: api_stats.as_ref().map(|a| a.dropped),
+            queue_full: api_stats.as_ref().map(|a| a.queue_full),
+            verified,
+            lost_records,
+            duplicate_records,
+            send_lateness,
+            lateness_warning: send_lateness.and_then(|l| l.warning(raw.lateness_limit_us)),
+            saturation_warning: saturation(raw.offered_rps, rps_api, cpu_cores, raw.api_cores),
+            machine_warning: machine_saturation(
+                [cpu_cores, reader_cpu_cores, generator_cpu_cores],
+                raw.machine_cores,
+                raw.machine_busy,
+            ),
+            mean_ms,
+            process,
+        },
     };
     let requests = load
         .samples
@@ -418,22 +420,22 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             runs.iter()
                 .filter_map(|o| {
                     let s = &o.summary;
-                    Some((s.round, s.p50_ms?, s.p99_ms?))
+                    Some((s.round, s.metrics.p50_ms?, s.metrics.p99_ms?))
                 })
                 .collect::<Vec<_>>(),
         ));
         pairs.push(PairSummary {
             runs: runs.len(),
             requests: runs.iter().map(|o| o.summary.requests).sum(),
-            p50_ms: ms(quantile(&mut latencies, 0.50)),
-            p99_ms: ms(quantile(&mut latencies, 0.99)),
             p99_ms_interval: stats::bootstrap_one(
                 &pooled_ms.last().expect("pushed above").0,
                 |s| stats::quantile_select(s, 0.99),
             ),
-            max_ms: ms(quantile(&mut latencies, 1.0)),
             p99_ms_range: {
-                let p99s: Vec<f64> = runs.iter().filter_map(|o| o.summary.p99_ms).collect();
+                let p99s: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|o| o.summary.metrics.p99_ms)
+                    .collect();
                 (p99s.len() > 1).then(|| {
                     (
                         p99s.iter().copied().fold(f64::MAX, f64::min),
@@ -441,53 +443,10 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                     )
                 })
             },
-            http_errors: runs.iter().map(|o| o.summary.http_errors).sum(),
-            timeouts: runs.iter().map(|o| o.summary.timeouts).sum(),
-            gen_us: opt_mean(&|r| r.gen_us),
-            log_call_us: opt_mean(&|r| r.log_call_us),
-            max_backlog_kib: runs
-                .iter()
-                .filter_map(|o| o.summary.max_backlog_kib)
-                .reduce(f64::max),
-            drain_s: stats::mean(runs.iter().map(|o| o.summary.drain_s)).unwrap_or(0.0),
-            rps_api: if time_a > 0.0 {
-                completed as f64 / time_a
-            } else {
-                0.0
-            },
-            rps_logs_read: if time_b > 0.0 {
-                completed as f64 / time_b
-            } else {
-                0.0
-            },
-            cpu_cores: opt_mean(&|r| r.cpu_cores),
-            dropped: opt_sum(&|r| r.dropped),
-            queue_full: opt_sum(&|r| r.queue_full),
-            verified: runs.iter().all(|o| o.summary.verified),
-            lost_records: {
-                let lost: Vec<i64> = runs.iter().filter_map(|o| o.summary.lost_records).collect();
-                (!lost.is_empty()).then(|| lost.iter().sum())
-            },
-            duplicate_records: {
-                let dup: Vec<u64> = runs
-                    .iter()
-                    .filter_map(|o| o.summary.duplicate_records)
-                    .collect();
-                (!dup.is_empty()).then(|| dup.iter().sum())
-            },
             verify_note: runs
                 .iter()
-                .find(|o| !o.summary.verified)
+                .find(|o| !o.summary.metrics.verified)
                 .map(|o| o.summary.verify_note.clone()),
-            send_lateness: pooled_lateness,
-            lateness_warning: pooled_lateness
-                .and_then(|l| l.warning(params.plan.lateness_limit_us)),
-            saturation_warning: runs
-                .iter()
-                .find_map(|o| o.summary.saturation_warning.clone()),
-            machine_warning: runs.iter().find_map(|o| o.summary.machine_warning.clone()),
-            mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
-            process: pool_process(runs.iter().map(|o| &o.summary.process)),
             missing_ids_note: runs
                 .iter()
                 .filter_map(|o| o.summary.request_ids.as_ref())
@@ -500,6 +459,59 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 }),
             condition,
             sink,
+            metrics: Metrics {
+                p50_ms: ms(quantile(&mut latencies, 0.50)),
+                p99_ms: ms(quantile(&mut latencies, 0.99)),
+                max_ms: ms(quantile(&mut latencies, 1.0)),
+                http_errors: runs.iter().map(|o| o.summary.metrics.http_errors).sum(),
+                timeouts: runs.iter().map(|o| o.summary.metrics.timeouts).sum(),
+                gen_us: opt_mean(&|r| r.metrics.gen_us),
+                log_call_us: opt_mean(&|r| r.metrics.log_call_us),
+                max_backlog_kib: runs
+                    .iter()
+                    .filter_map(|o| o.summary.metrics.max_backlog_kib)
+                    .reduce(f64::max),
+                drain_s: stats::mean(runs.iter().map(|o| o.summary.metrics.drain_s)).unwrap_or(0.0),
+                rps_api: if time_a > 0.0 {
+                    completed as f64 / time_a
+                } else {
+                    0.0
+                },
+                rps_logs_read: if time_b > 0.0 {
+                    completed as f64 / time_b
+                } else {
+                    0.0
+                },
+                cpu_cores: opt_mean(&|r| r.metrics.cpu_cores),
+                dropped: opt_sum(&|r| r.metrics.dropped),
+                queue_full: opt_sum(&|r| r.metrics.queue_full),
+                verified: runs.iter().all(|o| o.summary.metrics.verified),
+                lost_records: {
+                    let lost: Vec<i64> = runs
+                        .iter()
+                        .filter_map(|o| o.summary.metrics.lost_records)
+                        .collect();
+                    (!lost.is_empty()).then(|| lost.iter().sum())
+                },
+                duplicate_records: {
+                    let dup: Vec<u64> = runs
+                        .iter()
+                        .filter_map(|o| o.summary.metrics.duplicate_records)
+                        .collect();
+                    (!dup.is_empty()).then(|| dup.iter().sum())
+                },
+                send_lateness: pooled_lateness,
+                lateness_warning: pooled_lateness
+                    .and_then(|l| l.warning(params.plan.lateness_limit_us)),
+                saturation_warning: runs
+                    .iter()
+                    .find_map(|o| o.summary.metrics.saturation_warning.clone()),
+                machine_warning: runs
+                    .iter()
+                    .find_map(|o| o.summary.metrics.machine_warning.clone()),
+                mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
+                process: pool_process(runs.iter().map(|o| &o.summary.metrics.process)),
+            },
         });
     }
     let baseline =
@@ -886,8 +898,8 @@ mod tests {
         r.findings = Some(findings);
         let s = measure(&r).summary;
         assert_eq!(s.expected_records, Some(30));
-        assert_eq!(s.lost_records, Some(4));
-        assert!(!s.verified);
+        assert_eq!(s.metrics.lost_records, Some(4));
+        assert!(!s.metrics.verified);
         assert!(
             s.verify_note.starts_with("4 records lost at the stop"),
             "{}",
@@ -907,8 +919,8 @@ mod tests {
         r.drained = true;
         r.read.newlines = 30;
         let s = measure(&r).summary;
-        assert!(s.verified, "{}", s.verify_note);
-        assert_eq!(s.lost_records, Some(0));
+        assert!(s.metrics.verified, "{}", s.verify_note);
+        assert_eq!(s.metrics.lost_records, Some(0));
     }
 
     /// `loglag-spool` killed: the lab delivered the spool, and the batch in flight came
@@ -925,7 +937,11 @@ mod tests {
         r.recovered = Some(12);
         let s = measure(&r).summary;
         assert_eq!(
-            (s.lost_records, s.duplicate_records, s.verified),
+            (
+                s.metrics.lost_records,
+                s.metrics.duplicate_records,
+                s.metrics.verified
+            ),
             (Some(0), Some(3), true),
             "{}",
             s.verify_note
@@ -933,7 +949,10 @@ mod tests {
         assert!(s.verify_note.contains("3 twice"), "{}", s.verify_note);
         r.read.newlines = 30;
         let s = measure(&r).summary;
-        assert_eq!((s.lost_records, s.duplicate_records), (Some(0), Some(0)));
+        assert_eq!(
+            (s.metrics.lost_records, s.metrics.duplicate_records),
+            (Some(0), Some(0))
+        );
         assert!(
             s.verify_note
                 .contains("12 of them delivered from the spool"),
@@ -943,7 +962,7 @@ mod tests {
         r.read.newlines = 28;
         let s = measure(&r).summary;
         assert_eq!(
-            (s.lost_records, s.verified),
+            (s.metrics.lost_records, s.metrics.verified),
             (Some(2), false),
             "a loss is a loss"
         );
@@ -951,7 +970,11 @@ mod tests {
         r.read.newlines = 33;
         let s = measure(&r).summary;
         assert_eq!(
-            (s.lost_records, s.duplicate_records, s.verified),
+            (
+                s.metrics.lost_records,
+                s.metrics.duplicate_records,
+                s.metrics.verified
+            ),
             (Some(-3), None, false)
         );
     }
@@ -969,14 +992,14 @@ mod tests {
     #[test]
     fn a_short_read_and_an_undrained_log_are_not_verified() {
         let short = measure(&raw(1000, 900, true)).summary;
-        assert!(!short.verified);
+        assert!(!short.metrics.verified);
         assert!(
             short.verify_note.starts_with("mismatch"),
             "{}",
             short.verify_note
         );
         let undrained = measure(&raw(1000, 1000, false)).summary;
-        assert!(!undrained.verified);
+        assert!(!undrained.metrics.verified);
         assert_eq!(undrained.verify_note, "log not drained within 120s");
     }
 

@@ -232,15 +232,15 @@ pub const LOSS_WINDOW_MS: f64 = 200.0;
 /// logged was not verified.
 pub fn flagged(r: &PresetRow) -> Option<String> {
     let p = &r.pair;
-    let why = if p.lateness_warning.is_some() {
+    let why = if p.metrics.lateness_warning.is_some() {
         "the load generator was late"
-    } else if p.saturation_warning.is_some() {
+    } else if p.metrics.saturation_warning.is_some() {
         "the API was saturated"
-    } else if p.machine_warning.is_some() {
+    } else if p.metrics.machine_warning.is_some() {
         "the machine was saturated"
-    } else if p.http_errors > 0 || p.timeouts > 0 {
+    } else if p.metrics.http_errors > 0 || p.metrics.timeouts > 0 {
         "requests failed or timed out"
-    } else if !p.verified {
+    } else if !p.metrics.verified {
         "the log was not verified"
     } else {
         return None;
@@ -259,7 +259,9 @@ pub fn flagged(r: &PresetRow) -> Option<String> {
 pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let measured: Vec<&PresetRow> = rows
         .iter()
-        .filter(|r| r.pair.p99_ms.is_some() && r.pair.process.log_writes_per_min.is_some())
+        .filter(|r| {
+            r.pair.metrics.p99_ms.is_some() && r.pair.metrics.process.log_writes_per_min.is_some()
+        })
         .collect();
     if measured.is_empty() {
         return None;
@@ -269,7 +271,9 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let flags: Vec<String> = rows
         .iter()
         .filter_map(|r| {
-            if r.pair.p99_ms.is_none() || r.pair.process.log_writes_per_min.is_none() {
+            if r.pair.metrics.p99_ms.is_none()
+                || r.pair.metrics.process.log_writes_per_min.is_none()
+            {
                 Some(format!("{} (nothing was measured)", r.step))
             } else {
                 flagged(r)
@@ -286,14 +290,21 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     }
     let best_p99 = measured
         .iter()
-        .filter_map(|r| r.pair.p99_ms)
+        .filter_map(|r| r.pair.metrics.p99_ms)
         .fold(f64::INFINITY, f64::min);
     if !best_p99.is_finite() {
         return None;
     }
     let tolerance = (best_p99 * 0.10).max(0.2);
-    let writes = |r: &PresetRow| r.pair.process.log_writes_per_min.unwrap_or(f64::MAX) / 60.0;
-    let age = |r: &PresetRow| r.pair.process.oldest_queued_ms.unwrap_or(0.0);
+    let writes = |r: &PresetRow| {
+        r.pair
+            .metrics
+            .process
+            .log_writes_per_min
+            .unwrap_or(f64::MAX)
+            / 60.0
+    };
+    let age = |r: &PresetRow| r.pair.metrics.process.oldest_queued_ms.unwrap_or(0.0);
     let fewest_writes = |a: &&PresetRow, b: &&PresetRow| {
         // Write rates within 5% are the same rate measured twice (the window is not exact).
         let (wa, wb) = (writes(a), writes(b));
@@ -316,7 +327,7 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let fast_enough: Vec<&PresetRow> = measured
         .iter()
         .copied()
-        .filter(|r| r.pair.p99_ms.unwrap_or(f64::MAX) <= best_p99 + tolerance)
+        .filter(|r| r.pair.metrics.p99_ms.unwrap_or(f64::MAX) <= best_p99 + tolerance)
         .collect();
     let pick = fast_enough
         .iter()
@@ -338,7 +349,7 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     let mut text = format!(
         "The numbers favour {}: its p99 ({:.2} ms{}) is within {tolerance:.2} ms of the best ({best_p99:.2} ms); of those points whose oldest queued record stayed under {LOSS_WINDOW_MS:.0} ms (what a SIGKILL can lose), it writes least often ({:.1} writes/s, the oldest record {:.0} ms).",
         label(pick),
-        pick.pair.p99_ms.unwrap_or(0.0),
+        pick.pair.metrics.p99_ms.unwrap_or(0.0),
         spread(pick),
         writes(pick),
         age(pick),
@@ -358,15 +369,16 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     }
     let slowest = measured.iter().max_by(|a, b| {
         a.pair
+            .metrics
             .p99_ms
             .unwrap_or(0.0)
-            .total_cmp(&b.pair.p99_ms.unwrap_or(0.0))
+            .total_cmp(&b.pair.metrics.p99_ms.unwrap_or(0.0))
     })?;
-    if slowest.pair.p99_ms.unwrap_or(0.0) > best_p99 + tolerance {
+    if slowest.pair.metrics.p99_ms.unwrap_or(0.0) > best_p99 + tolerance {
         text.push_str(&format!(
             " The slowest point is {} (p99 {:.2} ms{}).",
             label(slowest),
-            slowest.pair.p99_ms.unwrap_or(0.0),
+            slowest.pair.metrics.p99_ms.unwrap_or(0.0),
             spread(slowest)
         ));
     } else {
@@ -378,7 +390,7 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{PairSummary, ProcessFigures};
+    use crate::report::{Metrics, PairSummary, ProcessFigures};
 
     fn row(batch_k: usize, interval: u64, p99: f64, writes_per_s: f64, age_ms: f64) -> PresetRow {
         let pair: PairSummary = serde_json::from_value(serde_json::json!({
@@ -397,10 +409,13 @@ mod tests {
             flush_interval_ms: Some(interval),
             log_bytes: 0,
             pair: PairSummary {
-                process: ProcessFigures {
-                    log_writes_per_min: Some(writes_per_s * 60.0),
-                    oldest_queued_ms: Some(age_ms),
-                    ..ProcessFigures::default()
+                metrics: Metrics {
+                    process: ProcessFigures {
+                        log_writes_per_min: Some(writes_per_s * 60.0),
+                        oldest_queued_ms: Some(age_ms),
+                        ..ProcessFigures::default()
+                    },
+                    ..pair.metrics
                 },
                 ..pair
             },
@@ -433,8 +448,8 @@ mod tests {
             row(32, 100, 0.21, 10.0, 96.0),
             row(128, 100, 0.20, 10.1, 100.0),
         ];
-        rows[1].pair.lateness_warning = Some("sends were up to 276 ms late".into());
-        rows[2].pair.http_errors = 3;
+        rows[1].pair.metrics.lateness_warning = Some("sends were up to 276 ms late".into());
+        rows[2].pair.metrics.http_errors = 3;
         let v = sweep_verdict(&rows).unwrap();
         assert!(v.starts_with("Inconclusive: 2 of 3 points"), "{v}");
         assert!(v.contains("32-100 (the load generator was late)"), "{v}");
@@ -445,7 +460,7 @@ mod tests {
             row(4, 10, 0.20, 100.0, 12.0),
             row(32, 100, 0.21, 10.0, 96.0),
         ];
-        rows[1].pair.p99_ms = None;
+        rows[1].pair.metrics.p99_ms = None;
         let v = sweep_verdict(&rows).unwrap();
         assert!(v.contains("32-100 (nothing was measured)"), "{v}");
         // With rounds, the favourite's spread is given.

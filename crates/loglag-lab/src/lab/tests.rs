@@ -358,10 +358,10 @@ fn the_phases_run_in_order_and_a_whole_log_is_verified() {
     );
     let s = &out.summary;
     assert_eq!((s.requests, s.completed), (10, 10));
-    assert!(s.verified, "{}", s.verify_note);
+    assert!(s.metrics.verified, "{}", s.verify_note);
     assert!(s.verify_note.contains("sha256 match"), "{}", s.verify_note);
     // The warm-up's two records are not the measured run's.
-    assert_eq!((s.read_newlines, s.lost_records), (10, Some(0)));
+    assert_eq!((s.read_newlines, s.metrics.lost_records), (10, Some(0)));
 }
 
 #[test]
@@ -376,7 +376,7 @@ fn records_held_by_a_buffering_logger_are_flushed_before_the_drain() {
     let s = out.expect("the run completes").summary;
     // Without the flush after the warm-up, its records would be read after the
     // reset and counted in the run; without the one after the load, none would be.
-    assert!(s.verified, "{}", s.verify_note);
+    assert!(s.metrics.verified, "{}", s.verify_note);
     assert_eq!(s.read_newlines, 10);
     assert_eq!(
         world.events().iter().filter(|e| *e == "api flush").count(),
@@ -395,11 +395,11 @@ fn every_line_missing_from_a_logger_that_drops_is_a_counted_drop() {
     );
     let s = out.expect("the run completes").summary;
     // Ids 2..12: 3, 7 and 11 are dropped, and said to be.
-    assert_eq!(s.dropped, Some(3));
+    assert_eq!(s.metrics.dropped, Some(3));
     assert_eq!(s.read_newlines, 7);
     // What was written was read whole; the three lines the log lacks are the drops.
-    assert!(s.verified, "{}", s.verify_note);
-    assert_eq!(s.lost_records, Some(3));
+    assert!(s.metrics.verified, "{}", s.verify_note);
+    assert_eq!(s.metrics.lost_records, Some(3));
 }
 
 #[test]
@@ -417,7 +417,7 @@ fn a_log_that_never_drains_ends_the_run_unverified_instead_of_hanging() {
     let s = out
         .expect("a stalled log is a finding, not an error")
         .summary;
-    assert!(!s.verified);
+    assert!(!s.metrics.verified);
     assert!(s.verify_note.contains("not drained"), "{}", s.verify_note);
     assert_eq!(s.read_newlines, 5);
 }
@@ -476,8 +476,8 @@ fn a_builtin_api_stopped_by_a_signal_is_held_to_what_it_had_logged() {
     assert_eq!(after_load[1], "api stop term");
     assert!(!after_load.contains(&"api flush".to_owned()));
     assert_eq!(s.expected_records, Some(10));
-    assert_eq!(s.lost_records, Some(0));
-    assert!(s.verified, "{}", s.verify_note);
+    assert_eq!(s.metrics.lost_records, Some(0));
+    assert!(s.metrics.verified, "{}", s.verify_note);
     assert!(
         s.app_exit.as_deref().is_some_and(|e| e.contains("SIGTERM")),
         "{:?}",
@@ -501,8 +501,12 @@ fn an_app_is_verified_by_the_lines_it_was_expected_to_write() {
     let s = out.expect("the run completes").summary;
     // 12 requests served (warm-up included), 1 line each, ids 4 and 9 never written.
     assert_eq!(s.expected_records, Some(12));
-    assert_eq!(s.lost_records, Some(2));
-    assert!(!s.verified, "two lines are missing: {}", s.verify_note);
+    assert_eq!(s.metrics.lost_records, Some(2));
+    assert!(
+        !s.metrics.verified,
+        "two lines are missing: {}",
+        s.verify_note
+    );
     assert!(world.events().contains(&"api stop term".to_owned()));
 }
 

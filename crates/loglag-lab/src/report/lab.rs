@@ -52,28 +52,15 @@ pub struct RunSummary {
     pub sink: String,
     pub requests: u64,
     pub completed: u64,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    pub http_errors: u64,
-    pub timeouts: u64,
-    /// Average time building the record, µs (empty when the app cannot report it).
-    pub gen_us: Option<f64>,
-    /// Average time in the logger call, µs.
-    pub log_call_us: Option<f64>,
-    pub max_backlog_kib: Option<f64>,
-    pub drain_s: f64,
+    /// What a run and a pair both state (flattened: the fields sit beside these).
+    #[serde(flatten)]
+    pub metrics: Metrics,
     /// The last response, in seconds after the first scheduled send.
     #[serde(default)]
     pub last_response_s: Option<f64>,
     /// The last log byte read, in seconds after the first scheduled send.
     #[serde(default)]
     pub last_byte_s: Option<f64>,
-    /// Throughput "API": completed / (first scheduled send → max(duration, last response)).
-    pub rps_api: f64,
-    /// Throughput "logs read": the same, until every log byte was read.
-    pub rps_logs_read: f64,
-    pub cpu_cores: Option<f64>,
     /// Cores the sink reader and the lab's load generator used meanwhile: with the
     /// API's, what the machine gave the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,33 +70,67 @@ pub struct RunSummary {
     /// The share of the machine's CPU that was busy meanwhile, other tenants included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_busy: Option<f64>,
-    pub dropped: Option<u64>,
-    pub queue_full: Option<u64>,
     pub produced_bytes: Option<u64>,
     pub read_bytes: u64,
     pub read_newlines: u64,
     pub read_sha256: String,
-    pub verified: bool,
     /// Why verification failed, or what it was based on.
     pub verify_note: String,
     /// Log lines the API should have written (an `--app`: warm-up included).
     #[serde(default)]
     pub expected_records: Option<u64>,
-    /// Expected − read: records lost (negative: extra lines). `None` when nothing
-    /// says what to expect.
-    #[serde(default)]
-    pub lost_records: Option<i64>,
-    /// Records written twice: after a `loglag-spool` stop, the batch in flight that the
-    /// spool delivered again. `None` where nothing was recovered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duplicate_records: Option<u64>,
     /// How an `--app` ended when stopped at the end of the run.
     #[serde(default)]
     pub app_exit: Option<String>,
-    /// How late the generator sent this run's requests.
+    /// Which request ids the log lacks (`--match-request-id`).
+    #[serde(default)]
+    pub request_ids: Option<crate::reader::inspect::IdMatch>,
+}
+
+/// The figures a run states and a pair states pooled over its runs: one definition,
+/// so that a metric is added once. How a pair pools each is said at the field.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Metrics {
+    /// Latency percentiles, ms (a pair: over every request of every round, pooled).
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    #[serde(default)]
+    pub mean_ms: Option<f64>,
+    pub http_errors: u64,
+    pub timeouts: u64,
+    /// Average time building the record, µs (empty when the app cannot report it).
+    pub gen_us: Option<f64>,
+    /// Average time in the logger call, µs.
+    pub log_call_us: Option<f64>,
+    /// The largest backlog (a pair: of any round).
+    pub max_backlog_kib: Option<f64>,
+    /// From the last response until every log byte was read (a pair: mean over rounds).
+    pub drain_s: f64,
+    /// Throughput "API": completed / (first scheduled send → max(duration, last
+    /// response)); a pair: summed completions over summed time.
+    pub rps_api: f64,
+    /// Throughput "logs read": the same, until every log byte was read.
+    pub rps_logs_read: f64,
+    /// Cores the API used (a pair: mean over rounds).
+    pub cpu_cores: Option<f64>,
+    /// Records the logger dropped, and times its queue was full (a pair: summed).
+    pub dropped: Option<u64>,
+    pub queue_full: Option<u64>,
+    /// What was read is what was written (a pair: every round was).
+    pub verified: bool,
+    /// Expected − read: records lost (negative: extra lines). `None` when nothing
+    /// says what to expect. A pair: summed over rounds.
+    #[serde(default)]
+    pub lost_records: Option<i64>,
+    /// Records written twice: after a `loglag-spool` stop, the batch in flight that the
+    /// spool delivered again. `None` where nothing was recovered. A pair: summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_records: Option<u64>,
+    /// How late the generator sent the requests (a pair: every request pooled).
     #[serde(default)]
     pub send_lateness: Option<Lateness>,
-    /// Set when the generator's p99 lateness exceeds `Params::lateness_limit_us`.
+    /// Set when the generator's p99 lateness exceeds `lateness_limit_us`.
     #[serde(default)]
     pub lateness_warning: Option<String>,
     /// The API could not keep up: it served less than 90% of the offered rate, or used
@@ -121,13 +142,10 @@ pub struct RunSummary {
     /// latency may include waiting for a core, whatever the condition did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_warning: Option<String>,
-    #[serde(default)]
-    pub mean_ms: Option<f64>,
+    /// What the API process did (a pair: rates averaged over rounds; maxima for RSS
+    /// and queue age; sums for counts).
     #[serde(flatten)]
     pub process: ProcessFigures,
-    /// Which request ids the log lacks (`--match-request-id`).
-    #[serde(default)]
-    pub request_ids: Option<crate::reader::inspect::IdMatch>,
 }
 
 /// What the API process did during the load, per run or pooled over a pair's runs.
@@ -167,60 +185,18 @@ pub struct PairSummary {
     pub sink: String,
     pub runs: usize,
     pub requests: u64,
-    /// Percentiles over every request of every round, pooled.
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
+    /// The pooled figures (flattened: the fields sit beside these).
+    #[serde(flatten)]
+    pub metrics: Metrics,
     /// 95% bootstrap interval of `p99_ms` over the pooled requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ms_interval: Option<(f64, f64)>,
-    pub max_ms: Option<f64>,
     /// The lowest and highest p99 of a single round: the spread between rounds.
     #[serde(default)]
     pub p99_ms_range: Option<(f64, f64)>,
-    pub http_errors: u64,
-    pub timeouts: u64,
-    pub gen_us: Option<f64>,
-    pub log_call_us: Option<f64>,
-    /// The largest backlog of any round.
-    pub max_backlog_kib: Option<f64>,
-    /// Mean over rounds.
-    pub drain_s: f64,
-    /// Summed completions over summed time.
-    pub rps_api: f64,
-    pub rps_logs_read: f64,
-    pub cpu_cores: Option<f64>,
-    pub dropped: Option<u64>,
-    pub queue_full: Option<u64>,
-    pub verified: bool,
-    /// Summed over rounds; `None` when nothing says what to expect.
-    #[serde(default)]
-    pub lost_records: Option<i64>,
-    /// Summed over rounds; `None` where nothing was recovered from a spool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duplicate_records: Option<u64>,
     /// Why a round was not verified (the first such reason).
     #[serde(default)]
     pub verify_note: Option<String>,
-    /// Pooled over every request of every round.
-    #[serde(default)]
-    pub send_lateness: Option<Lateness>,
-    #[serde(default)]
-    pub lateness_warning: Option<String>,
-    /// The API could not keep up: it served less than 90% of the offered rate, or used
-    /// 90% or more of the CPU it had. Its latencies are then queueing, not the logging
-    /// cost alone; verdicts built on it are inconclusive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saturation_warning: Option<String>,
-    /// The machine was saturated (all its cores busy, other tenants included): every
-    /// latency may include waiting for a core, whatever the condition did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine_warning: Option<String>,
-    /// Pooled over every request of every round.
-    #[serde(default)]
-    pub mean_ms: Option<f64>,
-    /// Rates averaged over rounds; maxima for RSS and queue age; sums for counts.
-    #[serde(flatten)]
-    pub process: ProcessFigures,
     /// Where the first round that lacks request ids places the loss.
     #[serde(default)]
     pub missing_ids_note: Option<String>,
@@ -252,8 +228,8 @@ impl Percentile {
     /// This percentile of a pair, over every request of every round.
     pub fn of(self, pair: &PairSummary) -> Option<f64> {
         match self {
-            Percentile::P50 => pair.p50_ms,
-            Percentile::P99 => pair.p99_ms,
+            Percentile::P50 => pair.metrics.p50_ms,
+            Percentile::P99 => pair.metrics.p99_ms,
         }
     }
 }
@@ -323,7 +299,7 @@ pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
     pairs
         .iter()
         .filter_map(|p| {
-            let w = match (&p.saturation_warning, &p.machine_warning) {
+            let w = match (&p.metrics.saturation_warning, &p.metrics.machine_warning) {
                 (Some(a), Some(m)) => format!("{a}; {m}"),
                 (Some(w), None) | (None, Some(w)) => w.clone(),
                 (None, None) => return None,
@@ -339,7 +315,7 @@ pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
 pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, String)> {
     let late: Vec<&PairSummary> = pairs
         .iter()
-        .filter(|p| p.lateness_warning.is_some())
+        .filter(|p| p.metrics.lateness_warning.is_some())
         .collect();
     if late.len() <= 3 {
         return late
@@ -347,14 +323,14 @@ pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, S
             .map(|p| {
                 (
                     format!("{} / {}", p.condition, p.sink),
-                    p.lateness_warning.clone().unwrap_or_default(),
+                    p.metrics.lateness_warning.clone().unwrap_or_default(),
                 )
             })
             .collect();
     }
     let p99s: Vec<f64> = late
         .iter()
-        .filter_map(|p| p.send_lateness.map(|l| l.p99_us))
+        .filter_map(|p| p.metrics.send_lateness.map(|l| l.p99_us))
         .collect();
     let lo = p99s.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = p99s.iter().copied().fold(0.0, f64::max);
@@ -384,8 +360,8 @@ mod tests {
             p99_us: late_p99_us,
             max_us: late_p99_us * 2.0,
         };
-        p.lateness_warning = lateness.warning(100.0);
-        p.send_lateness = Some(lateness);
+        p.metrics.lateness_warning = lateness.warning(100.0);
+        p.metrics.send_lateness = Some(lateness);
         p
     }
 
