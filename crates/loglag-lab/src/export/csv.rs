@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::pairs::PAIR_COLUMNS;
 use super::{cell, Exporter};
-use crate::report::{Lateness, LoadSummary, SinkSummary, Summary};
+use crate::report::{Lateness, LoadSummary, RunSummary, SinkSummary, Summary};
 
 fn quote(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -85,6 +85,58 @@ impl Exporter for PairsCsv {
     }
 }
 
+/// `runs.csv`'s columns, each a header and how its cell is written, so that the
+/// header and the rows cannot drift apart.
+const RUN_COLUMNS: &[(&str, fn(&RunSummary) -> String)] = &[
+    ("run", |r| r.run.to_string()),
+    ("round", |r| r.round.to_string()),
+    ("condition", |r| quote(&r.condition)),
+    ("sink", |r| quote(&r.sink)),
+    ("requests", |r| r.requests.to_string()),
+    ("completed", |r| r.completed.to_string()),
+    ("p50_ms", |r| cell(r.metrics.p50_ms, 4)),
+    ("p99_ms", |r| cell(r.metrics.p99_ms, 4)),
+    ("max_ms", |r| cell(r.metrics.max_ms, 4)),
+    ("http_errors", |r| r.metrics.http_errors.to_string()),
+    ("timeouts", |r| r.metrics.timeouts.to_string()),
+    ("gen_us", |r| cell(r.metrics.gen_us, 2)),
+    ("log_call_us", |r| cell(r.metrics.log_call_us, 2)),
+    ("max_backlog_kib", |r| cell(r.metrics.max_backlog_kib, 2)),
+    ("drain_s", |r| format!("{:.4}", r.metrics.drain_s)),
+    ("rps_api", |r| format!("{:.4}", r.metrics.rps_api)),
+    ("rps_logs_read", |r| {
+        format!("{:.4}", r.metrics.rps_logs_read)
+    }),
+    ("cpu_cores", |r| cell(r.metrics.cpu_cores, 4)),
+    ("reader_cpu_cores", |r| cell(r.reader_cpu_cores, 4)),
+    ("generator_cpu_cores", |r| cell(r.generator_cpu_cores, 4)),
+    ("machine_busy", |r| cell(r.machine_busy, 3)),
+    ("dropped", |r| opt_u64(r.metrics.dropped)),
+    ("queue_full", |r| opt_u64(r.metrics.queue_full)),
+    ("produced_bytes", |r| opt_u64(r.produced_bytes)),
+    ("read_bytes", |r| r.read_bytes.to_string()),
+    ("read_newlines", |r| r.read_newlines.to_string()),
+    ("read_sha256", |r| r.read_sha256.clone()),
+    ("verified", |r| r.metrics.verified.to_string()),
+    ("verify_note", |r| quote(&r.verify_note)),
+    ("send_late_mean_us", |r| {
+        cell(r.metrics.send_lateness.map(|l| l.mean_us), 1)
+    }),
+    ("send_late_p99_us", |r| {
+        cell(r.metrics.send_lateness.map(|l| l.p99_us), 1)
+    }),
+    ("send_late_max_us", |r| {
+        cell(r.metrics.send_lateness.map(|l| l.max_us), 1)
+    }),
+    ("expected_records", |r| opt_u64(r.expected_records)),
+    ("lost_records", |r| {
+        r.metrics
+            .lost_records
+            .map_or_else(String::new, |v| v.to_string())
+    }),
+    ("app_exit", |r| quote(r.app_exit.as_deref().unwrap_or(""))),
+];
+
 /// `runs.csv`: one row per run.
 #[derive(Debug, Clone, Copy)]
 pub struct RunsCsv;
@@ -95,47 +147,11 @@ impl Exporter for RunsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "run,round,condition,sink,requests,completed,p50_ms,p99_ms,max_ms,http_errors,timeouts,gen_us,log_call_us,max_backlog_kib,drain_s,rps_api,rps_logs_read,cpu_cores,reader_cpu_cores,generator_cpu_cores,machine_busy,dropped,queue_full,produced_bytes,read_bytes,read_newlines,read_sha256,verified,verify_note,send_late_mean_us,send_late_p99_us,send_late_max_us,expected_records,lost_records,app_exit")?;
+        let header: Vec<&str> = RUN_COLUMNS.iter().map(|(key, _)| *key).collect();
+        writeln!(out, "{}", header.join(","))?;
         for r in &s.runs {
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                r.run,
-                r.round,
-                quote(&r.condition),
-                quote(&r.sink),
-                r.requests,
-                r.completed,
-                cell(r.metrics.p50_ms, 4),
-                cell(r.metrics.p99_ms, 4),
-                cell(r.metrics.max_ms, 4),
-                r.metrics.http_errors,
-                r.metrics.timeouts,
-                cell(r.metrics.gen_us, 2),
-                cell(r.metrics.log_call_us, 2),
-                cell(r.metrics.max_backlog_kib, 2),
-                r.metrics.drain_s,
-                r.metrics.rps_api,
-                r.metrics.rps_logs_read,
-                cell(r.metrics.cpu_cores, 4),
-                cell(r.reader_cpu_cores, 4),
-                cell(r.generator_cpu_cores, 4),
-                cell(r.machine_busy, 3),
-                opt_u64(r.metrics.dropped),
-                opt_u64(r.metrics.queue_full),
-                opt_u64(r.produced_bytes),
-                r.read_bytes,
-                r.read_newlines,
-                r.read_sha256,
-                r.metrics.verified,
-                quote(&r.verify_note),
-                cell(r.metrics.send_lateness.map(|l| l.mean_us), 1),
-                cell(r.metrics.send_lateness.map(|l| l.p99_us), 1),
-                cell(r.metrics.send_lateness.map(|l| l.max_us), 1),
-                opt_u64(r.expected_records),
-                r.metrics.lost_records.map_or_else(String::new, |v| v.to_string()),
-                quote(r.app_exit.as_deref().unwrap_or("")),
-            )?;
+            let row: Vec<String> = RUN_COLUMNS.iter().map(|(_, cell)| cell(r)).collect();
+            writeln!(out, "{}", row.join(","))?;
         }
         Ok(())
     }
