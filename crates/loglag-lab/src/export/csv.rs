@@ -2,17 +2,10 @@
 
 use std::io::{self, Write};
 
-use super::pairs::PAIR_COLUMNS;
+use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
+use super::pairs::{csv_quote as quote, csv_table, PAIR_COLUMNS};
 use super::{cell, Exporter};
-use crate::report::{Lateness, LoadSummary, RunSummary, SinkSummary, Summary};
-
-fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
+use crate::report::{LoadSummary, RunSummary, SinkSummary, Summary};
 
 fn opt_u64(v: Option<u64>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
@@ -38,50 +31,11 @@ impl Exporter for PairsCsv {
     }
 
     fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "url,mode,requests,ok,http_errors,io_errors,timeouts,achieved_rps,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,send_late_mean_us,send_late_p99_us,send_late_max_us,lateness_warning")?;
-        for s in s.with_floor() {
-            let late = |f: fn(&Lateness) -> f64| cell(s.send_lateness.as_ref().map(f), 1);
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{}",
-                quote(&s.url),
-                s.mode,
-                s.requests,
-                s.ok,
-                s.http_errors,
-                s.io_errors,
-                s.timeouts,
-                s.achieved_rps,
-                cell(s.p50_ms, 3),
-                cell(s.p90_ms, 3),
-                cell(s.p99_ms, 3),
-                cell(s.p999_ms, 3),
-                cell(s.max_ms, 3),
-                late(|l| l.mean_us),
-                late(|l| l.p99_us),
-                late(|l| l.max_us),
-                quote(s.lateness_warning.as_deref().unwrap_or(""))
-            )?;
-        }
-        Ok(())
+        csv_table(LOAD_COLUMNS, s.with_floor(), out)
     }
 
     fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "source,bytes,newlines,reads,seconds,last_byte_s,sha256"
-        )?;
-        writeln!(
-            out,
-            "{},{},{},{},{:.3},{},{}",
-            quote(&s.source),
-            s.bytes,
-            s.newlines,
-            s.reads,
-            s.seconds,
-            cell(s.last_byte_s, 3),
-            s.sha256
-        )
+        csv_table(SINK_COLUMNS, [s], out)
     }
 }
 

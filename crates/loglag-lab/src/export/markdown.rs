@@ -1,8 +1,9 @@
 use std::io::{self, Write};
 
-use super::pairs::shown_columns;
-use super::{cell, Exporter};
-use crate::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary};
+use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
+use super::pairs::{markdown_table, shown_columns};
+use super::Exporter;
+use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
 /// The pairs table in Markdown, units in the headers.
 #[derive(Debug, Clone, Copy)]
@@ -69,32 +70,7 @@ impl Exporter for Markdown {
     }
 
     fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "| target | requests | ok | errors | timeouts | rps | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | send late mean µs | send late p99 µs | send late max µs |")?;
-        writeln!(
-            out,
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-        )?;
-        for s in s.with_floor() {
-            let late = |f: fn(&Lateness) -> f64| cell(s.send_lateness.as_ref().map(f), 0);
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                s.url,
-                s.requests,
-                s.ok,
-                s.http_errors + s.io_errors,
-                s.timeouts,
-                s.achieved_rps,
-                cell(s.p50_ms, 3),
-                cell(s.p90_ms, 3),
-                cell(s.p99_ms, 3),
-                cell(s.p999_ms, 3),
-                cell(s.max_ms, 3),
-                late(|l| l.mean_us),
-                late(|l| l.p99_us),
-                late(|l| l.max_us),
-            )?;
-        }
+        markdown_table(LOAD_COLUMNS, s.with_floor(), out)?;
         for s in s.with_floor() {
             if let Some(w) = &s.lateness_warning {
                 writeln!(out, "\n**Warning** ({}): {w}.", s.url)?;
@@ -187,17 +163,6 @@ impl Exporter for Markdown {
     }
 
     fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "| source | bytes | newlines | reads | seconds | last byte s | sha256 |\n|---|--:|--:|--:|--:|--:|---|")?;
-        writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.3} | {} | {} |",
-            s.source,
-            s.bytes,
-            s.newlines,
-            s.reads,
-            s.seconds,
-            cell(s.last_byte_s, 3),
-            s.sha256
-        )
+        markdown_table(SINK_COLUMNS, [s], out)
     }
 }

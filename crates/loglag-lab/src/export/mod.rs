@@ -5,6 +5,7 @@ mod csv;
 pub mod findings;
 pub mod hops;
 mod json;
+mod load;
 mod markdown;
 pub(crate) mod pairs;
 pub mod preset;

@@ -1,10 +1,13 @@
-//! The pairs table's columns, defined once for every rendering: Markdown and HTML show
-//! `title` and the rounded `shown` value; CSV writes `key` and the `exact` value.
+//! Tables defined once for every rendering, as lists of columns: Markdown and HTML show
+//! `title` and the rounded `shown` value; CSV writes `key` and the `exact` value. The
+//! pairs table is here; `export/load.rs` has the load and sink tables.
+
+use std::io::{self, Write};
 
 use crate::report::PairSummary;
 
-/// One column of the pairs table.
-pub(crate) struct PairColumn {
+/// One column of a table of `T`s.
+pub(crate) struct Column<T> {
     /// Header in Markdown and HTML, units in words.
     pub title: &'static str,
     /// Header in CSV: snake_case, units as suffixes.
@@ -14,22 +17,70 @@ pub(crate) struct PairColumn {
     /// Only in CSV (detail that would crowd a table meant for reading).
     pub csv_only: bool,
     /// The value as shown to a reader.
-    pub shown: fn(&PairSummary) -> String,
+    pub shown: fn(&T) -> String,
     /// The value with full precision, for other tools.
-    pub exact: fn(&PairSummary) -> String,
+    pub exact: fn(&T) -> String,
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
+/// One column of the pairs table.
+pub(crate) type PairColumn = Column<PairSummary>;
+
+/// A Markdown table of `rows` with the columns a reader is shown.
+pub(crate) fn markdown_table<'a, T: 'a>(
+    columns: &[Column<T>],
+    rows: impl IntoIterator<Item = &'a T>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let shown: Vec<&Column<T>> = columns.iter().filter(|c| !c.csv_only).collect();
+    let titles: Vec<&str> = shown.iter().map(|c| c.title).collect();
+    writeln!(out, "| {} |", titles.join(" | "))?;
+    let rules: Vec<&str> = shown
+        .iter()
+        .map(|c| if c.text { "---" } else { "--:" })
+        .collect();
+    writeln!(out, "|{}|", rules.join("|"))?;
+    for row in rows {
+        let cells: Vec<String> = shown.iter().map(|c| (c.shown)(row)).collect();
+        writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    Ok(())
+}
+
+/// A CSV table of `rows` with every column, each cell quoted as CSV needs.
+pub(crate) fn csv_table<'a, T: 'a>(
+    columns: &[Column<T>],
+    rows: impl IntoIterator<Item = &'a T>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let keys: Vec<&str> = columns.iter().map(|c| c.key).collect();
+    writeln!(out, "{}", keys.join(","))?;
+    for row in rows {
+        let cells: Vec<String> = columns.iter().map(|c| csv_quote(&(c.exact)(row))).collect();
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    Ok(())
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break.
+pub(crate) fn csv_quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+pub(crate) fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(String::new, |v| format!("{v:.digits$}"))
 }
 
-fn opt_int<T: ToString>(v: Option<T>) -> String {
+pub(crate) fn opt_int<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
 }
 
 macro_rules! column {
     ($title:expr, $key:expr, text, |$p:ident| $v:expr) => {
-        PairColumn {
+        Column {
             title: $title,
             key: $key,
             text: true,
@@ -39,7 +90,7 @@ macro_rules! column {
         }
     };
     ($title:expr, $key:expr, int, |$p:ident| $v:expr) => {
-        PairColumn {
+        Column {
             title: $title,
             key: $key,
             text: false,
@@ -49,16 +100,18 @@ macro_rules! column {
         }
     };
     ($title:expr, $key:expr, float($shown:expr, $exact:expr), |$p:ident| $v:expr) => {
-        PairColumn {
+        Column {
             title: $title,
             key: $key,
             text: false,
             csv_only: false,
-            shown: |$p| opt($v, $shown),
-            exact: |$p| opt($v, $exact),
+            shown: |$p| $crate::export::pairs::opt($v, $shown),
+            exact: |$p| $crate::export::pairs::opt($v, $exact),
         }
     };
 }
+
+pub(crate) use column;
 
 /// Every column, in order.
 pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[

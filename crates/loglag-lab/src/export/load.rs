@@ -1,0 +1,62 @@
+//! The tables of `loglag load` and `loglag sink`, as lists of columns (see
+//! `export/pairs.rs`): Markdown and CSV render the same list, so they cannot drift.
+
+use super::pairs::{column, Column};
+use crate::report::{LoadSummary, SinkSummary};
+
+/// The send lateness in µs, by one of its statistics.
+fn late(s: &LoadSummary, of: fn(&crate::report::Lateness) -> f64) -> Option<f64> {
+    s.send_lateness.as_ref().map(of)
+}
+
+/// One row per target: the calibration floor, then the target.
+pub(crate) const LOAD_COLUMNS: &[Column<LoadSummary>] = &[
+    column!("target", "url", text, |s| s.url.clone()),
+    Column {
+        csv_only: true,
+        ..column!("mode", "mode", text, |s| s.mode.to_string())
+    },
+    column!("requests", "requests", int, |s| s.requests.to_string()),
+    column!("ok", "ok", int, |s| s.ok.to_string()),
+    column!("HTTP errors", "http_errors", int, |s| s
+        .http_errors
+        .to_string()),
+    column!("I/O errors", "io_errors", int, |s| s.io_errors.to_string()),
+    column!("timeouts", "timeouts", int, |s| s.timeouts.to_string()),
+    column!("rps", "achieved_rps", float(1, 2), |s| Some(s.achieved_rps)),
+    column!("p50 ms", "p50_ms", float(3, 3), |s| s.p50_ms),
+    column!("p90 ms", "p90_ms", float(3, 3), |s| s.p90_ms),
+    column!("p99 ms", "p99_ms", float(3, 3), |s| s.p99_ms),
+    column!("p99.9 ms", "p999_ms", float(3, 3), |s| s.p999_ms),
+    column!("max ms", "max_ms", float(3, 3), |s| s.max_ms),
+    column!(
+        "send late mean µs",
+        "send_late_mean_us",
+        float(0, 1),
+        |s| late(s, |l| l.mean_us)
+    ),
+    column!("send late p99 µs", "send_late_p99_us", float(0, 1), |s| {
+        late(s, |l| l.p99_us)
+    }),
+    column!("send late max µs", "send_late_max_us", float(0, 1), |s| {
+        late(s, |l| l.max_us)
+    }),
+    Column {
+        csv_only: true,
+        ..column!("lateness warning", "lateness_warning", text, |s| s
+            .lateness_warning
+            .clone()
+            .unwrap_or_default())
+    },
+];
+
+/// What `loglag sink` read: one row.
+pub(crate) const SINK_COLUMNS: &[Column<SinkSummary>] = &[
+    column!("source", "source", text, |s| s.source.clone()),
+    column!("bytes", "bytes", int, |s| s.bytes.to_string()),
+    column!("newlines", "newlines", int, |s| s.newlines.to_string()),
+    column!("reads", "reads", int, |s| s.reads.to_string()),
+    column!("seconds", "seconds", float(3, 3), |s| Some(s.seconds)),
+    column!("last byte s", "last_byte_s", float(3, 3), |s| s.last_byte_s),
+    column!("sha256", "sha256", text, |s| s.sha256.clone()),
+];
