@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
-use super::pairs::{csv_quote as quote, csv_table, PAIR_COLUMNS};
+use super::pairs::{csv_quote as quote, csv_table, Column, PAIR_COLUMNS};
 use super::{cell, Exporter};
 use crate::report::{LoadSummary, RunSummary, SinkSummary, Summary};
 
@@ -21,13 +21,7 @@ impl Exporter for PairsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        let keys: Vec<&str> = PAIR_COLUMNS.iter().map(|c| c.key).collect();
-        writeln!(out, "{}", keys.join(","))?;
-        for p in &s.pairs {
-            let cells: Vec<String> = PAIR_COLUMNS.iter().map(|c| quote(&(c.exact)(p))).collect();
-            writeln!(out, "{}", cells.join(","))?;
-        }
-        Ok(())
+        csv_table(PAIR_COLUMNS, &s.pairs, out)
     }
 
     fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
@@ -39,56 +33,70 @@ impl Exporter for PairsCsv {
     }
 }
 
+/// A column only CSV has: its key, and its cell.
+macro_rules! run_column {
+    ($key:expr, |$r:ident| $v:expr) => {
+        Column {
+            title: $key,
+            key: $key,
+            text: false,
+            csv_only: true,
+            shown: |$r| $v,
+            exact: |$r| $v,
+        }
+    };
+}
+
 /// `runs.csv`'s columns, each a header and how its cell is written, so that the
 /// header and the rows cannot drift apart.
-const RUN_COLUMNS: &[(&str, fn(&RunSummary) -> String)] = &[
-    ("run", |r| r.run.to_string()),
-    ("round", |r| r.round.to_string()),
-    ("condition", |r| quote(&r.condition)),
-    ("sink", |r| quote(&r.sink)),
-    ("requests", |r| r.requests.to_string()),
-    ("completed", |r| r.completed.to_string()),
-    ("p50_ms", |r| cell(r.metrics.p50_ms, 4)),
-    ("p99_ms", |r| cell(r.metrics.p99_ms, 4)),
-    ("max_ms", |r| cell(r.metrics.max_ms, 4)),
-    ("http_errors", |r| r.metrics.http_errors.to_string()),
-    ("timeouts", |r| r.metrics.timeouts.to_string()),
-    ("gen_us", |r| cell(r.metrics.gen_us, 2)),
-    ("log_call_us", |r| cell(r.metrics.log_call_us, 2)),
-    ("max_backlog_kib", |r| cell(r.metrics.max_backlog_kib, 2)),
-    ("drain_s", |r| format!("{:.4}", r.metrics.drain_s)),
-    ("rps_api", |r| format!("{:.4}", r.metrics.rps_api)),
-    ("rps_logs_read", |r| {
+const RUN_COLUMNS: &[Column<RunSummary>] = &[
+    run_column!("run", |r| r.run.to_string()),
+    run_column!("round", |r| r.round.to_string()),
+    run_column!("condition", |r| r.condition.clone()),
+    run_column!("sink", |r| r.sink.clone()),
+    run_column!("requests", |r| r.requests.to_string()),
+    run_column!("completed", |r| r.completed.to_string()),
+    run_column!("p50_ms", |r| cell(r.metrics.p50_ms, 4)),
+    run_column!("p99_ms", |r| cell(r.metrics.p99_ms, 4)),
+    run_column!("max_ms", |r| cell(r.metrics.max_ms, 4)),
+    run_column!("http_errors", |r| r.metrics.http_errors.to_string()),
+    run_column!("timeouts", |r| r.metrics.timeouts.to_string()),
+    run_column!("gen_us", |r| cell(r.metrics.gen_us, 2)),
+    run_column!("log_call_us", |r| cell(r.metrics.log_call_us, 2)),
+    run_column!("max_backlog_kib", |r| cell(r.metrics.max_backlog_kib, 2)),
+    run_column!("drain_s", |r| format!("{:.4}", r.metrics.drain_s)),
+    run_column!("rps_api", |r| format!("{:.4}", r.metrics.rps_api)),
+    run_column!("rps_logs_read", |r| {
         format!("{:.4}", r.metrics.rps_logs_read)
     }),
-    ("cpu_cores", |r| cell(r.metrics.cpu_cores, 4)),
-    ("reader_cpu_cores", |r| cell(r.reader_cpu_cores, 4)),
-    ("generator_cpu_cores", |r| cell(r.generator_cpu_cores, 4)),
-    ("machine_busy", |r| cell(r.machine_busy, 3)),
-    ("dropped", |r| opt_u64(r.metrics.dropped)),
-    ("queue_full", |r| opt_u64(r.metrics.queue_full)),
-    ("produced_bytes", |r| opt_u64(r.produced_bytes)),
-    ("read_bytes", |r| r.read_bytes.to_string()),
-    ("read_newlines", |r| r.read_newlines.to_string()),
-    ("read_sha256", |r| r.read_sha256.clone()),
-    ("verified", |r| r.metrics.verified.to_string()),
-    ("verify_note", |r| quote(&r.verify_note)),
-    ("send_late_mean_us", |r| {
+    run_column!("cpu_cores", |r| cell(r.metrics.cpu_cores, 4)),
+    run_column!("reader_cpu_cores", |r| cell(r.reader_cpu_cores, 4)),
+    run_column!("generator_cpu_cores", |r| cell(r.generator_cpu_cores, 4)),
+    run_column!("machine_busy", |r| cell(r.machine_busy, 3)),
+    run_column!("dropped", |r| opt_u64(r.metrics.dropped)),
+    run_column!("queue_full", |r| opt_u64(r.metrics.queue_full)),
+    run_column!("produced_bytes", |r| opt_u64(r.produced_bytes)),
+    run_column!("read_bytes", |r| r.read_bytes.to_string()),
+    run_column!("read_newlines", |r| r.read_newlines.to_string()),
+    run_column!("read_sha256", |r| r.read_sha256.clone()),
+    run_column!("verified", |r| r.metrics.verified.to_string()),
+    run_column!("verify_note", |r| r.verify_note.clone()),
+    run_column!("send_late_mean_us", |r| {
         cell(r.metrics.send_lateness.map(|l| l.mean_us), 1)
     }),
-    ("send_late_p99_us", |r| {
+    run_column!("send_late_p99_us", |r| {
         cell(r.metrics.send_lateness.map(|l| l.p99_us), 1)
     }),
-    ("send_late_max_us", |r| {
+    run_column!("send_late_max_us", |r| {
         cell(r.metrics.send_lateness.map(|l| l.max_us), 1)
     }),
-    ("expected_records", |r| opt_u64(r.expected_records)),
-    ("lost_records", |r| {
+    run_column!("expected_records", |r| opt_u64(r.expected_records)),
+    run_column!("lost_records", |r| {
         r.metrics
             .lost_records
             .map_or_else(String::new, |v| v.to_string())
     }),
-    ("app_exit", |r| quote(r.app_exit.as_deref().unwrap_or(""))),
+    run_column!("app_exit", |r| r.app_exit.clone().unwrap_or_default()),
 ];
 
 /// `runs.csv`: one row per run.
@@ -101,13 +109,7 @@ impl Exporter for RunsCsv {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        let header: Vec<&str> = RUN_COLUMNS.iter().map(|(key, _)| *key).collect();
-        writeln!(out, "{}", header.join(","))?;
-        for r in &s.runs {
-            let row: Vec<String> = RUN_COLUMNS.iter().map(|(_, cell)| cell(r)).collect();
-            writeln!(out, "{}", row.join(","))?;
-        }
-        Ok(())
+        csv_table(RUN_COLUMNS, &s.runs, out)
     }
 }
 
