@@ -195,3 +195,36 @@ fn every_file_written_reads_back_the_same() {
     assert_eq!(back.timeseries.len(), summary.timeseries.len());
     assert_eq!(back.pairs, summary.pairs);
 }
+
+/// `--report` draws its page from the summary in memory; `loglag report DIR` draws it
+/// from the files `Outputs` wrote. Both are the same page.
+#[test]
+fn the_page_drawn_from_memory_is_the_page_drawn_from_the_files() {
+    let summary = html::load_dir(&fixture()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = export::Outputs {
+        stdout: export::StdoutFormat::Markdown,
+        report: true,
+    };
+    let written = outputs.write(&summary, dir.path()).unwrap();
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "summary.json",
+            "pairs.csv",
+            "runs.csv",
+            "requests.csv",
+            "timeseries.csv",
+            "pairs.md",
+            "report.html"
+        ]
+    );
+    let from_memory = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let from_files = html::render(&html::load_dir(dir.path()).unwrap());
+    assert_eq!(from_memory, from_files);
+    assert!(from_memory.matches("<svg").count() > 0);
+}

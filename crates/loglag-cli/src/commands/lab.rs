@@ -138,23 +138,6 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     Ok(steps)
 }
 
-pub(crate) fn write_outputs(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
-    for exporter in export::all() {
-        let path = dir.join(exporter.file_name());
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(&path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        );
-        exporter
-            .export(summary, &mut file)
-            .and_then(|()| file.flush())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
-}
-
 /// Shows a preset's steps as one progress bar.
 struct StepObserver<'a> {
     inner: &'a Progress,
@@ -241,6 +224,10 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish();
     let completed: usize = done.iter().map(|(_, s)| s.runs.len()).sum();
+    let outputs = export::Outputs {
+        stdout: a.format.into(),
+        report: a.report,
+    };
     // The table first: if writing the files fails, the measurements are still shown.
     let preset_summary = a.preset.map(|p| p.summarise(&done));
     {
@@ -253,7 +240,7 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             }
             _ => {
                 for (_, summary) in &done {
-                    stdout_exporter(a.format).export(summary, stdout)?;
+                    outputs.show(summary, stdout)?;
                 }
             }
         }
@@ -267,12 +254,7 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             );
         } else {
             for (step, summary) in &done {
-                let dir = out.join(&step.label);
-                write_outputs(&dir, summary)?;
-                if a.report {
-                    let html = loglag_lab::html::render(&loglag_lab::html::load_dir(&dir)?);
-                    write_to(&dir.join("report.html"), html.as_bytes())?;
-                }
+                outputs.write(summary, &out.join(&step.label))?;
             }
             if let Some(ps) = &preset_summary {
                 let mut md = Vec::new();

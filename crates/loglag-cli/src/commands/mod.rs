@@ -69,11 +69,17 @@ pub(crate) fn check_out_dir(out: &Path) -> anyhow::Result<()> {
 }
 
 pub(crate) fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {
-    export::for_stdout(match format {
-        OutputFormat::Md => export::StdoutFormat::Markdown,
-        OutputFormat::Json => export::StdoutFormat::Json,
-        OutputFormat::Csv => export::StdoutFormat::Csv,
-    })
+    export::for_stdout(format.into())
+}
+
+impl From<OutputFormat> for export::StdoutFormat {
+    fn from(format: OutputFormat) -> export::StdoutFormat {
+        match format {
+            OutputFormat::Md => export::StdoutFormat::Markdown,
+            OutputFormat::Json => export::StdoutFormat::Json,
+            OutputFormat::Csv => export::StdoutFormat::Csv,
+        }
+    }
 }
 
 pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

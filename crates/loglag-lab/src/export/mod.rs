@@ -7,6 +7,7 @@ pub mod hops;
 mod json;
 mod load;
 mod markdown;
+mod outputs;
 pub(crate) mod pairs;
 pub mod preset;
 
@@ -15,6 +16,7 @@ use std::io::{self, Write};
 pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
 pub use self::markdown::Markdown;
+pub use self::outputs::Outputs;
 
 use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
