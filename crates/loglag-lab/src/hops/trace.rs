@@ -231,41 +231,136 @@ where
     }
 }
 
-/// Reads every process's span lines and builds one OTLP/JSON document:
+/// An OTLP/JSON traces document (`ExportTraceServiceRequest` in its JSON mapping):
 /// `resourceSpans` (one per service, with `service.name`) → `scopeSpans` → `spans`,
 /// ids in hex, times as strings of Unix nanoseconds. This is the shape Jaeger's UI
 /// imports (JSON Lines does not).
-pub fn otlp_document(spans: &[SpanLine]) -> serde_json::Value {
-    let mut by_service: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
-    for s in spans {
-        let mut span = serde_json::json!({
-            "traceId": s.trace_id,
-            "spanId": s.span_id,
-            "name": s.name,
-            "kind": s.kind,
-            "startTimeUnixNano": s.start_unix_ns.to_string(),
-            "endTimeUnixNano": s.end_unix_ns.to_string(),
-            "attributes": s.request_id.map_or_else(Vec::new, |id| vec![serde_json::json!({
-                "key": "http.request.header.x-request-id",
-                "value": {"stringValue": id.to_string()}
-            })]),
-            "events": s.events.iter().map(|(t, name)| serde_json::json!({
-                "timeUnixNano": t.to_string(),
-                "name": name,
-            })).collect::<Vec<_>>(),
-            "status": {},
-        });
-        if let Some(parent) = &s.parent_id {
-            span["parentSpanId"] = serde_json::Value::String(parent.clone());
-        }
-        by_service.entry(&s.service).or_default().push(span);
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OtlpDocument {
+    pub resource_spans: Vec<ResourceSpans>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSpans {
+    pub resource: Resource,
+    pub scope_spans: Vec<ScopeSpans>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Resource {
+    pub attributes: Vec<KeyValue>,
+}
+
+/// An attribute; OTLP wraps every value in its type (`{"stringValue": …}`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: StringValue,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StringValue {
+    pub string_value: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ScopeSpans {
+    pub scope: Scope,
+    pub spans: Vec<OtlpSpan>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Scope {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OtlpSpan {
+    pub trace_id: String,
+    pub span_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    /// `SpanKind` by number (2 server, 3 client).
+    pub kind: u8,
+    /// Unix nanoseconds as a decimal string (OTLP/JSON's 64-bit integers).
+    pub start_time_unix_nano: String,
+    pub end_time_unix_nano: String,
+    pub attributes: Vec<KeyValue>,
+    pub events: Vec<SpanEvent>,
+    /// Unset: an empty object.
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SpanEvent {
+    pub time_unix_nano: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Status {}
+
+fn attribute(key: &str, value: String) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: StringValue {
+            string_value: value,
+        },
     }
-    serde_json::json!({
-        "resourceSpans": by_service.into_iter().map(|(service, spans)| serde_json::json!({
-            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
-            "scopeSpans": [{"scope": {"name": "loglag-lab-hops", "version": env!("CARGO_PKG_VERSION")}, "spans": spans}],
-        })).collect::<Vec<_>>()
-    })
+}
+
+/// Reads every process's span lines and builds one OTLP/JSON document.
+pub fn otlp_document(spans: &[SpanLine]) -> OtlpDocument {
+    let mut by_service: BTreeMap<&str, Vec<OtlpSpan>> = BTreeMap::new();
+    for s in spans {
+        by_service.entry(&s.service).or_default().push(OtlpSpan {
+            trace_id: s.trace_id.clone(),
+            span_id: s.span_id.clone(),
+            parent_span_id: s.parent_id.clone(),
+            name: s.name.clone(),
+            kind: s.kind,
+            start_time_unix_nano: s.start_unix_ns.to_string(),
+            end_time_unix_nano: s.end_unix_ns.to_string(),
+            attributes: s
+                .request_id
+                .map(|id| attribute("http.request.header.x-request-id", id.to_string()))
+                .into_iter()
+                .collect(),
+            events: s
+                .events
+                .iter()
+                .map(|(t, name)| SpanEvent {
+                    time_unix_nano: t.to_string(),
+                    name: name.clone(),
+                })
+                .collect(),
+            status: Status::default(),
+        });
+    }
+    OtlpDocument {
+        resource_spans: by_service
+            .into_iter()
+            .map(|(service, spans)| ResourceSpans {
+                resource: Resource {
+                    attributes: vec![attribute("service.name", service.to_owned())],
+                },
+                scope_spans: vec![ScopeSpans {
+                    scope: Scope {
+                        name: "loglag-lab-hops",
+                        version: env!("CARGO_PKG_VERSION"),
+                    },
+                    spans,
+                }],
+            })
+            .collect(),
+    }
 }
 
 /// Formats an id the way OTLP/JSON wants it (lower-case hex, fixed width).
@@ -282,6 +377,52 @@ pub fn hex128(id: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The document has OTLP/JSON's names and shapes: a root span has no
+    /// `parentSpanId`, values are wrapped in their type, times are strings.
+    #[test]
+    fn the_otlp_document_is_grouped_by_service_in_otlp_json_names() {
+        let line = |service: &str, span: &str, parent: Option<&str>| SpanLine {
+            service: service.into(),
+            name: "GET /buy".into(),
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+            span_id: span.into(),
+            parent_id: parent.map(str::to_owned),
+            kind: 2,
+            start_unix_ns: 1_000,
+            end_unix_ns: 2_500,
+            request_id: Some(7),
+            events: vec![(1_200, "charged".into())],
+        };
+        let doc = otlp_document(&[
+            line("order", "00f067aa0ba902b7", None),
+            line("payment", "00f067aa0ba902b8", Some("00f067aa0ba902b7")),
+        ]);
+        let v = serde_json::to_value(&doc).unwrap();
+        let services: Vec<&str> = v["resourceSpans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["resource"]["attributes"][0]["value"]["stringValue"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(services, ["order", "payment"]);
+        let root = &v["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+        assert!(root.get("parentSpanId").is_none(), "{root}");
+        assert_eq!(root["startTimeUnixNano"], "1000");
+        assert_eq!(root["events"][0]["timeUnixNano"], "1200");
+        assert_eq!(
+            root["attributes"][0]["key"],
+            "http.request.header.x-request-id"
+        );
+        assert_eq!(root["attributes"][0]["value"]["stringValue"], "7");
+        assert_eq!(root["status"], serde_json::json!({}));
+        let child = &v["resourceSpans"][1]["scopeSpans"][0]["spans"][0];
+        assert_eq!(child["parentSpanId"], "00f067aa0ba902b7");
+    }
 
     #[test]
     fn traceparent_round_trips_and_refuses_garbage() {
