@@ -296,19 +296,32 @@ pub struct LabArgs {
     /// Rounds of every (condition, sink) pair; 3 is the full reference.
     #[arg(long, default_value_t = defaults::ROUNDS)]
     pub rounds: usize,
-    /// Requests per second, open loop [default: 20; sweep: 1000].
-    #[arg(long)]
+    #[arg(long, help = format!(
+        "Requests per second, open loop [default: {}; sweep: {}]",
+        defaults::RATE,
+        loglag_lab::lab::preset::defaults::SWEEP_RATE
+    ))]
     pub rate: Option<f64>,
-    /// Closed loop with N connections, each sending its next request when the last
-    /// is answered, instead of --rate [presets: buffers 100, blocking 500 and 2000].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help = {
+        use loglag_lab::lab::preset::defaults::{BLOCKING_CLOSED, BUFFERS_CLOSED};
+        format!(
+            "Closed loop with N connections, each sending its next request when the last is answered, instead of --rate [presets: buffers {BUFFERS_CLOSED}, blocking {} and {}]",
+            BLOCKING_CLOSED[0], BLOCKING_CLOSED[1]
+        )
+    })]
     pub closed: Option<u64>,
-    /// How long the load runs (e.g. 8s, 500ms, 1m) [default: 8s; presets: 10s, sweep 5s].
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, help = {
+        use loglag_lab::lab::preset::defaults::{DURATION, SWEEP_DURATION};
+        format!(
+            "How long the load runs (e.g. 8s, 500ms, 1m) [default: {}; presets: {DURATION:?}, sweep {SWEEP_DURATION:?}]",
+            defaults::DURATION
+        )
+    })]
     pub duration: Option<Duration>,
-    /// new: a connection per request (the reference); keepalive: reuse connections
-    /// [default: new; presets: keepalive].
-    #[arg(long)]
+    #[arg(long, help = format!(
+        "new: a connection per request (the reference); keepalive: reuse connections [default: new; presets: {}]",
+        loglag_lab::lab::preset::defaults::CONNECTION.as_str()
+    ))]
     pub connection: Option<Connection>,
     /// The slow reader's cap (bytes per second; units B, KiB, MiB).
     #[arg(long, default_value = defaults::SLOW_RATE, value_parser = parse_bytes)]
@@ -450,12 +463,13 @@ pub struct HopsArgs {
     /// capacity, and the lab says so).
     #[arg(long, conflicts_with = "rate", value_parser = clap::value_parser!(u64).range(1..))]
     pub users: Option<u64>,
-    /// Open loop at this many requests per second [default: 200, below both topologies'
-    /// capacity on 2 cores, as the reference's unsaturated service was].
-    #[arg(long)]
+    #[arg(long, help = format!(
+        "Open loop at this many requests per second [default: {}, below both topologies' capacity on 2 cores, as the reference's unsaturated service was]",
+        loglag_lab::hops::defaults::RATE
+    ))]
     pub rate: Option<f64>,
     /// How long each topology is loaded.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = loglag_lab::hops::defaults::DURATION, value_parser = parse_duration)]
     pub duration: Duration,
     /// order's two calls: sequential (the reference) or concurrent.
     #[arg(long, default_value = "sequential")]
@@ -468,16 +482,16 @@ pub struct HopsArgs {
     #[arg(long, default_value = "sleep")]
     pub work: Work,
     /// Work per step.
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    #[arg(long, default_value = loglag_lab::hops::defaults::WORK_TIME, value_parser = parse_duration)]
     pub work_time: Duration,
     /// Bytes of each step's response body (the serialisation cost).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = loglag_lab::hops::defaults::BODY_BYTES)]
     pub body_bytes: usize,
     /// Worker threads per process [default: one per core].
     #[arg(long)]
     pub threads: Option<usize>,
     /// Trace one request in this many.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = loglag_lab::hops::defaults::TRACE_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
     pub trace_every: u64,
     /// Skip the untraced runs that measure tracing's own cost.
     #[arg(long)]
@@ -492,11 +506,11 @@ pub struct HopsArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "100,200,500,1000,2000,5000,10000,20000"
+        default_value = loglag_lab::hops::defaults::SWEEP_RATES
     )]
     pub sweep_rates: Vec<f64>,
     /// Load per --sweep point.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = loglag_lab::hops::defaults::SWEEP_DURATION, value_parser = parse_duration)]
     pub sweep_duration: Duration,
     /// Write summary.json (its `hops` section), hops.md and spans.otlp.json here.
     #[arg(long)]

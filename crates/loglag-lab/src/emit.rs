@@ -10,6 +10,7 @@ use loglag::rolling::{self, Compression, Naming};
 use loglag::sink::{IntoSink, Sink, SinkSpec};
 use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
 
+use crate::plan_error::PlanError;
 use crate::report::{EmitMetrics, EmitSummary};
 
 /// Rotation for `file://` sinks.
@@ -43,6 +44,34 @@ pub struct EmitPlan {
     pub rotation: Rotation,
     /// Emit through tracing-appender's `rolling` + `non_blocking` instead, to compare.
     pub via_tracing_appender: bool,
+}
+
+impl EmitPlan {
+    /// Checks what the plan's own values must satisfy, whoever built it.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.count == 0 {
+            return Err(PlanError::AtLeastOne("--count", ""));
+        }
+        if self.threads == 0 {
+            return Err(PlanError::AtLeastOne("--threads", ""));
+        }
+        if !(16..=(64 << 10)).contains(&self.size) {
+            return Err(PlanError::OutOfRange(
+                "--size",
+                "between 16 bytes and 64 KiB (the pipeline's record limit)",
+            ));
+        }
+        if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err(PlanError::NotPositive(
+                "--rate",
+                "a positive number of records per second",
+            ));
+        }
+        if self.rotation.every.is_some_and(|d| d.as_secs() == 0) {
+            return Err(PlanError::OutOfRange("--rotate-every", "at least 1s"));
+        }
+        Ok(())
+    }
 }
 
 fn open_sink(plan: &EmitPlan) -> std::io::Result<Box<dyn Sink>> {
@@ -108,6 +137,8 @@ pub fn emit(
     progress: &AtomicU64,
     stop: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<EmitSummary> {
+    plan.validate()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     if plan.via_tracing_appender {
         return emit_via_tracing_appender(plan, progress, stop);
     }
@@ -324,6 +355,49 @@ fn metrics(m: &Metrics) -> EmitMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each value the plan cannot run with is refused naming its flag, before any
+    /// sink is opened; a good plan passes.
+    #[test]
+    fn a_plan_names_what_it_cannot_run_with() {
+        let good = || EmitPlan {
+            sink: SinkSpec::Stdout,
+            count: 10,
+            size: 120,
+            rate: None,
+            level: Level::Info,
+            threads: 1,
+            spool: None,
+            overflow: Overflow::Block,
+            rotation: Rotation {
+                max_bytes: None,
+                every: None,
+                keep: None,
+                gzip: false,
+            },
+            via_tracing_appender: false,
+        };
+        assert_eq!(good().validate(), Ok(()));
+        let refused = |change: fn(&mut EmitPlan)| {
+            let mut plan = good();
+            change(&mut plan);
+            plan.validate().unwrap_err().to_string()
+        };
+        assert_eq!(refused(|p| p.count = 0), "--count must be at least 1");
+        assert_eq!(refused(|p| p.threads = 0), "--threads must be at least 1");
+        assert!(refused(|p| p.size = 8).starts_with("--size must be between 16 bytes"));
+        assert!(refused(|p| p.size = 65 << 10).starts_with("--size must be"));
+        assert!(refused(|p| p.rate = Some(f64::INFINITY)).starts_with("--rate must be"));
+        assert_eq!(
+            refused(|p| p.rotation.every = Some(Duration::from_millis(500))),
+            "--rotate-every must be at least 1s"
+        );
+        let mut plan = good();
+        plan.count = 0;
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let err = emit(&plan, &AtomicU64::new(0), &stop).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+    }
 
     #[test]
     fn urls_parse_and_refuse_clearly() {

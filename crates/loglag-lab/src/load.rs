@@ -108,6 +108,26 @@ pub struct LoadConfig {
 }
 
 impl LoadConfig {
+    /// Checks what the load's own values must satisfy, whoever built it.
+    pub fn validate(&self) -> Result<(), crate::plan_error::PlanError> {
+        use crate::plan_error::PlanError;
+        match self.closed {
+            Some(0) => return Err(PlanError::AtLeastOne("--closed", " connection")),
+            Some(_) => {}
+            None if !(self.rate > 0.0 && self.rate.is_finite()) => {
+                return Err(PlanError::NotPositive(
+                    "--rate",
+                    "a positive number of requests per second",
+                ))
+            }
+            None => {}
+        }
+        if self.duration.is_zero() {
+            return Err(PlanError::NotPositive("--duration", "positive"));
+        }
+        Ok(())
+    }
+
     /// One request with X-Request-Id `id`, sent at once: a warm-up.
     pub fn single(target: Target, connection: Connection, id: u64) -> LoadConfig {
         LoadConfig {

@@ -6,23 +6,6 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
     use crate::args::CompressName;
     use loglag::SinkSpec;
     use loglag_lab::emit::{self, EmitPlan, Rotation};
-    if a.count == 0 {
-        bail!("--count must be at least 1");
-    }
-    if a.threads == 0 {
-        bail!("--threads must be at least 1");
-    }
-    if !(16..=(64 << 10)).contains(&a.size) {
-        bail!("--size must be between 16 bytes and 64 KiB (the pipeline's record limit)");
-    }
-    if let Some(rate) = a.rate {
-        if !(rate > 0.0 && rate.is_finite()) {
-            bail!("--rate must be a positive number of records per second");
-        }
-    }
-    if a.rotate_every.is_some_and(|d| d.as_secs() == 0) {
-        bail!("--rotate-every must be at least 1s");
-    }
     let plan = EmitPlan {
         sink: a.sink.clone(),
         count: a.count,
@@ -40,6 +23,7 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
         },
         via_tracing_appender: a.via == crate::args::Via::TracingAppender,
     };
+    plan.validate()?;
     let progress = std::sync::atomic::AtomicU64::new(0);
     // Ctrl-C stops emitting; what was emitted is drained and summarised. A second exits.
     let stop = cancel_flag()?;

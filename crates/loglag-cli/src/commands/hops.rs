@@ -2,49 +2,17 @@
 
 use super::*;
 
-/// `lab hops`'s open-loop rate when neither --rate nor --users is given.
-pub(crate) const DEFAULT_HOPS_RATE: f64 = 200.0;
-
 pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     use loglag_lab::hops::{self, HopsPlan};
-    if let Some(rate) = a.rate {
-        if !(rate > 0.0 && rate.is_finite()) {
-            bail!("--rate must be a positive number of requests per second");
-        }
-    }
-    if a.duration.is_zero() {
-        bail!("--duration must be positive");
-    }
-    if a.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
-    if a.body_bytes < 64 {
-        bail!("--body-bytes must be at least 64 (the JSON around the padding)");
-    }
     if let Some(out) = &a.out {
         check_out_dir(out)?;
-    }
-    if a.sweep {
-        if let Some(bad) = a.sweep_rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
-            bail!("--sweep-rates: {bad} is not a positive number of requests per second");
-        }
-        if a.sweep_duration.is_zero() {
-            bail!("--sweep-duration must be positive");
-        }
-        // An open loop past a topology's capacity opens connections as fast as it sends.
-        let top = a.sweep_rates.iter().copied().fold(0.0, f64::max);
-        loglag_lab::sys::procfs::raise_open_files((top as u64).clamp(1024, 65_536))
-            .map_err(|e| anyhow::anyhow!("--sweep: {e}"))?;
     }
     let users = a.users.map(|n| n as usize);
     // The reference measured an unsaturated service: an open loop well below both
     // topologies' capacity unless the user asks for something else.
-    let rate = users.is_none().then(|| a.rate.unwrap_or(DEFAULT_HOPS_RATE));
-    if let Some(n) = users {
-        // The generator's sockets, order's accepted ones and its pooled calls.
-        loglag_lab::sys::procfs::raise_open_files(4 * n as u64 + 256)
-            .map_err(|e| anyhow::anyhow!("--users {n}: {e}"))?;
-    }
+    let rate = users
+        .is_none()
+        .then(|| a.rate.unwrap_or(hops::defaults::RATE));
     let plan = HopsPlan {
         users,
         rate,
@@ -59,7 +27,7 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         trace_every: a.trace_every,
         overhead: !a.no_overhead,
-        warmup: 5,
+        warmup: hops::defaults::WARMUP,
         exe: std::env::current_exe().context("cannot find the loglag executable")?,
         netns: a.netns,
         sweep: a.sweep.then(|| {
@@ -69,6 +37,18 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             (rates, a.sweep_duration)
         }),
     };
+    plan.validate()?;
+    if let Some((rates, _)) = &plan.sweep {
+        // An open loop past a topology's capacity opens connections as fast as it sends.
+        let top = rates.iter().copied().fold(0.0, f64::max);
+        loglag_lab::sys::procfs::raise_open_files((top as u64).clamp(1024, 65_536))
+            .map_err(|e| anyhow::anyhow!("--sweep: {e}"))?;
+    }
+    if let Some(n) = plan.users {
+        // The generator's sockets, order's accepted ones and its pooled calls.
+        loglag_lab::sys::procfs::raise_open_files(4 * n as u64 + 256)
+            .map_err(|e| anyhow::anyhow!("--users {n}: {e}"))?;
+    }
     let runs = if plan.overhead { 4 } else { 2 };
     eprintln!(
         "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load; {}, {} connection per outgoing call",

@@ -43,6 +43,24 @@ pub struct Step {
     pub plan: LabPlan,
 }
 
+/// What a preset sets unless the user says otherwise, stated once: the steps use them
+/// and the CLI's `--help` prints them.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// Every preset reuses connections (the references' clients did).
+    pub const CONNECTION: crate::load::Connection = crate::load::Connection::Keepalive;
+    /// Load per step, buffers and blocking.
+    pub const DURATION: Duration = Duration::from_secs(10);
+    /// `buffers`: connections of its closed loop.
+    pub const BUFFERS_CLOSED: usize = 100;
+    /// `blocking`: one step per closed loop of this many connections.
+    pub const BLOCKING_CLOSED: [usize; 2] = [500, 2000];
+    /// `sweep`: load per step, and its open-loop rate.
+    pub const SWEEP_DURATION: Duration = Duration::from_secs(5);
+    pub const SWEEP_RATE: f64 = 1000.0;
+}
+
 /// The sweep's grid (reference 003's table has the diagonal).
 pub const SWEEP_BATCH_BYTES: [usize; 4] = [4 << 10, 32 << 10, 128 << 10, 1 << 20];
 pub const SWEEP_INTERVALS_MS: [u64; 4] = [10, 100, 500, 2000];
@@ -73,7 +91,7 @@ impl Preset {
         let built_in = |cs: &[Condition]| cs.iter().map(|&c| RunCondition::BuiltIn(c)).collect();
         let mut plan = base.clone();
         plan.sinks = o.sinks.clone().unwrap_or_else(|| vec![SinkKind::Fast]);
-        plan.connection = o.connection.unwrap_or(Connection::Keepalive);
+        plan.connection = o.connection.unwrap_or(defaults::CONNECTION);
         plan.stop_builtin = true;
         match self {
             Preset::Buffers => {
@@ -82,8 +100,8 @@ impl Preset {
                     .clone()
                     .unwrap_or_else(|| built_in(&Condition::BUFFERS));
                 plan.record = o.record.unwrap_or(RecordShape::Three);
-                plan.closed = Some(o.closed.unwrap_or(100));
-                plan.duration = o.duration.unwrap_or(Duration::from_secs(10));
+                plan.closed = Some(o.closed.unwrap_or(defaults::BUFFERS_CLOSED));
+                plan.duration = o.duration.unwrap_or(defaults::DURATION);
                 plan.threads = o.threads.unwrap_or(1);
                 let signals = match o.stop_signal {
                     Some(s) => vec![s],
@@ -106,14 +124,14 @@ impl Preset {
                     .clone()
                     .unwrap_or_else(|| built_in(&Condition::BLOCKING));
                 plan.record = o.record.unwrap_or(RecordShape::Line120);
-                plan.duration = o.duration.unwrap_or(Duration::from_secs(10));
+                plan.duration = o.duration.unwrap_or(defaults::DURATION);
                 plan.threads = o
                     .threads
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
                 let levels = match o.closed {
                     Some(n) => vec![n],
-                    None => vec![500, 2000],
+                    None => defaults::BLOCKING_CLOSED.to_vec(),
                 };
                 levels
                     .into_iter()
@@ -132,8 +150,8 @@ impl Preset {
                     .clone()
                     .unwrap_or_else(|| built_in(&[Condition::Loglag]));
                 plan.record = o.record.unwrap_or(RecordShape::Line120);
-                plan.duration = o.duration.unwrap_or(Duration::from_secs(5));
-                plan.rate = o.rate.unwrap_or(1000.0);
+                plan.duration = o.duration.unwrap_or(defaults::SWEEP_DURATION);
+                plan.rate = o.rate.unwrap_or(defaults::SWEEP_RATE);
                 plan.closed = o.closed;
                 plan.threads = o.threads.unwrap_or(1);
                 plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
