@@ -156,6 +156,18 @@ pub enum Outcome {
     Timeout,
 }
 
+impl Outcome {
+    /// Its name in reports, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::HttpError => "http_error",
+            Outcome::IoError => "io_error",
+            Outcome::Timeout => "timeout",
+        }
+    }
+}
+
 /// One request, as measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestSample {
@@ -172,6 +184,64 @@ pub struct RequestSample {
     pub outcome: Outcome,
     /// When the request finished (`CLOCK_MONOTONIC` ns).
     pub done_mono_ns: u64,
+}
+
+/// `loglag load`'s summary of one run of `config` against `url`: counts by outcome,
+/// percentiles from every request, and how late the generator sent (an open loop only:
+/// a closed loop has no schedule to be late for).
+pub fn summarize(
+    url: &str,
+    config: &LoadConfig,
+    result: &LoadResult,
+    lateness_limit_us: f64,
+) -> crate::report::LoadSummary {
+    use crate::report::{Lateness, LoadSummary};
+    let count = |o: Outcome| result.samples.iter().filter(|s| s.outcome == o).count() as u64;
+    let mut latencies: Vec<u64> = result.samples.iter().filter_map(|s| s.latency_ns).collect();
+    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
+    let lateness_ns: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let send_lateness = config
+        .closed
+        .is_none()
+        .then(|| Lateness::of(&lateness_ns))
+        .flatten();
+    let ok = count(Outcome::Ok);
+    // An interrupted run lasted as long as it ran, not as planned.
+    let (duration_s, rate_over_s) = if result.interrupted {
+        let ran = result.wall.as_secs_f64();
+        (ran, ran.max(1e-9))
+    } else {
+        let planned = config.duration.as_secs_f64();
+        (planned, result.wall.as_secs_f64().max(planned))
+    };
+    LoadSummary {
+        schema: crate::report::SCHEMA,
+        url: url.to_owned(),
+        mode: if config.closed.is_some() { "closed" } else { "open" }.into(),
+        rate: config.closed.is_none().then_some(config.rate),
+        connections: config.closed,
+        duration_s,
+        requests: result.samples.len() as u64,
+        ok,
+        http_errors: count(Outcome::HttpError),
+        io_errors: count(Outcome::IoError),
+        timeouts: count(Outcome::Timeout),
+        achieved_rps: ok as f64 / rate_over_s,
+        p50_ms: ms(crate::stats::quantile(&mut latencies, 0.5)),
+        p90_ms: ms(crate::stats::quantile(&mut latencies, 0.9)),
+        p99_ms: ms(crate::stats::quantile(&mut latencies, 0.99)),
+        p999_ms: ms(crate::stats::quantile(&mut latencies, 0.999)),
+        max_ms: ms(crate::stats::quantile(&mut latencies, 1.0)),
+        send_lateness,
+        lateness_warning: send_lateness.and_then(|l| l.warning(lateness_limit_us)),
+        interrupted: result.interrupted.then(|| {
+            format!(
+                "interrupted: {} requests finished before Ctrl-C are summarised; requests still in flight are not",
+                result.samples.len()
+            )
+        }),
+        floor: None,
+    }
 }
 
 /// Everything a load run measured.

@@ -1,11 +1,9 @@
 //! `loglag load` and `loglag sink`: the load generator and the sink reader on their own.
 
 use super::*;
+use loglag_lab::load::summarize;
 
 pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
-    if a.closed.is_none() && !(a.rate > 0.0 && a.rate.is_finite()) {
-        bail!("--rate must be a positive number of requests per second");
-    }
     let Some(url) = a.url.as_deref().or(a.calibrate.then_some("")) else {
         bail!("give a URL to load, or --calibrate to measure only the generator's floor");
     };
@@ -16,25 +14,23 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     // Ctrl-C stops the load and prints what was measured so far; a second one exits.
     let stop = cancel_flag()?;
-    let run = |target: Target| {
+    let config = |target: Target| LoadConfig {
+        target,
+        rate: a.rate,
+        duration: a.duration,
+        connection,
+        closed: a.closed.map(|n| n as usize),
+        grace: a.grace,
+        first_id: 0,
+    };
+    let run = |config: &LoadConfig| {
         let progress = loglag_lab::load::LoadProgress::stopped_by(stop.clone());
-        let expected = a
+        let expected = config
             .closed
             .is_none()
-            .then(|| (a.rate * a.duration.as_secs_f64()).round() as u64);
+            .then(|| (config.rate * config.duration.as_secs_f64()).round() as u64);
         let display = crate::progress::LoadDisplay::start(progress.clone(), expected);
-        let result = runtime.block_on(loglag_lab::load::run_observed(
-            &LoadConfig {
-                target,
-                rate: a.rate,
-                duration: a.duration,
-                connection,
-                closed: a.closed.map(|n| n as usize),
-                grace: a.grace,
-                first_id: 0,
-            },
-            progress,
-        ));
+        let result = runtime.block_on(loglag_lab::load::run_observed(config, progress));
         display.finish();
         result
     };
@@ -43,8 +39,10 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         let server = loglag_lab::child::NullServer::start(&exe).context("--calibrate")?;
         let label = format!("floor: null server at http://{}/", server.addr);
         eprintln!("calibrating: the same load against a null server ({label})");
-        let result = run(server.target());
-        Some(summarize(&a, &label, &result, lateness_limit_us))
+        let config = config(server.target());
+        config.validate()?;
+        let result = run(&config);
+        Some(summarize(&label, &config, &result, lateness_limit_us))
     } else {
         None
     };
@@ -63,15 +61,19 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let mut summary = if url.is_empty() {
         floor.expect("--calibrate without a URL")
     } else {
-        let target = Target::parse(url).map_err(anyhow::Error::msg)?;
+        let config = config(Target::parse(url).map_err(anyhow::Error::msg)?);
+        config.validate()?;
+        let target = &config.target;
         // Fail fast with a clear message if nothing listens there.
         std::net::TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))
             .with_context(|| format!("cannot connect to {url} ({})", target.addr))?;
-        let result = run(target);
+        let result = run(&config);
         if let Some(path) = &a.requests_csv {
-            write_to(path, requests_csv(&result).as_bytes())?;
+            let mut csv = Vec::new();
+            export::load_requests_csv(&result.samples, &mut csv)?;
+            write_to(path, &csv)?;
         }
-        let mut summary = summarize(&a, url, &result, lateness_limit_us);
+        let mut summary = summarize(url, &config, &result, lateness_limit_us);
         summary.floor = floor.map(Box::new);
         summary
     };
@@ -92,90 +94,6 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-pub(crate) fn summarize(
-    a: &LoadArgs,
-    url: &str,
-    result: &loglag_lab::load::LoadResult,
-    limit_us: f64,
-) -> LoadSummary {
-    let count = |o: Outcome| result.samples.iter().filter(|s| s.outcome == o).count() as u64;
-    let mut latencies: Vec<u64> = result.samples.iter().filter_map(|s| s.latency_ns).collect();
-    let ms = |v: Option<u64>| v.map(|ns| ns as f64 / 1e6);
-    let lateness_ns: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
-    // A closed loop has no schedule, so nothing can be late.
-    let send_lateness = a
-        .closed
-        .is_none()
-        .then(|| Lateness::of(&lateness_ns))
-        .flatten();
-    let ok = count(Outcome::Ok);
-    LoadSummary {
-        schema: SCHEMA,
-        url: url.to_owned(),
-        mode: if a.closed.is_some() {
-            "closed".into()
-        } else {
-            "open".into()
-        },
-        rate: a.closed.is_none().then_some(a.rate),
-        connections: a.closed.map(|n| n as usize),
-        // An interrupted run lasted as long as it ran, not as planned.
-        duration_s: if result.interrupted {
-            result.wall.as_secs_f64()
-        } else {
-            a.duration.as_secs_f64()
-        },
-        requests: result.samples.len() as u64,
-        ok,
-        http_errors: count(Outcome::HttpError),
-        io_errors: count(Outcome::IoError),
-        timeouts: count(Outcome::Timeout),
-        achieved_rps: ok as f64
-            / if result.interrupted {
-                result.wall.as_secs_f64().max(1e-9)
-            } else {
-                result.wall.as_secs_f64().max(a.duration.as_secs_f64())
-            },
-        p50_ms: ms(quantile(&mut latencies, 0.5)),
-        p90_ms: ms(quantile(&mut latencies, 0.9)),
-        p99_ms: ms(quantile(&mut latencies, 0.99)),
-        p999_ms: ms(quantile(&mut latencies, 0.999)),
-        max_ms: ms(quantile(&mut latencies, 1.0)),
-        send_lateness,
-        lateness_warning: send_lateness.and_then(|l| l.warning(limit_us)),
-        interrupted: result.interrupted.then(|| {
-            format!(
-                "interrupted: {} requests finished before Ctrl-C are summarised; requests still in flight are not",
-                result.samples.len()
-            )
-        }),
-        floor: None,
-    }
-}
-
-pub(crate) fn requests_csv(result: &loglag_lab::load::LoadResult) -> String {
-    let mut rows =
-        String::from("index,scheduled_ms,send_lateness_ms,connect_ms,latency_ms,status,outcome\n");
-    for s in &result.samples {
-        let opt = |v: Option<u64>| v.map_or(String::new(), |v| format!("{:.3}", v as f64 / 1e6));
-        let outcome = serde_json::to_value(s.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        rows.push_str(&format!(
-            "{},{:.3},{:.3},{},{},{},{}\n",
-            s.index,
-            s.scheduled_ns as f64 / 1e6,
-            s.send_lateness_ns as f64 / 1e6,
-            opt(s.connect_ns),
-            opt(s.latency_ns),
-            s.status.map_or(String::new(), |s| s.to_string()),
-            outcome
-        ));
-    }
-    rows
 }
 
 pub(crate) fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {

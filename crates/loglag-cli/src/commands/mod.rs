@@ -14,10 +14,9 @@ use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
 use loglag_lab::lab::preset::{Overrides, Step};
 use loglag_lab::lab::{LabError, LabPlan, RunCondition, SinkKind};
-use loglag_lab::load::{LoadConfig, Outcome, Target};
+use loglag_lab::load::{LoadConfig, Target};
 use loglag_lab::reader::{self, ReadConfig, SharedState};
-use loglag_lab::report::{Lateness, LoadSummary, SinkSummary, Summary, TortureSummary, SCHEMA};
-use loglag_lab::stats::quantile;
+use loglag_lab::report::{SinkSummary, Summary, TortureSummary, SCHEMA};
 
 use loglag_lab::child::ChildSpec;
 

@@ -1,7 +1,10 @@
 //! The tables of `loglag load` and `loglag sink`, as lists of columns (see
 //! `export/pairs.rs`): Markdown and CSV render the same list, so they cannot drift.
 
-use super::pairs::{column, Column};
+use std::io::{self, Write};
+
+use super::pairs::{column, csv_table, Column};
+use crate::load::RequestSample;
 use crate::report::{LoadSummary, SinkSummary};
 
 /// The send lateness in µs, by one of its statistics.
@@ -60,3 +63,32 @@ pub(crate) const SINK_COLUMNS: &[Column<SinkSummary>] = &[
     column!("last byte s", "last_byte_s", float(3, 3), |s| s.last_byte_s),
     column!("sha256", "sha256", text, |s| s.sha256.clone()),
 ];
+
+/// `loglag load --requests-csv`: one row per request, times in ms.
+const REQUEST_COLUMNS: &[Column<RequestSample>] = &[
+    column!("index", "index", int, |r| r.index.to_string()),
+    column!("scheduled ms", "scheduled_ms", float(3, 3), |r| Some(
+        r.scheduled_ns as f64 / 1e6
+    )),
+    column!("send lateness ms", "send_lateness_ms", float(3, 3), |r| {
+        Some(r.send_lateness_ns as f64 / 1e6)
+    }),
+    column!("connect ms", "connect_ms", float(3, 3), |r| r
+        .connect_ns
+        .map(|ns| ns as f64 / 1e6)),
+    column!("latency ms", "latency_ms", float(3, 3), |r| r
+        .latency_ns
+        .map(|ns| ns as f64 / 1e6)),
+    column!("status", "status", int, |r| r
+        .status
+        .map_or_else(String::new, |s| s.to_string())),
+    column!("outcome", "outcome", text, |r| r
+        .outcome
+        .as_str()
+        .to_owned()),
+];
+
+/// Writes `loglag load`'s per-request CSV.
+pub fn requests_csv(samples: &[RequestSample], out: &mut dyn Write) -> io::Result<()> {
+    csv_table(REQUEST_COLUMNS, samples, out)
+}
