@@ -228,3 +228,32 @@ fn the_page_drawn_from_memory_is_the_page_drawn_from_the_files() {
     assert_eq!(from_memory, from_files);
     assert!(from_memory.matches("<svg").count() > 0);
 }
+
+/// `loglag load --requests-csv`: a row per request, ms with three decimals, empty cells
+/// where a request has no value, outcomes by their report names.
+#[test]
+fn load_requests_csv_has_a_row_per_request() {
+    use loglag_lab::load::{Outcome, RequestSample};
+    let sample = |index, latency_ns, status, outcome| RequestSample {
+        index,
+        scheduled_ns: index * 50_000_000,
+        send_lateness_ns: 12_345,
+        connect_ns: None,
+        latency_ns,
+        status,
+        outcome,
+        done_mono_ns: 0,
+    };
+    let samples = [
+        sample(0, Some(1_250_000), Some(200), Outcome::Ok),
+        sample(1, None, None, Outcome::Timeout),
+    ];
+    let mut out = Vec::new();
+    export::load_requests_csv(&samples, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "index,scheduled_ms,send_lateness_ms,connect_ms,latency_ms,status,outcome\n\
+         0,0.000,0.012,,1.250,200,ok\n\
+         1,50.000,0.012,,,,timeout\n"
+    );
+}
