@@ -76,7 +76,7 @@ WHAT IT MEASURES:
 pub struct TortureArgs {
     /// Run only this part: kill9, soak, hung or faults.
     #[arg(long)]
-    pub only: Option<String>,
+    pub only: Option<loglag_lab::torture::Part>,
     /// kill -9 trials to run.
     #[arg(long, default_value_t = 20)]
     pub trials: usize,

@@ -257,3 +257,38 @@ fn load_requests_csv_has_a_row_per_request() {
          1,50.000,0.012,,,,timeout\n"
     );
 }
+
+/// `loglag emit`'s table: Markdown shows the drops by reason in one cell, CSV keeps
+/// each reason in its own column; both come from one list of columns.
+#[test]
+fn emit_table_in_markdown_and_csv() {
+    let v = serde_json::json!({
+        "schema": 2, "sink": "file:///tmp/a.log", "records": 1000, "interrupted": false,
+        "record_bytes": 120, "threads": 1, "submit_s": 0.001, "elapsed_s": 0.0042,
+        "records_per_s": 238095.2, "mib_per_s": 27.25,
+        "metrics": {
+            "accepted": 1000, "written_records": 990, "written_bytes": 118800,
+            "dropped_records": 10, "dropped_queue_full": 7, "dropped_io_error": 2,
+            "dropped_shutdown": 1, "dropped_reentrant": 0, "truncated": 0,
+            "write_syscalls": 3, "io_errors": 2, "max_backlog_bytes": 4096,
+            "write_p50_us": 20.0, "write_p99_us": 131.14, "write_max_us": 140.0,
+            "recovered_records": 0
+        }
+    });
+    let summary: loglag_lab::report::EmitSummary = serde_json::from_value(v).unwrap();
+    let table = |csv| {
+        let mut out = Vec::new();
+        export::emit_table(&summary, csv, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(
+        table(true),
+        "sink,records,written,dropped,dropped_queue_full,dropped_io_error,dropped_shutdown,write_syscalls,write_p99_us,elapsed_s,records_per_s,mib_per_s\n\
+         file:///tmp/a.log,1000,990,10,7,2,1,3,131.1,0.004,238095,27.2\n"
+    );
+    let md = table(false);
+    assert!(
+        md.contains("| file:///tmp/a.log | 1000 | 990 | 10 (7 / 2 / 1) | 3 | 131 |"),
+        "{md}"
+    );
+}

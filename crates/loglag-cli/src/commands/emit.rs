@@ -41,44 +41,8 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &summary)?;
             writeln!(out)?;
         }
-        OutputFormat::Csv => {
-            writeln!(
-                out,
-                "sink,records,written,dropped,write_syscalls,elapsed_s,records_per_s,mib_per_s"
-            )?;
-            writeln!(
-                out,
-                "{},{},{},{},{},{:.3},{:.0},{:.1}",
-                summary.sink,
-                summary.records,
-                m.written_records,
-                m.dropped_records,
-                m.write_syscalls,
-                summary.elapsed_s,
-                summary.records_per_s,
-                summary.mib_per_s
-            )?;
-        }
-        OutputFormat::Md => {
-            writeln!(out, "| sink | records | written | dropped (queue full / io / shutdown) | write calls | write p99 µs | elapsed s | records/s | MiB/s |")?;
-            writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
-            writeln!(
-                out,
-                "| {} | {} | {} | {} ({} / {} / {}) | {} | {:.0} | {:.3} | {:.0} | {:.1} |",
-                summary.sink,
-                summary.records,
-                m.written_records,
-                m.dropped_records,
-                m.dropped_queue_full,
-                m.dropped_io_error,
-                m.dropped_shutdown,
-                m.write_syscalls,
-                m.write_p99_us,
-                summary.elapsed_s,
-                summary.records_per_s,
-                summary.mib_per_s
-            )?;
-        }
+        OutputFormat::Csv => export::emit_table(&summary, true, &mut out)?,
+        OutputFormat::Md => export::emit_table(&summary, false, &mut out)?,
     }
     out.flush()?;
     if summary.interrupted {

@@ -4,22 +4,16 @@ use super::*;
 
 pub(crate) fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
     use loglag::Overflow;
-    use loglag_lab::torture;
-    let only = a.only.as_deref();
-    if let Some(o) = only {
-        if !["kill9", "soak", "hung", "faults"].contains(&o) {
-            bail!("--only {o:?}: expected kill9, soak, hung or faults");
-        }
-    }
+    use loglag_lab::torture::{self, Part};
     if a.format == OutputFormat::Csv {
         bail!("--format csv: torture's results are several tables; use md or json");
     }
-    let wants = |part: &str| only.is_none_or(|o| o == part);
+    let wants = |part: Part| a.only.is_none_or(|o| o == part);
     let mut summary = TortureSummary {
         schema: SCHEMA,
         ..TortureSummary::default()
     };
-    if wants("kill9") {
+    if wants(Part::Kill9) {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
         let seed = a.seed.unwrap_or_else(loglag_lab::sys::clock::mono_ns);
         let policy = match a.kill9_policy {
@@ -68,7 +62,7 @@ pub(crate) fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         Overflow::DropOldest,
         Overflow::ShedByLevel,
     ];
-    if wants("soak") {
+    if wants(Part::Soak) {
         let rate = a.sink_rate.max(1024);
         let baseline = torture::rss_bytes();
         for policy in policies {
@@ -81,12 +75,12 @@ pub(crate) fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         summary.soak_tracing_appender =
             Some(torture::soak_tracing_appender(a.soak, rate, baseline));
     }
-    if wants("hung") {
+    if wants(Part::Hung) {
         for policy in &policies[1..] {
             summary.hung.push(torture::hung_sink(*policy, 10_000));
         }
     }
-    if wants("faults") {
+    if wants(Part::Faults) {
         summary.faults = torture::sink_faults(100_000)?;
     }
     stdout_exporter(a.format).export_torture(&summary, &mut std::io::stdout().lock())?;

@@ -1,11 +1,11 @@
-//! The tables of `loglag load` and `loglag sink`, as lists of columns (see
-//! `export/pairs.rs`): Markdown and CSV render the same list, so they cannot drift.
+//! The tables of `loglag load`, `loglag sink` and `loglag emit`, as lists of columns
+//! (see `export/pairs.rs`): Markdown and CSV render the same list, so they cannot drift.
 
 use std::io::{self, Write};
 
 use super::pairs::{column, csv_table, Column};
 use crate::load::RequestSample;
-use crate::report::{LoadSummary, SinkSummary};
+use crate::report::{EmitSummary, LoadSummary, SinkSummary};
 
 /// The send lateness in µs, by one of its statistics.
 fn late(s: &LoadSummary, of: fn(&crate::report::Lateness) -> f64) -> Option<f64> {
@@ -91,4 +91,70 @@ const REQUEST_COLUMNS: &[Column<RequestSample>] = &[
 /// Writes `loglag load`'s per-request CSV.
 pub fn requests_csv(samples: &[RequestSample], out: &mut dyn Write) -> io::Result<()> {
     csv_table(REQUEST_COLUMNS, samples, out)
+}
+
+/// What `loglag emit` did: one row.
+const EMIT_COLUMNS: &[Column<EmitSummary>] = &[
+    column!("sink", "sink", text, |s| s.sink.clone()),
+    column!("records", "records", int, |s| s.records.to_string()),
+    column!("written", "written", int, |s| s
+        .metrics
+        .written_records
+        .to_string()),
+    Column {
+        title: "dropped (queue full / io / shutdown)",
+        key: "dropped",
+        text: false,
+        csv_only: false,
+        shown: |s| {
+            let m = &s.metrics;
+            format!(
+                "{} ({} / {} / {})",
+                m.dropped_records, m.dropped_queue_full, m.dropped_io_error, m.dropped_shutdown
+            )
+        },
+        exact: |s| s.metrics.dropped_records.to_string(),
+    },
+    Column {
+        csv_only: true,
+        ..column!("dropped, queue full", "dropped_queue_full", int, |s| s
+            .metrics
+            .dropped_queue_full
+            .to_string())
+    },
+    Column {
+        csv_only: true,
+        ..column!("dropped, io", "dropped_io_error", int, |s| s
+            .metrics
+            .dropped_io_error
+            .to_string())
+    },
+    Column {
+        csv_only: true,
+        ..column!("dropped, shutdown", "dropped_shutdown", int, |s| s
+            .metrics
+            .dropped_shutdown
+            .to_string())
+    },
+    column!("write calls", "write_syscalls", int, |s| s
+        .metrics
+        .write_syscalls
+        .to_string()),
+    column!("write p99 µs", "write_p99_us", float(0, 1), |s| Some(
+        s.metrics.write_p99_us
+    )),
+    column!("elapsed s", "elapsed_s", float(3, 3), |s| Some(s.elapsed_s)),
+    column!("records/s", "records_per_s", float(0, 0), |s| Some(
+        s.records_per_s
+    )),
+    column!("MiB/s", "mib_per_s", float(1, 1), |s| Some(s.mib_per_s)),
+];
+
+/// `loglag emit`'s table, as Markdown or CSV.
+pub fn emit_table(s: &EmitSummary, csv: bool, out: &mut dyn Write) -> io::Result<()> {
+    if csv {
+        csv_table(EMIT_COLUMNS, [s], out)
+    } else {
+        super::pairs::markdown_table(EMIT_COLUMNS, [s], out)
+    }
 }

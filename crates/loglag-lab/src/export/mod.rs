@@ -15,7 +15,7 @@ use std::io::{self, Write};
 
 pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
-pub use self::load::requests_csv as load_requests_csv;
+pub use self::load::{emit_table, requests_csv as load_requests_csv};
 pub use self::markdown::Markdown;
 pub use self::outputs::Outputs;
 
