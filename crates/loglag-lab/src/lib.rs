@@ -14,6 +14,7 @@ pub mod hops;
 pub mod html;
 pub mod lab;
 pub mod load;
+pub mod outputs;
 pub mod plan_error;
 pub mod reader;
 pub mod report;

@@ -202,7 +202,7 @@ fn every_file_written_reads_back_the_same() {
 fn the_page_drawn_from_memory_is_the_page_drawn_from_the_files() {
     let summary = html::load_dir(&fixture()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let outputs = export::Outputs {
+    let outputs = loglag_lab::outputs::Outputs {
         stdout: export::StdoutFormat::Markdown,
         report: true,
     };

@@ -224,7 +224,7 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish();
     let completed: usize = done.iter().map(|(_, s)| s.runs.len()).sum();
-    let outputs = export::Outputs {
+    let outputs = loglag_lab::outputs::Outputs {
         stdout: a.format.into(),
         report: a.report,
     };

@@ -7,7 +7,6 @@ pub mod hops;
 mod json;
 mod load;
 mod markdown;
-mod outputs;
 pub(crate) mod pairs;
 pub mod preset;
 
@@ -17,7 +16,6 @@ pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
 pub use self::load::{emit_table, requests_csv as load_requests_csv};
 pub use self::markdown::Markdown;
-pub use self::outputs::Outputs;
 
 use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 

@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::api::condition::RecordShape;
 use crate::load::Connection;
 
@@ -234,59 +232,7 @@ impl LabPlan {
     }
 }
 
-/// The plan as `summary.json` echoes it (flattened into its `params`), so that a
-/// result says what it was asked to do. Built by [`LabPlan::echo`], which takes every
-/// field of the plan apart: a new field does not compile until it is echoed here or
-/// said not to be.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct PlanEcho {
-    pub conditions: Vec<String>,
-    pub sinks: Vec<String>,
-    pub rounds: usize,
-    pub rate: f64,
-    pub duration_s: f64,
-    pub connection: String,
-    pub slow_rate_bytes_per_s: u64,
-    pub read_size: usize,
-    pub pipe_size: Option<usize>,
-    pub threads: usize,
-    pub warmup_requests: usize,
-    pub cpu_limit: Option<f64>,
-    /// Runs whose p99 send lateness exceeds this are flagged.
-    #[serde(default = "default_lateness_limit_us")]
-    pub lateness_limit_us: f64,
-    pub app: Option<String>,
-    /// Closed loop with this many connections (`None`: open loop at `rate`).
-    #[serde(default)]
-    pub closed: Option<usize>,
-    /// What the built-in API logged per request: json16k, three or line120.
-    #[serde(default)]
-    pub record: Option<String>,
-    /// Every Nth request logged an ERROR.
-    #[serde(default)]
-    pub error_every: Option<u64>,
-    /// How the API was stopped at the end of each run, when a stop was measured.
-    #[serde(default)]
-    pub stop_signal: Option<String>,
-    /// The slow-disk sink's delay per write, µs.
-    #[serde(default)]
-    pub disk_delay_us: Option<u64>,
-    /// The built-in loglag condition's settings, when not its defaults.
-    #[serde(default)]
-    pub loglag_batch_bytes: Option<usize>,
-    #[serde(default)]
-    pub loglag_flush_interval_ms: Option<f64>,
-    /// How long the network conditions' collector was down mid-run, ms.
-    #[serde(default)]
-    pub collector_outage_ms: Option<f64>,
-    /// The condition every other is compared with in the findings (`--baseline`).
-    #[serde(default)]
-    pub baseline: Option<String>,
-}
-
-fn default_lateness_limit_us() -> f64 {
-    default_duration(defaults::LATENESS_LIMIT).as_secs_f64() * 1e6
-}
+pub use crate::report::PlanEcho;
 
 impl LabPlan {
     /// What `summary.json` says the run was asked to do.

@@ -150,21 +150,7 @@ fn field_number(line: &[u8], key: &[u8], suffix: bool) -> Option<u64> {
     None
 }
 
-/// Which of the requests `served` lack lines in the log: none at all (`missing`) or
-/// fewer than `expect` (`incomplete`), and where they fall.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IdMatch {
-    /// Requests whose id appears on no line.
-    pub missing: u64,
-    /// Requests with some lines but fewer than expected.
-    pub incomplete: u64,
-    /// The first few ids that are missing or incomplete, in order.
-    pub first: Vec<u64>,
-    /// `last N requests before the stop`, `scattered` or `none`.
-    pub placement: String,
-    /// Lines whose id no request of this run carried (another process, or a garbled id).
-    pub unknown_ids: u64,
-}
+pub use crate::report::IdMatch;
 
 impl IdMatch {
     /// Matches the ids of `served` requests (ascending) against what the log held.

@@ -27,7 +27,7 @@ pub struct Summary {
 pub struct Params {
     /// The plan, as it echoes itself (flattened: its fields sit beside these).
     #[serde(flatten)]
-    pub plan: crate::lab::plan::PlanEcho,
+    pub plan: PlanEcho,
     /// Whether the CPU limit could be applied (cgroups may be unavailable).
     pub cpu_limit_applied: bool,
     pub loglag_version: String,
@@ -41,6 +41,60 @@ pub struct Params {
     pub preset: Option<String>,
     #[serde(default)]
     pub step: Option<String>,
+}
+
+/// The plan as `summary.json` echoes it (flattened into its `params`), so that a
+/// result says what it was asked to do. Built by `LabPlan::echo` (`lab/plan.rs`),
+/// which takes every field of the plan apart: a new field does not compile until it
+/// is echoed here or said not to be.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PlanEcho {
+    pub conditions: Vec<String>,
+    pub sinks: Vec<String>,
+    pub rounds: usize,
+    pub rate: f64,
+    pub duration_s: f64,
+    pub connection: String,
+    pub slow_rate_bytes_per_s: u64,
+    pub read_size: usize,
+    pub pipe_size: Option<usize>,
+    pub threads: usize,
+    pub warmup_requests: usize,
+    pub cpu_limit: Option<f64>,
+    /// Runs whose p99 send lateness exceeds this are flagged.
+    #[serde(default = "default_lateness_limit")]
+    pub lateness_limit_us: f64,
+    pub app: Option<String>,
+    /// Closed loop with this many connections (`None`: open loop at `rate`).
+    #[serde(default)]
+    pub closed: Option<usize>,
+    /// What the built-in API logged per request: json16k, three or line120.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Every Nth request logged an ERROR.
+    #[serde(default)]
+    pub error_every: Option<u64>,
+    /// How the API was stopped at the end of each run, when a stop was measured.
+    #[serde(default)]
+    pub stop_signal: Option<String>,
+    /// The slow-disk sink's delay per write, µs.
+    #[serde(default)]
+    pub disk_delay_us: Option<u64>,
+    /// The built-in loglag condition's settings, when not its defaults.
+    #[serde(default)]
+    pub loglag_batch_bytes: Option<usize>,
+    #[serde(default)]
+    pub loglag_flush_interval_ms: Option<f64>,
+    /// How long the network conditions' collector was down mid-run, ms.
+    #[serde(default)]
+    pub collector_outage_ms: Option<f64>,
+    /// The condition every other is compared with in the findings (`--baseline`).
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn default_lateness_limit() -> f64 {
+    Lateness::DEFAULT_LIMIT_US
 }
 
 /// One run: one (condition, sink) pair in one round, with a fresh API.
@@ -84,7 +138,7 @@ pub struct RunSummary {
     pub app_exit: Option<String>,
     /// Which request ids the log lacks (`--match-request-id`).
     #[serde(default)]
-    pub request_ids: Option<crate::reader::inspect::IdMatch>,
+    pub request_ids: Option<IdMatch>,
 }
 
 /// The figures a run states and a pair states pooled over its runs: one definition,
@@ -340,6 +394,22 @@ pub fn lateness_warnings(pairs: &[PairSummary], limit_us: f64) -> Vec<(String, S
             "the load generator sent late (p99 {lo:.0} to {hi:.0} µs, over the {limit_us:.0} µs limit; see the send late column): these latencies include its own delay. Usually the machine is busy: close other work, or measure the floor with `loglag load --calibrate`"
         ),
     )]
+}
+
+/// Which of the requests `served` lack lines in the log: none at all (`missing`) or
+/// fewer than `expect` (`incomplete`), and where they fall.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdMatch {
+    /// Requests whose id appears on no line.
+    pub missing: u64,
+    /// Requests with some lines but fewer than expected.
+    pub incomplete: u64,
+    /// The first few ids that are missing or incomplete, in order.
+    pub first: Vec<u64>,
+    /// `last N requests before the stop`, `scattered` or `none`.
+    pub placement: String,
+    /// Lines whose id no request of this run carried (another process, or a garbled id).
+    pub unknown_ids: u64,
 }
 
 #[cfg(test)]

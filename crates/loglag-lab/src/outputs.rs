@@ -1,11 +1,12 @@
 //! Where a lab result goes: its table on stdout in the format asked, and in a
 //! directory every exporter's file, with the HTML page drawn from the summary in memory
-//! when asked (`loglag report DIR` draws the same page back from the files).
+//! when asked (`loglag report DIR` draws the same page back from the files). Above
+//! `export/` and `html/`, which it owns the use of.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::{all, for_stdout, StdoutFormat};
+use crate::export::{all, for_stdout, StdoutFormat};
 use crate::report::Summary;
 
 /// The outputs of one lab result.
