@@ -14,24 +14,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::server::{self, ServeConfig};
 use crate::load::Target;
-use crate::reader::{self, ReadConfig};
+use crate::reader;
 
 /// The name of the hidden subcommand.
-pub const SUBCOMMAND: &str = "child";
+pub use crate::sys::child::SUBCOMMAND;
 
 /// What a child process is asked to be.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum ChildSpec {
-    /// The sink reader under stdio control: reads `fifo`, answers `stats`, `reset`
-    /// and `exit` on stdin/stdout.
-    Reader {
-        fifo: PathBuf,
-        read: ReadConfig,
-        /// F_SETPIPE_SZ for the FIFO.
-        pipe_size: Option<usize>,
-    },
-    /// The built-in API; prints its ready line on stdout once it listens.
+    /// The sink reader under stdio control (`reader::client::CHILD_ROLE`).
+    Reader(crate::reader::client::ReaderChild),
+    /// The built-in API; prints its ready line on stdout once it listens
+    /// (`api::launch::CHILD_ROLE`).
     Api(ServeConfig),
     /// The kill -9 torture's flooding process.
     Flood {
@@ -44,7 +39,8 @@ pub enum ChildSpec {
         #[serde(default)]
         policy: crate::report::FloodPolicy,
     },
-    /// A `lab hops` service; prints its ready line once it listens.
+    /// A `lab hops` service; prints its ready line once it listens
+    /// (`hops::CHILD_ROLE`).
     Hop {
         hop: crate::hops::service::HopConfig,
     },
@@ -69,11 +65,7 @@ impl ChildSpec {
     /// Runs in the child: becomes what the spec says until told to stop or killed.
     pub fn run(self) -> std::io::Result<()> {
         match self {
-            ChildSpec::Reader {
-                fifo,
-                read,
-                pipe_size,
-            } => reader::control_stdio(&fifo, read, pipe_size),
+            ChildSpec::Reader(r) => reader::control_stdio(&r.fifo, r.read, r.pipe_size),
             ChildSpec::Api(config) => {
                 let condition = config.condition;
                 server::serve(config, |listening| {
@@ -111,11 +103,13 @@ impl NullServer {
     /// Starts `exe` as the null server; it dies with us.
     pub fn start(exe: &std::path::Path) -> std::io::Result<NullServer> {
         use std::io::BufRead;
-        let mut cmd = ChildSpec::Api(crate::api::server::ServeConfig {
-            hash_rounds: 0,
-            ..crate::api::server::ServeConfig::new(crate::api::condition::Condition::None)
-        })
-        .command(exe);
+        let mut cmd = crate::api::launch::builtin_command(
+            exe,
+            &crate::api::server::ServeConfig {
+                hash_rounds: 0,
+                ..crate::api::server::ServeConfig::new(crate::api::condition::Condition::None)
+            },
+        );
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit());
@@ -153,11 +147,64 @@ impl Drop for NullServer {
 mod tests {
     use super::*;
     use crate::api::condition::Condition;
+    use crate::reader::ReadConfig;
+
+    fn parsed(cmd: &Command) -> ChildSpec {
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(args[0], SUBCOMMAND);
+        ChildSpec::parse(args[1]).unwrap()
+    }
+
+    /// Each role builds its own command (so that no role imports this list); what it
+    /// builds is what this file parses, with every value and its type.
+    #[test]
+    fn every_role_starts_itself_as_the_spec_this_file_runs() {
+        let exe = Path::new("/bin/loglag");
+        let serve = ServeConfig {
+            log_path: Some("/tmp/x.fifo".into()),
+            ..ServeConfig::new(Condition::LoglagSpool)
+        };
+        assert_eq!(
+            parsed(&crate::api::launch::builtin_command(exe, &serve)),
+            ChildSpec::Api(serve)
+        );
+        let reader = crate::reader::client::ReaderChild {
+            fifo: "/tmp/x.fifo".into(),
+            read: ReadConfig {
+                read_size: 512,
+                rate: Some(1),
+                inspect: Default::default(),
+            },
+            pipe_size: None,
+        };
+        assert_eq!(
+            parsed(&crate::reader::client::reader_command(exe, &reader)),
+            ChildSpec::Reader(reader)
+        );
+        use crate::hops::service::{Calls, HopConfig, Role, Work};
+        let hop = HopConfig {
+            role: Role::Monolith,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            downstream: None,
+            calls: Calls::Concurrent,
+            connection: crate::load::Connection::Keepalive,
+            work: Work::Spin,
+            work_time: std::time::Duration::from_micros(750),
+            body_bytes: 512,
+            threads: 2,
+            spans: Some("/tmp/spans.jsonl".into()),
+            trace_every: 3,
+        };
+        assert_eq!(
+            parsed(&crate::hops::hop_command(exe, &hop)),
+            ChildSpec::Hop { hop }
+        );
+    }
 
     #[test]
     fn specs_round_trip_with_their_types() {
         for spec in [
-            ChildSpec::Reader {
+            ChildSpec::Reader(crate::reader::client::ReaderChild {
                 fifo: "/tmp/x.fifo".into(),
                 read: ReadConfig {
                     read_size: 4096,
@@ -165,7 +212,7 @@ mod tests {
                     inspect: Default::default(),
                 },
                 pipe_size: Some(1 << 20),
-            },
+            }),
             ChildSpec::Api(ServeConfig {
                 log_path: Some("/tmp/x.fifo".into()),
                 write_delay: Some(std::time::Duration::from_micros(250)),

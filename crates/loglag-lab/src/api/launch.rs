@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use crate::api::condition::RunCondition;
 use crate::api::control::{ApiStats, ControlClient};
 use crate::api::server::{self, ServeConfig};
-use crate::child::ChildSpec;
 use crate::sys::child::{ChildGuard, Ended};
 use crate::sys::signal::Signal;
 
@@ -147,6 +146,14 @@ impl Drop for ApiProc {
     }
 }
 
+/// The `child` role of the built-in API (`child.rs` runs it).
+pub const CHILD_ROLE: &str = "api";
+
+/// The command that starts `exe` as the built-in API with `config`.
+pub fn builtin_command(exe: &Path, config: &ServeConfig) -> Command {
+    crate::sys::child::role_command(exe, CHILD_ROLE, config)
+}
+
 impl ApiProc {
     /// Starts the API logging to `log_path`, its stderr going to `stderr_path`, and
     /// returns once it accepts connections.
@@ -165,13 +172,15 @@ impl ApiProc {
                         "{condition:?} is not a condition of the built-in API: give --app"
                     )));
                 };
-                let mut cmd = ChildSpec::Api(ServeConfig {
-                    port: 0,
-                    condition,
-                    log_path: Some(log_path.to_owned()),
-                    ..config.clone()
-                })
-                .command(exe);
+                let mut cmd = builtin_command(
+                    exe,
+                    &ServeConfig {
+                        port: 0,
+                        condition,
+                        log_path: Some(log_path.to_owned()),
+                        ..config.clone()
+                    },
+                );
                 cmd.stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(stderr);

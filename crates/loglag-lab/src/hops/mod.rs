@@ -14,7 +14,6 @@ use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::child::ChildSpec;
 use crate::lab::{LabError, Observer};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
 use crate::plan_error::PlanError;
@@ -124,6 +123,19 @@ struct HopProc {
     addr: SocketAddr,
 }
 
+/// The `child` role of a hop service (`child.rs` runs it).
+pub const CHILD_ROLE: &str = "hop";
+
+/// The command that starts `exe` as the hop service `config` describes (wrapped, since
+/// a hop's own `role` is its place in the topology).
+pub fn hop_command(exe: &Path, config: &HopConfig) -> std::process::Command {
+    #[derive(serde::Serialize)]
+    struct HopChild<'a> {
+        hop: &'a HopConfig,
+    }
+    crate::sys::child::role_command(exe, CHILD_ROLE, &HopChild { hop: config })
+}
+
 fn start(
     plan: &HopsPlan,
     config: HopConfig,
@@ -131,7 +143,7 @@ fn start(
     place: Option<&netns::Place>,
 ) -> Result<HopProc, LabError> {
     let role = config.role;
-    let mut cmd = ChildSpec::Hop { hop: config }.command(&plan.exe);
+    let mut cmd = hop_command(&plan.exe, &config);
     if let Some(place) = place {
         place.enter(&mut cmd)?;
     }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Stdio};
 
 use super::{FinalReport, ReadConfig, ReaderStats};
-use crate::child::ChildSpec;
 use crate::sys::child::ChildGuard;
 
 /// A running reader child.
@@ -18,6 +17,24 @@ pub struct ReaderProc {
     stdout: BufReader<ChildStdout>,
 }
 
+/// The `child` role of the sink reader (`child.rs` runs it).
+pub const CHILD_ROLE: &str = "reader";
+
+/// The sink reader's settings as a child: read `fifo`, answer `stats`, `reset` and
+/// `exit` on stdin/stdout.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReaderChild {
+    pub fifo: PathBuf,
+    pub read: ReadConfig,
+    /// F_SETPIPE_SZ for the FIFO.
+    pub pipe_size: Option<usize>,
+}
+
+/// The command that starts `exe` as a sink reader.
+pub fn reader_command(exe: &Path, child: &ReaderChild) -> std::process::Command {
+    crate::sys::child::role_command(exe, CHILD_ROLE, child)
+}
+
 impl ReaderProc {
     /// Starts `exe` as a reader of `fifo` and waits for its `ready`.
     pub fn start(
@@ -26,12 +43,14 @@ impl ReaderProc {
         read: ReadConfig,
         pipe_size: Option<usize>,
     ) -> io::Result<ReaderProc> {
-        let mut cmd = ChildSpec::Reader {
-            fifo: PathBuf::from(fifo),
-            read,
-            pipe_size,
-        }
-        .command(exe);
+        let mut cmd = reader_command(
+            exe,
+            &ReaderChild {
+                fifo: PathBuf::from(fifo),
+                read,
+                pipe_size,
+            },
+        );
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,23 @@ impl std::fmt::Display for Ended {
             }
         }
     }
+}
+
+/// The hidden subcommand that starts a child of the lab: `loglag child '<json>'`.
+pub const SUBCOMMAND: &str = "child";
+
+/// The command that starts `exe` (the `loglag` binary) as one of the lab's children:
+/// `role` says what it is, `settings` (serialised as a JSON object) how. `child.rs`,
+/// above every role, parses the two back into its `ChildSpec` and runs the role; each
+/// role builds its own command through here, so no role imports the list of them all.
+pub fn role_command(exe: &Path, role: &str, settings: &impl serde::Serialize) -> Command {
+    let mut spec = serde_json::to_value(settings).expect("a child's settings serialise");
+    spec.as_object_mut()
+        .expect("a child's settings are a JSON object")
+        .insert("role".into(), role.into());
+    let mut cmd = Command::new(exe);
+    cmd.arg(SUBCOMMAND).arg(spec.to_string());
+    cmd
 }
 
 /// A running child, killed with its process group on drop.
