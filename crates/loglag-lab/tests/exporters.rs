@@ -292,3 +292,55 @@ fn emit_table_in_markdown_and_csv() {
         "{md}"
     );
 }
+
+fn fixture_json<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Each preset's Markdown (its table, notes and verdict), from a real run of it: the
+/// structure of `loglag lab --preset` output, pinned.
+#[test]
+fn preset_markdown() {
+    for preset in ["buffers", "blocking", "sweep"] {
+        let summary: loglag_lab::report::PresetSummary =
+            fixture_json(&format!("{preset}-preset.json"));
+        let mut out = Vec::new();
+        export::preset::markdown(&summary, &mut out).unwrap();
+        insta::assert_snapshot!(format!("preset_{preset}"), String::from_utf8(out).unwrap());
+    }
+}
+
+/// `loglag lab hops`'s Markdown from a real run.
+#[test]
+fn hops_markdown() {
+    let doc: serde_json::Value = fixture_json("hops/summary.json");
+    let summary: loglag_lab::report::HopsSummary =
+        serde_json::from_value(doc["hops"].clone()).unwrap();
+    let mut out = Vec::new();
+    export::hops::markdown(&summary, &mut out).unwrap();
+    insta::assert_snapshot!(String::from_utf8(out).unwrap());
+}
+
+/// `loglag torture --only hung`'s Markdown, from a real run.
+#[test]
+fn torture_markdown() {
+    let summary: loglag_lab::report::TortureSummary = fixture_json("torture-hung.json");
+    let mut out = Vec::new();
+    export::Markdown.export_torture(&summary, &mut out).unwrap();
+    insta::assert_snapshot!(String::from_utf8(out).unwrap());
+}
+
+/// `loglag emit`'s table in Markdown and CSV, from a real run.
+#[test]
+fn emit_tables() {
+    let summary: loglag_lab::report::EmitSummary = fixture_json("emit.json");
+    let mut md = Vec::new();
+    export::emit_table(&summary, false, &mut md).unwrap();
+    let mut csv = Vec::new();
+    export::emit_table(&summary, true, &mut csv).unwrap();
+    insta::assert_snapshot!(String::from_utf8(md).unwrap() + &String::from_utf8(csv).unwrap());
+}

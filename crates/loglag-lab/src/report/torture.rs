@@ -2,20 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What `loglag torture` measured: each part that ran.
+/// What `loglag torture` measured: each part that ran (a part that did not run is
+/// left out, and reads back empty).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TortureSummary {
     pub schema: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill9: Option<Kill9Report>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub soak: Vec<SoakResult>,
     /// tracing-appender in the same soak, for comparison (it reports no accounting).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak_tracing_appender: Option<SoakResult>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hung: Vec<HungResult>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultResult>,
 }
 
