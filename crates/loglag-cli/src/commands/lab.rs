@@ -54,7 +54,7 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
         bail!("--ready says how an --app shows it is ready; the built-in API says so itself");
     }
     let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-    let mut base = LabPlan::reference(
+    let mut base = LabSettings::reference(
         conditions.clone().unwrap_or_else(|| {
             Condition::REFERENCE
                 .iter()
@@ -105,7 +105,7 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.loglag_flush_interval = a.flush_interval.first().copied();
     base.collector_outage = a.collector_outage;
     // What the plan's own values must satisfy is the plan's to check.
-    base.validate()?;
+    let base = LabPlan::new(base)?;
     let steps = match a.preset {
         None => vec![Step {
             label: String::new(),
@@ -127,7 +127,7 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
                     .then(|| a.batch_bytes.iter().map(|&b| b as usize).collect()),
                 flush_intervals: (!a.flush_interval.is_empty()).then(|| a.flush_interval.clone()),
             },
-        ),
+        )?,
     };
     // A closed loop of N connections holds N sockets here and N in the API, which
     // inherits this limit.

@@ -13,7 +13,7 @@ use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export::{self, Exporter};
 use loglag_lab::lab::preset::{Overrides, Step};
-use loglag_lab::lab::{LabError, LabPlan, RunCondition, SinkKind};
+use loglag_lab::lab::{LabError, LabPlan, LabSettings, RunCondition, SinkKind};
 use loglag_lab::load::{LoadConfig, Target};
 use loglag_lab::reader::{self, ReadConfig, SharedState};
 use loglag_lab::report::{SinkSummary, Summary, TortureSummary, SCHEMA};

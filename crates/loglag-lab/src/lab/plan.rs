@@ -97,7 +97,7 @@ impl std::str::FromStr for ExpectLines {
 /// How each run stops an `--app`, as a deployment would.
 pub use crate::sys::signal::Signal;
 
-/// Every default of a lab run, stated once: `LabPlan::reference` parses them, and the
+/// Every default of a lab run, stated once: `LabSettings::reference` parses them, and the
 /// CLI gives them to clap, whose `--help` prints them. Durations and sizes are written
 /// as a user types them.
 pub mod defaults {
@@ -131,9 +131,11 @@ fn default_duration(text: &str) -> Duration {
     crate::sys::units::parse_duration(text).expect("the defaults parse (tested)")
 }
 
-/// A validated lab plan.
+/// What a lab run is asked to do, as set: the reference's settings from
+/// [`LabSettings::reference`], changed by whoever builds it. [`LabPlan::new`] checks
+/// them into a plan; nothing runs from unchecked settings.
 #[derive(Debug, Clone)]
-pub struct LabPlan {
+pub struct LabSettings {
     pub conditions: Vec<RunCondition>,
     pub sinks: Vec<SinkKind>,
     pub rounds: usize,
@@ -189,11 +191,15 @@ pub struct LabPlan {
     pub baseline: Option<String>,
 }
 
-impl LabPlan {
+impl LabSettings {
     /// A plan with the reference experiment's settings for `conditions` and `sinks`;
     /// callers change what they need.
-    pub fn reference(conditions: Vec<RunCondition>, sinks: Vec<SinkKind>, exe: PathBuf) -> LabPlan {
-        LabPlan {
+    pub fn reference(
+        conditions: Vec<RunCondition>,
+        sinks: Vec<SinkKind>,
+        exe: PathBuf,
+    ) -> LabSettings {
+        LabSettings {
             conditions,
             sinks,
             rounds: defaults::ROUNDS,
@@ -232,14 +238,40 @@ impl LabPlan {
     }
 }
 
-pub use crate::report::PlanEcho;
+/// A validated lab plan: only [`LabPlan::new`] makes one, so every plan that runs was
+/// checked, whoever built it. Its settings are read through `Deref`; to change one,
+/// build new settings and check them again.
+#[derive(Debug, Clone)]
+pub struct LabPlan(LabSettings);
 
 impl LabPlan {
+    /// Checks `settings` (see [`LabSettings::validate`]) into a plan.
+    pub fn new(settings: LabSettings) -> Result<LabPlan, PlanError> {
+        settings.validate()?;
+        Ok(LabPlan(settings))
+    }
+
+    /// A copy of the settings, to change and check into another plan.
+    pub fn to_settings(&self) -> LabSettings {
+        self.0.clone()
+    }
+}
+
+impl std::ops::Deref for LabPlan {
+    type Target = LabSettings;
+    fn deref(&self) -> &LabSettings {
+        &self.0
+    }
+}
+
+pub use crate::report::PlanEcho;
+
+impl LabSettings {
     /// What `summary.json` says the run was asked to do.
     pub fn echo(&self) -> PlanEcho {
         // Every field by name, no `..`: adding one to the plan fails to compile here
         // until it is echoed or listed as not echoed.
-        let LabPlan {
+        let LabSettings {
             conditions,
             sinks,
             rounds,
@@ -310,7 +342,7 @@ impl LabPlan {
 
 pub use crate::plan_error::PlanError;
 
-impl LabPlan {
+impl LabSettings {
     /// Checks what the plan's own values must satisfy, whoever built it (the CLI, a
     /// preset, a program using the lab as a library). The CLI checks the combinations
     /// of flags only it can see (`--rate` with `--closed`, `--record` with `--app`).
@@ -425,7 +457,7 @@ mod tests {
     /// the disk delay only where a slow-disk sink ran.
     #[test]
     fn the_echo_states_only_what_the_runs_used() {
-        let builtin = LabPlan::reference(
+        let builtin = LabSettings::reference(
             vec![RunCondition::BuiltIn(
                 crate::api::condition::Condition::JsonSync,
             )],
@@ -459,7 +491,7 @@ mod tests {
 
     #[test]
     fn every_default_parses_into_the_reference_plan() {
-        let plan = LabPlan::reference(Vec::new(), Vec::new(), PathBuf::new());
+        let plan = LabSettings::reference(Vec::new(), Vec::new(), PathBuf::new());
         assert_eq!(plan.duration, Duration::from_secs(8));
         assert_eq!(plan.slow_rate, 256 << 10);
         assert_eq!(plan.disk_delay, Duration::from_millis(1));
@@ -482,7 +514,7 @@ mod tests {
     #[test]
     fn a_plan_names_what_it_cannot_run_with() {
         let good = || {
-            LabPlan::reference(
+            LabSettings::reference(
                 vec![RunCondition::BuiltIn(
                     crate::api::condition::Condition::Loglag,
                 )],
@@ -533,9 +565,9 @@ mod tests {
 
     #[test]
     fn rounds_rotate_their_starting_pair() {
-        let plan = LabPlan {
+        let plan = LabSettings {
             rounds: 2,
-            ..LabPlan::reference(
+            ..LabSettings::reference(
                 vec![
                     RunCondition::BuiltIn(Condition::None),
                     RunCondition::BuiltIn(Condition::JsonSync),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::plan::{LabPlan, RunCondition, Signal, SinkKind};
+use super::plan::{LabPlan, LabSettings, PlanError, RunCondition, Signal, SinkKind};
 use crate::api::condition::{Condition, RecordShape};
 use crate::load::Connection;
 use crate::report::{PresetRow, PresetSummary, Summary};
@@ -86,10 +86,21 @@ impl Preset {
     }
 
     /// The plan of every step, from `base` (the user's other settings) and what the
-    /// user set explicitly.
-    pub fn steps(self, base: &LabPlan, o: &Overrides) -> Vec<Step> {
+    /// user set explicitly; each step's plan is checked.
+    pub fn steps(self, base: &LabPlan, o: &Overrides) -> Result<Vec<Step>, PlanError> {
+        self.step_settings(base.to_settings(), o)
+            .into_iter()
+            .map(|(label, settings)| {
+                Ok(Step {
+                    label,
+                    plan: LabPlan::new(settings)?,
+                })
+            })
+            .collect()
+    }
+
+    fn step_settings(self, mut plan: LabSettings, o: &Overrides) -> Vec<(String, LabSettings)> {
         let built_in = |cs: &[Condition]| cs.iter().map(|&c| RunCondition::BuiltIn(c)).collect();
-        let mut plan = base.clone();
         plan.sinks = o.sinks.clone().unwrap_or_else(|| vec![SinkKind::Fast]);
         plan.connection = o.connection.unwrap_or(defaults::CONNECTION);
         plan.stop_builtin = true;
@@ -109,12 +120,14 @@ impl Preset {
                 };
                 signals
                     .into_iter()
-                    .map(|signal| Step {
-                        label: signal.as_str().to_owned(),
-                        plan: LabPlan {
-                            stop_signal: signal,
-                            ..plan.clone()
-                        },
+                    .map(|signal| {
+                        (
+                            signal.as_str().to_owned(),
+                            LabSettings {
+                                stop_signal: signal,
+                                ..plan.clone()
+                            },
+                        )
                     })
                     .collect()
             }
@@ -135,12 +148,14 @@ impl Preset {
                 };
                 levels
                     .into_iter()
-                    .map(|n| Step {
-                        label: format!("closed-{n}"),
-                        plan: LabPlan {
-                            closed: Some(n),
-                            ..plan.clone()
-                        },
+                    .map(|n| {
+                        (
+                            format!("closed-{n}"),
+                            LabSettings {
+                                closed: Some(n),
+                                ..plan.clone()
+                            },
+                        )
                     })
                     .collect()
             }
@@ -166,18 +181,18 @@ impl Preset {
                 let mut steps = Vec::new();
                 for &batch in &batches {
                     for &interval in &intervals {
-                        steps.push(Step {
-                            label: format!(
+                        steps.push((
+                            format!(
                                 "batch-{}-interval-{}ms",
                                 crate::sys::units::format_bytes(batch as u64),
                                 interval.as_millis()
                             ),
-                            plan: LabPlan {
+                            LabSettings {
                                 loglag_batch_bytes: Some(batch),
                                 loglag_flush_interval: Some(interval),
                                 ..plan.clone()
                             },
-                        });
+                        ));
                     }
                 }
                 steps
@@ -494,8 +509,13 @@ mod tests {
 
     #[test]
     fn presets_parse_and_plan_their_steps() {
-        let base = LabPlan::reference(Vec::new(), Vec::new(), "loglag".into());
-        let buffers = Preset::Buffers.steps(&base, &Overrides::default());
+        let base = LabPlan::new(LabSettings::reference(
+            Vec::new(),
+            Vec::new(),
+            "loglag".into(),
+        ))
+        .unwrap();
+        let buffers = Preset::Buffers.steps(&base, &Overrides::default()).unwrap();
         assert_eq!(
             buffers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
             ["term", "kill"]
@@ -504,26 +524,39 @@ mod tests {
             .iter()
             .all(|s| s.plan.stop_builtin && s.plan.closed == Some(100)));
         assert_eq!(buffers[1].plan.stop_signal, Signal::Kill);
-        let only_kill = Preset::Buffers.steps(
-            &base,
-            &Overrides {
-                stop_signal: Some(Signal::Kill),
-                closed: Some(7),
-                ..Overrides::default()
-            },
-        );
+        let only_kill = Preset::Buffers
+            .steps(
+                &base,
+                &Overrides {
+                    stop_signal: Some(Signal::Kill),
+                    closed: Some(7),
+                    ..Overrides::default()
+                },
+            )
+            .unwrap();
         assert_eq!(only_kill.len(), 1);
         assert_eq!(only_kill[0].plan.closed, Some(7));
-        let blocking = Preset::Blocking.steps(&base, &Overrides::default());
+        let blocking = Preset::Blocking
+            .steps(&base, &Overrides::default())
+            .unwrap();
         assert_eq!(
             blocking.iter().map(|s| s.plan.closed).collect::<Vec<_>>(),
             [Some(500), Some(2000)]
         );
-        let sweep = Preset::Sweep.steps(&base, &Overrides::default());
+        let sweep = Preset::Sweep.steps(&base, &Overrides::default()).unwrap();
         assert_eq!(sweep.len(), 16);
         assert_eq!(sweep[0].label, "batch-4KiB-interval-10ms");
         assert_eq!(sweep[15].plan.loglag_batch_bytes, Some(1 << 20));
         assert_eq!("sweep".parse::<Preset>().unwrap(), Preset::Sweep);
         assert!("buffer".parse::<Preset>().is_err());
+        // A step's plan is checked like any other.
+        let zero = Preset::Sweep.steps(
+            &base,
+            &Overrides {
+                duration: Some(Duration::ZERO),
+                ..Overrides::default()
+            },
+        );
+        assert_eq!(zero.unwrap_err().to_string(), "--duration must be positive");
     }
 }

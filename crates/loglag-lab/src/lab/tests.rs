@@ -295,8 +295,8 @@ impl RunApi for MockApi {
     }
 }
 
-fn plan(condition: RunCondition) -> LabPlan {
-    let mut plan = LabPlan::reference(
+fn plan(condition: RunCondition) -> LabSettings {
+    let mut plan = LabSettings::reference(
         vec![condition],
         vec![SinkKind::Fast],
         std::path::PathBuf::from("/nonexistent/loglag"),
@@ -306,7 +306,11 @@ fn plan(condition: RunCondition) -> LabPlan {
     plan
 }
 
-fn run(script: Script, plan: &LabPlan) -> (Result<measure::RunOutput, LabError>, Arc<World>) {
+fn run(
+    script: Script,
+    settings: &LabSettings,
+) -> (Result<measure::RunOutput, LabError>, Arc<World>) {
+    let plan = &LabPlan::new(settings.clone()).expect("a plan that validates");
     let world = Arc::new(World {
         script,
         ..World::default()
@@ -488,7 +492,7 @@ fn a_builtin_api_stopped_by_a_signal_is_held_to_what_it_had_logged() {
 #[test]
 fn an_app_is_verified_by_the_lines_it_was_expected_to_write() {
     let mut plan = plan(RunCondition::parse("mine", true).unwrap());
-    plan.app = Some("my-service --port {port}".into());
+    plan.app = Some("my-service --port {port} --log {log_path}".into());
     plan.expect_lines = "1".parse().unwrap();
     let (out, world) = run(
         Script {

@@ -44,7 +44,7 @@ pub struct Params {
 }
 
 /// The plan as `summary.json` echoes it (flattened into its `params`), so that a
-/// result says what it was asked to do. Built by `LabPlan::echo` (`lab/plan.rs`),
+/// result says what it was asked to do. Built by `LabSettings::echo` (`lab/plan.rs`),
 /// which takes every field of the plan apart: a new field does not compile until it
 /// is echoed here or said not to be.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
