@@ -3,50 +3,47 @@
 use std::io::{self, Write};
 
 use super::cell;
-use crate::report::HopsSummary;
+use super::pairs::{column, markdown_table, Column};
+use crate::report::{HopsSummary, TaxRow, TopologySummary};
+
+/// One row per topology run: the latency table of Markdown and HTML alike.
+pub(crate) const TOPOLOGY_COLUMNS: &[Column<TopologySummary>] = &[
+    column!("topology", "topology", text, |t| t.topology.clone()),
+    column!("traced", "traced", text, |t| if t.traced {
+        "yes"
+    } else {
+        "no"
+    }
+    .to_owned()),
+    column!("requests", "requests", int, |t| t.requests.to_string()),
+    column!("errors", "errors", int, |t| t.errors.to_string()),
+    column!("req/s", "rps", float(0, 2), |t| Some(t.rps)),
+    column!("mean ms", "mean_ms", float(2, 4), |t| t.mean_ms),
+    column!("p50 ms", "p50_ms", float(2, 4), |t| t.p50_ms),
+    column!("p95 ms", "p95_ms", float(2, 4), |t| t.p95_ms),
+    column!("p99 ms", "p99_ms", float(2, 4), |t| t.p99_ms),
+    column!("max ms", "max_ms", float(2, 4), |t| t.max_ms),
+];
+
+/// The hop tax at each statistic, with its interval.
+pub(crate) const TAX_COLUMNS: &[Column<TaxRow>] = &[
+    column!("hop tax at", "at", text, |t| t.at.clone()),
+    column!("monolith ms", "monolith_ms", float(2, 4), |t| t.monolith_ms),
+    column!("services ms", "services_ms", float(2, 4), |t| t.services_ms),
+    column!("tax ms", "tax_ms", float(2, 4), |t| t.tax_ms),
+    column!("95% interval ms", "tax_ci_ms", int, |t| interval(
+        t.tax_ci_ms
+    )),
+];
 
 pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
     if let Some(saturation) = &s.saturation {
         writeln!(out, "**Inconclusive for the hop**: {saturation}\n")?;
     }
-    writeln!(
-        out,
-        "| topology | traced | requests | errors | req/s | mean ms | p50 ms | p95 ms | p99 ms | max ms |"
-    )?;
-    writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
-    for t in &s.topologies {
-        writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} |",
-            t.topology,
-            if t.traced { "yes" } else { "no" },
-            t.requests,
-            t.errors,
-            t.rps,
-            cell(t.mean_ms, 2),
-            cell(t.p50_ms, 2),
-            cell(t.p95_ms, 2),
-            cell(t.p99_ms, 2),
-            cell(t.max_ms, 2)
-        )?;
-    }
+    markdown_table(TOPOLOGY_COLUMNS, &s.topologies, out)?;
     if !s.tax.is_empty() {
-        writeln!(
-            out,
-            "\n| hop tax at | monolith ms | services ms | tax ms | 95% interval ms |"
-        )?;
-        writeln!(out, "|---|--:|--:|--:|--:|")?;
-        for t in &s.tax {
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                t.at,
-                cell(t.monolith_ms, 2),
-                cell(t.services_ms, 2),
-                cell(t.tax_ms, 2),
-                interval(t.tax_ci_ms)
-            )?;
-        }
+        writeln!(out)?;
+        markdown_table(TAX_COLUMNS, &s.tax, out)?;
         if let Some(line) = tax_noise_line(s) {
             writeln!(out, "\n{line}")?;
         }

@@ -8,10 +8,6 @@ use super::svg::{self, Axis, Mark, Scale, Series, PALETTE};
 use super::{esc, CSS};
 use crate::report::{HopsSummary, Waterfall};
 
-fn cell(v: Option<f64>) -> String {
-    v.map_or_else(String::new, |v| format!("{v:.2}"))
-}
-
 /// The parts of a hop, in the order they happen, with their colours.
 const PARTS: [(&str, &str); 4] = [
     ("connect", "#D55E00"),
@@ -209,36 +205,16 @@ pub fn render_hops(s: &HopsSummary) -> String {
             esc(saturation)
         );
     }
-    h.push_str("<h2>Latency</h2><table><thead><tr><th>topology</th><th>traced</th><th>requests</th><th>errors</th><th>req/s</th><th>mean ms</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr></thead><tbody>");
-    for t in &s.topologies {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            esc(&t.topology),
-            if t.traced { "yes" } else { "no" },
-            t.requests,
-            t.errors,
-            t.rps,
-            cell(t.mean_ms),
-            cell(t.p50_ms),
-            cell(t.p95_ms),
-            cell(t.p99_ms),
-            cell(t.max_ms)
-        );
-    }
-    h.push_str("</tbody></table><h2>The hop tax (services − monolith, traced)</h2><p class=\"caption\">The interval is a 95% bootstrap over the two runs' requests.</p><table><thead><tr><th>at</th><th>monolith ms</th><th>services ms</th><th>tax ms</th><th>95% interval ms</th></tr></thead><tbody>");
-    for t in &s.tax {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            esc(&t.at),
-            cell(t.monolith_ms),
-            cell(t.services_ms),
-            cell(t.tax_ms),
-            esc(&crate::export::hops::interval(t.tax_ci_ms))
-        );
-    }
-    h.push_str("</tbody></table>");
+    h.push_str("<h2>Latency</h2>");
+    h.push_str(&super::column_table(
+        crate::export::hops::TOPOLOGY_COLUMNS,
+        &s.topologies,
+    ));
+    h.push_str("<h2>The hop tax (services − monolith, traced)</h2><p class=\"caption\">The interval is a 95% bootstrap over the two runs' requests.</p>");
+    h.push_str(&super::column_table(
+        crate::export::hops::TAX_COLUMNS,
+        &s.tax,
+    ));
     let series: Vec<Series> = s
         .topologies
         .iter()

@@ -129,6 +129,30 @@ fn sections(s: &Summary) -> Vec<Section> {
     ]
 }
 
+/// A table of `rows` with the columns a reader is shown (see `export/pairs.rs`): the
+/// same list as the Markdown's, so the page and the text cannot drift apart.
+pub(crate) fn column_table<'a, T: 'a>(
+    columns: &[crate::export::pairs::Column<T>],
+    rows: impl IntoIterator<Item = &'a T>,
+) -> String {
+    let shown: Vec<_> = columns.iter().filter(|c| !c.csv_only).collect();
+    let class = |text: bool| if text { " class=\"l\"" } else { "" };
+    let mut h = String::from("<table><thead><tr>");
+    for c in &shown {
+        let _ = write!(h, "<th{}>{}</th>", class(c.text), esc(c.title));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for c in &shown {
+            let _ = write!(h, "<td{}>{}</td>", class(c.text), esc(&(c.shown)(row)));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
+    h
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
