@@ -110,11 +110,21 @@ pub struct LoadConfig {
 impl LoadConfig {
     /// Checks what the load's own values must satisfy, whoever built it.
     pub fn validate(&self) -> Result<(), crate::plan_error::PlanError> {
+        LoadConfig::check(self.rate, self.duration, self.closed)
+    }
+
+    /// [`LoadConfig::validate`] before there is a target: what a load of `rate` (or
+    /// `closed` connections) for `duration` must satisfy.
+    pub fn check(
+        rate: f64,
+        duration: Duration,
+        closed: Option<usize>,
+    ) -> Result<(), crate::plan_error::PlanError> {
         use crate::plan_error::PlanError;
-        match self.closed {
+        match closed {
             Some(0) => return Err(PlanError::AtLeastOne("--closed", " connection")),
             Some(_) => {}
-            None if !(self.rate > 0.0 && self.rate.is_finite()) => {
+            None if !(rate > 0.0 && rate.is_finite()) => {
                 return Err(PlanError::NotPositive(
                     "--rate",
                     "a positive number of requests per second",
@@ -122,7 +132,7 @@ impl LoadConfig {
             }
             None => {}
         }
-        if self.duration.is_zero() {
+        if duration.is_zero() {
             return Err(PlanError::NotPositive("--duration", "positive"));
         }
         Ok(())

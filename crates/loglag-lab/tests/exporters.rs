@@ -283,12 +283,12 @@ fn emit_table_in_markdown_and_csv() {
     };
     assert_eq!(
         table(true),
-        "sink,records,written,dropped,dropped_queue_full,dropped_io_error,dropped_shutdown,write_syscalls,write_p99_us,elapsed_s,records_per_s,mib_per_s\n\
-         file:///tmp/a.log,1000,990,10,7,2,1,3,131.1,0.004,238095,27.2\n"
+        "sink,records,written,dropped,write_syscalls,elapsed_s,records_per_s,mib_per_s,write_p99_us,dropped_queue_full,dropped_io_error,dropped_shutdown\n\
+         file:///tmp/a.log,1000,990,10,3,0.004,238095,27.2,131.1,7,2,1\n"
     );
     let md = table(false);
     assert!(
-        md.contains("| file:///tmp/a.log | 1000 | 990 | 10 (7 / 2 / 1) | 3 | 131 |"),
+        md.contains("| file:///tmp/a.log | 1000 | 990 | 10 (7 / 2 / 1) | 3 | 0.004 |"),
         "{md}"
     );
 }

@@ -4,9 +4,6 @@ use super::*;
 
 pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     use loglag_lab::hops::{self, HopsPlan};
-    if let Some(out) = &a.out {
-        check_out_dir(out)?;
-    }
     let users = a.users.map(|n| n as usize);
     // The reference measured an unsaturated service: an open loop well below both
     // topologies' capacity unless the user asks for something else.
@@ -38,6 +35,10 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
         }),
     };
     plan.validate()?;
+    // Only once the plan is good, so that a refused one leaves nothing behind.
+    if let Some(out) = &a.out {
+        check_out_dir(out)?;
+    }
     if let Some((rates, _)) = &plan.sweep {
         // An open loop past a topology's capacity opens connections as fast as it sends.
         let top = rates.iter().copied().fold(0.0, f64::max);

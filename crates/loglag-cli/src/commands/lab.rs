@@ -104,12 +104,12 @@ pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
     base.loglag_batch_bytes = a.batch_bytes.first().map(|&b| b as usize);
     base.loglag_flush_interval = a.flush_interval.first().copied();
     base.collector_outage = a.collector_outage;
-    // What the plan's own values must satisfy is the plan's to check.
-    let base = LabPlan::new(base)?;
+    // What the plan's own values must satisfy is the plan's to check (a preset's, step
+    // by step, once it has set its conditions).
     let steps = match a.preset {
         None => vec![Step {
             label: String::new(),
-            plan: base,
+            plan: LabPlan::new(base)?,
         }],
         Some(preset) => preset.steps(
             &base,

@@ -4,6 +4,8 @@ use super::*;
 use loglag_lab::load::summarize;
 
 pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
+    // Before anything starts (the --calibrate server, the runtime).
+    LoadConfig::check(a.rate, a.duration, a.closed.map(|n| n as usize))?;
     let Some(url) = a.url.as_deref().or(a.calibrate.then_some("")) else {
         bail!("give a URL to load, or --calibrate to measure only the generator's floor");
     };
@@ -40,7 +42,6 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         let label = format!("floor: null server at http://{}/", server.addr);
         eprintln!("calibrating: the same load against a null server ({label})");
         let config = config(server.target());
-        config.validate()?;
         let result = run(&config);
         Some(summarize(&label, &config, &result, lateness_limit_us))
     } else {
@@ -62,7 +63,6 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         floor.expect("--calibrate without a URL")
     } else {
         let config = config(Target::parse(url).map_err(anyhow::Error::msg)?);
-        config.validate()?;
         let target = &config.target;
         // Fail fast with a clear message if nothing listens there.
         std::net::TcpStream::connect_timeout(&target.addr, Duration::from_secs(5))

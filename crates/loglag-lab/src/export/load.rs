@@ -115,6 +115,19 @@ const EMIT_COLUMNS: &[Column<EmitSummary>] = &[
         },
         exact: |s| s.metrics.dropped_records.to_string(),
     },
+    column!("write calls", "write_syscalls", int, |s| s
+        .metrics
+        .write_syscalls
+        .to_string()),
+    column!("elapsed s", "elapsed_s", float(3, 3), |s| Some(s.elapsed_s)),
+    column!("records/s", "records_per_s", float(0, 0), |s| Some(
+        s.records_per_s
+    )),
+    column!("MiB/s", "mib_per_s", float(1, 1), |s| Some(s.mib_per_s)),
+    // Added after the columns scripts already read by position.
+    column!("write p99 µs", "write_p99_us", float(0, 1), |s| Some(
+        s.metrics.write_p99_us
+    )),
     Column {
         csv_only: true,
         ..column!("dropped, queue full", "dropped_queue_full", int, |s| s
@@ -136,18 +149,6 @@ const EMIT_COLUMNS: &[Column<EmitSummary>] = &[
             .dropped_shutdown
             .to_string())
     },
-    column!("write calls", "write_syscalls", int, |s| s
-        .metrics
-        .write_syscalls
-        .to_string()),
-    column!("write p99 µs", "write_p99_us", float(0, 1), |s| Some(
-        s.metrics.write_p99_us
-    )),
-    column!("elapsed s", "elapsed_s", float(3, 3), |s| Some(s.elapsed_s)),
-    column!("records/s", "records_per_s", float(0, 0), |s| Some(
-        s.records_per_s
-    )),
-    column!("MiB/s", "mib_per_s", float(1, 1), |s| Some(s.mib_per_s)),
 ];
 
 /// `loglag emit`'s table, as Markdown or CSV.

@@ -91,6 +91,14 @@ pub(crate) struct RunOutput {
     pub(crate) timeseries: Vec<TimeseriesRow>,
 }
 
+/// `v` as the CSVs write it (three decimals), so that the rows in memory are the rows
+/// `loglag report DIR` reads back, and `--report`'s page is the page drawn from files.
+fn as_written(v: f64) -> f64 {
+    format!("{v:.3}")
+        .parse()
+        .expect("a formatted number parses")
+}
+
 /// Computes one run's summary, per-request rows and time series.
 pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let RawRun {
@@ -335,14 +343,11 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
             run,
             condition: summary.condition.clone(),
             sink: summary.sink.clone(),
-            scheduled_ms: s.scheduled_ns as f64 / 1e6,
-            send_lateness_ms: s.send_lateness_ns as f64 / 1e6,
-            latency_ms: s.latency_ns.map(|l| l as f64 / 1e6),
+            scheduled_ms: as_written(s.scheduled_ns as f64 / 1e6),
+            send_lateness_ms: as_written(s.send_lateness_ns as f64 / 1e6),
+            latency_ms: s.latency_ns.map(|l| as_written(l as f64 / 1e6)),
             status: s.status,
-            outcome: serde_json::to_value(s.outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            outcome: s.outcome.as_str().to_owned(),
         })
         .collect();
     let timeseries = series
@@ -350,7 +355,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         .filter(|&&(t, _, _)| t >= t0)
         .map(|&(t, produced, read)| TimeseriesRow {
             run,
-            t_s: since_t0(t),
+            t_s: as_written(since_t0(t)),
             produced_bytes: produced,
             read_bytes: read,
         })
@@ -987,6 +992,33 @@ mod tests {
         assert_eq!(out.requests[9].send_lateness_ms, 2.0);
         assert_eq!(out.timeseries.len(), 3, "samples before t0 are left out");
         assert_eq!(out.latencies_ns.len(), 10);
+    }
+
+    /// The rows hold what the CSVs write (three decimals), so a page drawn from memory
+    /// (`--report`) is the page drawn from the files (`loglag report DIR`).
+    #[test]
+    fn rows_hold_what_the_csvs_write() {
+        let mut raw = raw(1000, 1000, true);
+        for (i, s) in raw.load.samples.iter_mut().enumerate() {
+            // Times to the nanosecond, as the generator measures them.
+            s.scheduled_ns += 1_234 + i as u64;
+            s.send_lateness_ns += 567;
+            s.latency_ns = s.latency_ns.map(|l| l + 891);
+        }
+        for point in &mut raw.series {
+            point.0 += 4_321;
+        }
+        let out = measure(&raw);
+        let written = |v: f64| format!("{v:.3}").parse::<f64>().unwrap() == v;
+        assert!(!out.requests.is_empty() && !out.timeseries.is_empty());
+        assert!(out.requests.iter().all(|r| written(r.scheduled_ms)
+            && written(r.send_lateness_ms)
+            && r.latency_ms.is_none_or(written)));
+        assert!(out.timeseries.iter().all(|r| written(r.t_s)));
+        assert_eq!(
+            out.requests[9].send_lateness_ms, 2.001,
+            "567 ns more, to the µs"
+        );
     }
 
     #[test]

@@ -451,7 +451,6 @@ impl LabSettings {
 mod tests {
     use super::*;
 
-    /// The defaults the CLI hands clap are the plan's, and they parse.
     /// The echo says what a run measured under: an --app has no record shape but a
     /// stop signal, a built-in run a stop signal only when its stop was measured, and
     /// the disk delay only where a slow-disk sink ran.
@@ -489,6 +488,7 @@ mod tests {
         );
     }
 
+    /// The defaults the CLI hands clap are the plan's, and they parse.
     #[test]
     fn every_default_parses_into_the_reference_plan() {
         let plan = LabSettings::reference(Vec::new(), Vec::new(), PathBuf::new());

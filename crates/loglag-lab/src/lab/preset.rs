@@ -61,6 +61,28 @@ pub mod defaults {
     pub const SWEEP_RATE: f64 = 1000.0;
 }
 
+/// A preset's step whose plan cannot run, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepError {
+    pub preset: Preset,
+    pub step: String,
+    pub error: PlanError,
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--preset {} (step {}): {}",
+            self.preset.as_str(),
+            self.step,
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for StepError {}
+
 /// The sweep's grid (reference 003's table has the diagonal).
 pub const SWEEP_BATCH_BYTES: [usize; 4] = [4 << 10, 32 << 10, 128 << 10, 1 << 20];
 pub const SWEEP_INTERVALS_MS: [u64; 4] = [10, 100, 500, 2000];
@@ -86,15 +108,18 @@ impl Preset {
     }
 
     /// The plan of every step, from `base` (the user's other settings) and what the
-    /// user set explicitly; each step's plan is checked.
-    pub fn steps(self, base: &LabPlan, o: &Overrides) -> Result<Vec<Step>, PlanError> {
-        self.step_settings(base.to_settings(), o)
+    /// user set explicitly. Each step's plan is checked as it will run (the base alone
+    /// is not: the preset sets its conditions, which `--baseline` must name).
+    pub fn steps(self, base: &LabSettings, o: &Overrides) -> Result<Vec<Step>, StepError> {
+        self.step_settings(base.clone(), o)
             .into_iter()
-            .map(|(label, settings)| {
-                Ok(Step {
-                    label,
-                    plan: LabPlan::new(settings)?,
-                })
+            .map(|(label, settings)| match LabPlan::new(settings) {
+                Ok(plan) => Ok(Step { label, plan }),
+                Err(error) => Err(StepError {
+                    preset: self,
+                    step: label,
+                    error,
+                }),
             })
             .collect()
     }
@@ -509,12 +534,7 @@ mod tests {
 
     #[test]
     fn presets_parse_and_plan_their_steps() {
-        let base = LabPlan::new(LabSettings::reference(
-            Vec::new(),
-            Vec::new(),
-            "loglag".into(),
-        ))
-        .unwrap();
+        let base = LabSettings::reference(Vec::new(), Vec::new(), "loglag".into());
         let buffers = Preset::Buffers.steps(&base, &Overrides::default()).unwrap();
         assert_eq!(
             buffers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
@@ -557,6 +577,26 @@ mod tests {
                 ..Overrides::default()
             },
         );
-        assert_eq!(zero.unwrap_err().to_string(), "--duration must be positive");
+        assert_eq!(
+            zero.unwrap_err().to_string(),
+            "--preset sweep (step batch-4KiB-interval-10ms): --duration must be positive"
+        );
+        // --baseline is checked against the conditions each step runs, not the
+        // reference's that the base holds before the preset sets its own.
+        let with_baseline = LabSettings {
+            baseline: Some("loglag".into()),
+            ..base.clone()
+        };
+        assert!(Preset::Buffers
+            .steps(&with_baseline, &Overrides::default())
+            .is_ok());
+        let not_run = LabSettings {
+            baseline: Some("json-sync".into()),
+            ..base.clone()
+        };
+        let err = Preset::Buffers
+            .steps(&not_run, &Overrides::default())
+            .unwrap_err();
+        assert!(matches!(err.error, PlanError::BaselineNotRun(..)), "{err}");
     }
 }
