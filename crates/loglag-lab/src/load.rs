@@ -729,6 +729,37 @@ impl Pacer {
 mod tests {
     use super::*;
 
+    /// A load refuses, by its flag, what it cannot run: a rate that is not a positive
+    /// number (unless a closed loop sets the pace), no connections, no duration.
+    #[test]
+    fn a_load_names_what_it_cannot_run_with() {
+        let second = Duration::from_secs(1);
+        assert_eq!(LoadConfig::check(20.0, second, None), Ok(()));
+        assert_eq!(
+            LoadConfig::check(0.0, second, Some(8)),
+            Ok(()),
+            "closed: no rate"
+        );
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = LoadConfig::check(rate, second, None)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("--rate must be"), "{rate}: {err}");
+        }
+        assert_eq!(
+            LoadConfig::check(20.0, second, Some(0))
+                .unwrap_err()
+                .to_string(),
+            "--closed must be at least 1 connection"
+        );
+        assert_eq!(
+            LoadConfig::check(20.0, Duration::ZERO, None)
+                .unwrap_err()
+                .to_string(),
+            "--duration must be positive"
+        );
+    }
+
     /// A connection mode's name is its serde name, which reports carry.
     #[test]
     fn connection_names_are_their_serde_names() {
