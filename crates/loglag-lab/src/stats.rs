@@ -68,6 +68,20 @@ pub fn bootstrap_interval(
     stat: impl Fn(&mut [f64]) -> f64,
     compare: impl Fn(f64, f64) -> f64,
 ) -> Option<(f64, f64)> {
+    let resampled = bootstrap_pairs(a, b, stat)?;
+    Some(interval95(
+        resampled.iter().map(|&(a, b)| compare(a, b)).collect(),
+    ))
+}
+
+/// `(stat(a'), stat(b'))` for each of [`BOOTSTRAP_RESAMPLES`] resamples `a'`, `b'` of
+/// `a` and `b` (fixed seed): several comparisons of the same two samples share one
+/// resampling. `None` if either sample is empty.
+pub fn bootstrap_pairs(
+    a: &[f64],
+    b: &[f64],
+    stat: impl Fn(&mut [f64]) -> f64,
+) -> Option<Vec<(f64, f64)>> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
@@ -84,16 +98,22 @@ pub fn bootstrap_interval(
         into.extend((0..from.len()).map(|_| from[next(from.len())]));
     };
     let (mut ra, mut rb) = (Vec::with_capacity(a.len()), Vec::with_capacity(b.len()));
-    let mut values: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| {
-            resample(a, &mut ra);
-            resample(b, &mut rb);
-            compare(stat(&mut ra), stat(&mut rb))
-        })
-        .collect();
+    Some(
+        (0..BOOTSTRAP_RESAMPLES)
+            .map(|_| {
+                resample(a, &mut ra);
+                resample(b, &mut rb);
+                (stat(&mut ra), stat(&mut rb))
+            })
+            .collect(),
+    )
+}
+
+/// The central 95% of resampled `values`.
+pub fn interval95(mut values: Vec<f64>) -> (f64, f64) {
     values.sort_by(f64::total_cmp);
     let at = |q: f64| values[((values.len() as f64 * q) as usize).min(values.len() - 1)];
-    Some((at(0.025), at(0.975)))
+    (at(0.025), at(0.975))
 }
 
 /// A 95% bootstrap interval for `stat` of one sample, resampled as
@@ -113,7 +133,9 @@ pub fn quantile_select(values: &mut [f64], q: f64) -> f64 {
     *values.select_nth_unstable_by(rank - 1, f64::total_cmp).1
 }
 
-/// The q-quantile of floats, by [`quantile`]'s rule (sorts `values`).
+/// The q-quantile of floats, by [`quantile`]'s rule, by sorting: the reference the
+/// tests hold [`quantile_select`] to.
+#[cfg(test)]
 pub fn quantile_f64(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
-use super::pairs::{csv_quote as quote, csv_table, Column, PAIR_COLUMNS};
+use super::pairs::{column, csv_quote as quote, csv_table, Column, PAIR_COLUMNS};
 use super::{cell, Exporter};
 use crate::report::{LoadSummary, RunSummary, SinkSummary, Summary};
 
@@ -33,70 +33,62 @@ impl Exporter for PairsCsv {
     }
 }
 
-/// A column only CSV has: its key, and its cell.
-macro_rules! run_column {
-    ($key:expr, |$r:ident| $v:expr) => {
-        Column {
-            title: $key,
-            key: $key,
-            text: false,
-            csv_only: true,
-            shown: |$r| $v,
-            exact: |$r| $v,
-        }
-    };
-}
-
 /// `runs.csv`'s columns, each a header and how its cell is written, so that the
 /// header and the rows cannot drift apart.
 const RUN_COLUMNS: &[Column<RunSummary>] = &[
-    run_column!("run", |r| r.run.to_string()),
-    run_column!("round", |r| r.round.to_string()),
-    run_column!("condition", |r| r.condition.clone()),
-    run_column!("sink", |r| r.sink.clone()),
-    run_column!("requests", |r| r.requests.to_string()),
-    run_column!("completed", |r| r.completed.to_string()),
-    run_column!("p50_ms", |r| cell(r.metrics.p50_ms, 4)),
-    run_column!("p99_ms", |r| cell(r.metrics.p99_ms, 4)),
-    run_column!("max_ms", |r| cell(r.metrics.max_ms, 4)),
-    run_column!("http_errors", |r| r.metrics.http_errors.to_string()),
-    run_column!("timeouts", |r| r.metrics.timeouts.to_string()),
-    run_column!("gen_us", |r| cell(r.metrics.gen_us, 2)),
-    run_column!("log_call_us", |r| cell(r.metrics.log_call_us, 2)),
-    run_column!("max_backlog_kib", |r| cell(r.metrics.max_backlog_kib, 2)),
-    run_column!("drain_s", |r| format!("{:.4}", r.metrics.drain_s)),
-    run_column!("rps_api", |r| format!("{:.4}", r.metrics.rps_api)),
-    run_column!("rps_logs_read", |r| {
+    column!("run", csv, |r| r.run.to_string()),
+    column!("round", csv, |r| r.round.to_string()),
+    column!("condition", csv, |r| r.condition.clone()),
+    column!("sink", csv, |r| r.sink.clone()),
+    column!("requests", csv, |r| r.requests.to_string()),
+    column!("completed", csv, |r| r.completed.to_string()),
+    column!("p50_ms", csv, |r| cell(r.metrics.p50_ms, 4)),
+    column!("p99_ms", csv, |r| cell(r.metrics.p99_ms, 4)),
+    column!("max_ms", csv, |r| cell(r.metrics.max_ms, 4)),
+    column!("http_errors", csv, |r| r.metrics.http_errors.to_string()),
+    column!("timeouts", csv, |r| r.metrics.timeouts.to_string()),
+    column!("gen_us", csv, |r| cell(r.metrics.gen_us, 2)),
+    column!("log_call_us", csv, |r| cell(r.metrics.log_call_us, 2)),
+    column!("max_backlog_kib", csv, |r| cell(
+        r.metrics.max_backlog_kib,
+        2
+    )),
+    column!("drain_s", csv, |r| format!("{:.4}", r.metrics.drain_s)),
+    column!("rps_api", csv, |r| format!("{:.4}", r.metrics.rps_api)),
+    column!("rps_logs_read", csv, |r| {
         format!("{:.4}", r.metrics.rps_logs_read)
     }),
-    run_column!("cpu_cores", |r| cell(r.metrics.cpu_cores, 4)),
-    run_column!("reader_cpu_cores", |r| cell(r.reader_cpu_cores, 4)),
-    run_column!("generator_cpu_cores", |r| cell(r.generator_cpu_cores, 4)),
-    run_column!("machine_busy", |r| cell(r.machine_busy, 3)),
-    run_column!("dropped", |r| opt_u64(r.metrics.dropped)),
-    run_column!("queue_full", |r| opt_u64(r.metrics.queue_full)),
-    run_column!("produced_bytes", |r| opt_u64(r.produced_bytes)),
-    run_column!("read_bytes", |r| r.read_bytes.to_string()),
-    run_column!("read_newlines", |r| r.read_newlines.to_string()),
-    run_column!("read_sha256", |r| r.read_sha256.clone()),
-    run_column!("verified", |r| r.metrics.verified.to_string()),
-    run_column!("verify_note", |r| r.verify_note.clone()),
-    run_column!("send_late_mean_us", |r| {
+    column!("cpu_cores", csv, |r| cell(r.metrics.cpu_cores, 4)),
+    column!("reader_cpu_cores", csv, |r| cell(r.reader_cpu_cores, 4)),
+    column!("generator_cpu_cores", csv, |r| cell(
+        r.generator_cpu_cores,
+        4
+    )),
+    column!("machine_busy", csv, |r| cell(r.machine_busy, 3)),
+    column!("dropped", csv, |r| opt_u64(r.metrics.dropped)),
+    column!("queue_full", csv, |r| opt_u64(r.metrics.queue_full)),
+    column!("produced_bytes", csv, |r| opt_u64(r.produced_bytes)),
+    column!("read_bytes", csv, |r| r.read_bytes.to_string()),
+    column!("read_newlines", csv, |r| r.read_newlines.to_string()),
+    column!("read_sha256", csv, |r| r.read_sha256.clone()),
+    column!("verified", csv, |r| r.metrics.verified.to_string()),
+    column!("verify_note", csv, |r| r.verify_note.clone()),
+    column!("send_late_mean_us", csv, |r| {
         cell(r.metrics.send_lateness.map(|l| l.mean_us), 1)
     }),
-    run_column!("send_late_p99_us", |r| {
+    column!("send_late_p99_us", csv, |r| {
         cell(r.metrics.send_lateness.map(|l| l.p99_us), 1)
     }),
-    run_column!("send_late_max_us", |r| {
+    column!("send_late_max_us", csv, |r| {
         cell(r.metrics.send_lateness.map(|l| l.max_us), 1)
     }),
-    run_column!("expected_records", |r| opt_u64(r.expected_records)),
-    run_column!("lost_records", |r| {
+    column!("expected_records", csv, |r| opt_u64(r.expected_records)),
+    column!("lost_records", csv, |r| {
         r.metrics
             .lost_records
             .map_or_else(String::new, |v| v.to_string())
     }),
-    run_column!("app_exit", |r| r.app_exit.clone().unwrap_or_default()),
+    column!("app_exit", csv, |r| r.app_exit.clone().unwrap_or_default()),
 ];
 
 /// `runs.csv`: one row per run.

@@ -1,7 +1,7 @@
 use std::io::{self, Write};
 
 use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
-use super::pairs::{markdown_table, shown_columns};
+use super::pairs::{markdown_table, PAIR_COLUMNS};
 use super::Exporter;
 use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
@@ -15,18 +15,7 @@ impl Exporter for Markdown {
     }
 
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        let columns: Vec<_> = shown_columns().collect();
-        let titles: Vec<&str> = columns.iter().map(|c| c.title).collect();
-        writeln!(out, "| {} |", titles.join(" | "))?;
-        let rules: Vec<&str> = columns
-            .iter()
-            .map(|c| if c.text { "---" } else { "--:" })
-            .collect();
-        writeln!(out, "|{}|", rules.join("|"))?;
-        for p in &s.pairs {
-            let cells: Vec<String> = columns.iter().map(|c| (c.shown)(p)).collect();
-            writeln!(out, "| {} |", cells.join(" | "))?;
-        }
+        markdown_table(PAIR_COLUMNS, &s.pairs, out)?;
         for p in &s.pairs {
             if let (false, Some(note)) = (p.metrics.verified, &p.verify_note) {
                 writeln!(

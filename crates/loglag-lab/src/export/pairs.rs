@@ -99,6 +99,17 @@ macro_rules! column {
             exact: |$p| $v,
         }
     };
+    // A column only CSV has: its key, and its cell as written.
+    ($key:expr, csv, |$p:ident| $v:expr) => {
+        Column {
+            title: $key,
+            key: $key,
+            text: false,
+            csv_only: true,
+            shown: |$p| $v,
+            exact: |$p| $v,
+        }
+    };
     ($title:expr, $key:expr, float($shown:expr, $exact:expr), |$p:ident| $v:expr) => {
         Column {
             title: $title,
@@ -202,8 +213,3 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
             .to_string())
     },
 ];
-
-/// The columns a table for readers shows.
-pub(crate) fn shown_columns() -> impl Iterator<Item = &'static PairColumn> {
-    PAIR_COLUMNS.iter().filter(|c| !c.csv_only)
-}

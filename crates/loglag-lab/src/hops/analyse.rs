@@ -7,7 +7,7 @@ use crate::report::{
     HopBreakdown, Knee, SweepPoint, TaxRow, TopologySummary, TracingCost, Waterfall, WaterfallSpan,
     HOP_PERCENTILES,
 };
-use crate::stats::{bootstrap_difference, mean, quantile, quantile_f64};
+use crate::stats::{bootstrap_difference, mean, quantile, quantile_select};
 
 /// One topology's latencies (ns, by request id) and what the run counted.
 #[derive(Debug)]
@@ -156,9 +156,9 @@ fn latencies_ms(run: &TopologyRun) -> Vec<f64> {
 fn statistic(at: &str) -> Option<fn(&mut [f64]) -> f64> {
     Some(match at {
         "mean" => |s| mean(s.iter().copied()).unwrap_or(f64::NAN),
-        "p50" => |s| quantile_f64(s, 0.50),
-        "p95" => |s| quantile_f64(s, 0.95),
-        "p99" => |s| quantile_f64(s, 0.99),
+        "p50" => |s| quantile_select(s, 0.50),
+        "p95" => |s| quantile_select(s, 0.95),
+        "p99" => |s| quantile_select(s, 0.99),
         _ => return None,
     })
 }

@@ -70,13 +70,9 @@ fn percentile_points(n: usize) -> Vec<f64> {
 /// Whether a pair's runs were flagged (a late generator, a saturated API): its
 /// series are drawn dashed or faded, and the legend says so.
 fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
-    s.pairs.iter().any(|p| {
-        p.condition == condition
-            && p.sink == sink
-            && (p.metrics.lateness_warning.is_some()
-                || p.metrics.saturation_warning.is_some()
-                || p.metrics.machine_warning.is_some())
-    })
+    s.pairs
+        .iter()
+        .any(|p| p.condition == condition && p.sink == sink && p.metrics.flagged())
 }
 
 pub fn latency_percentiles(s: &Summary) -> Section {

@@ -135,17 +135,32 @@ pub(crate) fn column_table<'a, T: 'a>(
     columns: &[crate::export::pairs::Column<T>],
     rows: impl IntoIterator<Item = &'a T>,
 ) -> String {
+    marked_column_table(columns, rows, |_, _| false)
+}
+
+/// [`column_table`], with the cells `bad` picks marked (a failed verification, say).
+pub(crate) fn marked_column_table<'a, T: 'a>(
+    columns: &[crate::export::pairs::Column<T>],
+    rows: impl IntoIterator<Item = &'a T>,
+    bad: impl Fn(&crate::export::pairs::Column<T>, &T) -> bool,
+) -> String {
     let shown: Vec<_> = columns.iter().filter(|c| !c.csv_only).collect();
-    let class = |text: bool| if text { " class=\"l\"" } else { "" };
+    let class = |text: bool, bad: bool| match (text, bad) {
+        (true, true) => " class=\"l bad\"",
+        (true, false) => " class=\"l\"",
+        (false, true) => " class=\"bad\"",
+        (false, false) => "",
+    };
     let mut h = String::from("<table><thead><tr>");
     for c in &shown {
-        let _ = write!(h, "<th{}>{}</th>", class(c.text), esc(c.title));
+        let _ = write!(h, "<th{}>{}</th>", class(c.text, false), esc(c.title));
     }
     h.push_str("</tr></thead><tbody>");
     for row in rows {
         h.push_str("<tr>");
         for c in &shown {
-            let _ = write!(h, "<td{}>{}</td>", class(c.text), esc(&(c.shown)(row)));
+            let class = class(c.text, bad(c, row));
+            let _ = write!(h, "<td{class}>{}</td>", esc(&(c.shown)(row)));
         }
         h.push_str("</tr>");
     }
@@ -278,13 +293,9 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
             intervals
                 .iter()
                 .map(|&i| {
-                    points.iter().any(|p| {
-                        p.0 == b
-                            && p.1 == i
-                            && (p.2.pair.metrics.lateness_warning.is_some()
-                                || p.2.pair.metrics.saturation_warning.is_some()
-                                || p.2.pair.metrics.machine_warning.is_some())
-                    })
+                    points
+                        .iter()
+                        .any(|p| p.0 == b && p.1 == i && p.2.pair.metrics.flagged())
                 })
                 .collect()
         })
@@ -430,34 +441,16 @@ pub fn render(s: &Summary) -> String {
             (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
         },
     );
-    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p><table><thead><tr>");
-    let columns: Vec<_> = crate::export::pairs::shown_columns().collect();
-    for c in &columns {
-        let _ = write!(
-            h,
-            "<th{}>{}</th>",
-            if c.text { " class=\"l\"" } else { "" },
-            esc(c.title)
-        );
-    }
-    h.push_str("</tr></thead><tbody>");
-    for r in &s.pairs {
-        h.push_str("<tr>");
-        for c in &columns {
-            let bad = (c.key == "verified" && !r.metrics.verified)
+    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p>");
+    h.push_str(&marked_column_table(
+        crate::export::pairs::PAIR_COLUMNS,
+        &s.pairs,
+        |c, r| {
+            (c.key == "verified" && !r.metrics.verified)
                 || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some())
-                || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0));
-            let class = match (c.text, bad) {
-                (true, true) => " class=\"l bad\"",
-                (true, false) => " class=\"l\"",
-                (false, true) => " class=\"bad\"",
-                (false, false) => "",
-            };
-            let _ = write!(h, "<td{class}>{}</td>", esc(&(c.shown)(r)));
-        }
-        h.push_str("</tr>");
-    }
-    h.push_str("</tbody></table>");
+                || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0))
+        },
+    ));
     for r in &s.pairs {
         if let (false, Some(note)) = (r.metrics.verified, &r.verify_note) {
             let _ = write!(

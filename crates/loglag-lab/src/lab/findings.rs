@@ -9,7 +9,7 @@
 
 use crate::export::findings::three_figures;
 use crate::report::{Finding, PairSummary, Percentile};
-use crate::stats::{bootstrap_interval, quantile_select};
+use crate::stats::{bootstrap_pairs, interval95, quantile_select};
 
 /// The most requests of one pair a bootstrap resamples: above it, every k-th request in
 /// send order. Fewer samples only widen the interval, and 400 resamples of 450,000
@@ -46,31 +46,30 @@ pub(crate) struct PairSamples<'a> {
 
 /// The findings of a run.
 pub(crate) fn findings(samples: &[PairSamples<'_>], baseline: Option<&str>) -> Vec<Finding> {
-    let pairs: Vec<(&PairSummary, &PairSamples<'_>)> =
-        samples.iter().map(|s| (s.pair, s)).collect();
+    let pairs = || samples.iter().map(|s| s.pair);
     let find = |condition: &str, sink: &str| {
-        pairs
+        samples
             .iter()
-            .find(|(p, _)| p.condition == condition && p.sink == sink)
+            .find(|s| s.pair.condition == condition && s.pair.sink == sink)
     };
     let mut comparisons: Vec<(&str, &str)> = Vec::new();
     if let Some(base) = baseline {
-        for (p, _) in &pairs {
+        for p in pairs() {
             if p.condition != base && !comparisons.contains(&(&p.condition, base)) {
                 comparisons.push((&p.condition, base));
             }
         }
     }
     for (t, b) in HEADLINES {
-        if pairs.iter().any(|(p, _)| p.condition == t)
-            && pairs.iter().any(|(p, _)| p.condition == b)
+        if pairs().any(|p| p.condition == t)
+            && pairs().any(|p| p.condition == b)
             && !comparisons.contains(&(t, b))
         {
             comparisons.push((t, b));
         }
     }
     let mut sinks: Vec<&str> = Vec::new();
-    for (p, _) in &pairs {
+    for p in pairs() {
         if !sinks.contains(&p.sink.as_str()) {
             sinks.push(&p.sink);
         }
@@ -78,12 +77,14 @@ pub(crate) fn findings(samples: &[PairSamples<'_>], baseline: Option<&str>) -> V
     let mut out = Vec::new();
     for sink in sinks {
         for &(condition, base) in &comparisons {
-            let (Some((t, ts)), Some((b, bs))) = (find(condition, sink), find(base, sink)) else {
+            let (Some(t), Some(b)) = (find(condition, sink), find(base, sink)) else {
                 continue;
             };
             for percentile in [Percentile::P50, Percentile::P99] {
-                if let Some(mut f) = compare(t, &ts.resample_ms, b, &bs.resample_ms, percentile) {
-                    check_rounds(&mut f, ts, bs);
+                if let Some(mut f) =
+                    compare(t.pair, &t.resample_ms, b.pair, &b.resample_ms, percentile)
+                {
+                    check_rounds(&mut f, t, b);
                     out.push(f);
                 }
             }
@@ -182,9 +183,14 @@ fn compare(
     let q = percentile.quantile();
     let stat = |s: &mut [f64]| quantile_select(s, q);
     let (value_ms, baseline_ms) = (percentile.of(t)?, percentile.of(b)?);
-    // Resampled as (baseline, condition), so the difference is condition − baseline.
-    let difference_interval_ms = bootstrap_interval(b_ms, t_ms, stat, |b, t| t - b)?;
-    let ratio_interval = bootstrap_interval(b_ms, t_ms, stat, |b, t| t / b)?;
+    // Resampled once as (baseline, condition): the difference (condition − baseline)
+    // and the ratio come from the same resamples.
+    let resampled = bootstrap_pairs(b_ms, t_ms, stat)?;
+    let interval = |compare: fn(f64, f64) -> f64| {
+        interval95(resampled.iter().map(|&(b, t)| compare(b, t)).collect())
+    };
+    let difference_interval_ms = interval(|b, t| t - b);
+    let ratio_interval = interval(|b, t| t / b);
     let difference_ms = value_ms - baseline_ms;
     let (inconclusive, note) = judge(t, b, difference_ms, difference_interval_ms);
     Some(Finding {

@@ -498,13 +498,7 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                         .collect();
                     (!lost.is_empty()).then(|| lost.iter().sum())
                 },
-                duplicate_records: {
-                    let dup: Vec<u64> = runs
-                        .iter()
-                        .filter_map(|o| o.summary.metrics.duplicate_records)
-                        .collect();
-                    (!dup.is_empty()).then(|| dup.iter().sum())
-                },
+                duplicate_records: opt_sum(&|r| r.metrics.duplicate_records),
                 send_lateness: pooled_lateness,
                 lateness_warning: pooled_lateness
                     .and_then(|l| l.warning(params.plan.lateness_limit_us)),

@@ -202,6 +202,17 @@ pub struct Metrics {
     pub process: ProcessFigures,
 }
 
+impl Metrics {
+    /// Whether a warning says these latencies are not the logging's alone: the
+    /// generator was late, or the API or the machine was saturated. Charts draw such
+    /// a pair dashed or faded.
+    pub fn flagged(&self) -> bool {
+        self.lateness_warning.is_some()
+            || self.saturation_warning.is_some()
+            || self.machine_warning.is_some()
+    }
+}
+
 /// What the API process did during the load, per run or pooled over a pair's runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProcessFigures {

@@ -82,7 +82,6 @@ pub struct Kill9Report {
     pub corrupt: u64,
     pub from_spool: u64,
     pub torn: u64,
-    /// Every trial found every expected record exactly once, in order.
     /// The sink rotated at this size (`--rotate-bytes`), and the most files one trial
     /// spread its records over.
     #[serde(default)]
@@ -95,6 +94,7 @@ pub struct Kill9Report {
     /// Drops announced in the sink, over all trials.
     #[serde(default)]
     pub announced: u64,
+    /// Every trial found every expected record exactly once, in order.
     pub passed: bool,
 }
 

@@ -19,7 +19,7 @@ impl CpuLimit {
     pub fn create(name: &str, cores: f64) -> io::Result<CpuLimit> {
         let quota = ((cores * PERIOD_US as f64).round() as u64).max(1000);
         let root = Path::new("/sys/fs/cgroup");
-        if root.join("cgroup.controllers").exists() {
+        if cpu_limits_are_v2() {
             let dir = root.join(name);
             make_dir(&dir)?;
             let limit = CpuLimit { dir, cores };
