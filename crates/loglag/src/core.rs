@@ -747,6 +747,10 @@ impl Core {
         level: Level,
         deadline: Option<Instant>,
     ) -> bool {
+        // A waiter also looks again this often: the writer wakes waiters only every
+        // sixteenth of the budget (or at the end of a drain), and a drain can be held
+        // up by a stalled sink while the ring already has room.
+        const LOOK_AGAIN: Duration = Duration::from_millis(100);
         let need = footprint(len);
         let fits_in = |ring: &Ring, cap: u64| ring.used_bytes() + need <= self.limit(cap, level);
         let fits = || {
@@ -764,13 +768,9 @@ impl Core {
                 break true;
             }
             let timeout = match deadline {
-                None => Duration::from_millis(100),
-                // At most 100 ms a wait, as without a deadline: the writer wakes
-                // waiters only every sixteenth of the budget (or at the end of a
-                // drain), and a drain can be held up by a stalled sink while the
-                // ring already has room.
+                None => LOOK_AGAIN,
                 Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(100)),
+                    Some(left) if !left.is_zero() => left.min(LOOK_AGAIN),
                     _ => break false,
                 },
             };

@@ -400,14 +400,23 @@ fn logfmt_value(out: &mut Vec<u8>, write: impl FnOnce(&mut Escaper<'_>), quoted:
     }
 }
 
+/// Writes `value` if it is a number JSON can hold (integers, finite floats), as
+/// `Display` would, and says whether it did: numbers have nothing to escape.
+#[inline]
+fn push_number(out: &mut Vec<u8>, value: &Value<'_>) -> bool {
+    match *value {
+        Value::I64(v) => number::push_i64(out, v),
+        Value::U64(v) => number::push_u64(out, v),
+        Value::F64(v) if v.is_finite() => number::push_f64(out, v),
+        _ => return false,
+    }
+    true
+}
+
 fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
     use fmt::Write as _;
-    // Numbers have nothing to escape: written straight in, as `Display` would.
-    match value {
-        Value::I64(v) => return number::push_i64(out, v),
-        Value::U64(v) => return number::push_u64(out, v),
-        Value::F64(v) if v.is_finite() => return number::push_f64(out, v),
-        _ => {}
+    if push_number(out, &value) {
+        return;
     }
     let mut e = Escaper { out, style };
     let _ = match value {
@@ -418,8 +427,9 @@ fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
             });
             Ok(())
         }
-        Value::I64(v) => write!(e, "{v}"),
-        Value::U64(v) => write!(e, "{v}"),
+        // Written by `push_number` above.
+        Value::I64(_) | Value::U64(_) => Ok(()),
+        // Infinite or NaN.
         Value::F64(v) => write!(e, "{v}"),
         Value::Bool(v) => write!(e, "{v}"),
         Value::Debug(v) => write!(e, "{v:?}"),
@@ -428,10 +438,10 @@ fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
 }
 
 fn json_value(out: &mut Vec<u8>, value: Value<'_>) {
+    if push_number(out, &value) {
+        return;
+    }
     match value {
-        Value::I64(v) => number::push_i64(out, v),
-        Value::U64(v) => number::push_u64(out, v),
-        Value::F64(v) if v.is_finite() => number::push_f64(out, v),
         Value::Bool(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
         other => {
             out.push(b'"');
