@@ -656,8 +656,10 @@ impl Core {
                             self.wait_for_space(own, record.len(), level, None);
                         }
                         Overflow::BlockFor(wait) => {
-                            let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
-                            if !self.wait_for_space(own, record.len(), level, Some(deadline)) {
+                            // No deadline (`Block`) for a wait beyond any `Instant`.
+                            let deadline =
+                                *deadline.get_or_insert_with(|| Instant::now().checked_add(wait));
+                            if !self.wait_for_space(own, record.len(), level, deadline) {
                                 self.counters.count_drop(DropReason::QueueFull, level, 1);
                                 return;
                             }
@@ -934,7 +936,7 @@ impl Core {
             if self.config.mode != Mode::Async {
                 return self.metrics();
             }
-            return self.wait_exit(Instant::now() + timeout);
+            return self.wait_exit(crate::units::instant_after(Instant::now(), timeout));
         }
         if self.config.mode != Mode::Async {
             if let Some(mut sink) = self
@@ -947,7 +949,7 @@ impl Core {
             }
             return self.metrics();
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::units::instant_after(Instant::now(), timeout);
         self.handshake.begin_shutdown(deadline);
         self.space_released();
         self.wake_writer();
@@ -956,7 +958,7 @@ impl Core {
 
     fn wait_exit(&self, deadline: Instant) -> Metrics {
         // A little grace beyond the writer's own deadline, for its last bookkeeping.
-        let give_up = deadline + Duration::from_millis(100);
+        let give_up = crate::units::instant_after(deadline, Duration::from_millis(100));
         let end = self.handshake.wait_exit_or_abandon(give_up, |batch| {
             // With a spool, the stuck batch and the queue stay in the file for the next
             // start: not lost, so not counted as dropped (they stay in flight).

@@ -1,8 +1,74 @@
-//! Sizes and durations as people write them in configuration and policy names.
+//! Sizes and durations as people write them in configuration and policy names, and
+//! the limits a configured size or duration must keep.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// A size: bytes, or with `KiB`/`K`, `MiB`/`M`, `GiB`/`G` (powers of 1024).
+/// The longest duration configuration accepts (timeouts, intervals, `block-for=`):
+/// a year (8760h). Longer is a typo or "for ever", which `Overflow::Block` says.
+pub(crate) const MAX_CONFIGURED_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The smallest byte budget that works: a record of 64 bytes fits half of it with its
+/// header. Less cut every record to nothing (0 dropped everything).
+pub(crate) const MIN_CAPACITY_BYTES: usize = 256;
+
+/// The largest byte budget, whatever the machine: 16 GiB. The ring is mapped and
+/// touched at start, so the budget is memory the process takes at once.
+pub(crate) const MAX_CAPACITY_BYTES: u64 = 16 << 30;
+
+/// The smallest `max_record_bytes` kept as given (the pipeline raises less to 64).
+pub(crate) const MIN_RECORD_BYTES: usize = 64;
+
+/// The largest byte budget on this machine: [`MAX_CAPACITY_BYTES`], or the physical
+/// memory if that is less.
+pub(crate) fn max_capacity_bytes() -> usize {
+    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let physical = match (u64::try_from(pages), u64::try_from(page)) {
+        (Ok(pages), Ok(page)) if pages > 0 && page > 0 => pages.saturating_mul(page),
+        _ => u64::MAX,
+    };
+    usize::try_from(physical.min(MAX_CAPACITY_BYTES)).unwrap_or(usize::MAX)
+}
+
+/// `d` after `now`, or, when no `Instant` is that far (a configured or peer-provided
+/// duration near `Duration::MAX`), an instant centuries away: no deadline in effect.
+pub(crate) fn instant_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d).unwrap_or_else(|| {
+        // 2^32 s is 136 years; halved until it fits (on Linux an `Instant` reaches
+        // 292 billion years past boot, so the first does). Ends: `now + 0` fits.
+        let mut far = Duration::from_secs(1 << 32);
+        loop {
+            if let Some(at) = now.checked_add(far) {
+                return at;
+            }
+            far /= 2;
+        }
+    })
+}
+
+/// A size in bytes, in words, for messages: `68719476736 (64 GiB)`.
+pub(crate) fn describe_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit {
+            let whole = bytes / unit;
+            return if bytes % unit == 0 {
+                format!("{bytes} ({whole} {name})")
+            } else {
+                format!("{bytes} ({:.1} {name})", bytes as f64 / unit as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// A size: bytes, or with `KiB`/`K`, `MiB`/`M`, `GiB`/`G` (powers of 1024). `None`
+/// for anything else, and for a size no `usize` holds.
 #[cfg_attr(not(feature = "config"), allow(dead_code))]
 pub(crate) fn parse_size(s: &str) -> Option<usize> {
     let s = s.trim();
@@ -19,7 +85,9 @@ pub(crate) fn parse_size(s: &str) -> Option<usize> {
     n.checked_mul(times)
 }
 
-/// A duration: a number with `ns`, `us`, `ms`, `s`, `m` or `h`.
+/// A duration: a number with `ns`, `us`, `ms`, `s`, `m` or `h`. `None` for anything
+/// else, and for a duration no `Duration` holds (it never panics); callers that read
+/// configuration also hold it to [`MAX_CONFIGURED_DURATION`].
 pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
@@ -34,7 +102,8 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
         "h" => n * 3600.0,
         _ => return None,
     };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    // Not `from_secs_f64`: it panics on what no `Duration` holds (1e23h).
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 #[cfg(test)]
@@ -52,5 +121,51 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("10"), None, "a unit is required");
+    }
+
+    /// `Duration::from_secs_f64` panicked on these.
+    #[test]
+    fn a_duration_beyond_any_duration_is_none_not_a_panic() {
+        for unit in ["ns", "us", "µs", "ms", "s", "m", "h"] {
+            for n in ["99999999999999999999999", "1e400", "18446744073709551616"] {
+                let _ = parse_duration(&format!("{n}{unit}"));
+            }
+            assert_eq!(
+                parse_duration(&format!("99999999999999999999999{unit}"))
+                    .filter(|d| *d > MAX_CONFIGURED_DURATION)
+                    .is_some(),
+                unit == "ns" || unit == "us" || unit == "µs"
+            );
+        }
+        assert_eq!(
+            parse_duration("5000000000000000h").map(|d| d > MAX_CONFIGURED_DURATION),
+            Some(true)
+        );
+        assert_eq!(parse_duration("8760h"), Some(MAX_CONFIGURED_DURATION));
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration(".s"), None);
+    }
+
+    #[test]
+    fn an_instant_beyond_any_instant_saturates_far_away() {
+        let now = Instant::now();
+        assert_eq!(
+            instant_after(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let far = instant_after(now, Duration::MAX);
+        assert!(far >= now + Duration::from_secs(100 * 365 * 24 * 3600));
+        // And from there on, still no panic.
+        let _ = instant_after(far, Duration::MAX);
+    }
+
+    #[test]
+    fn the_largest_budget_is_at_most_16_gib_and_the_physical_memory() {
+        let max = max_capacity_bytes() as u64;
+        assert!(max <= MAX_CAPACITY_BYTES);
+        assert!(max >= 64 << 20, "{max}: this machine has more than 64 MiB");
+        assert_eq!(describe_size(64 << 30), "68719476736 (64 GiB)");
+        assert_eq!(describe_size(1536), "1536 (1.5 KiB)");
+        assert_eq!(describe_size(10), "10 bytes");
     }
 }
