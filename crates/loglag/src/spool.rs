@@ -43,7 +43,13 @@
 //! The header is validated before anything is trusted (magic, version, a capacity of at
 //! most [`MAX_CAPACITY`], an aligned tail far from wrapping, a pending batch inside the
 //! ring); a spool that fails is refused as corrupt. Spools are created `0600` without
-//! following symlinks, and one owned by another user or readable by others is refused.
+//! following symlinks, and one owned by another user or readable by others is refused,
+//! as is, at once and without waiting on it, a path that is no regular file (a FIFO, a
+//! directory, a socket, a device).
+//!
+//! A pipeline allocates its spool's every block when it opens it (a hole written
+//! through the mapping on a full disk would be SIGBUS); recovery alone allocates
+//! nothing, so recovering a sparse spool leaves its holes.
 //!
 //! Not covered: power loss or a kernel crash without [`SpoolSync`] (the page cache is
 //! lost), and corruption of the disk itself beyond what the per-record checksum detects.
@@ -257,18 +263,24 @@ fn open_with(
         (true, None) => return Err(empty_spool(path)),
         (false, _) => existing_capacity(&file, path, len)?,
     };
-    // Allocate every block now: a mapped file that cannot get a block later kills the
-    // process with SIGBUS on a full disk. An error here is an ordinary error.
-    allocate(&file, HEADER_BYTES + capacity).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "cannot allocate {} bytes for spool {}: {e}",
-                HEADER_BYTES + capacity,
-                path.display()
-            ),
-        )
-    })?;
+    // A pipeline allocates every block now: a mapped file that cannot get a block later
+    // kills the process with SIGBUS on a full disk. An error here is an ordinary error.
+    // Recovery alone does not: it writes only the header and the words of the records
+    // it finds, which are in blocks the file already has, so a sparse spool (copied
+    // with its holes, or from a file system without fallocate) keeps its holes rather
+    // than filling up to its full capacity on disk.
+    if create.is_some() {
+        allocate(&file, HEADER_BYTES + capacity).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot allocate {} bytes for spool {}: {e}",
+                    HEADER_BYTES + capacity,
+                    path.display()
+                ),
+            )
+        })?;
+    }
     // SAFETY: the spool file is ours (flocked); the header documents that it must not
     // be shared by two live processes.
     let mut map = unsafe { memmap2::MmapMut::map_mut(&file)? };
@@ -665,13 +677,23 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
         Access::Write { create } => (true, create, libc::LOCK_EX),
         Access::Look => (false, false, libc::LOCK_SH),
     };
+    // What is no regular file is refused before it is opened: opening a FIFO for
+    // reading waits for a writer, and opening a device can act on it. A symlink is
+    // left to O_NOFOLLOW below, which says so.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() && !meta.file_type().is_symlink() {
+            return Err(not_a_regular_file(path, &meta));
+        }
+    }
+    // O_NONBLOCK: should the path become a FIFO after that look, the open returns at
+    // once rather than waiting for a writer, and what was opened is checked again.
     let file = OpenOptions::new()
         .read(true)
         .write(write)
         .create(create)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| {
             let hint = if e.raw_os_error() == Some(libc::ELOOP) {
@@ -684,6 +706,21 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
                 format!("cannot open spool {}: {e}{hint}", path.display()),
             )
         })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_regular_file(path, &meta));
+    }
+    // A regular file, so O_NONBLOCK changes nothing; cleared all the same, so that the
+    // descriptor is the ordinary one the rest of the code expects.
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    // SAFETY: fcntl on a descriptor we own.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) != -1
+    };
+    if !cleared {
+        return Err(io::Error::last_os_error());
+    }
     // A lock this process released a moment ago can still be held by a child another
     // thread forked in between, until that child calls exec (its copy of the
     // descriptor is close-on-exec, and a flock belongs to the shared open file): a
@@ -711,8 +748,35 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
             ),
         ));
     }
+    // The length once locked: another process may have created the spool meanwhile.
     let len = file.metadata()?.len();
     Ok((file, len))
+}
+
+/// The refusal of a path that is no regular file, saying what it is.
+fn not_a_regular_file(path: &Path, meta: &std::fs::Metadata) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "of an unknown kind"
+    };
+    invalid(
+        path,
+        SpoolErrorKind::Permissions,
+        format!("{what}, not a regular file; a spool must be a regular file"),
+    )
 }
 
 fn empty_spool(path: &Path) -> io::Error {
