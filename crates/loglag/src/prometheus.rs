@@ -9,6 +9,14 @@
 //! | `loglag_write_seconds` | histogram (power-of-two buckets, 1 µs to 17 s) | `pipeline` |
 //! | `loglag_in_flight_records`, `loglag_in_flight_bytes`, `loglag_max_backlog_bytes`, `loglag_oldest_queued_age_seconds` | gauge | `pipeline` |
 //!
+//! The endpoint ([`serve`]) accepts on one thread that never waits on a client and
+//! serves each connection on a thread of its own, so one slow client does not hold up
+//! another's scrape. A client has 5 s from its accept to send its request head, however
+//! it paces its bytes (then the connection is closed unanswered), at most 16 KiB of it
+//! (else `431`), and 5 s more to take the answer; 32 connections are served at once,
+//! and one beyond them is answered `503` and closed at once, never queued. [`Limits`]
+//! changes the deadline and the cap ([`serve_with`]).
+//!
 //! ```no_run
 //! let (writer, _guard) = loglag::non_blocking(std::io::stdout());
 //! let server = loglag::prometheus::serve("127.0.0.1:9464", vec![("app".into(), writer.clone())])?;
@@ -17,12 +25,12 @@
 //! ```
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::handle::NonBlocking;
 use crate::level::Level;
@@ -272,7 +280,64 @@ pub fn text(prefix: &str, pipelines: &[(Option<&str>, &Metrics)]) -> String {
     s
 }
 
-/// A running metrics endpoint; stops when dropped.
+/// How long a client has to send its request head, from its accept. Bytes do not
+/// extend it; the answer then has as long again to be taken.
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// Connections served at once; a new one beyond them is answered 503 and closed.
+const MAX_CONNECTIONS: usize = 32;
+/// The largest request head read (a request line and a few headers): beyond it the
+/// answer is 431.
+const MAX_HEAD: usize = 16 << 10;
+/// What is read and discarded after the answer, so that closing with a client's bytes
+/// unread does not reset the connection under the answer.
+const MAX_DRAIN: usize = 1 << 20;
+
+const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
+
+/// What the endpoint allows its clients: [`serve`] uses `Limits::default()` (a 5 s
+/// deadline for the request head, 32 connections at once).
+///
+/// ```
+/// use std::time::Duration;
+/// let limits = loglag::prometheus::Limits::default()
+///     .head_deadline(Duration::from_secs(2))
+///     .max_connections(8);
+/// # let _ = limits;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    head_deadline: Duration,
+    max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            head_deadline: HEAD_DEADLINE,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
+impl Limits {
+    /// How long a connection has, from its accept, to send its whole request head;
+    /// sending bytes does not extend it. Past it the connection is closed unanswered.
+    /// The answer then has as long again to be taken. Default 5 s.
+    pub fn head_deadline(mut self, deadline: Duration) -> Limits {
+        self.head_deadline = deadline;
+        self
+    }
+
+    /// How many connections are served at once; a connection beyond them is answered
+    /// `503 Service Unavailable` and closed at once, never queued. Default 32.
+    pub fn max_connections(mut self, n: usize) -> Limits {
+        self.max_connections = n;
+        self
+    }
+}
+
+/// A running metrics endpoint; stops when dropped, closing the connections it has
+/// open and joining every thread it started.
 #[derive(Debug)]
 pub struct MetricsServer {
     addr: SocketAddr,
@@ -298,29 +363,37 @@ impl Drop for MetricsServer {
     }
 }
 
-/// Serves `GET /metrics` (any path, in fact) on `addr` from its own thread, one
-/// sample per pipeline with its `pipeline` label, metric names prefixed `loglag_`.
-/// Nothing on the logging path changes: a scrape reads the counters.
+/// Serves `GET /metrics` (any path, in fact) on `addr`, one sample per pipeline with
+/// its `pipeline` label, metric names prefixed `loglag_`. Nothing on the logging path
+/// changes: a scrape reads the counters.
+///
+/// One thread accepts and never waits on a client; each connection is served on a
+/// thread of its own, so a slow or idle client delays no other scrape. With the
+/// default [`Limits`]: a client has 5 s from its accept to send its request head
+/// (at most 16 KiB, else `431`), however it paces its bytes, and 5 s more to take
+/// the answer; 32 connections are served at once, and one beyond them is answered
+/// `503` and closed at once. See [`serve_with`] to change them.
 pub fn serve(
     addr: impl ToSocketAddrs,
     pipelines: Vec<(String, NonBlocking)>,
+) -> io::Result<MetricsServer> {
+    serve_with(addr, pipelines, Limits::default())
+}
+
+/// [`serve`] with other [`Limits`].
+pub fn serve_with(
+    addr: impl ToSocketAddrs,
+    pipelines: Vec<(String, NonBlocking)>,
+    limits: Limits,
 ) -> io::Result<MetricsServer> {
     let listener = TcpListener::bind(addr)?;
     let addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
+    let pipelines = Arc::new(pipelines);
     let thread = std::thread::Builder::new()
         .name("loglag-metrics".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                if stopping.load(Ordering::Acquire) {
-                    return;
-                }
-                if let Ok(stream) = stream {
-                    let _ = answer(stream, &pipelines);
-                }
-            }
-        })?;
+        .spawn(move || accept(&listener, &stopping, &pipelines, limits))?;
     Ok(MetricsServer {
         addr,
         stop,
@@ -328,37 +401,230 @@ pub fn serve(
     })
 }
 
-fn answer(stream: TcpStream, pipelines: &[(String, NonBlocking)]) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    // A request is a line and a few headers: 16 KiB bounds what a client can make
-    // this thread read.
-    let mut reader = BufReader::new(io::Read::take(&stream, 16 << 10));
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // Read the headers to the blank line, so the client sees a complete exchange.
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 || line == "\r\n" || line == "\n" {
+/// The open connections: a clone of each socket, so that a stop can end them.
+type Open = Arc<Mutex<Vec<(u64, TcpStream)>>>;
+
+/// The acceptor: hands each connection to a thread of its own, refuses those beyond
+/// the cap, and on a stop shuts every open connection and joins its thread.
+fn accept(
+    listener: &TcpListener,
+    stopping: &AtomicBool,
+    pipelines: &Arc<Vec<(String, NonBlocking)>>,
+    limits: Limits,
+) {
+    let open: Open = Arc::default();
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    let mut next_id = 0u64;
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::Acquire) {
             break;
         }
+        let stream = match stream {
+            Ok(s) => s,
+            Err(_) => {
+                // Out of descriptors, say: do not spin on it.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        // Finished threads are joined as they go, so the list stays near the cap.
+        threads.retain(|t| !t.is_finished());
+        let id = next_id;
+        next_id = next_id.wrapping_add(1);
+        {
+            let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+            if open.len() >= limits.max_connections {
+                drop(open);
+                refuse(stream);
+                continue;
+            }
+            match stream.try_clone() {
+                Ok(clone) => open.push((id, clone)),
+                Err(_) => continue,
+            }
+        }
+        let (registry, pipelines) = (open.clone(), pipelines.clone());
+        let spawned = std::thread::Builder::new()
+            .name("loglag-metrics-conn".into())
+            .spawn(move || {
+                serve_connection(&stream, &pipelines, limits);
+                // Out of the registry first: then the socket's last descriptor is
+                // this one, and dropping it closes the connection.
+                let mut open = registry.lock().unwrap_or_else(|e| e.into_inner());
+                open.retain(|(i, _)| *i != id);
+                drop(open);
+                drop(stream);
+            });
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(_) => {
+                let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(i) = open.iter().position(|(i, _)| *i == id) {
+                    let (_, s) = open.swap_remove(i);
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+            }
+        }
     }
-    let metrics: Vec<Metrics> = pipelines.iter().map(|(_, w)| w.metrics()).collect();
-    let labelled: Vec<(Option<&str>, &Metrics)> = pipelines
-        .iter()
-        .zip(&metrics)
-        .map(|((name, _), m)| (Some(name.as_str()), m))
-        .collect();
-    let (status, body) = if request.starts_with("GET ") {
-        ("200 OK", text("loglag", &labelled))
-    } else {
-        ("405 Method Not Allowed", "only GET\n".to_owned())
+    // Stopping: every connection's reads and writes end now, so its thread does too.
+    for (_, s) in open.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let _ = s.shutdown(Shutdown::Both);
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// A connection beyond the cap: a 503 if the socket takes it at once, then closed.
+/// Nothing here waits on the client.
+fn refuse(stream: TcpStream) {
+    if stream.set_nonblocking(true).is_ok() {
+        // Read what has already arrived, so the close does not reset the connection
+        // under the answer.
+        let mut buf = [0u8; 4096];
+        for _ in 0..4 {
+            match (&stream).read(&mut buf) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        let _ = (&stream).write(REFUSED);
+    }
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// `now + d`, or none when that is past what an `Instant` holds (no deadline).
+fn deadline(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+/// The time left before `by` as a socket timeout (`None`: no deadline); an error once
+/// it has passed.
+fn left(by: Option<Instant>) -> io::Result<Option<Duration>> {
+    match by {
+        None => Ok(None),
+        Some(by) => {
+            let left = by.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                Err(io::ErrorKind::TimedOut.into())
+            } else {
+                Ok(Some(left))
+            }
+        }
+    }
+}
+
+/// What a client sent before its head ended, its deadline passed or it went away.
+enum Head {
+    /// The request line (the head complete, or ended by EOF after that line).
+    Request(Vec<u8>),
+    /// More than `MAX_HEAD` bytes without the blank line that ends a head.
+    TooLarge,
+    /// Nothing to answer: the deadline passed, an error, or EOF before a request line.
+    Nothing,
+}
+
+/// Reads a request head by `by`: the read timeout is the time left before each read,
+/// so a client cannot extend the deadline by sending bytes.
+fn read_head(stream: &TcpStream, by: Option<Instant>) -> Head {
+    let mut buf = vec![0u8; MAX_HEAD];
+    let mut len = 0;
+    let request = |buf: &[u8]| {
+        buf.iter()
+            .position(|&b| b == b'\n')
+            .map(|end| Head::Request(buf[..end].to_vec()))
     };
-    let mut out = &stream;
-    write!(
-        out,
+    loop {
+        let timeout = match left(by) {
+            Ok(t) => t,
+            Err(_) => return Head::Nothing,
+        };
+        if stream.set_read_timeout(timeout).is_err() {
+            return Head::Nothing;
+        }
+        match (&*stream).read(&mut buf[len..]) {
+            Ok(0) => return request(&buf[..len]).unwrap_or(Head::Nothing),
+            Ok(n) => {
+                // A head ends with an empty line: "\n\n" or "\n\r\n", looked for in
+                // what arrived and the two bytes before it.
+                let from = len.saturating_sub(2);
+                len += n;
+                let seen = &buf[from..len];
+                if seen.windows(2).any(|w| w == b"\n\n") || seen.windows(3).any(|w| w == b"\n\r\n")
+                {
+                    return request(&buf[..len]).unwrap_or(Head::Nothing);
+                }
+                if len == buf.len() {
+                    return Head::TooLarge;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Head::Nothing,
+        }
+    }
+}
+
+/// Writes all of `bytes` by `by`, the write timeout the time left before each write.
+fn write_by(stream: &TcpStream, mut bytes: &[u8], by: Option<Instant>) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.set_write_timeout(left(by)?)?;
+        match (&*stream).write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One connection, from its accept to its close: every step bounded by a deadline.
+fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], limits: Limits) {
+    let request = match read_head(stream, deadline(limits.head_deadline)) {
+        Head::Request(line) => Some(line),
+        Head::TooLarge => None,
+        Head::Nothing => return,
+    };
+    let (status, body) = match request {
+        None => (
+            "431 Request Header Fields Too Large",
+            "request head too large\n".to_owned(),
+        ),
+        Some(line) if line.starts_with(b"GET ") => {
+            let metrics: Vec<Metrics> = pipelines.iter().map(|(_, w)| w.metrics()).collect();
+            let labelled: Vec<(Option<&str>, &Metrics)> = pipelines
+                .iter()
+                .zip(&metrics)
+                .map(|((name, _), m)| (Some(name.as_str()), m))
+                .collect();
+            ("200 OK", text("loglag", &labelled))
+        }
+        Some(_) => ("405 Method Not Allowed", "only GET\n".to_owned()),
+    };
+    let answer = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )?;
-    out.flush()
+    );
+    let by = deadline(limits.head_deadline);
+    if write_by(stream, answer.as_bytes(), by).is_err() {
+        return;
+    }
+    // The answer is whole; the client's EOF (or the deadline) ends the exchange. What
+    // it still sends is read and dropped, so that the close does not reset the
+    // connection before the client has read the answer.
+    let _ = stream.shutdown(Shutdown::Write);
+    let mut buf = [0u8; 4096];
+    let mut drained = 0;
+    while drained < MAX_DRAIN {
+        let Ok(timeout) = left(by) else { break };
+        if stream.set_read_timeout(timeout).is_err() {
+            break;
+        }
+        match (&*stream).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => drained += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
 }
