@@ -32,6 +32,15 @@ use crate::worker;
 /// | [`flush_on_panic`](Self::flush_on_panic) | on | a panic hook flushes |
 /// | [`flush_on_signals`](Self::flush_on_signals) | off | SIGTERM/SIGINT flush, then take their default action |
 ///
+/// Settings that cannot work are refused by [`try_finish`](Self::try_finish) and
+/// [`try_finish_sink`](Self::try_finish_sink) with [`FinishError::Io`] of kind
+/// `InvalidInput`, naming the setting, the value and what is valid, before anything
+/// is allocated or spawned; [`finish`](Self::finish) and
+/// [`finish_sink`](Self::finish_sink), which cannot return an error, warn on stderr
+/// and use the default instead. These are a `capacity_bytes` under 256 bytes or above
+/// the smaller of 16 GiB and the machine's physical memory, and a `thread_name` with a
+/// NUL byte. Other settings are raised or lowered to what works, as each setter says.
+///
 /// ```
 /// use std::time::Duration;
 /// use loglag::{NonBlockingBuilder, Overflow};
@@ -86,7 +95,10 @@ impl NonBlockingBuilder {
         self.config.clone()
     }
 
-    /// The byte budget for queued records, headers included (minimum 64 bytes).
+    /// The byte budget for queued records, headers included: at least 256 bytes, at
+    /// most 16 GiB or the machine's physical memory, whichever is less (the budget is
+    /// mapped and touched when the pipeline starts). Outside that, `try_finish` is an
+    /// error and `finish` uses the default (8 MiB) with a warning on stderr.
     pub fn capacity_bytes(mut self, bytes: usize) -> Self {
         self.config.capacity_bytes = bytes;
         self
@@ -99,7 +111,8 @@ impl NonBlockingBuilder {
     /// budget. A thread spills into the shared ring when its own is full, so one
     /// thread alone can still fill the whole budget; threads beyond the rings there
     /// are use the shared ring (one compare-and-swap per record). The cost is memory:
-    /// the rings' mappings total up to 1.25 × the budget. 0 turns thread rings off.
+    /// the rings' mappings total up to 1.25 × the budget. 0 turns thread rings off, as
+    /// does a size under 4 KiB or over a quarter of the budget.
     /// Default: 1/32 of the budget, between 4 KiB and 1 MiB (8 rings of 256 KiB for
     /// 8 MiB); none under a budget of 64 KiB. A spool always uses one shared ring.
     pub fn thread_ring_bytes(mut self, bytes: usize) -> Self {
@@ -109,7 +122,7 @@ impl NonBlockingBuilder {
 
     /// The largest record kept whole; clamped to half of what the shared ring may
     /// hold with every thread ring taken (half the budget without thread rings, 3/8
-    /// with the default ones).
+    /// with the default ones), and raised to 64 bytes if less.
     pub fn max_record_bytes(mut self, bytes: usize) -> Self {
         self.config.max_record_bytes = bytes;
         self
@@ -135,14 +148,16 @@ impl NonBlockingBuilder {
     /// the byte budget ([`capacity_bytes`](Self::capacity_bytes), 8 MiB by default);
     /// whichever is reached first makes the queue full, and the overflow policy
     /// decides. A line count alone does not bound memory, which is why the byte budget
-    /// stays.
+    /// stays. 0 is taken as 1 (no record could ever be queued).
     pub fn buffered_lines_limit(mut self, lines: usize) -> Self {
         self.config.max_records = Some(lines.max(1) as u64);
         self
     }
 
     /// The writer thread's name (default `loglag-writer`), as tracing-appender's
-    /// `thread_name`.
+    /// `thread_name`. Linux shows its first 15 bytes. A name with a NUL byte cannot
+    /// name a thread: `try_finish` is an error, `finish` uses the default with a
+    /// warning on stderr.
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.config.thread_name = name.into();
         self
@@ -155,13 +170,16 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// Write as soon as this many bytes are queued.
+    /// Write as soon as this many bytes are queued (0 is taken as 1: every record at
+    /// once). More than the budget is never reached: then only the interval writes
+    /// (and the pipeline takes it as the budget + 1, which is the same).
     pub fn batch_bytes(mut self, bytes: usize) -> Self {
         self.config.batch_bytes = bytes.max(1);
         self
     }
 
-    /// Write at least this often while anything is queued.
+    /// Write at least this often while anything is queued (at least every 100 µs: less
+    /// is raised to that).
     pub fn flush_interval(mut self, interval: Duration) -> Self {
         self.config.flush_interval = interval.max(Duration::from_micros(100));
         self
@@ -175,7 +193,9 @@ impl NonBlockingBuilder {
     }
 
     /// How long dropping the guard may spend writing what is queued. Whatever is left
-    /// then is counted as `shutdown` drops and reported on stderr.
+    /// then is counted as `shutdown` drops and reported on stderr. A timeout beyond
+    /// what an `Instant` can reach (`Duration::MAX`) means no deadline: the guard
+    /// waits until everything queued is written.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.config.shutdown_timeout = timeout;
         self
@@ -239,10 +259,13 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// Builds the pipeline over any writer.
+    /// Builds the pipeline over any writer. Like [`finish_sink`](Self::finish_sink),
+    /// nothing about the environment, the spool or a setting that cannot work stops
+    /// the service: each is warned about on stderr and worked around.
     ///
     /// # Panics
-    /// If the writer thread cannot be spawned, or `LOGLAG_MODE` is invalid.
+    /// Only if the writer thread cannot be spawned (the system is out of threads or
+    /// memory).
     ///
     /// A `std::fs::File` becomes a file sink ([`FdSink`](crate::sink::FdSink)): one
     /// `write(2)` per batch, and with a spool, exactly-once recovery into it. A
@@ -261,8 +284,9 @@ impl NonBlockingBuilder {
     /// `LOGLAG_MODE` is warned about on stderr (naming the value and the valid ones)
     /// and `async` is used; a spool that is in use by another process, corrupt, or not
     /// ours is warned about and the pipeline runs without it
-    /// ([`Metrics::spool_refused`](crate::Metrics::spool_refused) says so). Use
-    /// [`try_finish_sink`](Self::try_finish_sink) to fail instead.
+    /// ([`Metrics::spool_refused`](crate::Metrics::spool_refused) says so); a setting
+    /// that cannot work (see [`NonBlockingBuilder`]) is warned about and its default
+    /// used. Use [`try_finish_sink`](Self::try_finish_sink) to fail instead.
     ///
     /// # Panics
     /// Only if the writer thread cannot be spawned (the system is out of threads or
@@ -277,7 +301,8 @@ impl NonBlockingBuilder {
     /// Like [`finish_sink`](Self::finish_sink), but fails instead of carrying on: an
     /// invalid `LOGLAG_MODE` is [`FinishError::Mode`], a spool that cannot be used is
     /// [`FinishError::Spool`] (with its [`SpoolErrorKind`](crate::spool::SpoolErrorKind)),
-    /// and a failure to start the writer thread [`FinishError::Io`].
+    /// a setting that cannot work (see [`NonBlockingBuilder`]) [`FinishError::Io`] of
+    /// kind `InvalidInput`, and a failure to start the writer thread [`FinishError::Io`].
     pub fn try_finish_sink(
         self,
         sink: impl crate::sink::IntoSink,
@@ -299,6 +324,7 @@ impl NonBlockingBuilder {
         mut sink: Box<dyn Sink>,
         strictness: Strictness,
     ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
+        self.check_settings(strictness)?;
         if self.mode_from_env {
             self.config.mode = match Mode::from_env() {
                 Ok(mode) => mode,
@@ -336,6 +362,16 @@ impl NonBlockingBuilder {
                 }
             }
         }
+        // A batch larger than the budget is never reached (only the interval writes
+        // then), and the writer's buffer is sized by it: the budget + 1 means the same
+        // without a buffer of any size asked for (`batch_bytes = "8760GiB"`).
+        let budget = spooled
+            .as_ref()
+            .map_or(self.config.capacity_bytes as u64, |(ring, ..)| {
+                ring.capacity()
+            });
+        let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
+        self.config.batch_bytes = self.config.batch_bytes.min(never_reached);
         let descriptor = sink.descriptor();
         // The sink goes to the writer thread, or (sync mode) into the core itself.
         let (core, writer_sink) = if let Some((ring, header, recovered)) = spooled {
@@ -370,12 +406,60 @@ impl NonBlockingBuilder {
     }
 }
 
-/// Whether `finish` carries on past a bad `LOGLAG_MODE` or an unusable spool (with a
-/// warning) or `try_finish` fails.
+impl NonBlockingBuilder {
+    /// The settings that would break the pipeline rather than merely be clamped by
+    /// it: refused (`Fail`), or replaced by their defaults with a warning (`CarryOn`),
+    /// before anything is allocated, mapped or spawned.
+    fn check_settings(&mut self, strictness: Strictness) -> Result<(), FinishError> {
+        use crate::units::{capacity_expected, describe_size, max_capacity_bytes};
+        let defaults = NonBlockingBuilder::default().config;
+        let max = max_capacity_bytes();
+        let capacity = self.config.capacity_bytes;
+        if !(crate::units::MIN_CAPACITY_BYTES..=max).contains(&capacity) {
+            let problem = format!(
+                "capacity_bytes = {}: expected {}",
+                describe_size(capacity as u64),
+                capacity_expected(max)
+            );
+            let default = defaults.capacity_bytes.min(max);
+            strictness.refuse(problem, &describe_size(default as u64))?;
+            self.config.capacity_bytes = default;
+        }
+        if self.config.thread_name.contains('\0') {
+            let problem = format!(
+                "thread_name = {:?}: expected a name without NUL bytes",
+                self.config.thread_name
+            );
+            strictness.refuse(problem, &defaults.thread_name)?;
+            self.config.thread_name = defaults.thread_name;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `finish` carries on past a bad `LOGLAG_MODE`, an unusable spool or a
+/// setting that cannot work (with a warning) or `try_finish` fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Strictness {
     CarryOn,
     Fail,
+}
+
+impl Strictness {
+    /// `problem` (a setting that cannot work) as an error, or warned about on stderr
+    /// with the `default` used instead.
+    fn refuse(self, problem: String, default: &str) -> Result<(), FinishError> {
+        match self {
+            Strictness::Fail => Err(FinishError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("loglag: {problem}"),
+            ))),
+            Strictness::CarryOn => {
+                eprintln!("loglag: {problem}; using the default, {default}");
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The sink for a writer given to `finish`.
@@ -407,7 +491,9 @@ pub enum FinishError {
     /// The spool cannot be used: in use by another process, corrupt, another
     /// version, or not ours.
     Spool(crate::spool::SpoolError),
-    /// The writer thread or a signal handler could not be set up.
+    /// The writer thread or a signal handler could not be set up; or, of kind
+    /// `InvalidInput`, a setting cannot work (the message names it, its value and
+    /// what is valid).
     Io(io::Error),
 }
 

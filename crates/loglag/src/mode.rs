@@ -39,12 +39,15 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// Reads `LOGLAG_MODE` (case-insensitive). Unset means `async`; an invalid value is
-    /// an error here. `NonBlockingBuilder::finish` warns about it on stderr and uses
+    /// Reads `LOGLAG_MODE` (case-insensitive). Unset (or empty) means `async`; an
+    /// invalid value, not valid UTF-8 included, is an error here. `NonBlockingBuilder::finish` warns about it on stderr and uses
     /// `async` instead: a typo in the environment must not stop a service.
     pub fn from_env() -> Result<Mode, ParseModeError> {
         match std::env::var(MODE_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse(),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(ParseModeError(v.to_string_lossy().into_owned()))
+            }
             _ => Ok(Mode::Async),
         }
     }

@@ -26,7 +26,9 @@ pub enum Overflow {
     /// Wait for room as long as it takes. The only policy that can stall the caller
     /// indefinitely on a hung sink.
     Block,
-    /// Wait for room at most this long, then drop the record.
+    /// Wait for room at most this long, then drop the record. A wait beyond what an
+    /// `Instant` can reach waits as long as [`Block`](Overflow::Block) does; parsed
+    /// from text (`block-for=5ms`), it is at most a year (`8760h`).
     BlockFor(Duration),
     /// Drop the record being logged.
     DropNewest,
@@ -67,7 +69,7 @@ impl std::fmt::Display for ParseOverflowError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "invalid overflow policy {:?}: expected block, block-for=DURATION (e.g. 5ms), drop-newest, drop-oldest or shed-by-level",
+            "invalid overflow policy {:?}: expected block, block-for=DURATION (e.g. 5ms, at most 8760h: a year), drop-newest, drop-oldest or shed-by-level",
             self.0
         )
     }
@@ -78,7 +80,8 @@ impl std::error::Error for ParseOverflowError {}
 impl std::str::FromStr for Overflow {
     type Err = ParseOverflowError;
 
-    /// Case-insensitive; `_` may stand for `-`.
+    /// Case-insensitive; `_` may stand for `-`. A `block-for=` wait longer than a
+    /// year (`8760h`) is an error.
     ///
     /// ```
     /// use loglag::Overflow;
@@ -99,7 +102,10 @@ impl std::str::FromStr for Overflow {
             "shed-by-level" => Overflow::ShedByLevel,
             other => {
                 let wait = other.strip_prefix("block-for=").ok_or_else(err)?;
-                Overflow::BlockFor(crate::units::parse_duration(wait).ok_or_else(err)?)
+                let wait = crate::units::parse_duration(wait)
+                    .filter(|d| *d <= crate::units::MAX_CONFIGURED_DURATION)
+                    .ok_or_else(err)?;
+                Overflow::BlockFor(wait)
             }
         })
     }

@@ -16,6 +16,7 @@ pub(crate) const MIN_CAPACITY_BYTES: usize = 256;
 pub(crate) const MAX_CAPACITY_BYTES: u64 = 16 << 30;
 
 /// The smallest `max_record_bytes` kept as given (the pipeline raises less to 64).
+#[cfg_attr(not(feature = "config"), allow(dead_code))]
 pub(crate) const MIN_RECORD_BYTES: usize = 64;
 
 /// The largest byte budget on this machine: [`MAX_CAPACITY_BYTES`], or the physical
@@ -33,6 +34,14 @@ pub(crate) fn max_capacity_bytes() -> usize {
         _ => u64::MAX,
     };
     usize::try_from(physical.min(MAX_CAPACITY_BYTES)).unwrap_or(usize::MAX)
+}
+
+/// What a byte budget may be, for messages; `max` is [`max_capacity_bytes`].
+pub(crate) fn capacity_expected(max: usize) -> String {
+    format!(
+        "a budget of at least {MIN_CAPACITY_BYTES} bytes and at most {}, the smaller of 16 GiB and this machine's physical memory",
+        describe_size(max as u64)
+    )
 }
 
 /// `d` after `now`, or, when no `Instant` is that far (a configured or peer-provided
