@@ -254,6 +254,10 @@ impl Writer {
             self.core
                 .counters
                 .note_backlog(lanes.used_bytes_seen(&self.view) + self.batch.len() as u64);
+            // Registered before any sink call (rotation, a notice, the write itself):
+            // whichever of them hangs past the shutdown deadline, the guard finds the
+            // batch in flight and counts it, so no taken record is counted by nobody.
+            self.register_batch();
             // The sink's one chance to switch files (rotation), before the spool
             // records which file and offset this batch goes to.
             let batch_len = self.batch.len();
@@ -322,16 +326,20 @@ impl Writer {
         }
     }
 
-    /// Writes `batch` and accounts for each record in it. Returns false if abandoned.
-    fn write_batch(&mut self) -> bool {
-        let core = &self.core;
-        let counters = &core.counters;
+    /// Tells the handshake which records the writer now holds.
+    fn register_batch(&self) {
         let mut per_level = [0u64; 5];
         for &(_, level) in &self.records {
             per_level[level as usize] += 1;
         }
-        core.handshake.begin_batch(self.batch.len(), per_level);
+        self.core.handshake.begin_batch(self.batch.len(), per_level);
+    }
 
+    /// Writes `batch` (registered by `register_batch`) and accounts for each record in
+    /// it. Returns false if abandoned.
+    fn write_batch(&mut self) -> bool {
+        let core = &self.core;
+        let counters = &core.counters;
         let result = counters.measured_write(self.sink.as_mut(), &self.batch);
 
         // Accounting happens inside the handshake so it cannot race with a guard that

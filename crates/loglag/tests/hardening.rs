@@ -572,3 +572,57 @@ fn a_spool_on_a_full_file_system_is_an_error_not_sigbus() {
     );
     assert!(stdout.contains("error: cannot allocate"), "{stdout}");
 }
+
+/// A sink that has something to say before the batch (RELP's "sent again", rolling's
+/// "reopened") and hangs while the writer writes that notice, until `release`.
+struct HangsOnItsNotice {
+    release: std::sync::mpsc::Receiver<()>,
+    hung: std::sync::mpsc::Sender<()>,
+    said: bool,
+}
+
+impl Sink for HangsOnItsNotice {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if String::from_utf8_lossy(buf).contains("reopened the file") {
+            let _ = self.hung.send(());
+            let _ = self.release.recv();
+        }
+        Ok(buf.len())
+    }
+
+    fn take_notice(&mut self) -> Option<String> {
+        (!std::mem::replace(&mut self.said, true)).then(|| "reopened the file".to_owned())
+    }
+}
+
+/// The batch the writer took before it wrote the sink's notice is in flight while the
+/// notice hangs: at the shutdown deadline the guard finds and counts it (`shutdown`),
+/// and nothing is left in flight or counted by nobody.
+#[test]
+fn a_sink_hanging_on_its_notice_leaves_no_record_counted_by_nobody() {
+    within(LIMIT, "hanging notice", || {
+        let (release_tx, release) = std::sync::mpsc::channel();
+        let (hung, hung_rx) = std::sync::mpsc::channel();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .shutdown_timeout(Duration::from_millis(300))
+            .finish_sink(HangsOnItsNotice {
+                release,
+                hung,
+                said: false,
+            });
+        for i in 0..100 {
+            writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+        }
+        let _ = guard.flush(Duration::from_millis(1));
+        hung_rx.recv().unwrap();
+        let m = guard.shutdown();
+        release_tx.send(()).unwrap();
+        assert_accounted(&m);
+        assert_eq!(
+            (m.written_records, m.shutdown, m.in_flight_records),
+            (0, 100, 0),
+            "the taken batch is counted lost at the deadline: {m:#?}"
+        );
+    });
+}

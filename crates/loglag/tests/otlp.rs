@@ -522,3 +522,117 @@ fn a_sink_that_logs_into_its_own_pipeline_does_not_deadlock() {
         }
     });
 }
+
+/// A collector behind a proxy that redirects (`302 Location: /sink`, as http→https or
+/// a missing trailing slash do). Following it would resend the batch as a GET without
+/// its body and count the 200 that comes back as delivery. The sink never follows: the
+/// batch fails, counted as `io_error`, and the server sees no second request.
+#[test]
+fn a_redirecting_collector_is_a_failed_batch_not_a_delivery() {
+    within(LIMIT, "redirect", || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (seen_tx, seen) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { break };
+                let seen_tx = seen_tx.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut request = String::new();
+                        if reader.read_line(&mut request).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let mut length = 0usize;
+                        loop {
+                            let mut line = String::new();
+                            reader.read_line(&mut line).unwrap();
+                            let header = line.trim_end().to_ascii_lowercase();
+                            if header.is_empty() {
+                                break;
+                            }
+                            if let Some(v) = header.strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        let method = request.split_whitespace().next().unwrap().to_owned();
+                        let answer = if method == "POST" {
+                            "HTTP/1.1 302 Found\r\nLocation: /sink\r\nContent-Length: 0\r\n\r\n"
+                        } else {
+                            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+                        };
+                        let _ = seen_tx.send(method);
+                        if stream.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(Otlp::http(&format!("http://127.0.0.1:{port}/v1/logs")).unwrap());
+        for i in 0..200 {
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"r{i}\"}}}}\n").as_bytes(),
+            );
+        }
+        let m = guard.shutdown();
+        assert_accounted(&m);
+        assert_eq!(m.written_records, 0, "nothing reached a collector: {m:#?}");
+        assert_eq!(
+            m.io_error, 200,
+            "every record counted lost to the redirect: {m:#?}"
+        );
+        let methods: Vec<String> = seen.try_iter().collect();
+        assert!(
+            !methods.is_empty() && methods.iter().all(|m| m == "POST"),
+            "the redirect is never followed: {methods:?}"
+        );
+    });
+}
+
+/// A `Retry-After` at the end of u64 (a peer's number, which overflowed `Instant +
+/// Duration` and panicked the writer) only ends the retries: the batch is counted as
+/// `io_error` and the writer lives on to deliver the next one.
+#[test]
+fn a_retry_after_at_the_end_of_its_type_ends_the_retries_without_a_panic() {
+    within(LIMIT, "retry-after", || {
+        let collector = Collector::start();
+        collector.then(Answer::Status(503, Some(u64::MAX)));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+        writer.submit(Level::Info, b"{\"fields\":{\"message\":\"refused\"}}\n");
+        guard.flush(Duration::from_secs(30)).unwrap();
+        let m = guard.metrics();
+        assert_eq!(
+            (m.written_records, m.io_error, m.shutdown),
+            (0, 1, 0),
+            "counted by the writer, which did not panic: {m:#?}"
+        );
+        // The writer is alive: once its back-off has passed, the next batch is sent.
+        let mut delivered = false;
+        for attempt in 0..200 {
+            writer.submit(
+                Level::Info,
+                format!("{{\"fields\":{{\"message\":\"taken{attempt}\"}}}}\n").as_bytes(),
+            );
+            guard.flush(Duration::from_secs(30)).unwrap();
+            if guard.metrics().written_records > 0 {
+                delivered = true;
+                break;
+            }
+            // Not a verdict: the back-off (50 ms) has to pass before the next try.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(delivered, "{:#?}", guard.metrics());
+        let m = guard.shutdown();
+        assert_accounted(&m);
+    });
+}

@@ -14,6 +14,7 @@ use support::*;
 
 const CHILD_ENV: &str = "LOGLAG_TEST_CHILD";
 const RECORDS: usize = 100;
+const PIPELINES_BUILT: usize = 5_000;
 
 /// Runs this test binary as a child that executes `role` (see `child_main`).
 fn child(role: &str, log: &Path) -> Command {
@@ -34,6 +35,18 @@ fn child_main() {
             return;
         };
         let log = std::env::var("LOGLAG_TEST_LOG").unwrap();
+        if role == "many-pipelines-then-panic" {
+            // A plugin host or a config reload: thousands of pipelines built on the
+            // defaults (each asks the panic hook to flush it), then one ordinary panic.
+            for _ in 0..PIPELINES_BUILT {
+                let (writer, guard) = NonBlockingBuilder::default().finish(std::io::sink());
+                drop((writer, guard));
+            }
+            let caught = std::panic::catch_unwind(|| panic!("an ordinary panic"));
+            assert!(caught.is_err());
+            println!("survived");
+            return;
+        }
         let builder = NonBlockingBuilder::default()
             .mode(Mode::Async)
             // Nothing would be written without a flush for an hour: whatever reaches the file
@@ -88,6 +101,27 @@ fn a_panic_flushes() {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert_eq!(got[RECORDS - 1], format!("record {}", RECORDS - 1));
+        },
+    )
+}
+
+#[test]
+fn a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting() {
+    within(
+        Duration::from_secs(300),
+        "a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = child("many-pipelines-then-panic", &dir.path().join("unused.log"))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains("survived"),
+                "{:?}: {}",
+                out.status,
+                stderr
+            );
         },
     )
 }

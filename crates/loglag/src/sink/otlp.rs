@@ -90,6 +90,16 @@ impl std::fmt::Debug for Otlp {
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A `Retry-After` beyond this (seconds) is read as this: it only has to end the
+/// retries, and must not overflow the clock.
+const MAX_RETRY_AFTER_S: u64 = 24 * 3600;
+/// What "no end" means for a `retry_for` too large for the clock.
+const FOREVER: Duration = Duration::from_secs(10 * 365 * 86_400);
+/// The most of a collector's answer that is read (a partial-success message, an
+/// error text): an endless body costs the writer nothing more.
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// A request's own time limit, within the batch's `retry_for`.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Otlp {
     /// A sink posting to `endpoint`, e.g. `http://127.0.0.1:4318/v1/logs` (a URL
@@ -100,7 +110,10 @@ impl Otlp {
             endpoint_url(endpoint).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(10)))
+            // A redirect followed as a bodiless GET would answer 200 for a batch the
+            // collector never saw: a 3xx is the answer, and fails the batch.
+            .max_redirects(0)
+            .timeout_global(Some(REQUEST_TIMEOUT))
             .timeout_connect(Some(Duration::from_secs(2)))
             .build()
             .into();
@@ -204,29 +217,64 @@ impl Otlp {
             OtlpEncoding::Protobuf => "application/x-protobuf",
             OtlpEncoding::Json => "application/json",
         };
-        let give_up = Instant::now() + self.retry_for;
+        let started = Instant::now();
+        // `retry_for` is the user's: a value too large for the clock means "for ever".
+        let give_up = started
+            .checked_add(self.retry_for)
+            .or_else(|| started.checked_add(FOREVER))
+            .unwrap_or(started);
         let mut wait = Duration::from_millis(100);
         loop {
+            // No peer can stretch a batch past `retry_for`: each request gets what
+            // is left of it (and at least a moment, to be tried at all).
+            let left = give_up
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_millis(100), REQUEST_TIMEOUT);
             let failure = match self
                 .agent
                 .post(&self.endpoint)
                 .header("Content-Type", content_type)
+                .config()
+                .timeout_global(Some(left))
+                .build()
                 .send(body)
             {
                 Ok(mut response) => {
                     let status = response.status().as_u16();
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
-                    let answer = response.body_mut().read_to_vec().unwrap_or_default();
+                    let header = |name: &str| {
+                        response
+                            .headers()
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .map(|v| v.trim().to_owned())
+                    };
+                    // A peer's number: any value, however large, only ends the retries.
+                    let retry_after = header("retry-after")
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .map(|s| Duration::from_secs(s.min(MAX_RETRY_AFTER_S)));
+                    let location = header("location");
+                    let answer = response
+                        .body_mut()
+                        .with_config()
+                        .limit(MAX_ANSWER_BYTES)
+                        .read_to_vec()
+                        .unwrap_or_default();
                     if (200..300).contains(&status) {
                         self.down_until = None;
                         self.backoff = FIRST_BACKOFF;
                         self.note_partial_success(&answer, records);
                         return Ok(());
+                    }
+                    if (300..400).contains(&status) {
+                        // Never followed: a redirect is a misconfigured endpoint (http
+                        // to https, a missing slash), and no retry will change it.
+                        return Err(io::Error::other(format!(
+                            "OTLP collector at {} answered {status}, a redirect to {}; \
+                             not followed (a redirected POST is resent as a GET without \
+                             its body): configure the final endpoint",
+                            self.endpoint,
+                            location.as_deref().unwrap_or("(no Location)")
+                        )));
                     }
                     let error = io::Error::other(format!(
                         "OTLP collector at {} answered {status}: {}",
@@ -244,8 +292,11 @@ impl Otlp {
                 ),
             };
             let (error, pause) = failure;
-            if Instant::now() + pause > give_up {
-                self.down_until = Some(Instant::now() + self.backoff);
+            if Instant::now()
+                .checked_add(pause)
+                .is_none_or(|t| t > give_up)
+            {
+                self.down_until = Instant::now().checked_add(self.backoff);
                 self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
                 return Err(error);
             }
