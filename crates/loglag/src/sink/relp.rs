@@ -10,13 +10,31 @@
 //!
 //! Delivery:
 //! - A connection that breaks, or a collector that restarts, costs a reconnect
-//!   (back-off 50 ms doubling to 5 s) and the records not yet acknowledged are sent
+//!   (back-off 50 ms doubling to 5 s) and the records not yet answered are sent
 //!   again: **at least once**. A record the collector took whose answer was lost comes
 //!   twice.
 //! - The sink retries a batch for [`Relp::retry_for`] (default 30 s), then reports what
-//!   was acknowledged as written and fails the rest (counted as `io_error`).
+//!   was answered as written and fails the rest (counted as `io_error`).
+//! - Every batch has a deadline that nothing the collector does can extend: the larger
+//!   of `retry_for` and the answer timeout (10 s) from the batch's start. Every read,
+//!   write and connect waits at most until then, and each answer frame (the
+//!   handshake's too) must also arrive within the answer timeout of the one before it
+//!   (the first, of sending) or the connection is given up and opened again; a collector that dribbles a space at a
+//!   time, or reads our frames a byte at a time, cannot hold the writer past the
+//!   deadline. The `close` at the end waits at most 1 s.
+//! - An answer's data is at most 64 KiB (answers are `200 OK`, or an `open` answer's
+//!   offers): a frame announcing more, or a transaction number or length of more than 9
+//!   digits, is a protocol error, read no further and allocated for nothing. The
+//!   connection is dropped and the batch retried like after a broken connection.
+//! - A record the collector refuses (`500 …`, or any answer to it other than `200`) is
+//!   not sent again and does not hold the batch: the records after it go on in the same
+//!   session. It counts as written in the pipeline's metrics (the collector has
+//!   answered for it; a sink can fail only a batch's tail, not one record in it), adds
+//!   one to `Metrics::io_errors` (the sink's absorbed errors), and the refusal is said
+//!   in-band, with the collector's text, as a WARN record from `loglag` before the next
+//!   batch: "RELP: the collector refused N records …".
 //! - With a spool (`NonBlockingBuilder::spool`), a batch leaves the spool only once it
-//!   is acknowledged: a kill -9 of the application before that leaves it in the spool,
+//!   is answered: a kill -9 of the application before that leaves it in the spool,
 //!   and the next start sends it again. Application crash and collector restart, even
 //!   together, lose nothing; duplicates are possible. Give `retry_for` a long time if a
 //!   collector may be down for longer than 30 s and the spool has the room.
@@ -24,7 +42,7 @@
 //! Records are rendered with [`Format::Syslog`](crate::Format::Syslog): each line is
 //! one RFC 5424 message.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -34,12 +52,29 @@ use super::Sink;
 const WINDOW: usize = 128;
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// How long an answer may take before the connection is given up.
+/// How long an answer (or the handshake's) may take before the connection is given
+/// up, and the least a batch's deadline allows.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one address's connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the `close` at the end may take.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Transaction numbers run from 1 to 999,999,999, then start at 1 again.
 const MAX_TXNR: u64 = 999_999_999;
+/// The most data an answer may announce. Answers are small: `200 OK`, a refusal's
+/// text, or an `open` answer's offers.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// The most characters of a refusal's text said in the notice.
+const MAX_REFUSAL_CHARS: usize = 200;
 
 /// A RELP client sink: windowed, acknowledged, resent after a reconnect.
+///
+/// A batch never holds the writer past its deadline, the larger of
+/// [`retry_for`](Relp::retry_for) and the 10 s answer timeout, whatever the collector
+/// sends (or dribbles); an answer announcing more than 64 KiB of data is a protocol
+/// error, not an allocation; a record the collector refuses (`500`) is not sent again:
+/// it counts as written and as one `Metrics::io_errors`, the records after it go on,
+/// and the refusal's text is said in-band before the next batch.
 ///
 /// ```no_run
 /// let sink = loglag::sink::Relp::tcp("127.0.0.1:2514")?;
@@ -59,16 +94,137 @@ pub struct Relp {
     down_until: Option<Instant>,
     /// Records sent again after a reconnect (possible duplicates), since the last notice.
     resent: u64,
+    /// Records the collector refused since the last notice, and the last refusal's text.
+    refused: u64,
+    last_refusal: String,
+    /// Refusals not yet taken as absorbed errors.
+    refusals_unabsorbed: u64,
 }
 
 #[derive(Debug)]
 struct Conn {
     writer: TcpStream,
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Timed>,
+}
+
+/// The read half of a connection: each read waits at most until `deadline`, however
+/// little the peer sends at a time (a per-read timeout alone restarts with every byte).
+#[derive(Debug)]
+struct Timed {
+    stream: TcpStream,
+    deadline: Option<Instant>,
+    /// The socket's read timeout as last set (`None`: none).
+    timeout: Option<Duration>,
+}
+
+/// Read timeouts are set in steps of this, rounded down, so that a timeout already set
+/// still fits the next read's time left and is not set again (a system call per read
+/// doubled the sink's system calls besides the reads themselves).
+const TIMEOUT_STEP: Duration = Duration::from_millis(100);
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let left = time_left(self.deadline)?;
+            let fits = match (self.timeout, left) {
+                (Some(set), Some(left)) => set <= left,
+                (None, None) => true,
+                _ => false,
+            };
+            if !fits {
+                // Whole steps (at least one) below the time left; less than a step,
+                // exactly.
+                let timeout = left.map(|left| {
+                    let over = left.as_nanos() % TIMEOUT_STEP.as_nanos();
+                    match left >= TIMEOUT_STEP {
+                        true => left.saturating_sub(Duration::from_nanos(over as u64)),
+                        false => left,
+                    }
+                });
+                self.stream.set_read_timeout(timeout)?;
+                self.timeout = timeout;
+            }
+            match self.stream.read(buf) {
+                // The socket's timeout (rounded down) or a signal: the deadline says
+                // whether to wait on.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                result => return result,
+            }
+        }
+    }
 }
 
 fn protocol_error(what: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.into())
+}
+
+/// `d` from now; `None` (no bound) where that is past what an `Instant` can hold.
+fn after(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+/// The earlier of two deadlines (`None` is no bound).
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// The time left to `deadline`, for a socket timeout (`None`: no bound), or a
+/// `TimedOut` error once none is left.
+fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
+    let Some(deadline) = deadline else {
+        return Ok(None);
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the RELP collector did not answer in time (the answer timeout of 10 s or the batch's deadline passed)",
+        ));
+    }
+    Ok(Some(left))
+}
+
+/// Writes all of `bytes`, each write waiting at most until `deadline`: a peer that
+/// reads a byte at a time cannot stretch it.
+fn write_all_by(
+    stream: &mut TcpStream,
+    mut bytes: &[u8],
+    deadline: Option<Instant>,
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.set_write_timeout(time_left(deadline)?)?;
+        match stream.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            // The socket's timeout or a signal: the deadline says whether to go on.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Whether an answer's data says `200` (librelp: `200 OK`, maybe followed by a line
+/// of data).
+fn is_ok(data: &[u8]) -> bool {
+    data.strip_prefix(b"200")
+        .is_some_and(|rest| matches!(rest.first(), None | Some(b' ' | b'\n')))
 }
 
 impl Relp {
@@ -90,12 +246,16 @@ impl Relp {
             backoff: FIRST_BACKOFF,
             down_until: None,
             resent: 0,
+            refused: 0,
+            last_refusal: String::new(),
+            refusals_unabsorbed: 0,
         })
     }
 
     /// How long one batch is retried before its unacknowledged records are counted
     /// lost (default 30 s). The writer waits meanwhile and the queue (or the spool)
-    /// absorbs.
+    /// absorbs. A batch holds the writer at most this long, or the answer timeout
+    /// (10 s) if that is longer, whatever the collector does.
     pub fn retry_for(mut self, limit: Duration) -> Relp {
         self.retry_for = limit;
         self
@@ -110,15 +270,20 @@ impl Relp {
         self.txnr
     }
 
-    fn connect(&mut self) -> io::Result<()> {
+    /// Connects and opens a session, by `deadline` at the latest.
+    fn connect(&mut self, deadline: Option<Instant>) -> io::Result<()> {
         let mut last = io::Error::new(io::ErrorKind::NotConnected, "no address");
         for addr in &self.addrs {
-            match TcpStream::connect_timeout(addr, Duration::from_secs(2)) {
+            let wait =
+                time_left(deadline)?.map_or(CONNECT_TIMEOUT, |left| left.min(CONNECT_TIMEOUT));
+            match TcpStream::connect_timeout(addr, wait) {
                 Ok(stream) => {
                     stream.set_nodelay(true)?;
-                    stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
-                    stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
-                    let reader = BufReader::new(stream.try_clone()?);
+                    let reader = BufReader::new(Timed {
+                        stream: stream.try_clone()?,
+                        deadline: None,
+                        timeout: None,
+                    });
                     let mut conn = Conn {
                         writer: stream,
                         reader,
@@ -132,9 +297,11 @@ impl Relp {
                     );
                     let mut frame = Vec::new();
                     encode(&mut frame, txnr, "open", offers.as_bytes());
-                    conn.writer.write_all(&frame)?;
+                    let by = earliest(after(ANSWER_TIMEOUT), deadline);
+                    write_all_by(&mut conn.writer, &frame, by)?;
+                    conn.reader.get_mut().deadline = by;
                     let (answered, command, data) = read_frame(&mut conn.reader)?;
-                    if answered != txnr || command != "rsp" || !data.starts_with(b"200") {
+                    if answered != txnr || command != "rsp" || !is_ok(&data) {
                         return Err(protocol_error(format!(
                             "the RELP collector refused the session: {}",
                             String::from_utf8_lossy(&data)
@@ -149,9 +316,14 @@ impl Relp {
         Err(last)
     }
 
-    /// Sends up to a window of records and reads their answers. Returns how many were
-    /// acknowledged, and the error that stopped it, if any.
-    fn send_window(&mut self, records: &[&[u8]]) -> (usize, Option<io::Error>) {
+    /// Sends up to a window of records and reads their answers, by `deadline` at the
+    /// latest. Returns how many were answered (taken, or refused: see
+    /// [`Relp::refuse`]), and the error that stopped it, if any.
+    fn send_window(
+        &mut self,
+        records: &[&[u8]],
+        deadline: Option<Instant>,
+    ) -> (usize, Option<io::Error>) {
         let window = &records[..records.len().min(WINDOW)];
         let mut frames = Vec::new();
         let mut expected = Vec::with_capacity(window.len());
@@ -160,38 +332,63 @@ impl Relp {
             encode(&mut frames, txnr, "syslog", record);
             expected.push(txnr);
         }
-        let Some(conn) = self.conn.as_mut() else {
+        let Some(mut conn) = self.conn.take() else {
             return (0, Some(io::Error::from(io::ErrorKind::NotConnected)));
         };
-        if let Err(e) = conn.writer.write_all(&frames) {
+        let by = earliest(after(ANSWER_TIMEOUT), deadline);
+        if let Err(e) = write_all_by(&mut conn.writer, &frames, by) {
             return (0, Some(e));
         }
-        for (acked, txnr) in expected.iter().enumerate() {
+        for (answered, txnr) in expected.iter().enumerate() {
             if conn.reader.buffer().is_empty() {
                 quick_ack(&conn.writer);
             }
+            // Each answer within the answer timeout of the one before, and all by the
+            // batch's deadline.
+            conn.reader.get_mut().deadline = earliest(after(ANSWER_TIMEOUT), deadline);
             match read_frame(&mut conn.reader) {
                 Ok((_, command, _)) if command == "serverclose" => {
                     return (
-                        acked,
+                        answered,
                         Some(protocol_error("the RELP collector closed the session")),
                     )
                 }
-                Ok((answered, command, data))
-                    if answered == *txnr && command == "rsp" && data.starts_with(b"200") => {}
-                Ok((answered, command, data)) => {
+                Ok((n, command, data)) if n == *txnr && command == "rsp" => {
+                    if !is_ok(&data) {
+                        self.refuse(&data);
+                    }
+                }
+                Ok((n, command, data)) => {
                     return (
-                        acked,
+                        answered,
                         Some(protocol_error(format!(
-                            "RELP answer {answered} {command} {:?} to command {txnr}",
-                            String::from_utf8_lossy(&data)
+                            "RELP answer {n} {command} {:?} to command {txnr}",
+                            String::from_utf8_lossy(&data[..data.len().min(MAX_REFUSAL_CHARS)])
                         ))),
                     )
                 }
-                Err(e) => return (acked, Some(e)),
+                Err(e) => return (answered, Some(e)),
             }
         }
+        self.conn = Some(conn);
         (window.len(), None)
+    }
+
+    /// The collector answered a record with something other than `200`: that record
+    /// is refused (not sent again), counted and said in the next notice.
+    fn refuse(&mut self, data: &[u8]) {
+        self.refused += 1;
+        self.refusals_unabsorbed += 1;
+        let text = String::from_utf8_lossy(data);
+        let text = text.trim();
+        self.last_refusal = if text.is_empty() {
+            "(no text)".to_owned()
+        } else {
+            text.chars()
+                .take(MAX_REFUSAL_CHARS)
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect()
+        };
     }
 }
 
@@ -230,7 +427,9 @@ fn encode(out: &mut Vec<u8>, txnr: u64, command: &str, data: &[u8]) {
     out.push(b'\n');
 }
 
-/// Reads one frame: (transaction number, command, data).
+/// Reads one frame: (transaction number, command, data). The numbers are at most 9
+/// digits and the data at most [`MAX_ANSWER_BYTES`]; anything longer is a protocol
+/// error, found before anything is allocated for it.
 fn read_frame(reader: &mut impl BufRead) -> io::Result<(u64, String, Vec<u8>)> {
     let mut token = |what: &str, max: usize| -> io::Result<(String, u8)> {
         let mut text = String::new();
@@ -248,20 +447,30 @@ fn read_frame(reader: &mut impl BufRead) -> io::Result<(u64, String, Vec<u8>)> {
                 b => text.push(b as char),
             }
             if text.len() > max {
-                return Err(protocol_error(format!("RELP {what} too long: {text:?}")));
+                return Err(protocol_error(format!("RELP {what} too long: {text:?}…")));
             }
+        }
+    };
+    let number = |text: &str, what: &str| -> io::Result<u64> {
+        // At most 9 digits (the token's bound): no overflow, and no sign.
+        match text.bytes().all(|b| b.is_ascii_digit()) {
+            true => text
+                .parse()
+                .map_err(|_| protocol_error(format!("RELP {what} {text:?}"))),
+            false => Err(protocol_error(format!("RELP {what} {text:?}"))),
         }
     };
     let (txnr, _) = token("transaction number", 9)?;
     let (command, _) = token("command", 32)?;
     let (len, after) = token("length", 9)?;
-    let txnr = txnr
-        .parse()
-        .map_err(|_| protocol_error(format!("RELP transaction number {txnr:?}")))?;
-    let len: usize = len
-        .parse()
-        .map_err(|_| protocol_error(format!("RELP length {len:?}")))?;
-    let mut data = vec![0; len];
+    let txnr = number(&txnr, "transaction number")?;
+    let len = number(&len, "length")?;
+    if len > MAX_ANSWER_BYTES as u64 {
+        return Err(protocol_error(format!(
+            "RELP {command} frame {txnr} announces {len} bytes of data; answers are at most {MAX_ANSWER_BYTES}"
+        )));
+    }
+    let mut data = vec![0; len as usize];
     if len > 0 {
         if after != b' ' {
             return Err(protocol_error("RELP data without a space"));
@@ -277,8 +486,9 @@ fn read_frame(reader: &mut impl BufRead) -> io::Result<(u64, String, Vec<u8>)> {
 }
 
 impl Sink for Relp {
-    /// Sends every record (line) of `buf` and returns once all are acknowledged, or
-    /// the prefix that was, once `retry_for` has passed.
+    /// Sends every record (line) of `buf` and returns once all are answered, or the
+    /// prefix that was, once `retry_for` has passed; never after the batch's deadline
+    /// (see [`Relp`]).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut records: Vec<&[u8]> = Vec::new();
         let mut ends: Vec<usize> = Vec::new();
@@ -305,13 +515,16 @@ impl Sink for Relp {
                 ));
             }
         }
-        let give_up = Instant::now() + self.retry_for;
-        let mut acked = 0;
+        // No new attempt starts after `give_up`; nothing at all goes on after
+        // `deadline`. `None`: a `retry_for` past what an `Instant` holds, no bound.
+        let give_up = after(self.retry_for);
+        let deadline = after(self.retry_for.max(ANSWER_TIMEOUT));
+        let mut answered = 0;
         let mut pause = FIRST_BACKOFF;
         let mut reconnected = false;
         loop {
             let failure = if self.conn.is_none() {
-                self.connect().err()
+                self.connect(deadline).err()
             } else {
                 None
             };
@@ -320,12 +533,13 @@ impl Sink for Relp {
                 None => {
                     if reconnected {
                         // What was in flight when the connection broke goes again.
-                        self.resent += records.len().min(acked + WINDOW) as u64 - acked as u64;
+                        self.resent +=
+                            records.len().min(answered + WINDOW) as u64 - answered as u64;
                         reconnected = false;
                     }
-                    let (n, error) = self.send_window(&records[acked..]);
-                    acked += n;
-                    if acked == records.len() {
+                    let (n, error) = self.send_window(&records[answered..], deadline);
+                    answered += n;
+                    if answered == records.len() {
                         self.down_until = None;
                         self.backoff = FIRST_BACKOFF;
                         return Ok(buf.len());
@@ -338,10 +552,11 @@ impl Sink for Relp {
             };
             self.conn = None;
             reconnected = true;
-            if Instant::now() + pause > give_up {
-                self.down_until = Some(Instant::now() + self.backoff);
+            let next_try = after(pause);
+            if give_up.is_some_and(|g| next_try.is_none_or(|t| t > g)) {
+                self.down_until = after(self.backoff);
                 self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-                return match acked {
+                return match answered {
                     0 => Err(failure),
                     n => Ok(ends[n - 1]),
                 };
@@ -352,10 +567,26 @@ impl Sink for Relp {
     }
 
     fn take_notice(&mut self) -> Option<String> {
-        (self.resent > 0).then(|| {
+        let mut notices = Vec::new();
+        if self.refused > 0 {
+            let n = std::mem::take(&mut self.refused);
+            let last = std::mem::take(&mut self.last_refusal);
+            let (records, which) = match n {
+                1 => ("1 record".to_owned(), "its answer"),
+                n => (format!("{n} records"), "the last answer"),
+            };
+            notices.push(format!("RELP: the collector refused {records} (not sent again; counted as written and in io_errors); {which}: {last}"));
+        }
+        if self.resent > 0 {
             let n = std::mem::take(&mut self.resent);
-            format!("RELP: the connection broke with records unacknowledged; up to {n} records sent again (at least once: the collector may have some twice)")
-        })
+            notices.push(format!("RELP: the connection broke with records unacknowledged; up to {n} records sent again (at least once: the collector may have some twice)"));
+        }
+        (!notices.is_empty()).then(|| notices.join("; "))
+    }
+
+    /// Refused records (see [`Relp`]): one error each.
+    fn take_absorbed_errors(&mut self) -> u64 {
+        std::mem::take(&mut self.refusals_unabsorbed)
     }
 }
 
@@ -365,8 +596,9 @@ impl Drop for Relp {
             let txnr = self.next_txnr();
             let mut frame = Vec::new();
             encode(&mut frame, txnr, "close", b"");
-            let _ = conn.writer.set_read_timeout(Some(Duration::from_secs(1)));
-            if conn.writer.write_all(&frame).is_ok() {
+            let by = after(CLOSE_TIMEOUT);
+            if write_all_by(&mut conn.writer, &frame, by).is_ok() {
+                conn.reader.get_mut().deadline = by;
                 let _ = read_frame(&mut conn.reader);
             }
         }
@@ -401,5 +633,98 @@ mod tests {
         assert!(read_frame(&mut bad).is_err());
         let mut truncated = &b"9 rsp 6 200"[..];
         assert!(read_frame(&mut truncated).is_err());
+    }
+
+    #[test]
+    fn an_answer_longer_than_the_bound_is_refused_before_its_data_is_read() {
+        let at_bound = format!(
+            "1 rsp {MAX_ANSWER_BYTES} {}\n",
+            "x".repeat(MAX_ANSWER_BYTES)
+        );
+        assert_eq!(
+            read_frame(&mut at_bound.as_bytes()).unwrap().2.len(),
+            MAX_ANSWER_BYTES
+        );
+        let over = format!("1 rsp {} x\n", MAX_ANSWER_BYTES + 1);
+        let e = read_frame(&mut over.as_bytes()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        // Ten digits are too many for a length or a transaction number, and a sign is
+        // not a digit.
+        for frame in [
+            &b"1 rsp 1000000000 x\n"[..],
+            b"9999999999 rsp 2 OK\n",
+            b"+1 rsp 2 OK\n",
+            b"1 rsp +2 OK\n",
+            b"1 rsp -2 OK\n",
+        ] {
+            let e = read_frame(&mut &frame[..]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        }
+        let long_command = format!("1 {} 0\n", "r".repeat(33));
+        assert!(read_frame(&mut long_command.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn only_200_is_taken() {
+        assert!(is_ok(b"200 OK"));
+        assert!(is_ok(b"200"));
+        assert!(is_ok(b"200\nrelp_version=0"));
+        for refusal in [&b"500 no"[..], b"2000", b"", b"OK", b"20"] {
+            assert!(!is_ok(refusal), "{:?}", String::from_utf8_lossy(refusal));
+        }
+    }
+
+    #[test]
+    fn deadlines_never_overflow_and_a_passed_one_is_a_timeout() {
+        assert!(after(Duration::MAX).is_none());
+        assert!(time_left(None).unwrap().is_none());
+        let e = time_left(Some(Instant::now())).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let soon = after(Duration::from_secs(1));
+        assert_eq!(earliest(soon, None), soon);
+        assert_eq!(earliest(None, soon), soon);
+        assert_eq!(earliest(None, None), None);
+    }
+
+    #[test]
+    fn a_timed_read_waits_until_its_deadline_and_no_longer_counts_what_the_peer_sends() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        let deadline = after(Duration::from_millis(250));
+        let mut timed = BufReader::new(Timed {
+            stream: client,
+            deadline,
+            timeout: None,
+        });
+        peer.write_all(b"1 rsp 6 200 OK\n ").unwrap();
+        assert_eq!(read_frame(&mut timed).unwrap().0, 1);
+        // A space is not an answer: the read goes on to the deadline, not past it.
+        let e = read_frame(&mut timed).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(
+            Instant::now() >= deadline.unwrap(),
+            "not before the deadline"
+        );
+        let set = timed.get_ref().timeout.unwrap();
+        assert!(
+            set > Duration::ZERO && set <= Duration::from_millis(250),
+            "{set:?}"
+        );
+    }
+
+    #[test]
+    fn refusals_are_counted_once_and_said_once() {
+        let mut sink = Relp::tcp("127.0.0.1:9").unwrap().retry_for(Duration::MAX);
+        sink.refuse(b"500 first");
+        sink.refuse(b"500 second\r\nline");
+        sink.resent = 3;
+        let notice = sink.take_notice().unwrap();
+        assert!(notice.contains("refused 2 records"), "{notice}");
+        assert!(notice.contains("500 second  line"), "{notice}");
+        assert!(notice.contains("up to 3 records sent again"), "{notice}");
+        assert_eq!(sink.take_notice(), None);
+        assert_eq!(sink.take_absorbed_errors(), 2);
+        assert_eq!(sink.take_absorbed_errors(), 0);
     }
 }
