@@ -63,6 +63,10 @@ use std::time::{Duration, SystemTime};
 use crate::sink::rolling::{Period, RollingFile, Settings, TimeSource};
 use crate::sink::Sink;
 
+/// Twice the default shutdown deadline: an old process that is still draining at a
+/// restart has time to finish.
+const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
 pub use crate::sink::rolling::{Compression, Naming};
 
 /// How often to rotate, as in tracing-appender.
@@ -235,6 +239,7 @@ pub fn never(directory: impl AsRef<Path>, file_name: impl AsRef<Path>) -> Rollin
 /// | [`reopen_on_sighup`](Self::reopen_on_sighup) | off | loglag |
 /// | [`file_mode`](Self::file_mode) | `0o666` minus umask | loglag |
 /// | [`time_source`](Self::time_source) | the system clock | loglag, for tests |
+/// | [`lock_wait`](Self::lock_wait) | 10 s | loglag |
 ///
 /// ```
 /// use loglag::rolling::{Builder, Compression, Rotation};
@@ -268,6 +273,7 @@ pub struct Builder {
     reopen_on_sighup: bool,
     file_mode: Option<u32>,
     clock: TimeSource,
+    lock_wait: Duration,
 }
 
 impl Default for Builder {
@@ -295,6 +301,7 @@ impl Builder {
             reopen_on_sighup: false,
             file_mode: None,
             clock: TimeSource::default(),
+            lock_wait: DEFAULT_LOCK_WAIT,
         }
     }
 
@@ -430,7 +437,21 @@ impl Builder {
         }
     }
 
-    /// Creates the directory if needed and opens the current file.
+    /// How long [`build`](Self::build) waits for another writer that holds the fixed
+    /// current name (with [`Naming::Fixed`]; loglag only; default 10 s). A writer holds
+    /// an exclusive lock on the file it writes: a restart that overlaps the old process
+    /// waits for it to drain and exit, then continues its file. If the other is still
+    /// there after `wait`, `build` fails with an error naming its process.
+    /// `Duration::ZERO` fails at once. (Dated names never wait: a file another writer
+    /// holds is left to it, and this one starts the next counter.)
+    pub fn lock_wait(self, wait: Duration) -> Builder {
+        Builder {
+            lock_wait: wait,
+            ..self
+        }
+    }
+
+    /// Creates the directory if needed and opens (and locks) the current file.
     pub fn build(&self, directory: impl AsRef<Path>) -> Result<RollingFileAppender, InitError> {
         let b = self.clone();
         let settings = Settings {
@@ -442,7 +463,8 @@ impl Builder {
             period: b.rotation.0,
             local_time: b.local_time,
             // tracing-appender counts the current file.
-            keep_files: b.max_files.map(|n| n - 1),
+            // tracing-appender: 0 keeps every file; n counts the current one.
+            keep_files: b.max_files.and_then(|n| n.checked_sub(1)),
             keep_bytes: b.keep_bytes,
             keep_age: b.keep_age,
             compression: b.compression,
@@ -450,6 +472,7 @@ impl Builder {
             reopen_on_sighup: b.reopen_on_sighup,
             file_mode: b.file_mode,
             clock: b.clock,
+            lock_wait: b.lock_wait,
         };
         Ok(RollingFileAppender {
             file: Mutex::new(RollingFile::open(settings).map_err(InitError)?),

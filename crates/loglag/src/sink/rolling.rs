@@ -9,8 +9,21 @@
 //! dated file whose period ended while the process was down starts a new file at the
 //! restart, so the interrupted batch is delivered again there (at least once).
 //!
-//! Two sinks writing the same names in one directory (two processes, or overlapping
-//! deploys) are not protected from each other: each knows only its own live file.
+//! Two sinks on the same names in one directory (an overlapping restart, a rolling
+//! deploy, one appender built twice) never share a file, and neither touches the
+//! other's. A writer holds an exclusive `flock` on its live file for as long as it
+//! writes it; the kernel lets go when the process dies, even by `kill -9`. So:
+//! - a writer continues an existing file only if it can lock it. With dated names, a
+//!   file another writer holds is left to it: this one starts the next counter and says
+//!   so in-band. A fixed name has no other name to take: the second writer waits for
+//!   the first to let go, up to `lock_wait` (10 s), and otherwise fails to build with
+//!   an error naming the holder's process;
+//! - housekeeping compresses or deletes a file only under that same lock, taken
+//!   without waiting: a file another writer holds is skipped and tried again later.
+//!
+//! A never-rotated name (tracing-appender's `never`) takes no lock: nothing renames,
+//! compresses or deletes it, and appends of whole batches from two writers do not
+//! overwrite each other.
 //!
 //! What the sink may touch is decided by one grammar, `Names`, built from the
 //! configuration: `[PREFIX.]STAMP[.NNN][.SUFFIX][.gz]` with the stamp in exactly this
@@ -116,12 +129,38 @@ impl DateFormat {
             DateFormat::Minute => 16,
             DateFormat::Second => 19,
         };
-        s.len() == len
+        let shaped = s.len() == len
             && s.bytes().enumerate().all(|(i, b)| match i {
                 4 | 7 | 10 | 13 | 16 => b == b'-',
                 _ => b.is_ascii_digit(),
-            })
+            });
+        shaped && is_real_time(s)
     }
+}
+
+/// Whether a stamp of the right shape names a real date and time: `2026-13-45` is
+/// someone else's file, which retention must not delete.
+fn is_real_time(stamp: &str) -> bool {
+    let field = |at: usize| stamp.get(at..at + 2).and_then(|f| f.parse::<u32>().ok());
+    let (Some(y), Some(m), Some(d)) = (
+        stamp.get(0..4).and_then(|f| f.parse::<i64>().ok()),
+        field(5),
+        field(8),
+    ) else {
+        return false;
+    };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days_in_month = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    let time_ok = [(11, 24), (14, 60), (17, 60)]
+        .iter()
+        .all(|&(at, limit)| at >= stamp.len() || field(at).is_some_and(|v| v < limit));
+    (1..=days_in_month).contains(&d) && time_ok
 }
 
 /// What the files are called.
@@ -194,6 +233,8 @@ pub(crate) struct Settings {
     pub(crate) reopen_on_sighup: bool,
     pub(crate) file_mode: Option<u32>,
     pub(crate) clock: TimeSource,
+    /// How long `open` waits for another sink on the same names to let go.
+    pub(crate) lock_wait: Duration,
 }
 
 impl Settings {
@@ -496,7 +537,7 @@ impl RollingFile {
         match self.settings.naming {
             Naming::Fixed => {
                 let path = self.settings.dir.join(&self.settings.prefix);
-                self.open_path(&path, false)?;
+                self.open_waiting(&path)?;
                 // A file left by an earlier run belongs to the period it was last
                 // written in: the first batch rotates it if that period is over.
                 if let (Some(p), true) = (self.settings.period, self.len > 0) {
@@ -509,7 +550,7 @@ impl RollingFile {
             Naming::Dated => {
                 if let Some(name) = self.names.never_name() {
                     let path = self.settings.dir.join(name);
-                    return self.open_path(&path, false);
+                    return self.open_path(&path, Open::Continue);
                 }
                 let stamp = self.new_stamp();
                 // The highest-numbered file of this stamp, if still uncompressed, is
@@ -528,13 +569,115 @@ impl RollingFile {
                                 .exists() =>
                     {
                         let path = self.settings.dir.join(self.names.name(&stamp, p.counter));
-                        self.open_path(&path, false)?;
-                        self.current_stamp = stamp.clone();
-                        self.last_taken = Some((stamp, p.counter));
-                        Ok(())
+                        match self.open_path(&path, Open::Continue) {
+                            Ok(()) => {
+                                self.current_stamp = stamp.clone();
+                                self.last_taken = Some((stamp, p.counter));
+                                Ok(())
+                            }
+                            // Another writer's live file (an overlapping restart): left
+                            // to it; this one takes the next name.
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                                ) =>
+                            {
+                                self.last_taken = Some((stamp.clone(), p.counter));
+                                self.open_new_dated(stamp)?;
+                                self.notice = Some(format!(
+                                    "{e}; this writer continues in {}",
+                                    self.current.display()
+                                ));
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
                     }
                     _ => self.open_new_dated(stamp),
                 }
+            }
+        }
+    }
+
+    /// Creates `path` already locked: made and locked under a temporary name, then
+    /// renamed into place without replacing anything. A writer waiting for the name can
+    /// only ever open it locked, so it never takes a file from under the writer that
+    /// just made it (a fixed name's rotation). `Interrupted` if someone made the name
+    /// meanwhile: opening it again sees theirs.
+    fn create_locked(&self, path: &Path) -> io::Result<File> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(
+            ".{}.{}.new",
+            name.unwrap_or_default(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&tmp); // a crash's, never followed
+        let mut options = OpenOptions::new();
+        options
+            .append(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        if let Some(mode) = self.settings.file_mode {
+            options.mode(mode);
+        }
+        let file = options.open(&tmp)?;
+        let placed = try_lock_exclusive(&file).and_then(|_| rename_noreplace(&tmp, path));
+        match placed {
+            Ok(()) => Ok(file),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    Err(io::Error::new(
+                        io::ErrorKind::Interrupted,
+                        format!("{} was made by someone else meanwhile", path.display()),
+                    ))
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// Opens the fixed name, waiting up to `lock_wait` for another writer that holds
+    /// it (an old process still draining) to let go. While it waits it never creates
+    /// the name: the holder, rotating, would find its own fixed name taken.
+    fn open_waiting(&mut self, path: &Path) -> io::Result<()> {
+        let started = std::time::Instant::now();
+        let mut how = Open::Continue;
+        let mut moves = 0;
+        loop {
+            match self.open_path(path, how) {
+                // A rotation under us: try the new file at once (a holder that rotates
+                // without end cannot keep us here: the count is bounded).
+                Err(e) if e.kind() == io::ErrorKind::Interrupted && moves < 100 => {
+                    moves += 1;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::NotFound
+                    ) && started.elapsed() < self.settings.lock_wait =>
+                {
+                    how = Open::Existing;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{e}; waited {:.1} s for it to finish (`lock_wait`). Two writers \
+                             on one file name would lose records at rotation: give this one \
+                             another name or directory",
+                            started.elapsed().as_secs_f64()
+                        ),
+                    ))
+                }
+                // Gone while waiting, and still gone: this one creates it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return self.open_path(path, Open::Continue)
+                }
+                other => return other,
             }
         }
     }
@@ -577,10 +720,18 @@ impl RollingFile {
         let mut counter = self.next_counter(&stamp);
         loop {
             let path = self.settings.dir.join(self.names.name(&stamp, counter));
-            match self.open_path(&path, true) {
+            match self.open_path(&path, Open::New) {
                 Ok(()) => break,
-                // Someone else holds the name (or its .gz does): take the next one.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Someone else has the name (or its .gz does), or holds it: take the
+                // next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::AlreadyExists
+                            | io::ErrorKind::WouldBlock
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
                     counter = Some(counter.map_or(1, |n| n + 1));
                 }
                 Err(e) => return Err(e),
@@ -591,26 +742,35 @@ impl RollingFile {
         Ok(())
     }
 
-    /// Opens `path` for appending (or, with `new`, creates it and fails if it or its
-    /// compressed form exists) without following a symlink, and publishes it as live.
-    fn open_path(&mut self, path: &Path, new: bool) -> io::Result<()> {
+    /// Opens `path` for appending without following a symlink, takes its lock (unless
+    /// the name is never rotated) and publishes it as live. Fails with `WouldBlock`,
+    /// naming the holder, if another writer holds the file.
+    fn open_path(&mut self, path: &Path, how: Open) -> io::Result<()> {
         let mut live = self.live.lock();
-        if new && gz(path).exists() {
+        if how == Open::New && gz(path).exists() {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
         let mut options = OpenOptions::new();
         options
             .append(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        if new {
-            options.create_new(true);
-        } else {
-            options.create(true);
-        }
+        match how {
+            Open::New => options.create_new(true),
+            // A locked name is created under a temporary one first (below); a
+            // never-rotated name takes no lock.
+            Open::Continue if self.names.never => options.create(true),
+            Open::Continue | Open::Existing => &mut options,
+        };
         if let Some(mode) = self.settings.file_mode {
             options.mode(mode);
         }
-        let file = options.open(path).map_err(|e| {
+        let opened = match options.open(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && how == Open::Continue => {
+                self.create_locked(path)
+            }
+            other => other,
+        };
+        let file = opened.map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 io::Error::new(
                     e.kind(),
@@ -631,6 +791,30 @@ impl RollingFile {
                 io::ErrorKind::InvalidInput,
                 format!("{} is not a regular file", path.display()),
             ));
+        }
+        if !self.names.never {
+            if !try_lock_exclusive(&file)? {
+                let moved_on = std::fs::symlink_metadata(path).map_or(true, |now| {
+                    (now.dev(), now.ino()) != (meta.dev(), meta.ino())
+                });
+                if moved_on {
+                    // The holder rotated it away between our open and our lock: the
+                    // name means another file now, which is worth trying at once.
+                    return Err(io::Error::new(
+                        io::ErrorKind::Interrupted,
+                        format!("{} moved on as it was opened", path.display()),
+                    ));
+                }
+                return Err(held_by_another(path, &meta));
+            }
+            // Compressed and unlinked by a housekeeper between the open and the lock:
+            // whatever the name means now, it is not this file.
+            if file.metadata()?.nlink() == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} was removed as it was opened", path.display()),
+                ));
+            }
         }
         *live = Some((meta.dev(), meta.ino()));
         drop(live);
@@ -719,7 +903,7 @@ impl RollingFile {
         *live = None;
         drop(live);
         self.last_taken = Some((stamp, counter));
-        self.open_path(&old, false)
+        self.open_path(&old, Open::Continue)
     }
 
     /// Whether the open file still has a name: not deleted (`st_nlink == 0`) and,
@@ -753,7 +937,7 @@ impl RollingFile {
             // otherwise meet.
             return self.open_new_dated(self.current_stamp.clone());
         }
-        self.open_path(&path, false)
+        self.open_path(&path, Open::Continue)
     }
 
     fn file(&mut self) -> io::Result<&mut File> {
@@ -815,6 +999,83 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
         }
         _ => Err(e),
     }
+}
+
+/// How [`RollingFile::open_path`] opens a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// Create it; fail if it (or its `.gz`) exists.
+    New,
+    /// Continue it, creating it if missing.
+    Continue,
+    /// Continue it only if it exists.
+    Existing,
+}
+
+/// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a
+/// housekeeper) holds it.
+fn try_lock_exclusive(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor the caller owns.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            // A file system without flock (some network mounts) can protect nothing;
+            // the sink logs as it did before locks rather than refusing to.
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS) => return Ok(true),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// The error for a file another writer (or its housekeeper, compressing it) holds,
+/// naming that process where `/proc/locks` tells it.
+fn held_by_another(path: &Path, meta: &std::fs::Metadata) -> io::Error {
+    let holder = lock_holder(meta.ino())
+        .map(|pid| {
+            if pid == std::process::id() {
+                " by another rolling sink in this process".to_owned()
+            } else {
+                format!(" by process {pid}")
+            }
+        })
+        .unwrap_or_default();
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!("{} is held{holder}", path.display()),
+    )
+}
+
+/// The process holding an `flock` on the file with inode `ino`, from `/proc/locks`
+/// (`1: FLOCK  ADVISORY  WRITE 1234 fe:00:5308727 0 EOF`). Linux only; `None` elsewhere
+/// or when the holder cannot be told.
+fn lock_holder(ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let is_flock = fields.get(1) == Some(&"FLOCK");
+        let inode = fields.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
+        (is_flock && inode == ino).then(|| fields.get(4)?.parse().ok())?
+    })
+}
+
+/// Deletes a rotated file unless another writer holds it. Whether it was deleted.
+fn remove_unless_held(path: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    else {
+        return false;
+    };
+    // The lock is held across the unlink, so no writer takes the file up meanwhile.
+    matches!(try_lock_exclusive(&file), Ok(true)) && std::fs::remove_file(path).is_ok()
 }
 
 fn gz(path: &Path) -> PathBuf {
@@ -992,24 +1253,34 @@ impl Rules {
                         .is_ok_and(|m| *live != Some((m.dev(), m.ino())))
                 };
                 if still_rotated {
-                    if let Err(e) = compress(&path, c, self.file_mode) {
-                        // A `.gz` that is not ours stays in the way; retrying will not help.
-                        failed |= e.kind() != io::ErrorKind::AlreadyExists;
-                        eprintln!(
-                            "loglag: cannot compress {} (kept as it is, retried later): {e}",
-                            path.display()
-                        );
+                    match compress(&path, c, self.file_mode) {
+                        Ok(()) => {}
+                        // Another writer's live file: tried again later, quietly.
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => failed = true,
+                        Err(e) => {
+                            // A `.gz` that is not ours stays in the way; retrying will
+                            // not help.
+                            failed |= e.kind() != io::ErrorKind::AlreadyExists;
+                            eprintln!(
+                                "loglag: cannot compress {} (kept as it is, retried later): {e}",
+                                path.display()
+                            );
+                        }
                     }
                 }
             }
         }
-        self.retain();
+        self.retain(self.compression.is_some() && !failed);
         failed
     }
 
     /// Deletes the oldest rotated files until every rule holds. Sizes are what is on
-    /// disk (compressed sizes once compressed).
-    fn retain(&self) {
+    /// disk (compressed sizes once compressed). With `compressing`, an uncompressed
+    /// rotated file is one that rotated after this pass's compression began: it is
+    /// counted once compressed, at the next pass, and not at its full size now. Counted
+    /// now, a burst of rotations would delete the compressed history to make room for
+    /// files about to shrink tenfold.
+    fn retain(&self, compressing: bool) {
         let mut files = self.rotated();
         let now = self.clock.now();
         let too_old = |meta: &std::fs::Metadata| {
@@ -1020,8 +1291,15 @@ impl Rules {
                     .is_some_and(|a| a > age)
             })
         };
-        let mut total: u64 = files.iter().map(|(_, _, m)| m.len()).sum();
-        while let Some((path, _, meta)) = files.first() {
+        let on_disk = |parsed: &Parsed, meta: &std::fs::Metadata| {
+            if compressing && !parsed.gz {
+                0
+            } else {
+                meta.len()
+            }
+        };
+        let mut total: u64 = files.iter().map(|(_, p, m)| on_disk(p, m)).sum();
+        while let Some((path, parsed, meta)) = files.first() {
             let over_count = self.keep_files.is_some_and(|k| files.len() > k);
             let over_bytes = self.keep_bytes.is_some_and(|k| total > k);
             if !(over_count || over_bytes || too_old(meta)) {
@@ -1030,8 +1308,8 @@ impl Rules {
             let live = self.live.lock();
             let is_live =
                 std::fs::symlink_metadata(path).is_ok_and(|m| *live == Some((m.dev(), m.ino())));
-            if !is_live && std::fs::remove_file(path).is_ok() {
-                total -= meta.len();
+            if !is_live && remove_unless_held(path) {
+                total -= on_disk(parsed, meta);
             }
             drop(live);
             files.remove(0);
@@ -1144,8 +1422,16 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => return Err(e),
             };
+            // Under the file's lock, so a writer cannot take it up while it is
+            // compressed, and a file another writer holds is left alone.
+            if !try_lock_exclusive(&input)? {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "held by a writer",
+                ));
+            }
             let meta = input.metadata()?;
-            if !meta.is_file() {
+            if !meta.is_file() || meta.nlink() == 0 {
                 return Ok(());
             }
             // Whatever is at the temporary's name (ours from a crash, or a planted
@@ -1288,5 +1574,32 @@ mod tests {
         assert!(n.is_temporary("app.2026-12-01-03.007.log.gz.tmp"));
         assert!(!n.is_temporary("backup.gz.tmp"));
         assert!(!n.is_temporary("app.2026-12-01-03.007.log.gz.gz.tmp"));
+    }
+
+    #[test]
+    fn the_grammar_accepts_only_real_dates_and_times() {
+        let n = names("app", None, Naming::Dated, DateFormat::Day, false);
+        for real in ["app.2026-12-31", "app.2024-02-29", "app.2000-02-29"] {
+            assert!(n.parse(real).is_some(), "{real}");
+        }
+        for impossible in [
+            "app.2026-13-45",
+            "app.2026-00-10",
+            "app.2026-12-00",
+            "app.2026-04-31",
+            "app.2026-02-29",
+            "app.1900-02-29",
+        ] {
+            assert_eq!(n.parse(impossible), None, "{impossible}");
+        }
+        let n = names("app", None, Naming::Dated, DateFormat::Second, false);
+        assert!(n.parse("app.2026-12-01-23-59-59").is_some());
+        for impossible in [
+            "app.2026-12-01-24-00-00",
+            "app.2026-12-01-23-60-00",
+            "app.2026-12-01-23-00-60",
+        ] {
+            assert_eq!(n.parse(impossible), None, "{impossible}");
+        }
     }
 }

@@ -1,0 +1,306 @@
+#![cfg(feature = "rolling")]
+//! Restarts that overlap: two real processes on one rolling directory (size rotation,
+//! gzip), the second started while the first is still logging, as in a rolling deploy.
+//! A writer holds its live file's lock: with dated names the second leaves that file to
+//! the first and takes the next counter; with a fixed name it waits for the first to
+//! finish. Neither's housekeeping touches the other's live file. Every record each
+//! process counted written is in the files exactly once. The test binary re-executes
+//! itself as the two processes.
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use loglag::rolling::{Builder, Compression, Naming, Rotation};
+use loglag::{Level, NonBlockingBuilder, Overflow};
+use support::*;
+
+const ROLE: &str = "LOGLAG_TEST_RESTART_ROLE";
+const DIR: &str = "LOGLAG_TEST_RESTART_DIR";
+const NAMING: &str = "LOGLAG_TEST_RESTART_NAMING";
+const RECORDS: u64 = 100_000;
+
+fn appender(naming: Naming, lock_wait: Duration) -> Builder {
+    let prefix = match naming {
+        Naming::Dated => "app",
+        Naming::Fixed => "app.log",
+    };
+    Builder::new()
+        .naming(naming)
+        .rotation(Rotation::NEVER)
+        .filename_prefix(prefix)
+        .filename_suffix("log")
+        .max_file_size(64 << 10)
+        .compression(Compression::Gzip)
+        .lock_wait(lock_wait)
+}
+
+/// Runs this test binary as one of the two processes.
+fn process(role: &str, dir: &Path, naming: Naming) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "process_main", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(DIR, dir)
+        .env(NAMING, format!("{naming:?}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Not a test of its own: the processes' entry point. `ROLE` is `TAG` or `TAG:hold`.
+/// It logs half its records, says "half", waits for a line on stdin, logs the rest,
+/// shuts down and prints what it counted written. With `hold` it also waits for a
+/// second line before it ends (and lets go of the names).
+#[test]
+fn process_main() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let dir = std::env::var(DIR).unwrap();
+    let (tag, hold) = match role.split_once(':') {
+        Some((tag, "hold")) => (tag.to_owned(), true),
+        _ => (role.clone(), false),
+    };
+    let stdin = std::io::stdin();
+    let mut go = String::new();
+    println!("building");
+    std::io::stdout().flush().unwrap();
+    // Far longer than the other process needs to drain on a busy machine.
+    let naming = match std::env::var(NAMING).as_deref() {
+        Ok("Fixed") => Naming::Fixed,
+        _ => Naming::Dated,
+    };
+    let appender = match appender(naming, Duration::from_secs(240)).build(&dir) {
+        Ok(a) => a,
+        Err(e) => {
+            println!("refused {e}");
+            return;
+        }
+    };
+    let (writer, guard) = NonBlockingBuilder::default()
+        .overflow(Overflow::Block)
+        .finish(appender);
+    for i in 0..RECORDS / 2 {
+        writer.submit(Level::Info, format!("{tag} {i:07}\n").as_bytes());
+    }
+    // Written, not only queued: while it waits, this process holds one file and
+    // rotates nothing, so a test that looks at it sees one holder.
+    guard.flush(Duration::from_secs(120)).unwrap();
+    println!("half");
+    std::io::stdout().flush().unwrap();
+    stdin.lock().read_line(&mut go).unwrap();
+    for i in RECORDS / 2..RECORDS {
+        writer.submit(Level::Info, format!("{tag} {i:07}\n").as_bytes());
+    }
+    if hold {
+        stdin.lock().read_line(&mut go).unwrap();
+    }
+    let m = guard.shutdown();
+    assert_accounted(&m);
+    println!(
+        "written {} dropped {}",
+        m.written_records, m.dropped_records
+    );
+}
+
+/// Reads the child's stdout up to the line `expected` (libtest prints its own lines
+/// first); fails if the child ends before saying it.
+fn expect_line(child: &mut BufReader<std::process::ChildStdout>, expected: &str) {
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if child.read_line(&mut line).unwrap() == 0 {
+            panic!("the child ended before saying {expected:?}; it said:\n{seen}");
+        }
+        if line.trim().ends_with(expected) {
+            return;
+        }
+        seen.push_str(&line);
+    }
+}
+
+/// Every record line in every file of `dir`, decompressed, counted by content.
+fn records_in(dir: &Path) -> HashMap<String, u32> {
+    let mut seen = HashMap::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name.ends_with(".tmp") {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap();
+        let mut text = Vec::new();
+        if name.ends_with(".gz") {
+            flate2::read::GzDecoder::new(&bytes[..])
+                .read_to_end(&mut text)
+                .unwrap();
+        } else {
+            text = bytes;
+        }
+        for line in String::from_utf8(text).unwrap().lines() {
+            *seen.entry(line.to_owned()).or_default() += 1;
+        }
+    }
+    seen
+}
+
+/// Three deploys on one directory: each new process starts while the old one still
+/// has half its records to log.
+fn overlapping_restarts(naming: Naming) {
+    within(
+        Duration::from_secs(600),
+        "overlapping restarts",
+        move || {
+            let dir = tempfile::tempdir().unwrap();
+            let mut tags = Vec::new();
+            for round in 0..3 {
+                let (old, new) = (format!("r{round}-old"), format!("r{round}-new"));
+                let mut first = process(&old, dir.path(), naming);
+                let mut first_out = BufReader::new(first.stdout.take().unwrap());
+                expect_line(&mut first_out, "building");
+                expect_line(&mut first_out, "half");
+                let mut second = process(&new, dir.path(), naming);
+                let mut second_out = BufReader::new(second.stdout.take().unwrap());
+                expect_line(&mut second_out, "building");
+                // The new process is starting; the old one logs the rest of its records.
+                writeln!(first.stdin.as_mut().unwrap(), "go").unwrap();
+                writeln!(second.stdin.as_mut().unwrap(), "go").unwrap();
+                for (child, out, tag) in [(first, first_out, &old), (second, second_out, &new)] {
+                    let mut rest = String::new();
+                    let mut out = out;
+                    out.read_to_string(&mut rest).unwrap();
+                    let result = wait_child_within(child, Duration::from_secs(300), tag);
+                    assert!(
+                        result.status.success() && rest.contains(&format!("written {RECORDS} ")),
+                        "{tag}: {rest}\n{}",
+                        String::from_utf8_lossy(&result.stderr)
+                    );
+                }
+                tags.push(old);
+                tags.push(new);
+            }
+            let seen = records_in(dir.path());
+            let mut missing = 0;
+            let mut duplicated = 0;
+            for tag in &tags {
+                for i in 0..RECORDS {
+                    match seen.get(&format!("{tag} {i:07}")) {
+                        None => missing += 1,
+                        Some(1) => {}
+                        Some(_) => duplicated += 1,
+                    }
+                }
+            }
+            assert_eq!(
+                (missing, duplicated),
+                (0, 0),
+                "records counted written that are missing, and duplicated"
+            );
+            // The new process's in-band word that it left a file the old one held
+            // (its live file, or one its housekeeper was compressing) to it. Dated names
+            // may say it once per deploy; a fixed name waits instead.
+            let notices: u32 = seen
+                .iter()
+                .filter(|(line, _)| line.contains("; this writer continues in "))
+                .map(|(_, n)| n)
+                .sum();
+            let most = match naming {
+                Naming::Dated => 3,
+                Naming::Fixed => 0,
+            };
+            let said: Vec<&String> = seen.keys().filter(|l| l.contains("loglag")).collect();
+            assert!(notices <= most, "notices: {said:?}");
+            assert_eq!(
+                seen.len() as u64 - u64::from(notices),
+                tags.len() as u64 * RECORDS,
+                "lines that no process wrote"
+            );
+        },
+    )
+}
+
+#[test]
+fn a_restart_that_overlaps_the_old_process_loses_and_duplicates_nothing() {
+    overlapping_restarts(Naming::Dated);
+}
+
+#[test]
+fn a_restart_on_a_fixed_name_waits_for_the_old_process_and_loses_nothing() {
+    overlapping_restarts(Naming::Fixed);
+}
+
+#[test]
+fn a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder() {
+    within(
+        Duration::from_secs(300),
+        "a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let mut holder = process("holder:hold", dir.path(), Naming::Fixed);
+            let mut out = BufReader::new(holder.stdout.take().unwrap());
+            expect_line(&mut out, "building");
+            expect_line(&mut out, "half");
+            // In this process, while the other holds the names: refused, not shared.
+            let e = appender(Naming::Fixed, Duration::ZERO)
+                .build(dir.path())
+                .unwrap_err();
+            let message = e.to_string();
+            assert!(
+                message.contains(&format!("process {}", holder.id())),
+                "the error names the holder: {message}"
+            );
+            // A different name in the same directory is someone else's business.
+            appender(Naming::Fixed, Duration::ZERO)
+                .filename_prefix("other.log")
+                .build(dir.path())
+                .expect("other names are free");
+            let stdin = holder.stdin.as_mut().unwrap();
+            writeln!(stdin, "go").unwrap();
+            writeln!(stdin, "end").unwrap();
+            let mut rest = String::new();
+            out.read_to_string(&mut rest).unwrap();
+            let result = wait_child_within(holder, Duration::from_secs(300), "holder");
+            assert!(result.status.success(), "{rest}");
+            // Gone: the name is free again, and the next writer continues it.
+            appender(Naming::Fixed, Duration::ZERO)
+                .build(dir.path())
+                .expect("free after the holder ended");
+        },
+    )
+}
+
+/// Two pipelines in one process on the same dated names at once: the second leaves
+/// the first's live file to it, writes the next counter, and says so in-band.
+#[test]
+fn a_second_sink_on_held_dated_names_writes_its_own_file_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = appender(Naming::Dated, Duration::ZERO)
+        .build(dir.path())
+        .unwrap();
+    let first_path = first.current_path();
+    let second = appender(Naming::Dated, Duration::ZERO)
+        .build(dir.path())
+        .unwrap();
+    let second_path = second.current_path();
+    assert_ne!(first_path, second_path, "never one file for two writers");
+    let (first_writer, first_guard) = NonBlockingBuilder::default().finish(first);
+    let (second_writer, second_guard) = NonBlockingBuilder::default().finish(second);
+    first_writer.submit(Level::Info, b"first 1\n");
+    second_writer.submit(Level::Info, b"second 1\n");
+    drop((first_writer, second_writer));
+    assert_accounted(&first_guard.shutdown());
+    assert_accounted(&second_guard.shutdown());
+    let seen = records_in(dir.path());
+    assert_eq!(seen.get("first 1"), Some(&1));
+    assert_eq!(seen.get("second 1"), Some(&1));
+    let second_text = std::fs::read_to_string(&second_path).unwrap();
+    assert!(
+        second_text.contains("is held by another rolling sink in this process"),
+        "the in-band notice names the other writer: {second_text}"
+    );
+}
