@@ -497,24 +497,31 @@ impl Lanes {
                 self.refresh(view);
                 continue;
             }
-            let older_elsewhere = view
+            let next_elsewhere = view
                 .rings
                 .iter()
                 .enumerate()
                 .filter(|&(i, _)| which != Some(i))
                 .filter_map(|(_, r)| r.ring.peek())
                 .chain(which.is_some().then(|| self.shared.peek()).flatten())
-                .any(|p| p.key < seen.key);
-            if older_elsewhere {
+                .map(|p| p.key)
+                .min()
+                .unwrap_or(u64::MAX);
+            if next_elsewhere < seen.key {
                 continue;
             }
             let ring = match which {
                 Some(i) => &view.rings[i].ring,
                 None => &self.shared,
             };
+            // Bounded by this second look too, not only by the first: a thread ring
+            // that looked empty at first may have been given a record since, and the
+            // same thread may then have spilled its next one into the shared ring,
+            // within the records this pop would take. Taking the shared ring up to the
+            // first look's bound then wrote `seq 5078` before `seq 5077`.
             let bound = PopBound {
                 until_pos: seen.head,
-                max_key: second,
+                max_key: second.min(next_elsewhere),
             };
             let (n, _) = ring.pop_into(
                 out,

@@ -524,10 +524,12 @@ impl Ring {
             if taken > 0 && taken + len > max_bytes {
                 break;
             }
-            if count > 0
-                && !self.checksums
-                && self.word(pos + 16).load(Ordering::Relaxed) > bound.max_key
-            {
+            // The first record too: the caller chose this ring by the record it peeked
+            // at the tail, but a producer evicting (`DropOldest`) may have moved the
+            // tail since, and the record there now may belong after another ring's.
+            // (Exempting it wrote a thread's `seq 13982` after its `seq 19999`.) The
+            // peeked record itself always passes: its key is at most `max_key`.
+            if !self.checksums && self.word(pos + 16).load(Ordering::Relaxed) > bound.max_key {
                 break;
             }
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
