@@ -144,6 +144,8 @@ impl std::fmt::Debug for Core {
 }
 
 thread_local! {
+    /// This thread is inside the producer path (counting, claiming a ring, pushing).
+    static PRODUCING: Cell<bool> = const { Cell::new(false) };
     /// (core id, this thread's accepted counter for that core).
     static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
     /// Scratch for records that must be truncated.
@@ -152,6 +154,19 @@ thread_local! {
     /// thread (for its whole life) or a `sync`-mode write. 0 outside any sink. A record
     /// logged here must never wait: only this thread can make the room it would wait for.
     static INSIDE_SINK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Clears this thread's `PRODUCING` flag when the producer path is left.
+struct ProducingGuard {
+    armed: bool,
+}
+
+impl Drop for ProducingGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = PRODUCING.try_with(|p| p.set(false));
+        }
+    }
 }
 
 /// Marks this thread as inside `core`'s sink until dropped.
@@ -323,6 +338,31 @@ impl Core {
         self.config.mode
     }
 
+    /// Enters the producer path on this thread; `None` if this thread is already in
+    /// it. That happens only to a signal handler that logs, interrupting this thread
+    /// while it logged: its record cannot take the thread's ring claim lock, counter
+    /// table or ring (the interrupted call holds them), so it is counted accepted on a
+    /// shared atomic and dropped as `reentrant`. Nothing else here is reached from the
+    /// producer path (a sink that logs runs on the writer, or is caught the same way in
+    /// `sync` mode), so the check costs one thread-local flag per record.
+    #[inline]
+    fn enter_producing() -> Option<ProducingGuard> {
+        match PRODUCING.try_with(|p| p.replace(true)) {
+            Ok(false) => Some(ProducingGuard { armed: true }),
+            Ok(true) => None,
+            // Logging from a thread-local destructor: no flag left, nothing to guard.
+            Err(_) => Some(ProducingGuard { armed: false }),
+        }
+    }
+
+    /// A re-entered record (see [`Core::enter_producing`]): accepted and dropped with
+    /// atomics only, which a signal handler may use.
+    #[cold]
+    fn drop_reentrant(&self, level: Level) {
+        self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        self.counters.count_drop(DropReason::Reentrant, level, 1);
+    }
+
     fn count_accepted(&self) {
         let counted = ACCEPTED.try_with(|slots| {
             let mut slots = slots.borrow_mut();
@@ -416,6 +456,9 @@ impl Core {
         if self.in_forked_child() {
             return self.submit_in_forked_child(level, record);
         }
+        let Some(_producing) = Self::enter_producing() else {
+            return self.drop_reentrant(level);
+        };
         self.count_accepted();
         if record.len() > self.config.max_record_bytes {
             self.counters.truncated.fetch_add(1, Ordering::Relaxed);
@@ -555,6 +598,9 @@ impl Core {
                 // What the caller pays is the capture; rendering is the writer's.
                 std::hint::black_box(&captured);
             } else if deferred && captured.len() <= self.config.max_record_bytes {
+                let Some(_producing) = Self::enter_producing() else {
+                    return self.drop_reentrant(level);
+                };
                 self.count_accepted();
                 let key = if self.lanes.merges() {
                     clock::merge_key_of(time)

@@ -9,14 +9,20 @@ pub(crate) fn rfc3339_micros(out: &mut Vec<u8>, t: SystemTime) {
     // The date and time of day change once a second; build them once per second per
     // thread and only write the microseconds each time.
     let cached = SECOND.try_with(|cell| {
-        let (cached_secs, prefix) = &mut *cell.borrow_mut();
+        // Busy if a signal handler that logs interrupted this very function: it
+        // formats the prefix without the cache rather than panic (an abort there).
+        let Ok(mut cell) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let (cached_secs, prefix) = &mut *cell;
         if *cached_secs != secs || prefix[0] == 0 {
             *cached_secs = secs;
             *prefix = second_prefix(secs);
         }
         out.extend_from_slice(prefix);
+        true
     });
-    if cached.is_err() {
+    if cached != Ok(true) {
         out.extend_from_slice(&second_prefix(secs));
     }
     let mut micros = d.subsec_micros();
