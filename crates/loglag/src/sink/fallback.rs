@@ -96,7 +96,11 @@ impl Sink for Fallback {
                         let _ = link.sink.truncate_to(len);
                     }
                     link.backoff = (link.backoff * 2).clamp(self.initial_backoff, self.max_backoff);
-                    link.retry_at = Some(now + link.backoff);
+                    // A backoff too long for the clock means: not before the end.
+                    link.retry_at = now
+                        .checked_add(link.backoff)
+                        .or_else(|| now.checked_add(FAR))
+                        .or(Some(now));
                     last_err = Some(e);
                 }
             }
@@ -111,10 +115,39 @@ impl Sink for Fallback {
         Ok(())
     }
 
+    /// Every link gets its chance to rotate (a rolling file in the chain): the batch
+    /// may go to any of them. A link that cannot will fail its write instead.
+    fn before_batch(&mut self, batch_len: usize) -> io::Result<()> {
+        for link in &mut self.links {
+            let _ = link.sink.before_batch(batch_len);
+        }
+        Ok(())
+    }
+
+    /// The chain's own (batches a later link took) and each link's (records a
+    /// collector refused inside an accepted batch: RELP, OTLP).
     fn take_absorbed_errors(&mut self) -> u64 {
-        std::mem::take(&mut self.absorbed_errors)
+        let links: u64 = self
+            .links
+            .iter_mut()
+            .map(|l| l.sink.take_absorbed_errors())
+            .sum();
+        std::mem::take(&mut self.absorbed_errors) + links
+    }
+
+    /// What each link has to say in-band (a refusal, a reopened file), in chain order.
+    fn take_notice(&mut self) -> Option<String> {
+        let notices: Vec<String> = self
+            .links
+            .iter_mut()
+            .filter_map(|l| l.sink.take_notice())
+            .collect();
+        (!notices.is_empty()).then(|| notices.join("; "))
     }
 }
+
+/// "Later than any backoff", where `now + backoff` would overflow the clock.
+const FAR: Duration = Duration::from_secs(365 * 86_400);
 
 #[cfg(test)]
 mod tests {
@@ -210,6 +243,45 @@ mod tests {
             chain.links[0].backoff,
             Duration::ZERO,
             "a success resets it"
+        );
+    }
+
+    /// A link that took the batch but reports records refused inside it, a notice, and
+    /// counts the rotations it was offered.
+    struct Refusing {
+        offered: Arc<Mutex<usize>>,
+    }
+
+    impl Sink for Refusing {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn before_batch(&mut self, _batch_len: usize) -> io::Result<()> {
+            *self.offered.lock().unwrap() += 1;
+            Ok(())
+        }
+        fn take_absorbed_errors(&mut self) -> u64 {
+            2
+        }
+        fn take_notice(&mut self) -> Option<String> {
+            Some("the collector refused 2 records".into())
+        }
+    }
+
+    #[test]
+    fn a_links_refusals_notices_and_rotation_pass_through_the_chain() {
+        let offered = Arc::new(Mutex::new(0));
+        let mut chain = Fallback::new(Refusing {
+            offered: offered.clone(),
+        })
+        .then(WriterSink::new(io::sink()));
+        chain.before_batch(10).unwrap();
+        assert_eq!(chain.write(b"0123456789").unwrap(), 10);
+        assert_eq!(*offered.lock().unwrap(), 1, "a rolling link gets to rotate");
+        assert_eq!(chain.take_absorbed_errors(), 2);
+        assert_eq!(
+            chain.take_notice().as_deref(),
+            Some("the collector refused 2 records")
         );
     }
 }
