@@ -178,7 +178,10 @@ impl Syslog {
 
     fn failed(&mut self) {
         self.connection = None;
-        self.next_attempt = Some(Instant::now() + self.retry_delay);
+        self.next_attempt = Some(crate::units::instant_after(
+            Instant::now(),
+            self.retry_delay,
+        ));
         self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
     }
 
@@ -262,7 +265,10 @@ impl Sink for Syslog {
                             .last()
                             .map_or(0, |&(_, buf_end)| buf_end);
                         self.connection = None;
-                        self.next_attempt = Some(Instant::now() + self.retry_delay);
+                        self.next_attempt = Some(crate::units::instant_after(
+                            Instant::now(),
+                            self.retry_delay,
+                        ));
                         self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
                         if whole > 0 {
                             self.framed = framed;
