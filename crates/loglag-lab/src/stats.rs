@@ -39,6 +39,17 @@ pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 /// Resamples drawn for a bootstrap interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 400;
 
+/// The share of a difference that the machine's interference may reach before the
+/// lab calls the difference inconclusive: were all of it on one side, at least the
+/// other half of the difference would remain. One share for the CPU wait and for the
+/// generator's lateness (`lab::findings::interference_verdict` applies it; the
+/// findings' caption states it).
+pub const INTERFERENCE_SHARE: f64 = 0.5;
+
+/// Interference above this share of a difference (and under [`INTERFERENCE_SHARE`])
+/// is said in the note of a difference that holds, as is a machine flagged saturated.
+pub const NOTED_SHARE: f64 = 0.1;
+
 /// A 95% bootstrap interval for `stat(b) − stat(a)`: both samples are resampled with
 /// replacement [`BOOTSTRAP_RESAMPLES`] times (a fixed seed, so a report is
 /// reproducible), and the interval is the 2.5th and 97.5th percentiles of the

@@ -134,6 +134,7 @@ fn load_summary_without_floor() -> loglag_lab::report::LoadSummary {
         max_ms: Some(3005.0),
         send_lateness: Some(loglag_lab::report::Lateness {
             mean_us: 12.5,
+            p50_us: None,
             p99_us: 140.0,
             max_us: 1200.0,
         }),

@@ -391,6 +391,15 @@ impl ApiProc {
             .or_else(|| crate::sys::child::cpu_seconds(self.guard.pid()))
     }
 
+    /// The API's processes now: an `--app`'s cgroup members (everything it forked),
+    /// else its main process and what descends from it.
+    pub fn processes(&self) -> Vec<u32> {
+        match self.group.as_ref().map(|g| g.pids()) {
+            Some(pids) if !pids.is_empty() => pids,
+            _ => crate::sys::procfs::with_descendants(self.guard.pid()),
+        }
+    }
+
     /// Stops following an `--app-log FILE` after a last look, closing the FIFO so
     /// that the reader sees its end. Nothing for the other logs.
     pub fn stop_following(&mut self) -> io::Result<()> {

@@ -41,6 +41,9 @@ impl Exporter for Markdown {
         for (who, w) in crate::report::saturation_warnings(&s.pairs) {
             writeln!(out, "\n**Saturated** ({who}): {w}.")?;
         }
+        if let Some(w) = crate::report::busy_machine_warning(s) {
+            writeln!(out, "\n**Busy machine**: {w}.")?;
+        }
         if !s.findings.is_empty() {
             use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
             writeln!(out, "\n**Findings.** {}\n", findings_caption())?;

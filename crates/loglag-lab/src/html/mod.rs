@@ -478,6 +478,9 @@ pub fn render(s: &Summary) -> String {
             esc(&w)
         );
     }
+    if let Some(w) = crate::report::busy_machine_warning(s) {
+        let _ = write!(h, "<p class=\"bad\"><b>Busy machine</b>: {}.</p>", esc(&w));
+    }
     if !s.findings.is_empty() {
         use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
         let _ = write!(

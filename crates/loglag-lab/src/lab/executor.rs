@@ -86,10 +86,20 @@ pub trait RunApi {
     fn pid(&self) -> Option<u32>;
     /// CPU seconds it has used, everything it forked included where that is known.
     fn cpu_seconds(&self) -> Option<f64>;
+    /// Its processes now, everything it forked included where that is known (none:
+    /// not a process).
+    fn processes(&self) -> Vec<u32> {
+        self.pid().into_iter().collect()
+    }
 }
 
+/// The name of the load generator's runtime threads: how the lab tells the
+/// generator's CPU wait from its other threads' (the sampler, the main thread).
+pub const GENERATOR_THREAD: &str = "load-generator";
+
 /// The real executor: child processes of the `loglag` executable at `exe`, an
-/// `--app`'s shell command, and the open-loop generator on a two-thread runtime.
+/// `--app`'s shell command, and the open-loop generator on a two-thread runtime
+/// (threads named [`GENERATOR_THREAD`]).
 #[derive(Debug)]
 pub struct Processes {
     exe: PathBuf,
@@ -102,6 +112,7 @@ impl Processes {
             exe: exe.to_owned(),
             runtime: tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
+                .thread_name(GENERATOR_THREAD)
                 .enable_all()
                 .build()?,
         })
@@ -213,5 +224,9 @@ impl RunApi for ApiProc {
 
     fn cpu_seconds(&self) -> Option<f64> {
         ApiProc::cpu_seconds(self)
+    }
+
+    fn processes(&self) -> Vec<u32> {
+        ApiProc::processes(self)
     }
 }

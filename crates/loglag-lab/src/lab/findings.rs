@@ -9,16 +9,12 @@
 
 use crate::export::findings::three_figures;
 use crate::report::{Finding, PairSummary, Percentile};
-use crate::stats::{bootstrap_pairs, interval95, quantile_select};
+use crate::stats::{bootstrap_pairs, interval95, quantile_select, INTERFERENCE_SHARE, NOTED_SHARE};
 
 /// The most requests of one pair a bootstrap resamples: above it, every k-th request in
 /// send order. Fewer samples only widen the interval, and 400 resamples of 450,000
 /// requests (a closed loop) would take seconds per finding.
 const MAX_BOOTSTRAP_SAMPLES: usize = 20_000;
-
-/// A difference smaller than this many times the generator's worst lateness in either
-/// run could be the instrument's own delay.
-const LATENESS_MARGIN: f64 = 10.0;
 
 /// The condition the findings compare with: the plan's `--baseline`, else `none` (the
 /// reference's API without logging) when it ran.
@@ -192,7 +188,7 @@ fn compare(
     let difference_interval_ms = interval(|b, t| t - b);
     let ratio_interval = interval(|b, t| t / b);
     let difference_ms = value_ms - baseline_ms;
-    let (inconclusive, note) = judge(t, b, difference_ms, difference_interval_ms);
+    let (inconclusive, note) = judge(t, b, percentile, difference_ms, difference_interval_ms);
     Some(Finding {
         condition: t.condition.clone(),
         baseline: b.condition.clone(),
@@ -211,14 +207,16 @@ fn compare(
 
 /// (why the difference is inconclusive, what to know even when it holds).
 ///
-/// A flagged baseline makes every comparison with it inconclusive: its latency is not
-/// the API's alone. A flagged condition does not, when the flag is the condition's own
-/// doing: sync logging to a slow sink saturates the API, and that is the finding. A
-/// late generator adds its delay to both sides, so it makes a difference inconclusive
-/// only when that delay could account for it.
+/// A saturated baseline makes every comparison with it inconclusive: its latency is
+/// not the API's alone. A saturated condition does not, when that is the condition's
+/// own doing: sync logging to a slow sink saturates the API, and that is the finding.
+/// A busy machine and a late generator add their delay to either side, so they make a
+/// difference inconclusive only when that delay could account for it
+/// ([`interference_verdict`]); a difference within the noise is said to be that first.
 fn judge(
     t: &PairSummary,
     b: &PairSummary,
+    percentile: Percentile,
     difference_ms: f64,
     (lo, hi): (f64, f64),
 ) -> (Option<String>, Option<String>) {
@@ -228,20 +226,6 @@ fn judge(
             Some(format!(
                 "the baseline ({}) was saturated, so its latency is queueing",
                 who(b)
-            )),
-            None,
-        );
-    }
-    // A busy machine (other tenants, or the lab's own reader and generator) slows
-    // whatever ran then, on either side: not a condition's doing.
-    if let Some(p) = [b, t]
-        .into_iter()
-        .find(|p| p.metrics.machine_warning.is_some())
-    {
-        return (
-            Some(format!(
-                "the machine was saturated during {}, so its latency includes waiting for a core",
-                who(p)
             )),
             None,
         );
@@ -256,27 +240,6 @@ fn judge(
             )),
             None,
         );
-    }
-    let late_ms = [t, b]
-        .iter()
-        .filter(|p| p.metrics.lateness_warning.is_some())
-        .filter_map(|p| p.metrics.send_lateness.map(|l| l.max_us / 1e3))
-        .reduce(f64::max);
-    let mut notes = Vec::new();
-    if let Some(late_ms) = late_ms {
-        if late_ms * LATENESS_MARGIN > difference_ms.abs() {
-            return (
-                Some(format!(
-                    "the load generator was up to {} ms late, more than a tenth of the difference",
-                    three_figures(late_ms)
-                )),
-                None,
-            );
-        }
-        notes.push(format!(
-            "the generator was up to {} ms late, under a tenth of the difference",
-            three_figures(late_ms)
-        ));
     }
     if failed(t) > 0 && difference_ms <= 0.0 {
         // Failed requests are not in the percentiles: a condition can look faster
@@ -295,6 +258,16 @@ fn judge(
             None,
         );
     }
+    // A busy machine (other tenants, or the lab's own reader and generator) slows
+    // whatever ran then, on either side: not a condition's doing, when what the runs
+    // waited for a CPU, or the generator's lateness, could account for the difference.
+    let mut notes = Vec::new();
+    let sides = [b, t].map(|p| Interference::of(p, percentile));
+    match interference_verdict(difference_ms, percentile, sides) {
+        Err(why) => return (Some(why), None),
+        Ok(Some(note)) => notes.push(note),
+        Ok(None) => {}
+    }
     if t.metrics.saturation_warning.is_some() {
         notes.push(
             "this condition's runs were saturated and the baseline's were not (see the warning): the difference includes the queue it built"
@@ -310,10 +283,117 @@ fn judge(
     (None, (!notes.is_empty()).then(|| notes.join("; ")))
 }
 
+/// What the machine may have added to one side's latencies at one percentile.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Interference {
+    /// The CPU wait of the side's processes (API, reader and generator, summed over
+    /// its runs) at the percentile's time scale, ms: shared among the requests at or
+    /// beyond the percentile, at least one per run (a p99 of 160 requests: 1.6; a
+    /// p50: 80), the most each could have been delayed had all of it fallen on them.
+    /// `None`: not measured.
+    pub wait_ms: Option<f64>,
+    /// The API's own CPU wait, ms per run, for the label.
+    pub api_wait_ms: Option<f64>,
+    /// The generator's lateness at the percentile, ms (it is in every latency).
+    pub late_ms: Option<f64>,
+    /// The generator's p99 lateness was over the limit.
+    pub late_flagged: bool,
+    /// The machine was flagged saturated during the side's runs.
+    pub busy: bool,
+}
+
+impl Interference {
+    pub(crate) fn of(p: &PairSummary, percentile: Percentile) -> Interference {
+        let q = percentile.quantile();
+        let runs = p.runs.max(1) as f64;
+        let beyond = (p.requests as f64 * (1.0 - q)).max(runs);
+        let wait = p.metrics.cpu_wait_ms;
+        Interference {
+            wait_ms: wait.and_then(|w| w.total()).map(|w| w / beyond),
+            api_wait_ms: wait.and_then(|w| w.api).map(|w| w / runs),
+            late_ms: p.metrics.send_lateness.map(|l| l.at_us(q) / 1e3),
+            late_flagged: p.metrics.lateness_warning.is_some(),
+            busy: p.metrics.machine_warning.is_some(),
+        }
+    }
+}
+
+/// The rule for interference, one function: `Err(why)` when what the machine may have
+/// added to either side could account for the difference (inconclusive), else
+/// `Ok(note)`, the note saying what a reader must know of it.
+///
+/// - The CPU wait at the percentile's scale ([`Interference::wait_ms`], the larger of
+///   the two sides) is [`INTERFERENCE_SHARE`] (half) of the difference or more:
+///   inconclusive. Under it, on a machine flagged saturated or with a wait over
+///   [`NOTED_SHARE`] (a tenth) of the difference, the difference holds and the note
+///   says the absolute values are inflated, by how much the API waited.
+/// - The generator's lateness at the percentile (p50 for a p50 finding, p99 for a
+///   p99), the larger of the two sides, is half of the difference or more:
+///   inconclusive; under it, a flagged lateness is noted.
+/// - Not measured (results from before the wait was), a machine flagged saturated on
+///   either side makes the difference inconclusive, as it did then.
+pub(crate) fn interference_verdict(
+    difference_ms: f64,
+    percentile: Percentile,
+    sides: [Interference; 2],
+) -> Result<Option<String>, String> {
+    let at = percentile.as_str();
+    let allowed = difference_ms.abs() * INTERFERENCE_SHARE;
+    let largest = |f: fn(&Interference) -> Option<f64>| sides.iter().filter_map(f).reduce(f64::max);
+    let busy = sides.iter().any(|s| s.busy);
+    let mut notes = Vec::new();
+    match largest(|s| s.wait_ms) {
+        None if busy => {
+            return Err(
+                "the machine was saturated and how long the runs waited for a CPU was not measured, so their latency may be waiting for a core"
+                    .to_owned(),
+            )
+        }
+        None => {}
+        Some(wait) if wait >= allowed => {
+            return Err(format!(
+                "the runs waited {} ms for a CPU at {at}'s scale, half the difference ({} ms) or more: a busy machine could account for it",
+                three_figures(wait),
+                three_figures(difference_ms.abs())
+            ))
+        }
+        Some(wait) if busy => {
+            let api = largest(|s| s.api_wait_ms).map_or(String::new(), |a| {
+                format!("the API waited {} ms for a CPU; ", three_figures(a))
+            });
+            notes.push(format!(
+                "absolute values inflated by a busy machine ({api}{} ms of waiting at {at}'s scale, under half the difference)",
+                three_figures(wait)
+            ));
+        }
+        Some(wait) if wait >= difference_ms.abs() * NOTED_SHARE => notes.push(format!(
+            "the runs waited {} ms for a CPU at {at}'s scale, under half the difference",
+            three_figures(wait)
+        )),
+        Some(_) => {}
+    }
+    if let Some(late) = largest(|s| s.late_ms) {
+        if late >= allowed {
+            return Err(format!(
+                "the load generator was {} ms late at {at}, half the difference ({} ms) or more",
+                three_figures(late),
+                three_figures(difference_ms.abs())
+            ));
+        }
+        if sides.iter().any(|s| s.late_flagged) {
+            notes.push(format!(
+                "the generator was {} ms late at {at}, under half the difference",
+                three_figures(late)
+            ));
+        }
+    }
+    Ok((!notes.is_empty()).then(|| notes.join("; ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Lateness;
+    use crate::report::{CpuWaitMs, Lateness};
 
     fn pair(condition: &str, sink: &str) -> PairSummary {
         serde_json::from_value(serde_json::json!({
@@ -406,22 +486,24 @@ mod tests {
     }
 
     /// The condition's own saturation is its cost, said in a note; a late generator
-    /// counts only when its delay could explain the difference.
+    /// counts only when its lateness at the percentile could explain the difference.
     #[test]
     fn a_late_generator_weighs_against_the_size_of_the_difference() {
-        let late = |p: &mut PairSummary, max_us: f64| {
+        let late = |p: &mut PairSummary, p99_us: f64| {
             p.metrics.lateness_warning = Some("late".into());
             p.metrics.send_lateness = Some(Lateness {
                 mean_us: 50.0,
-                p99_us: 500.0,
-                max_us,
+                p50_us: Some(20.0),
+                p99_us,
+                // One send 40 ms late: the old rule weighed this, not the p99.
+                max_us: 40_000.0,
             });
         };
         let mut sync = pair("json-sync", "slow");
         sync.metrics.saturation_warning = Some("served 16 of 20".into());
         late(&mut sync, 2_000.0);
         let mut queue = pair("json-queue", "slow");
-        late(&mut queue, 2_000.0);
+        late(&mut queue, 1_500.0);
         let f = run(&[
             (pair("none", "slow"), around(0.5)),
             (sync, around(800.0)),
@@ -429,18 +511,44 @@ mod tests {
         ]);
         let sync = f
             .iter()
-            .find(|f| f.condition == "json-sync" && f.baseline == "none")
+            .find(|f| {
+                f.condition == "json-sync"
+                    && f.baseline == "none"
+                    && f.percentile == Percentile::P99
+            })
             .unwrap();
         assert_eq!(sync.inconclusive, None);
         let note = sync.note.as_deref().unwrap();
         assert!(
-            note.contains("saturated") && note.contains("2.00 ms late"),
+            note.contains("saturated") && note.contains("2.00 ms late at p99"),
             "{note}"
         );
-        let queue = f.iter().find(|f| f.condition == "json-queue").unwrap();
+        // p99: 1.5 ms late against a 2.2 ms difference, over half of it.
+        let queue_p99 = f
+            .iter()
+            .find(|f| f.condition == "json-queue" && f.percentile == Percentile::P99)
+            .unwrap();
         assert!(
-            queue.inconclusive.as_deref().unwrap().contains("late"),
-            "{queue:?}"
+            queue_p99
+                .inconclusive
+                .as_deref()
+                .unwrap()
+                .contains("1.50 ms late at p99"),
+            "{queue_p99:?}"
+        );
+        // p50: 0.02 ms late against a 2 ms difference.
+        let queue_p50 = f
+            .iter()
+            .find(|f| f.condition == "json-queue" && f.percentile == Percentile::P50)
+            .unwrap();
+        assert_eq!(queue_p50.inconclusive, None, "{queue_p50:?}");
+        assert!(
+            queue_p50
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("0.020 ms late at p50"),
+            "{queue_p50:?}"
         );
         // The headline comparison exists, against the queue.
         assert!(f
@@ -449,9 +557,10 @@ mod tests {
     }
 
     /// A condition whose slow requests failed looks faster: inconclusive, not a win.
-    /// A busy machine on either side is no condition's doing: inconclusive too.
+    /// A machine flagged saturated whose wait was not measured (results from before it
+    /// was) makes every finding inconclusive, as it did then.
     #[test]
-    fn missing_requests_and_a_busy_machine_make_a_finding_inconclusive() {
+    fn missing_requests_and_an_unmeasured_busy_machine_make_a_finding_inconclusive() {
         let mut fast_by_failing = pair("short1", "fast");
         fast_by_failing.metrics.timeouts = 12;
         let f = run(&[
@@ -467,10 +576,151 @@ mod tests {
         busy.metrics.machine_warning = Some("the machine was saturated".into());
         let f = run(&[(pair("none", "slow"), around(0.5)), (busy, around(800.0))]);
         assert!(
-            f.iter()
-                .all(|f| f.inconclusive.as_deref().unwrap().contains("machine")),
+            f.iter().all(|f| f
+                .inconclusive
+                .as_deref()
+                .unwrap()
+                .contains("was not measured")),
             "{f:?}"
         );
+    }
+
+    /// A pair whose runs waited `api_ms` + 10% more (reader and generator) for a CPU;
+    /// `busy` flags the machine saturated, as `machine_saturation` does.
+    fn waited(condition: &str, api_ms: f64, busy: bool) -> PairSummary {
+        let mut p = pair(condition, "slow");
+        p.metrics.cpu_wait_ms = Some(CpuWaitMs {
+            api: Some(api_ms),
+            reader: Some(api_ms * 0.05),
+            generator: Some(api_ms * 0.05),
+        });
+        if busy {
+            p.metrics.machine_warning = Some("the machine was saturated (98% busy)".into());
+        }
+        p
+    }
+
+    /// The rule over constructed runs: the measured wait, at the percentile's scale,
+    /// against half the difference. 200 requests in one run: a p99's wait is shared by
+    /// 2 requests, a p50's by 100.
+    #[test]
+    fn the_measured_cpu_wait_decides_whether_a_busy_machine_explains_a_difference() {
+        let find = |f: &[Finding], c: &str, p: Percentile| {
+            f.iter()
+                .find(|f| f.condition == c && f.baseline == "none" && f.percentile == p)
+                .cloned()
+                .unwrap()
+        };
+        // Quiet machine, huge effect: holds, nothing to say.
+        let quiet = run(&[
+            (waited("none", 0.5, false), around(4.6)),
+            (waited("json-sync", 0.8, false), around(2025.0)),
+        ]);
+        let q = find(&quiet, "json-sync", Percentile::P99);
+        assert_eq!(
+            (q.inconclusive.as_deref(), q.note.as_deref()),
+            (
+                None,
+                Some(
+                    "one round: drift between runs is not in the interval (--rounds 3 measures it)"
+                )
+            ),
+            "{q:?}"
+        );
+        // Busy machine (the issue's: 98% busy, the API waited 50 ms), huge effect: holds,
+        // labelled.
+        let busy = run(&[
+            (waited("none", 50.0, true), around(4.6)),
+            (waited("json-sync", 50.0, true), around(2025.0)),
+        ]);
+        for p in [Percentile::P50, Percentile::P99] {
+            let b = find(&busy, "json-sync", p);
+            assert_eq!(b.inconclusive, None, "{b:?}");
+            let note = b.note.as_deref().unwrap();
+            assert!(
+                note.contains(
+                    "absolute values inflated by a busy machine (the API waited 50.0 ms for a CPU"
+                ),
+                "{note}"
+            );
+        }
+        assert!(
+            busy.iter().any(|f| f
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("27.5 ms of waiting at p99's scale")),
+            "55 ms over 2 requests beyond the p99 (200 × 1%): {busy:?}"
+        );
+        // Busy machine, small effect: inconclusive, with the numbers.
+        let small = run(&[
+            (waited("none", 50.0, true), around(4.6)),
+            (waited("short1", 50.0, true), around(5.0)),
+        ]);
+        // p50: 0.55 ms of waiting at its scale against a 0.4 ms difference.
+        for p in [Percentile::P50, Percentile::P99] {
+            let s = find(&small, "short1", p);
+            let why = s.inconclusive.as_deref().unwrap();
+            assert!(
+                why.contains("ms for a CPU at") && why.contains("half the difference"),
+                "{why}"
+            );
+        }
+        // Quiet machine, small effect: the interval decides, as it did without the
+        // wait: a clear shift holds, noise is inconclusive for being noise.
+        let quiet_small = run(&[
+            (waited("none", 0.5, false), around(4.6)),
+            (waited("short1", 0.5, false), around(6.0)),
+            (waited("short10", 0.5, false), around(4.6)),
+        ]);
+        let shift = find(&quiet_small, "short1", Percentile::P50);
+        assert_eq!(shift.inconclusive, None, "{shift:?}");
+        let noise = find(&quiet_small, "short10", Percentile::P50);
+        assert!(
+            noise
+                .inconclusive
+                .as_deref()
+                .unwrap()
+                .contains("includes zero"),
+            "{noise:?}"
+        );
+    }
+
+    /// The rule itself, at its edges: half the difference is the line, for the wait
+    /// and for the lateness; a tenth, or a flagged machine, earns the note.
+    #[test]
+    fn interference_under_half_the_difference_holds_and_a_tenth_is_noted() {
+        let side = |wait: f64, late: f64, busy: bool| Interference {
+            wait_ms: Some(wait),
+            api_wait_ms: Some(wait),
+            late_ms: Some(late),
+            late_flagged: false,
+            busy,
+        };
+        let p99 = Percentile::P99;
+        let quiet = side(0.01, 0.01, false);
+        assert_eq!(interference_verdict(10.0, p99, [quiet, quiet]), Ok(None));
+        assert!(interference_verdict(10.0, p99, [quiet, side(5.0, 0.01, false)]).is_err());
+        assert!(interference_verdict(-10.0, p99, [side(5.0, 0.01, false), quiet]).is_err());
+        assert!(
+            interference_verdict(10.0, p99, [quiet, side(0.01, 5.0, false)])
+                .unwrap_err()
+                .contains("5.00 ms late at p99")
+        );
+        let noted = interference_verdict(10.0, p99, [quiet, side(1.5, 0.01, false)]).unwrap();
+        assert_eq!(
+            noted.as_deref(),
+            Some("the runs waited 1.50 ms for a CPU at p99's scale, under half the difference")
+        );
+        let flagged = interference_verdict(10.0, p99, [quiet, side(0.02, 0.01, true)]).unwrap();
+        assert!(flagged.unwrap().contains("absolute values inflated"));
+        let unmeasured = Interference {
+            wait_ms: None,
+            busy: true,
+            ..Interference::default()
+        };
+        assert!(interference_verdict(1e6, p99, [quiet, unmeasured]).is_ok());
+        assert!(interference_verdict(1e6, p99, [unmeasured, unmeasured]).is_err());
     }
 
     #[test]

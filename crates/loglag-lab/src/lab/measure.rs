@@ -11,8 +11,8 @@ use crate::load::{LoadResult, Outcome};
 use crate::reader::inspect::{IdMatch, LineFindings};
 use crate::reader::ReaderStats;
 use crate::report::{
-    Lateness, Metrics, PairSummary, Params, ProcessFigures, RequestRow, RunSummary, Summary,
-    TimeseriesRow, SCHEMA,
+    CpuWaitMs, Lateness, Metrics, PairSummary, Params, ProcessFigures, RequestRow, RunSummary,
+    Summary, TimeseriesRow, SCHEMA,
 };
 use crate::stats::{self, quantile};
 use crate::sys::procfs::ProcCounters;
@@ -50,6 +50,8 @@ pub struct RawRun {
     /// The share of the machine's CPU time that was busy (all processes, other
     /// tenants' included) during the load.
     pub machine_busy: Option<f64>,
+    /// How long the API, the reader and the generator waited for a CPU during the load.
+    pub cpu_wait_ms: Option<CpuWaitMs>,
     pub cpu_window_s: f64,
     /// Warm-up requests the API served before the counters were reset.
     pub warmup_served: u64,
@@ -332,6 +334,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
                 raw.machine_cores,
                 raw.machine_busy,
             ),
+            cpu_wait_ms: raw.cpu_wait_ms,
             mean_ms,
             process,
         },
@@ -508,6 +511,10 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
                 machine_warning: runs
                     .iter()
                     .find_map(|o| o.summary.metrics.machine_warning.clone()),
+                cpu_wait_ms: CpuWaitMs::summed(
+                    runs.iter()
+                        .filter_map(|o| o.summary.metrics.cpu_wait_ms.as_ref()),
+                ),
                 mean_ms: stats::mean(latencies.iter().map(|&ns| ns as f64 / 1e6)),
                 process: pool_process(runs.iter().map(|o| &o.summary.metrics.process)),
             },
@@ -864,6 +871,11 @@ mod tests {
             lab_cpu_seconds: Some((2.0, 2.25)),
             machine_cores: 2.0,
             machine_busy: Some(0.3),
+            cpu_wait_ms: Some(CpuWaitMs {
+                api: Some(1.5),
+                reader: Some(0.25),
+                generator: Some(0.5),
+            }),
             cpu_window_s: 2.5,
             warmup_served: 2,
             warmup_lines: 0,

@@ -23,11 +23,12 @@ use crate::api::server::ServeConfig;
 use crate::load::{LoadConfig, Outcome, Target};
 use crate::reader::inspect::InspectConfig;
 use crate::reader::{self, ReadConfig};
+use crate::report::CpuWaitMs;
 use crate::report::{Params, RunSummary, Summary};
 use crate::sys::cgroup::CpuLimit;
 use crate::sys::child::cpu_seconds;
 use crate::sys::clock::mono_ns;
-use crate::sys::procfs::ProcCounters;
+use crate::sys::procfs::{CpuWait, ProcCounters};
 
 /// Told about progress; the CLI draws a progress bar with it.
 pub trait Observer {
@@ -560,6 +561,7 @@ fn run_one(
         lab_cpu_seconds: cpu_before.lab.zip(cpu_after.lab),
         machine_cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as f64,
         machine_busy: cpu_before.machine_busy_until(&cpu_after),
+        cpu_wait_ms: cpu_before.wait_until(&cpu_after),
         cpu_window_s: cpu_window,
         warmup_served: plan.warmup as u64,
         warmup_lines,
@@ -576,25 +578,53 @@ fn run_one(
     }))
 }
 
-/// CPU seconds of the run's processes, and the machine's (busy, all) ticks, read just
-/// before and just after the load. The reader and the lab itself (the load generator)
-/// share the machine with the API: their CPU says whether the machine, not the API,
-/// set the limit.
+/// CPU seconds of the run's processes, how long they had waited for a CPU, and the
+/// machine's (busy, all) ticks, read just before and just after the load. The reader
+/// and the lab itself (the load generator) share the machine with the API: their CPU
+/// says whether the machine, not the API, set the limit, and their wait what the
+/// machine's other work cost the run.
 struct CpuReading {
     api: Option<f64>,
     reader: Option<f64>,
     lab: Option<f64>,
     machine: Option<(u64, u64)>,
+    /// (API, reader, generator).
+    waits: [Option<CpuWait>; 3],
 }
 
 impl CpuReading {
     fn take(api: &dyn RunApi, reader_pid: Option<u32>) -> CpuReading {
+        let api_pids = api.processes();
         CpuReading {
             api: api.cpu_seconds(),
             reader: reader_pid.and_then(cpu_seconds),
             lab: cpu_seconds(std::process::id()),
             machine: crate::sys::procfs::machine_cpu_ticks(),
+            waits: [
+                // The control channel answers the lab's sampler, not the requests.
+                (!api_pids.is_empty())
+                    .then(|| CpuWait::read(&api_pids, |name| !name.starts_with("control")))
+                    .flatten(),
+                reader_pid.and_then(|pid| CpuWait::read(&[pid], |_| true)),
+                CpuWait::read(&[std::process::id()], |name| {
+                    name == executor::GENERATOR_THREAD
+                }),
+            ],
         }
+    }
+
+    /// How long each process waited for a CPU from this reading to `later`.
+    fn wait_until(&self, later: &CpuReading) -> Option<CpuWaitMs> {
+        let [api, reader, generator] = [0, 1, 2].map(|i| {
+            let (before, after) = self.waits[i].as_ref().zip(later.waits[i].as_ref())?;
+            Some(after.ms_since(before))
+        });
+        let wait = CpuWaitMs {
+            api,
+            reader,
+            generator,
+        };
+        wait.total().is_some().then_some(wait)
     }
 
     /// The share of the machine's CPU time that was busy from this reading to `later`.

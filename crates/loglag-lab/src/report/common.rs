@@ -22,6 +22,9 @@ pub struct Machine {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Lateness {
     pub mean_us: f64,
+    /// The median (results written before it existed lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
     pub p99_us: f64,
     pub max_us: f64,
 }
@@ -36,9 +39,21 @@ impl Lateness {
         let us = |ns: u64| ns as f64 / 1e3;
         Some(Lateness {
             mean_us: crate::stats::mean(lateness_ns.iter().map(|&l| us(l)))?,
+            p50_us: crate::stats::quantile(&mut sorted, 0.50).map(us),
             p99_us: us(crate::stats::quantile(&mut sorted, 0.99)?),
             max_us: us(crate::stats::quantile(&mut sorted, 1.0)?),
         })
+    }
+
+    /// The lateness at a latency percentile (`q` 0.5 or 0.99), µs: what the
+    /// generator's own delay adds to a latency at that percentile. Without a median
+    /// (older results), the mean stands for it.
+    pub fn at_us(&self, q: f64) -> f64 {
+        if q >= 0.99 {
+            self.p99_us
+        } else {
+            self.p50_us.unwrap_or(self.mean_us)
+        }
     }
 
     /// A sentence for runs whose p99 lateness exceeds `limit_us`.

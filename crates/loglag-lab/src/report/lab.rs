@@ -193,9 +193,14 @@ pub struct Metrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation_warning: Option<String>,
     /// The machine was saturated (all its cores busy, other tenants included): every
-    /// latency may include waiting for a core, whatever the condition did.
+    /// latency may include waiting for a core, whatever the condition did. The
+    /// findings weigh the wait measured in `cpu_wait_ms`, not this flag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_warning: Option<String>,
+    /// How long the run's processes waited for a CPU during the load (a pair: summed
+    /// over its runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_ms: Option<CpuWaitMs>,
     /// What the API process did (a pair: rates averaged over rounds; maxima for RSS
     /// and queue age; sums for counts).
     #[serde(flatten)]
@@ -210,6 +215,51 @@ impl Metrics {
         self.lateness_warning.is_some()
             || self.saturation_warning.is_some()
             || self.machine_warning.is_some()
+    }
+}
+
+/// How long each of a run's processes waited for a CPU during the load, ms: runnable
+/// but not running (the run-queue wait of `/proc/PID/task/*/schedstat`, summed over
+/// threads, read as the load starts and as it ends). What other tenants, and the
+/// lab's processes among themselves, cost the run. `None`: not measured.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuWaitMs {
+    /// The API (an `--app` with everything it forked), without the threads of the
+    /// built-in API's control channel, which answer the lab's sampler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<f64>,
+    /// The sink reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<f64>,
+    /// The load generator: the lab's runtime threads that send and receive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<f64>,
+}
+
+impl CpuWaitMs {
+    /// The three together; `None` when none was measured.
+    pub fn total(&self) -> Option<f64> {
+        let measured = [self.api, self.reader, self.generator];
+        measured
+            .iter()
+            .any(Option::is_some)
+            .then(|| measured.iter().flatten().sum())
+    }
+
+    /// Each role summed over `runs` (a pair's figure); `None` when no run measured any.
+    pub fn summed<'a>(runs: impl Iterator<Item = &'a CpuWaitMs>) -> Option<CpuWaitMs> {
+        let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        runs.fold(None, |acc: Option<CpuWaitMs>, r| {
+            let acc = acc.unwrap_or_default();
+            Some(CpuWaitMs {
+                api: add(acc.api, r.api),
+                reader: add(acc.reader, r.reader),
+                generator: add(acc.generator, r.generator),
+            })
+        })
     }
 }
 
@@ -359,19 +409,76 @@ pub struct TimeseriesRow {
     pub read_bytes: u64,
 }
 
-/// The saturation warnings of a lab run, one line per pair.
+/// The API's saturation warnings of a lab run, one line per pair: each is that pair's
+/// own (a condition's doing, or a baseline's trouble). A busy machine is one cause
+/// for every pair: [`busy_machine_warning`].
 pub fn saturation_warnings(pairs: &[PairSummary]) -> Vec<(String, String)> {
     pairs
         .iter()
         .filter_map(|p| {
-            let w = match (&p.metrics.saturation_warning, &p.metrics.machine_warning) {
-                (Some(a), Some(m)) => format!("{a}; {m}"),
-                (Some(w), None) | (None, Some(w)) => w.clone(),
-                (None, None) => return None,
-            };
+            let w = p.metrics.saturation_warning.clone()?;
             Some((format!("{} / {}", p.condition, p.sink), w))
         })
         .collect()
+}
+
+/// One line for a busy machine, however many runs it disturbed: how many were (their
+/// cores 90% used or more, other tenants included: `machine_warning`), and the most
+/// the API, the reader and the generator waited for a CPU in one of them. Each run's
+/// own figures are in `summary.json` (`machine_warning`, `cpu_wait_ms`). Without runs
+/// (a summary read back without them), its pairs are counted instead.
+pub fn busy_machine_warning(s: &Summary) -> Option<String> {
+    let (busy, all, waits): (usize, usize, Vec<CpuWaitMs>) = if s.runs.is_empty() {
+        let busy: Vec<&PairSummary> = s
+            .pairs
+            .iter()
+            .filter(|p| p.metrics.machine_warning.is_some())
+            .collect();
+        let waits = busy
+            .iter()
+            .filter_map(|p| {
+                let w = p.metrics.cpu_wait_ms?;
+                let per_run = |v: Option<f64>| v.map(|v| v / p.runs.max(1) as f64);
+                Some(CpuWaitMs {
+                    api: per_run(w.api),
+                    reader: per_run(w.reader),
+                    generator: per_run(w.generator),
+                })
+            })
+            .collect();
+        (busy.len(), s.pairs.len(), waits)
+    } else {
+        let busy: Vec<&RunSummary> = s
+            .runs
+            .iter()
+            .filter(|r| r.metrics.machine_warning.is_some())
+            .collect();
+        let waits = busy.iter().filter_map(|r| r.metrics.cpu_wait_ms).collect();
+        (busy.len(), s.runs.len(), waits)
+    };
+    if busy == 0 {
+        return None;
+    }
+    let what = if s.runs.is_empty() { "pairs" } else { "runs" };
+    let most = |f: fn(&CpuWaitMs) -> Option<f64>| waits.iter().filter_map(f).reduce(f64::max);
+    let waited = match (most(|w| w.api), most(|w| w.reader), most(|w| w.generator)) {
+        (None, None, None) => {
+            ": latencies include waiting for a core (how long was not measured)".to_owned()
+        }
+        (api, reader, generator) => {
+            let ms =
+                |v: Option<f64>| v.map_or("(not measured)".to_owned(), |v| format!("{v:.1} ms"));
+            format!(
+                ": the API waited up to {} for a CPU in a run, the reader up to {}, the load generator up to {}; each finding weighs that wait against its difference (see its note)",
+                ms(api),
+                ms(reader),
+                ms(generator)
+            )
+        }
+    };
+    Some(format!(
+        "the machine was busy (its cores 90% used or more, other tenants included) during {busy} of {all} {what}{waited}"
+    ))
 }
 
 /// The lateness warnings of a lab run, one line each: per pair when a few pairs are
@@ -438,12 +545,48 @@ mod tests {
         .unwrap();
         let lateness = Lateness {
             mean_us: late_p99_us / 2.0,
+            p50_us: Some(late_p99_us / 3.0),
             p99_us: late_p99_us,
             max_us: late_p99_us * 2.0,
         };
         p.metrics.lateness_warning = lateness.warning(100.0);
         p.metrics.send_lateness = Some(lateness);
         p
+    }
+
+    /// A busy machine is one cause, said once whatever the number of runs it
+    /// disturbed, with the most each process waited; the API's own saturation stays
+    /// per pair.
+    #[test]
+    fn a_busy_machine_is_one_line_and_a_saturated_api_is_its_pair_s() {
+        let mut s: Summary =
+            serde_json::from_str(include_str!("../../tests/fixtures/lab/summary.json")).unwrap();
+        assert_eq!(busy_machine_warning(&s), None);
+        let runs = s.runs.len();
+        for (i, r) in s.runs.iter_mut().enumerate() {
+            r.metrics.machine_warning = Some("the machine was saturated (98% busy)".into());
+            r.metrics.cpu_wait_ms = Some(CpuWaitMs {
+                api: Some(10.0 * (i + 1) as f64),
+                reader: Some(1.5),
+                generator: None,
+            });
+        }
+        for p in &mut s.pairs {
+            p.metrics.machine_warning = Some("the machine was saturated (98% busy)".into());
+        }
+        s.pairs[3].metrics.saturation_warning = Some("the API was saturated".into());
+        let line = busy_machine_warning(&s).unwrap();
+        assert!(
+            line.starts_with(&format!("the machine was busy (its cores 90% used or more, other tenants included) during {runs} of {runs} runs: the API waited up to {}.0 ms for a CPU in a run, the reader up to 1.5 ms, the load generator up to (not measured)", 10 * runs)),
+            "{line}"
+        );
+        let saturated = saturation_warnings(&s.pairs);
+        assert_eq!(saturated.len(), 1, "{saturated:?}");
+        assert_eq!(saturated[0].1, "the API was saturated");
+        // Without runs (a summary that kept only its pairs), the pairs are counted.
+        s.runs.clear();
+        let line = busy_machine_warning(&s).unwrap();
+        assert!(line.contains(&format!("during {0} of {0} pairs: latencies include waiting for a core (how long was not measured)", s.pairs.len())), "{line}");
     }
 
     #[test]

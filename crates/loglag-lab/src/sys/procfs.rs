@@ -50,6 +50,102 @@ impl ProcCounters {
     }
 }
 
+/// How long the threads of some processes waited for a CPU: runnable but not running,
+/// the second field of `/proc/PID/task/TID/schedstat` (the run-queue wait, ns), per
+/// thread. Read before and after a load: [`CpuWait::ms_since`] is the load's. A
+/// thread that exits in between loses its wait, one born in between counts all of its.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuWait {
+    /// ((pid, tid), run-queue wait in ns).
+    threads: Vec<((u32, u32), u64)>,
+}
+
+impl CpuWait {
+    /// The threads of `pids` whose name (`comm`) `counted` accepts. `None` when no
+    /// thread's schedstat could be read (a kernel without `CONFIG_SCHED_INFO`, or the
+    /// processes are gone).
+    pub fn read(pids: &[u32], counted: impl Fn(&str) -> bool) -> Option<CpuWait> {
+        let mut threads = Vec::new();
+        let mut read_any = false;
+        for &pid in pids {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                    continue;
+                };
+                // A thread may exit between the listing and the reads.
+                let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+                    continue;
+                };
+                let Some(wait) = stat.split_whitespace().nth(1).and_then(|w| w.parse().ok()) else {
+                    continue;
+                };
+                read_any = true;
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                if counted(comm.trim_end()) {
+                    threads.push(((pid, tid), wait));
+                }
+            }
+        }
+        read_any.then_some(CpuWait { threads })
+    }
+
+    /// The wait since `earlier`, ms: each thread's growth, from zero for a thread
+    /// `earlier` did not see.
+    pub fn ms_since(&self, earlier: &CpuWait) -> f64 {
+        let ns: u64 = self
+            .threads
+            .iter()
+            .map(|(id, now)| {
+                let before = earlier
+                    .threads
+                    .iter()
+                    .find(|(e, _)| e == id)
+                    .map_or(0, |(_, w)| *w);
+                now.saturating_sub(before)
+            })
+            .sum();
+        ns as f64 / 1e6
+    }
+}
+
+/// `pid` and every process descended from it, from the parent pids in `/proc`.
+pub fn with_descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|p| {
+            let child: u32 = p.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
+            // The field after the command name (in parentheses, which may hold spaces)
+            // and the state: the parent pid.
+            let parent = stat[stat.rfind(')')? + 2..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut family = vec![pid];
+    let mut i = 0;
+    while i < family.len() {
+        let parent = family[i];
+        family.extend(
+            parents
+                .iter()
+                .filter(|&&(c, p)| p == parent && !family.contains(&c))
+                .map(|&(c, _)| c)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    family
+}
+
 /// The first number after `key` at the start of a line.
 fn field(text: &str, key: &str) -> Option<u64> {
     text.lines()
@@ -236,6 +332,50 @@ mod tests {
         assert!(after.syscw >= before.syscw + 100, "{before:?} -> {after:?}");
         assert!(after.rss_peak_kib >= after.rss_kib && after.rss_kib > 0);
         assert!(after.ctx_voluntary + after.ctx_involuntary > 0);
+    }
+
+    /// More spinning threads than cores: some of them wait for a CPU, and the wait
+    /// is counted only for the threads asked for.
+    #[test]
+    fn threads_that_outnumber_the_cores_wait_for_a_cpu() {
+        let pid = std::process::id();
+        let before = CpuWait::read(&[pid], |name| name == "spin-wait").expect("schedstat");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinners: Vec<_> = (0..cores + 1)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::Builder::new()
+                    .name("spin-wait".into())
+                    .spawn(move || {
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let during = CpuWait::read(&[pid], |name| name == "spin-wait").unwrap();
+        let others = CpuWait::read(&[pid], |name| name == "no-such-thread").unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for s in spinners {
+            s.join().unwrap();
+        }
+        assert_eq!(during.threads.len(), cores + 1);
+        // cores + 1 threads on `cores` cores for 200 ms: together they waited at least
+        // a few ms (ideally 200 ms); a lost tick is not enough to fail.
+        assert!(during.ms_since(&before) > 5.0, "{during:?}");
+        assert_eq!(others.ms_since(&before), 0.0);
+        assert!(with_descendants(pid).contains(&pid));
+        let child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(with_descendants(pid).contains(&child.id()));
+        let mut child = child;
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]
