@@ -38,6 +38,8 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
         assert_eq!(run(&s, "none", "slow")["read_bytes"], 0);
         // Sync: the API waits on the pipe, so what is left after the last response is at
         // most what the pipe held; the drain is bounded by that backlog at the read rate.
+        // The 0.5 s on top is the reader's own delay: it sleeps after each 4 KiB read, and
+        // on a busy machine each wake-up may wait a few ms for a CPU (16 per 64 KiB).
         let sync = pair(&s, "json-sync", "slow");
         let backlog_s = sync["max_backlog_kib"].as_f64().unwrap() / 256.0;
         assert!(
@@ -51,16 +53,36 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
         // 16 KiB x 20/s exceeds 256 KiB/s: reading all logs takes longer than the load.
         assert!(queue["rps_logs_read"].as_f64().unwrap() < queue["rps_api"].as_f64().unwrap());
         // The headline: waiting on the slow sink in the request path costs the tail, handing
-        // off does not. 20 x 16 KiB/s against 256 KiB/s makes sync requests queue for
-        // seconds; the queue's p99 is the API's own work.
+        // off does not. By construction, not by timing: the 40 requests log 640 KiB; the
+        // reader takes at most 256 KiB/s (it sleeps after each read) and the pipe holds
+        // 64 KiB, so the last response cannot come before (640 − 64 − 4) / 256 = 2.23 s,
+        // 0.28 s after the last request was due. Of 40 requests the p99 is the slowest: at
+        // least that (a busy machine only slows the reader). The queue's p99 is the API's
+        // own work, less than that.
         let (sync_p99, queue_p99) = (
             sync["p99_ms"].as_f64().unwrap(),
             queue["p99_ms"].as_f64().unwrap(),
         );
         assert!(
-            sync_p99 > 10.0 * queue_p99,
-            "sync p99 {sync_p99} ms should exceed 10x queue p99 {queue_p99} ms"
+            sync_p99 >= 200.0,
+            "sync p99 {sync_p99} ms: at least ~280 ms by construction"
         );
+        assert!(
+            sync_p99 > queue_p99,
+            "sync p99 {sync_p99} ms against the queue's {queue_p99} ms"
+        );
+        // How long each process waited for a CPU during the load is in every run (where
+        // the kernel keeps schedstat).
+        let schedstat = Path::new("/proc/self/schedstat").exists();
+        for c in ["none", "json-sync", "json-queue"]
+            .into_iter()
+            .filter(|_| schedstat)
+        {
+            let wait = &run(&s, c, "slow")["cpu_wait_ms"];
+            for role in ["api", "reader", "generator"] {
+                assert!(wait[role].as_f64().unwrap() >= 0.0, "{c}: {wait}");
+            }
+        }
         // The generator's own lateness is reported for every run and pair.
         for c in ["none", "json-sync", "json-queue"] {
             let late = &pair(&s, c, "slow")["send_lateness"];
@@ -91,7 +113,9 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(stdout.contains("| json-queue | slow |"), "{stdout}");
         // The headline is stated as a finding with its interval: sync against the queue
-        // at p99, seconds against milliseconds, holds (its saturation is its own doing).
+        // at p99, hundreds of ms against a few. It holds (its saturation is its own
+        // doing), unless the machine was so busy that the wait the runs measured could
+        // account for half of it: then it says so, and the numbers bear it out.
         let headline = s["findings"]
             .as_array()
             .unwrap()
@@ -102,15 +126,31 @@ fn lab_reproduces_the_mechanism_on_a_slow_sink() {
                     && f["percentile"] == "p99"
             })
             .unwrap_or_else(|| panic!("no json-sync vs json-queue finding: {}", s["findings"]));
-        assert_eq!(
-            headline["inconclusive"],
-            serde_json::Value::Null,
-            "{headline}"
-        );
         assert!(
-            headline["ratio_interval"][0].as_f64().unwrap() > 10.0,
+            headline["difference_interval_ms"][0].as_f64().unwrap() > 0.0,
             "{headline}"
         );
+        if let Some(why) = headline["inconclusive"].as_str() {
+            // 40 requests: a p99's wait is the whole run's, its lateness the latest send.
+            let half = 0.5 * headline["difference_ms"].as_f64().unwrap();
+            let (waited, late) = ["json-sync", "json-queue"]
+                .iter()
+                .map(|c| {
+                    let p = pair(&s, c, "slow");
+                    let w = &p["cpu_wait_ms"];
+                    let waited: f64 = ["api", "reader", "generator"]
+                        .iter()
+                        .filter_map(|r| w[r].as_f64())
+                        .sum();
+                    (waited, p["send_lateness"]["p99_us"].as_f64().unwrap() / 1e3)
+                })
+                .fold((0.0f64, 0.0f64), |(w, l), (w2, l2)| (w.max(w2), l.max(l2)));
+            assert!(
+                (why.contains("for a CPU at p99's scale") && waited >= half)
+                    || (why.contains("late at p99") && late >= half),
+                "{waited} ms waited, {late} ms late: {headline}"
+            );
+        }
         assert!(
             stdout.contains("| json-sync vs json-queue | slow | p99 |")
                 && stdout.contains("**Findings.**"),
