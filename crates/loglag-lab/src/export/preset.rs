@@ -156,8 +156,10 @@ pub fn table(s: &PresetSummary) -> (Vec<(&'static str, bool)>, Vec<Vec<String>>)
 }
 
 /// What the page says under the table, row by row: (label, step / condition, text)
-/// for an unverified row, a late generator and a saturated API.
-pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, &str)> {
+/// for an unverified row, a late generator and a saturated API; then one line for a
+/// busy machine, however many rows it disturbed (each step's `summary.json` has its
+/// runs' `machine_warning` and `cpu_wait_ms`).
+pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, String)> {
     let mut out = Vec::new();
     for r in &s.rows {
         let p = &r.pair;
@@ -169,12 +171,34 @@ pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, &str)> {
             ("Not verified", unverified),
             ("Warning", p.metrics.lateness_warning.as_deref()),
             ("Saturated", p.metrics.saturation_warning.as_deref()),
-            ("Saturated", p.metrics.machine_warning.as_deref()),
         ] {
             if let Some(text) = text {
-                out.push((label, who(), text));
+                out.push((label, who(), text.to_owned()));
             }
         }
+    }
+    let busy: Vec<_> = s
+        .rows
+        .iter()
+        .filter(|r| r.pair.metrics.machine_warning.is_some())
+        .collect();
+    if !busy.is_empty() {
+        // The most the API waited for a CPU in one run of a busy row.
+        let api_wait = busy
+            .iter()
+            .filter_map(|r| {
+                let w = r.pair.metrics.cpu_wait_ms?.api?;
+                Some(w / r.pair.runs.max(1) as f64)
+            })
+            .reduce(f64::max);
+        out.push((
+            "Busy machine",
+            format!("{} of {} rows", busy.len(), s.rows.len()),
+            match api_wait {
+                Some(w) => format!("the machine was busy (its cores 90% used or more, other tenants included): the API waited up to {w:.1} ms for a CPU in a run"),
+                None => "the machine was busy (its cores 90% used or more, other tenants included): latencies include waiting for a core".to_owned(),
+            },
+        ));
     }
     out
 }

@@ -219,7 +219,7 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
             h,
             "<p><strong>{label}</strong> ({}): {}.</p>",
             esc(&who),
-            esc(text)
+            esc(&text)
         );
     }
     if let Some(v) = &s.verdict {
