@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use loglag::rolling::{Builder, Compression, Naming, Rotation};
@@ -302,5 +304,60 @@ fn a_second_sink_on_held_dated_names_writes_its_own_file_and_says_so() {
     assert!(
         second_text.contains("is held by another rolling sink in this process"),
         "the in-band notice names the other writer: {second_text}"
+    );
+}
+
+/// A fixed name moved away under its writer (logrotate before its SIGHUP, a `mv`)
+/// while a new writer starts: the new one waits `lock_wait` for the name, then makes
+/// it; the old one finds the name held and keeps writing the file it has open, which
+/// still has a name. Neither loses a record, neither renames the other's file, even
+/// when the old one's period ends meanwhile.
+#[test]
+fn a_fixed_name_taken_while_its_writer_was_moved_away_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(1_800_000_000));
+    let builder = || {
+        let clock = clock.clone();
+        Builder::new()
+            .naming(Naming::Fixed)
+            .rotation(Rotation::HOURLY)
+            .filename_prefix("app.log")
+            .lock_wait(Duration::from_millis(200))
+            .time_source(move || {
+                std::time::UNIX_EPOCH + Duration::from_secs(clock.load(Ordering::SeqCst) as u64)
+            })
+    };
+    let (old, old_guard) =
+        NonBlockingBuilder::default().finish(builder().build(dir.path()).unwrap());
+    old.submit(Level::Info, b"old 1\n");
+    old_guard.flush(Duration::from_secs(30)).unwrap();
+    std::fs::rename(dir.path().join("app.log"), dir.path().join("app.log.moved")).unwrap();
+    let (new, new_guard) =
+        NonBlockingBuilder::default().finish(builder().build(dir.path()).unwrap());
+    new.submit(Level::Info, b"new 1\n");
+    new_guard.flush(Duration::from_secs(30)).unwrap();
+    old.submit(Level::Info, b"old 2\n");
+    old_guard.flush(Duration::from_secs(30)).unwrap();
+    // The hour ends: the old writer must not rotate the new one's file away.
+    clock.fetch_add(3600, Ordering::SeqCst);
+    old.submit(Level::Info, b"old 3\n");
+    old_guard.flush(Duration::from_secs(30)).unwrap();
+    new.submit(Level::Info, b"new 2\n");
+    let (old_m, new_m) = (old_guard.shutdown(), new_guard.shutdown());
+    for m in [&old_m, &new_m] {
+        assert_accounted(m);
+        assert_eq!(m.dropped_records, 0, "{m:#?}");
+    }
+    let seen = records_in(dir.path());
+    for line in ["old 1", "old 2", "old 3", "new 1", "new 2"] {
+        assert_eq!(seen.get(line), Some(&1), "{line}: {seen:?}");
+    }
+    let held = seen
+        .keys()
+        .filter(|l| l.contains("this writer keeps writing the file it has open"))
+        .count();
+    assert_eq!(
+        held, 1,
+        "the old writer says once that the name is held: {seen:?}"
     );
 }

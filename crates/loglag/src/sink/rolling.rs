@@ -424,6 +424,9 @@ pub struct RollingFile {
     hup: Option<Arc<AtomicBool>>,
     /// Something to say in-band before the next batch (a file reopened).
     notice: Option<String>,
+    /// The current name is held by another writer; this one writes the file it has
+    /// open (said once).
+    locked_out: bool,
 }
 
 impl RollingFile {
@@ -504,6 +507,7 @@ impl RollingFile {
             housekeeper: Housekeeper::idle(),
             hup,
             notice: None,
+            locked_out: false,
             settings,
         };
         file.open_at_start()?;
@@ -569,7 +573,9 @@ impl RollingFile {
                                 .exists() =>
                     {
                         let path = self.settings.dir.join(self.names.name(&stamp, p.counter));
-                        match self.open_path(&path, Open::Continue) {
+                        // Only if it is still there: compressed away meanwhile, it
+                        // must not be made again beside its `.gz`.
+                        match self.open_path(&path, Open::Existing) {
                             Ok(()) => {
                                 self.current_stamp = stamp.clone();
                                 self.last_taken = Some((stamp, p.counter));
@@ -591,6 +597,10 @@ impl RollingFile {
                                 ));
                                 Ok(())
                             }
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                                self.last_taken = Some((stamp.clone(), p.counter));
+                                self.open_new_dated(stamp)
+                            }
                             Err(e) => Err(e),
                         }
                     }
@@ -606,24 +616,8 @@ impl RollingFile {
     /// just made it (a fixed name's rotation). `Interrupted` if someone made the name
     /// meanwhile: opening it again sees theirs.
     fn create_locked(&self, path: &Path) -> io::Result<File> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let tmp = path.with_file_name(format!(
-            ".{}.{}.new",
-            name.unwrap_or_default(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&tmp); // a crash's, never followed
-        let mut options = OpenOptions::new();
-        options
-            .append(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        if let Some(mode) = self.settings.file_mode {
-            options.mode(mode);
-        }
-        let file = options.open(&tmp)?;
-        let placed = try_lock_exclusive(&file).and_then(|_| rename_noreplace(&tmp, path));
-        match placed {
+        let (file, tmp) = self.locked_temporary(path)?;
+        match rename_noreplace(&tmp, path) {
             Ok(()) => Ok(file),
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
@@ -639,11 +633,53 @@ impl RollingFile {
         }
     }
 
+    /// A new, empty file for `path`, locked, under a temporary name beside it
+    /// (`.NAME.PID.N.new`, dot-first: no sink's grammar matches it).
+    fn locked_temporary(&self, path: &Path) -> io::Result<(File, PathBuf)> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        let mut options = OpenOptions::new();
+        options
+            .append(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        if let Some(mode) = self.settings.file_mode {
+            options.mode(mode);
+        }
+        // Never an existing name: one may hold a rotated file's records (see
+        // `Rules::adopt_rotation_leftover`), and a planted link is not followed.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let (file, tmp) = loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let tmp = path.with_file_name(format!(".{name}.{}.{n}.new", std::process::id()));
+            match options.open(&tmp) {
+                Ok(file) => break (file, tmp),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if let Err(e) = try_lock_exclusive(&file) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        Ok((file, tmp))
+    }
+
+    /// Whether `path` names the file this sink has open.
+    fn names_open_file(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.live_id)
+            && self.file.is_some()
+    }
+
     /// Opens the fixed name, waiting up to `lock_wait` for another writer that holds
     /// it (an old process still draining) to let go. While it waits it never creates
     /// the name: the holder, rotating, would find its own fixed name taken.
     fn open_waiting(&mut self, path: &Path) -> io::Result<()> {
         let started = std::time::Instant::now();
+        // Made (locked) if missing at the first try. Once a holder was seen, only
+        // opened: made below only if it stays missing. A holder's own rotation never
+        // leaves the name missing (an atomic exchange), and a holder whose file was
+        // moved away and whose name another writer made keeps writing its own file.
         let mut how = Open::Continue;
         let mut moves = 0;
         loop {
@@ -673,7 +709,7 @@ impl RollingFile {
                         ),
                     ))
                 }
-                // Gone while waiting, and still gone: this one creates it.
+                // Gone while waiting, and still gone: this one makes it, locked.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return self.open_path(path, Open::Continue)
                 }
@@ -807,12 +843,14 @@ impl RollingFile {
                 }
                 return Err(held_by_another(path, &meta));
             }
-            // Compressed and unlinked by a housekeeper between the open and the lock:
-            // whatever the name means now, it is not this file.
-            if file.metadata()?.nlink() == 0 {
+            // Renamed (a rotation) or compressed and unlinked by a housekeeper between
+            // the open and the lock: whatever the name means now, it is not this file.
+            let still_there = std::fs::symlink_metadata(path)
+                .is_ok_and(|now| (now.dev(), now.ino()) == (meta.dev(), meta.ino()));
+            if file.metadata()?.nlink() == 0 || !still_there {
                 return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    format!("{} was removed as it was opened", path.display()),
+                    io::ErrorKind::Interrupted,
+                    format!("{} moved on as it was opened", path.display()),
                 ));
             }
         }
@@ -883,27 +921,83 @@ impl RollingFile {
             _ => DateFormat::Day.format(wall),
         };
         let mut counter = self.next_counter(&stamp);
-        let old = self.current.clone();
-        let mut live = self.live.lock();
-        loop {
+        let fixed = self.current.clone();
+        if !self.names_open_file(&fixed) {
+            // The name is no longer this writer's file (moved away, or another
+            // writer's now): never rename what another writer holds.
+            return self.reopen();
+        }
+        // The new file is made locked under a temporary name and swapped in for the
+        // old one in one step, so the fixed name never goes missing: a writer waiting
+        // for it (a restart) can never make it in between and lock this one out.
+        let (fresh, tmp) = self.locked_temporary(&fixed)?;
+        let live = self.live.lock();
+        let rotated_from = match rename_exchange(&tmp, &fixed) {
+            Ok(()) => tmp.clone(),
+            // No atomic exchange here (not Linux, or a file system without it): the
+            // old file is renamed, then the new one put in its place.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                fixed.clone()
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let mut renamed = None;
+        for _ in 0..10_000 {
             let target = self.settings.dir.join(self.names.name(&stamp, counter));
-            match rename_noreplace(&old, &target) {
-                Ok(()) => break,
+            match rename_noreplace(&rotated_from, &target) {
+                Ok(()) => {
+                    renamed = Some(target);
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     counter = Some(counter.map_or(1, |n| n + 1));
                 }
-                // Gone already (deleted under us): just start a new one.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if rotated_from == tmp {
+                        // Swapped in already: the new file is current; the old one
+                        // keeps its records under the temporary name until a rename
+                        // succeeds (it is never deleted).
+                        eprintln!(
+                            "loglag: cannot rename the rotated {} (kept as {}): {e}",
+                            fixed.display(),
+                            tmp.display()
+                        );
+                        break;
+                    }
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(e);
+                }
+            }
+        }
+        if rotated_from == fixed {
+            if let Err(e) = rename_noreplace(&tmp, &fixed) {
+                // Someone made the name in the moment it was free: this writer keeps
+                // writing its file, now under its rotated name, and tries the fixed
+                // name again at the next batch.
+                let _ = std::fs::remove_file(&tmp);
+                drop(live);
+                self.notice = Some(format!(
+                    "{} was taken by another writer as it rotated ({e}); this writer keeps writing {}",
+                    fixed.display(),
+                    renamed.as_deref().unwrap_or(&fixed).display()
+                ));
+                return Ok(());
             }
         }
         // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
         // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
-        self.file = None;
-        *live = None;
+        let meta = fresh.metadata()?;
+        let mut live = live;
+        *live = Some((meta.dev(), meta.ino()));
         drop(live);
+        self.live_id = (meta.dev(), meta.ino());
+        self.file = Some(fresh);
+        self.len = 0;
         self.last_taken = Some((stamp, counter));
-        self.open_path(&old, Open::Continue)
+        Ok(())
     }
 
     /// Whether the open file still has a name: not deleted (`st_nlink == 0`) and,
@@ -928,7 +1022,7 @@ impl RollingFile {
     fn reopen(&mut self) -> io::Result<()> {
         // The old identity stays published until `open_path` swaps in the new one, under
         // one lock: the housekeeper never sees a moment with no live file.
-        self.file = None;
+        let previous = self.file.take();
         let _ = std::fs::create_dir_all(&self.settings.dir);
         let path = self.current.clone();
         if self.settings.naming == Naming::Dated && gz(&path).exists() {
@@ -937,7 +1031,43 @@ impl RollingFile {
             // otherwise meet.
             return self.open_new_dated(self.current_stamp.clone());
         }
-        self.open_path(&path, Open::Continue)
+        let mut opened = self.open_path(&path, Open::Continue);
+        for _ in 0..3 {
+            // Moved on as it was opened (a rotation of another writer): once more.
+            match &opened {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    opened = self.open_path(&path, Open::Continue);
+                }
+                _ => break,
+            }
+        }
+        match opened {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) && previous
+                    .as_ref()
+                    .is_some_and(|f| f.metadata().is_ok_and(|m| m.nlink() > 0)) =>
+            {
+                // The name is another writer's now (it made it after ours was moved
+                // away). The file this writer has open still has a name: its records
+                // go on there, none is lost, and the name is tried again next batch.
+                self.file = previous;
+                if !self.locked_out {
+                    self.locked_out = true;
+                    self.notice = Some(format!(
+                        "{e}; this writer keeps writing the file it has open until the name is free"
+                    ));
+                }
+                Ok(())
+            }
+            Ok(()) => {
+                self.locked_out = false;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn file(&mut self) -> io::Result<&mut File> {
@@ -999,6 +1129,35 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
         }
         _ => Err(e),
     }
+}
+
+/// Swaps two names in one step (`renameat2(RENAME_EXCHANGE)`); `EINVAL` or `ENOSYS`
+/// where the platform or file system cannot.
+#[cfg(target_os = "linux")]
+fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// How [`RollingFile::open_path`] opens a name.
@@ -1067,12 +1226,18 @@ fn lock_holder(ino: u64) -> Option<u32> {
 
 /// Deletes a rotated file unless another writer holds it. Whether it was deleted.
 fn remove_unless_held(path: &Path) -> bool {
-    let Ok(file) = OpenOptions::new()
+    let file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-    else {
-        return false;
+    {
+        Ok(file) => file,
+        // Not readable by this process (left by a run as another user): no writer of
+        // this user holds it; deleting needs only the directory, as before locks.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return std::fs::remove_file(path).is_ok()
+        }
+        Err(_) => return false,
     };
     // The lock is held across the unlink, so no writer takes the file up meanwhile.
     matches!(try_lock_exclusive(&file), Ok(true)) && std::fs::remove_file(path).is_ok()
@@ -1104,7 +1269,8 @@ impl Sink for RollingFile {
             self.reopen()?;
             // With SIGHUP reopening, a rename before the signal is logrotate doing its
             // job, not news; without it, someone moved or deleted the file.
-            if !self.settings.reopen_on_sighup {
+            // (Locked out of the name, it said so itself, once.)
+            if !self.settings.reopen_on_sighup && !self.locked_out {
                 self.notice = Some(format!(
                     "the log file {path} was deleted or moved by someone else; reopened it"
                 ));
@@ -1232,6 +1398,54 @@ impl Rules {
                 .is_some_and(|n| self.names.is_temporary(n));
             if is_ours {
                 let _ = std::fs::remove_file(e.path());
+            } else if let Some(name) = e.file_name().to_str() {
+                self.adopt_rotation_leftover(name, &e.path());
+            }
+        }
+    }
+
+    /// A fixed name's rotation swaps a new file in under a temporary name
+    /// (`.NAME.PID.N.new`) and then renames the old one from it. A crash in between, or
+    /// a rename that failed, leaves the old file's records there: this gives them a
+    /// rotated name (from the file's modification time), so retention and compression
+    /// see them; an empty one is removed. A file another writer holds is its to finish.
+    fn adopt_rotation_leftover(&self, name: &str, path: &Path) {
+        let Some(fixed) = (self.names.naming == Naming::Fixed).then_some(&self.names.prefix) else {
+            return;
+        };
+        let leftover = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_prefix(fixed.as_str()))
+            .and_then(|n| n.strip_prefix('.'))
+            .and_then(|n| n.strip_suffix(".new"))
+            .is_some_and(|mid| mid.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+        if !leftover {
+            return;
+        }
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+        else {
+            return;
+        };
+        if !matches!(try_lock_exclusive(&file), Ok(true)) {
+            return;
+        }
+        let Ok(meta) = file.metadata() else { return };
+        if !meta.is_file() {
+            return;
+        }
+        if meta.len() == 0 {
+            let _ = std::fs::remove_file(path);
+            return;
+        }
+        let stamp = self.names.format.format(meta.mtime());
+        for counter in 0..100_000 {
+            let target = self.dir.join(self.names.name(&stamp, Some(counter)));
+            match rename_noreplace(path, &target) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                _ => return,
             }
         }
     }
@@ -1240,6 +1454,8 @@ impl Rules {
     /// what is on disk. Returns whether a compression failed (and is to be retried).
     fn pass(&self) -> bool {
         let mut failed = false;
+        // Listed here but left uncompressed: counted at their size by retention.
+        let mut stuck = Vec::new();
         if let Some(c) = self.compression {
             for (path, parsed, _) in self.rotated() {
                 if parsed.gz {
@@ -1256,7 +1472,10 @@ impl Rules {
                     match compress(&path, c, self.file_mode) {
                         Ok(()) => {}
                         // Another writer's live file: tried again later, quietly.
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => failed = true,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            failed = true;
+                            stuck.push(path);
+                        }
                         Err(e) => {
                             // A `.gz` that is not ours stays in the way; retrying will
                             // not help.
@@ -1265,22 +1484,25 @@ impl Rules {
                                 "loglag: cannot compress {} (kept as it is, retried later): {e}",
                                 path.display()
                             );
+                            stuck.push(path);
                         }
                     }
                 }
             }
         }
-        self.retain(self.compression.is_some() && !failed);
+        self.retain(self.compression.is_some(), &stuck);
         failed
     }
 
     /// Deletes the oldest rotated files until every rule holds. Sizes are what is on
     /// disk (compressed sizes once compressed). With `compressing`, an uncompressed
-    /// rotated file is one that rotated after this pass's compression began: it is
-    /// counted once compressed, at the next pass, and not at its full size now. Counted
-    /// now, a burst of rotations would delete the compressed history to make room for
-    /// files about to shrink tenfold.
-    fn retain(&self, compressing: bool) {
+    /// rotated file not in `stuck` is one that rotated after this pass's compression
+    /// began: it is counted once compressed, at the next pass, and not at its full size
+    /// now. Counted now, a burst of rotations would delete the compressed history to
+    /// make room for files about to shrink tenfold. One that this pass could not
+    /// compress (`stuck`: a failure, a foreign `.gz` in the way, another writer's) counts
+    /// at its size, so the limit still bounds the disk.
+    fn retain(&self, compressing: bool, stuck: &[PathBuf]) {
         let mut files = self.rotated();
         let now = self.clock.now();
         let too_old = |meta: &std::fs::Metadata| {
@@ -1291,14 +1513,14 @@ impl Rules {
                     .is_some_and(|a| a > age)
             })
         };
-        let on_disk = |parsed: &Parsed, meta: &std::fs::Metadata| {
-            if compressing && !parsed.gz {
+        let on_disk = |path: &PathBuf, parsed: &Parsed, meta: &std::fs::Metadata| {
+            if compressing && !parsed.gz && !stuck.contains(path) {
                 0
             } else {
                 meta.len()
             }
         };
-        let mut total: u64 = files.iter().map(|(_, p, m)| on_disk(p, m)).sum();
+        let mut total: u64 = files.iter().map(|(f, p, m)| on_disk(f, p, m)).sum();
         while let Some((path, parsed, meta)) = files.first() {
             let over_count = self.keep_files.is_some_and(|k| files.len() > k);
             let over_bytes = self.keep_bytes.is_some_and(|k| total > k);
@@ -1309,7 +1531,7 @@ impl Rules {
             let is_live =
                 std::fs::symlink_metadata(path).is_ok_and(|m| *live == Some((m.dev(), m.ino())));
             if !is_live && remove_unless_held(path) {
-                total -= on_disk(parsed, meta);
+                total -= on_disk(path, parsed, meta);
             }
             drop(live);
             files.remove(0);
