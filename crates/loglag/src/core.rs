@@ -144,8 +144,9 @@ impl std::fmt::Debug for Core {
 }
 
 thread_local! {
-    /// This thread is inside the producer path (counting, claiming a ring, pushing).
-    static PRODUCING: Cell<bool> = const { Cell::new(false) };
+    /// The pipeline whose producer path (counting, claiming a ring, pushing) this
+    /// thread is inside; 0 for none.
+    static PRODUCING: Cell<u64> = const { Cell::new(0) };
     /// (core id, this thread's accepted counter for that core).
     static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
     /// Scratch for records that must be truncated.
@@ -156,15 +157,16 @@ thread_local! {
     static INSIDE_SINK: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Clears this thread's `PRODUCING` flag when the producer path is left.
+/// Gives this thread's `PRODUCING` back to the pipeline it was in (or none) when the
+/// producer path is left.
 struct ProducingGuard {
-    armed: bool,
+    outer: Option<u64>,
 }
 
 impl Drop for ProducingGuard {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = PRODUCING.try_with(|p| p.set(false));
+        if let Some(outer) = self.outer {
+            let _ = PRODUCING.try_with(|p| p.set(outer));
         }
     }
 }
@@ -338,20 +340,24 @@ impl Core {
         self.config.mode
     }
 
-    /// Enters the producer path on this thread; `None` if this thread is already in
-    /// it. That happens only to a signal handler that logs, interrupting this thread
-    /// while it logged: its record cannot take the thread's ring claim lock, counter
-    /// table or ring (the interrupted call holds them), so it is counted accepted on a
-    /// shared atomic and dropped as `reentrant`. Nothing else here is reached from the
-    /// producer path (a sink that logs runs on the writer, or is caught the same way in
-    /// `sync` mode), so the check costs one thread-local flag per record.
+    /// Enters this pipeline's producer path on this thread; `None` if this thread is
+    /// already in it. That happens only to a signal handler that logs, interrupting
+    /// this thread while it logged to the same pipeline: its record cannot take the
+    /// ring claim lock, or the ring, that the interrupted call holds, so it is counted
+    /// accepted on a shared atomic and dropped as `reentrant`. Another pipeline is
+    /// entered as usual (a `sync` sink that logs through a second pipeline), and the
+    /// thread-local tables the pipelines share are borrowed with `try_`. A sink that
+    /// logs into its own pipeline runs on the writer, or is caught here in `sync` mode.
     #[inline]
-    fn enter_producing() -> Option<ProducingGuard> {
-        match PRODUCING.try_with(|p| p.replace(true)) {
-            Ok(false) => Some(ProducingGuard { armed: true }),
-            Ok(true) => None,
+    fn enter_producing(&self) -> Option<ProducingGuard> {
+        match PRODUCING.try_with(|p| {
+            let outer = p.get();
+            (outer != self.id).then(|| p.replace(self.id))
+        }) {
+            Ok(Some(outer)) => Some(ProducingGuard { outer: Some(outer) }),
+            Ok(None) => None,
             // Logging from a thread-local destructor: no flag left, nothing to guard.
-            Err(_) => Some(ProducingGuard { armed: false }),
+            Err(_) => Some(ProducingGuard { outer: None }),
         }
     }
 
@@ -365,7 +371,12 @@ impl Core {
 
     fn count_accepted(&self) {
         let counted = ACCEPTED.try_with(|slots| {
-            let mut slots = slots.borrow_mut();
+            // Busy only if a signal handler logging to another pipeline interrupted
+            // this thread here: that one record is counted on the shared atomic.
+            let Ok(mut slots) = slots.try_borrow_mut() else {
+                self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+                return;
+            };
             if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.id) {
                 slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
                 return;
@@ -456,7 +467,7 @@ impl Core {
         if self.in_forked_child() {
             return self.submit_in_forked_child(level, record);
         }
-        let Some(_producing) = Self::enter_producing() else {
+        let Some(_producing) = self.enter_producing() else {
             return self.drop_reentrant(level);
         };
         self.count_accepted();
@@ -598,7 +609,7 @@ impl Core {
                 // What the caller pays is the capture; rendering is the writer's.
                 std::hint::black_box(&captured);
             } else if deferred && captured.len() <= self.config.max_record_bytes {
-                let Some(_producing) = Self::enter_producing() else {
+                let Some(_producing) = self.enter_producing() else {
                     return self.drop_reentrant(level);
                 };
                 self.count_accepted();

@@ -626,3 +626,47 @@ fn a_sink_hanging_on_its_notice_leaves_no_record_counted_by_nobody() {
         );
     });
 }
+
+/// A `sync`-mode sink that logs its own diagnostics through a second pipeline: that
+/// record is the second pipeline's to write, not a re-entry of the first.
+struct LogsElsewhere {
+    other: NonBlocking,
+}
+
+impl Sink for LogsElsewhere {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.other
+            .submit(Level::Info, b"the first sink wrote a batch\n");
+        Ok(buf.len())
+    }
+}
+
+#[test]
+fn a_sync_sink_logging_through_another_pipeline_is_written_there() {
+    within(LIMIT, "sync cross-pipeline", || {
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (other, other_guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .finish_sink(sink);
+        let (writer, guard) =
+            NonBlockingBuilder::default()
+                .mode(Mode::Sync)
+                .finish_sink(LogsElsewhere {
+                    other: other.clone(),
+                });
+        writer.submit(Level::Info, b"to the sync pipeline\n");
+        let m = guard.shutdown();
+        assert_accounted(&m);
+        let other_m = other_guard.shutdown();
+        assert_accounted(&other_m);
+        assert_eq!(
+            (other_m.accepted, other_m.written_records, other_m.reentrant),
+            (1, 1, 0),
+            "{other_m:#?}"
+        );
+        assert_eq!(
+            record_lines(&out.lock().unwrap()),
+            ["the first sink wrote a batch"]
+        );
+    });
+}
