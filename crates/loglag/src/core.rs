@@ -893,7 +893,11 @@ impl Core {
             eprintln!("loglag: {notice}");
         }
         match self.counters.measured_write(sink.as_mut(), record) {
-            Ok(()) => {
+            Ok(refused) if !refused.is_empty() => {
+                // The one record, refused by the peer (RELP's `500`).
+                self.counters.count_drop(DropReason::IoError, level, 1);
+            }
+            Ok(_) => {
                 self.counters
                     .written_bytes
                     .fetch_add(record.len() as u64, Ordering::Relaxed);

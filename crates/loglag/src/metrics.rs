@@ -168,12 +168,15 @@ impl Counters {
         &self,
         sink: &mut dyn crate::sink::Sink,
         bytes: &[u8],
-    ) -> Result<(), (std::io::Error, usize)> {
+    ) -> Result<Vec<u64>, (std::io::Error, usize)> {
         let started = std::time::Instant::now();
         if let Err(e) = self.end_torn_line(sink) {
             return Err((e, 0));
         }
+        // Offsets of refused records count from the first byte of `bytes`.
+        let _ = crate::sink::call_sink(|| Ok(sink.take_refused()));
         let (calls, result) = crate::sink::write_all_counted(sink, bytes);
+        let refused = crate::sink::call_sink(|| Ok(sink.take_refused())).unwrap_or_default();
         self.write_latency.record(started.elapsed());
         self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
         let absorbed = crate::sink::call_sink(|| Ok(sink.take_absorbed_errors())).unwrap_or(0);
@@ -181,7 +184,7 @@ impl Counters {
         if let Err((_, partial)) = &result {
             self.note_partial(bytes, *partial);
         }
-        result
+        result.map(|()| refused)
     }
 
     pub(crate) fn note_backlog(&self, bytes: u64) {

@@ -348,13 +348,28 @@ impl Writer {
         let records = &self.records;
         let failing = &mut self.failing;
         core.handshake.end_batch(|| match result {
-            Ok(()) => {
+            Ok(refused) => {
+                // Records the peer refused inside the batch (RELP's `500`): each is
+                // dropped (`io_error`) with its level, not written.
+                let mut refused_bytes = 0u64;
+                let mut refused_records = 0u64;
+                if !refused.is_empty() {
+                    let mut start = 0u64;
+                    for &(len, level) in records {
+                        if refused.contains(&start) {
+                            counters.count_drop(DropReason::IoError, level, 1);
+                            refused_bytes += len as u64;
+                            refused_records += 1;
+                        }
+                        start += len as u64;
+                    }
+                }
                 counters
                     .written_bytes
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    .fetch_add(batch.len() as u64 - refused_bytes, Ordering::Relaxed);
                 counters
                     .written_records
-                    .fetch_add(records.len() as u64, Ordering::AcqRel);
+                    .fetch_add(records.len() as u64 - refused_records, Ordering::AcqRel);
                 *failing = false;
             }
             Err((error, partial)) => {

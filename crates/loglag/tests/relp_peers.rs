@@ -379,7 +379,7 @@ fn an_answer_announcing_a_huge_frame_is_a_protocol_error_not_an_allocation() {
 /// said in-band with the collector's text, not sent again, and the records after it
 /// flow on in the same session.
 #[test]
-fn a_record_refused_with_500_is_counted_rejected_and_the_rest_flow() {
+fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
     const REFUSAL: &str = "500 refused by the fake collector";
     let (addr, events) = fake_collector(|peer| {
         while let Some((txnr, message)) = peer.record() {
@@ -442,11 +442,11 @@ fn a_record_refused_with_500_is_counted_rejected_and_the_rest_flow() {
         assert_eq!(copies.get(&message), Some(&1), "{message:?}");
     }
     assert_eq!(copies.get("after the refusal"), Some(&1));
-    // Documented accounting: the collector answered for the refused record, so it is
-    // not in flight nor lost by the pipeline; the refusal is an absorbed error.
+    // The refused record is not written: it is dropped (`io_error`) with its level,
+    // and announced in-band; everything else is written.
     assert_eq!(m.accepted as usize, RECORDS + 1, "{m:#?}");
-    assert_eq!(m.written_records as usize, RECORDS + 1, "{m:#?}");
-    assert_eq!(m.dropped_records, 0, "{m:#?}");
+    assert_eq!(m.written_records as usize, RECORDS, "{m:#?}");
+    assert_eq!((m.dropped_records, m.io_error), (1, 1), "{m:#?}");
     assert_eq!(m.io_errors, 1, "one refusal, one error: {m:#?}");
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(

@@ -18,6 +18,10 @@ pub struct Fallback {
     initial_backoff: Duration,
     max_backoff: Duration,
     absorbed_errors: u64,
+    /// What the link that took the last batches refused in them, from the chain's own
+    /// count of bytes (see [`Sink::take_refused`]).
+    refused_at: Vec<u64>,
+    passed: u64,
 }
 
 struct Link {
@@ -46,6 +50,8 @@ impl Fallback {
             initial_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(5),
             absorbed_errors: 0,
+            refused_at: Vec::new(),
+            passed: 0,
         }
     }
 
@@ -80,8 +86,14 @@ impl Sink for Fallback {
                 continue;
             }
             let before = link.sink.position();
+            // Offsets a link reports are its own: counted from this write.
+            let _ = link.sink.take_refused();
             match write_all_counted(link.sink.as_mut(), buf).1 {
                 Ok(()) => {
+                    let base = self.passed;
+                    self.refused_at
+                        .extend(link.sink.take_refused().into_iter().map(|at| base + at));
+                    self.passed += buf.len() as u64;
                     link.retry_at = None;
                     link.backoff = Duration::ZERO;
                     if last_err.is_some() {
@@ -133,6 +145,11 @@ impl Sink for Fallback {
             .map(|l| l.sink.take_absorbed_errors())
             .sum();
         std::mem::take(&mut self.absorbed_errors) + links
+    }
+
+    fn take_refused(&mut self) -> Vec<u64> {
+        self.passed = 0;
+        std::mem::take(&mut self.refused_at)
     }
 
     /// What each link has to say in-band (a refusal, a reopened file), in chain order.
@@ -266,6 +283,9 @@ mod tests {
         fn take_notice(&mut self) -> Option<String> {
             Some("the collector refused 2 records".into())
         }
+        fn take_refused(&mut self) -> Vec<u64> {
+            vec![4]
+        }
     }
 
     #[test]
@@ -283,5 +303,10 @@ mod tests {
             chain.take_notice().as_deref(),
             Some("the collector refused 2 records")
         );
+        // Offsets count from the chain's first byte since it was last asked.
+        assert_eq!(chain.take_refused(), [4]);
+        chain.write(b"0123456789").unwrap();
+        chain.write(b"abc").unwrap();
+        assert_eq!(chain.take_refused(), [4, 14]);
     }
 }

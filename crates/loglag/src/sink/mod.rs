@@ -61,6 +61,15 @@ pub trait Sink: Send + 'static {
         0
     }
 
+    /// Records the peer refused inside what `write` reported written (a RELP
+    /// collector's `500`), since the last call: where each starts, as a byte offset
+    /// counted from the first byte passed to `write` since the last call. The writer
+    /// counts each as dropped (`io_error`) instead of written. Most sinks refuse
+    /// nothing record by record.
+    fn take_refused(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
+
     /// Something the sink wants said in the log itself, as a WARN record from
     /// `loglag` in the pipeline's report format, before the next batch (a rolling file
     /// that found its file deleted and reopened it). Asked after `before_batch`.
@@ -150,6 +159,9 @@ impl Sink for Box<dyn Sink> {
     }
     fn take_notice(&mut self) -> Option<String> {
         (**self).take_notice()
+    }
+    fn take_refused(&mut self) -> Vec<u64> {
+        (**self).take_refused()
     }
     fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
         (**self).descriptor()

@@ -99,6 +99,12 @@ pub struct Relp {
     last_refusal: String,
     /// Refusals not yet taken as absorbed errors.
     refusals_unabsorbed: u64,
+    /// Indices, within the window being sent, of the records refused there.
+    refused_in_window: Vec<usize>,
+    /// Where refused records start, counted from `passed`'s zero (see
+    /// [`Sink::take_refused`]), and the bytes `write` took since the last take.
+    refused_at: Vec<u64>,
+    passed: u64,
 }
 
 #[derive(Debug)]
@@ -249,6 +255,9 @@ impl Relp {
             refused: 0,
             last_refusal: String::new(),
             refusals_unabsorbed: 0,
+            refused_in_window: Vec::new(),
+            refused_at: Vec::new(),
+            passed: 0,
         })
     }
 
@@ -356,6 +365,7 @@ impl Relp {
                 Ok((n, command, data)) if n == *txnr && command == "rsp" => {
                     if !is_ok(&data) {
                         self.refuse(&data);
+                        self.refused_in_window.push(answered);
                     }
                 }
                 Ok((n, command, data)) => {
@@ -490,6 +500,32 @@ impl Sink for Relp {
     /// prefix that was, once `retry_for` has passed; never after the batch's deadline
     /// (see [`Relp`]).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.write_records(buf);
+        if let Ok(n) = &written {
+            self.passed += *n as u64;
+        }
+        written
+    }
+
+    fn take_refused(&mut self) -> Vec<u64> {
+        self.passed = 0;
+        std::mem::take(&mut self.refused_at)
+    }
+
+    fn take_notice(&mut self) -> Option<String> {
+        self.notice()
+    }
+
+    /// Refused records (see [`Relp`]): one error each.
+    fn take_absorbed_errors(&mut self) -> u64 {
+        std::mem::take(&mut self.refusals_unabsorbed)
+    }
+}
+
+impl Relp {
+    /// [`Sink::write`]: every record (line) of `buf` sent and answered, or the prefix
+    /// that was.
+    fn write_records(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut records: Vec<&[u8]> = Vec::new();
         let mut ends: Vec<usize> = Vec::new();
         let mut start = 0;
@@ -537,7 +573,15 @@ impl Sink for Relp {
                             records.len().min(answered + WINDOW) as u64 - answered as u64;
                         reconnected = false;
                     }
+                    self.refused_in_window.clear();
                     let (n, error) = self.send_window(&records[answered..], deadline);
+                    for i in std::mem::take(&mut self.refused_in_window) {
+                        let start = match answered + i {
+                            0 => 0,
+                            k => ends[k - 1],
+                        };
+                        self.refused_at.push(self.passed + start as u64);
+                    }
                     answered += n;
                     if answered == records.len() {
                         self.down_until = None;
@@ -566,7 +610,7 @@ impl Sink for Relp {
         }
     }
 
-    fn take_notice(&mut self) -> Option<String> {
+    fn notice(&mut self) -> Option<String> {
         let mut notices = Vec::new();
         if self.refused > 0 {
             let n = std::mem::take(&mut self.refused);
@@ -575,18 +619,13 @@ impl Sink for Relp {
                 1 => ("1 record".to_owned(), "its answer"),
                 n => (format!("{n} records"), "the last answer"),
             };
-            notices.push(format!("RELP: the collector refused {records} (not sent again; counted as written and in io_errors); {which}: {last}"));
+            notices.push(format!("RELP: the collector refused {records} (not sent again; counted as dropped, io_error); {which}: {last}"));
         }
         if self.resent > 0 {
             let n = std::mem::take(&mut self.resent);
             notices.push(format!("RELP: the connection broke with records unacknowledged; up to {n} records sent again (at least once: the collector may have some twice)"));
         }
         (!notices.is_empty()).then(|| notices.join("; "))
-    }
-
-    /// Refused records (see [`Relp`]): one error each.
-    fn take_absorbed_errors(&mut self) -> u64 {
-        std::mem::take(&mut self.refusals_unabsorbed)
     }
 }
 
