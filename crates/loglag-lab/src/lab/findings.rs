@@ -321,9 +321,9 @@ impl Interference {
 ///
 /// - The CPU wait at the percentile's scale ([`Interference::wait_ms`], the larger of
 ///   the two sides) is [`INTERFERENCE_SHARE`] (half) of the difference or more:
-///   inconclusive. Under it, on a machine flagged saturated or with a wait over
-///   [`NOTED_SHARE`] (a tenth) of the difference, the difference holds and the note
-///   says the absolute values are inflated, by how much the API waited.
+///   inconclusive. Under it the difference holds; on a machine flagged saturated its
+///   note says the absolute values are inflated, and by how much the API waited; else
+///   a wait over [`NOTED_SHARE`] (a tenth) of the difference is noted.
 /// - The generator's lateness at the percentile (p50 for a p50 finding, p99 for a
 ///   p99), the larger of the two sides, is half of the difference or more:
 ///   inconclusive; over a tenth of it, it is noted.
