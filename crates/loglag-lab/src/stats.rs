@@ -46,8 +46,8 @@ pub const BOOTSTRAP_RESAMPLES: usize = 400;
 /// findings' caption states it).
 pub const INTERFERENCE_SHARE: f64 = 0.5;
 
-/// Interference above this share of a difference (and under [`INTERFERENCE_SHARE`])
-/// is said in the note of a difference that holds, as is a machine flagged saturated.
+/// The generator's lateness above this share of a difference (and under
+/// [`INTERFERENCE_SHARE`]) is said in the note of a difference that holds.
 pub const NOTED_SHARE: f64 = 0.1;
 
 /// A 95% bootstrap interval for `stat(b) − stat(a)`: both samples are resampled with

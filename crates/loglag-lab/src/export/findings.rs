@@ -64,9 +64,9 @@ pub const FINDING_COLUMNS: [(&str, bool); 8] = [
 /// called inconclusive (`lab::findings::judge` and `check_rounds` apply it).
 pub fn findings_caption() -> String {
     format!(
-        "Each condition against the baseline on the same sink (and json-sync against json-queue). Intervals: 95% bootstrap over the requests of every round, {} resamples. Inconclusive: the interval includes zero; the baseline was saturated or had failed requests; the machine could explain the difference: the time either side's processes (API, reader, generator) waited for a CPU, shared among the requests at or beyond the percentile (at least one per run: 1% of them for p99, half for p50), or the generator's lateness at that percentile, is {:.0}% of the difference or more; the condition looks faster while some of its requests failed; or the rounds disagree. A difference that holds on a busy machine says its absolute values are inflated, and by how much the API waited.",
+        "Each condition against the baseline on the same sink (and json-sync against json-queue). Intervals: 95% bootstrap over the requests of every round, {} resamples. Inconclusive: the interval includes zero; the baseline was saturated or had failed requests; the machine could explain the difference: on a machine busy during either side's runs (its cores 90% used or more, other tenants included), the time that side's processes (API, reader, generator) waited for a CPU, shared among the requests at or beyond the percentile (at least one per run: 1% of them for p99, half for p50), is {share:.0}% of the difference or more, or on any machine the generator's lateness at that percentile is; the condition looks faster while some of its requests failed; or the rounds disagree. A difference that holds on a busy machine says its absolute values are inflated, and by how much the API waited.",
         crate::stats::BOOTSTRAP_RESAMPLES,
-        crate::stats::INTERFERENCE_SHARE * 100.0
+        share = crate::stats::INTERFERENCE_SHARE * 100.0
     )
 }
 

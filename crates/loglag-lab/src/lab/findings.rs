@@ -296,7 +296,7 @@ pub(crate) struct Interference {
     pub api_wait_ms: Option<f64>,
     /// The generator's lateness at the percentile, ms (it is in every latency).
     pub late_ms: Option<f64>,
-    /// The machine was flagged saturated during the side's runs.
+    /// The machine was flagged busy (saturated) during the side's runs.
     pub busy: bool,
 }
 
@@ -319,15 +319,20 @@ impl Interference {
 /// added to either side could account for the difference (inconclusive), else
 /// `Ok(note)`, the note saying what a reader must know of it.
 ///
-/// - The CPU wait at the percentile's scale ([`Interference::wait_ms`], the larger of
-///   the two sides) is [`INTERFERENCE_SHARE`] (half) of the difference or more:
-///   inconclusive. Under it the difference holds; on a machine flagged saturated its
-///   note says the absolute values are inflated, and by how much the API waited; else
-///   a wait over [`NOTED_SHARE`] (a tenth) of the difference is noted.
+/// - On a machine flagged busy during either side's runs (its cores 90% used or more,
+///   other tenants included: `machine_warning`), the CPU wait at the percentile's
+///   scale ([`Interference::wait_ms`], the larger of the two sides) is
+///   [`INTERFERENCE_SHARE`] (half) of the difference or more: inconclusive. Under it
+///   the difference holds, its note saying that the absolute values are inflated,
+///   and by how much the API waited.
+/// - On a machine that was not, a thread waits for its wake-up, not for another
+///   tenant (measured on a quiet 2-core VM: 30 to 50 ms in an 8 s run, 5 to 30 µs a
+///   wake-up): the same in every run, it inflates both sides alike, and the interval
+///   decides.
 /// - The generator's lateness at the percentile (p50 for a p50 finding, p99 for a
 ///   p99), the larger of the two sides, is half of the difference or more:
-///   inconclusive; over a tenth of it, it is noted.
-/// - Not measured (results from before the wait was), a machine flagged saturated on
+///   inconclusive; over [`NOTED_SHARE`] (a tenth) of it, it is noted.
+/// - Not measured (results from before the wait was), a machine flagged busy on
 ///   either side makes the difference inconclusive, as it did then.
 pub(crate) fn interference_verdict(
     difference_ms: f64,
@@ -337,37 +342,32 @@ pub(crate) fn interference_verdict(
     let at = percentile.as_str();
     let allowed = difference_ms.abs() * INTERFERENCE_SHARE;
     let largest = |f: fn(&Interference) -> Option<f64>| sides.iter().filter_map(f).reduce(f64::max);
-    let busy = sides.iter().any(|s| s.busy);
     let mut notes = Vec::new();
-    match largest(|s| s.wait_ms) {
-        None if busy => {
-            return Err(
-                "the machine was saturated and how long the runs waited for a CPU was not measured, so their latency may be waiting for a core"
-                    .to_owned(),
-            )
+    if sides.iter().any(|s| s.busy) {
+        match largest(|s| s.wait_ms) {
+            None => {
+                return Err(
+                    "the machine was saturated and how long the runs waited for a CPU was not measured, so their latency may be waiting for a core"
+                        .to_owned(),
+                )
+            }
+            Some(wait) if wait >= allowed => {
+                return Err(format!(
+                    "the machine was busy and the runs waited {} ms for a CPU at {at}'s scale, half the difference ({} ms) or more: that could account for it",
+                    three_figures(wait),
+                    three_figures(difference_ms.abs())
+                ))
+            }
+            Some(wait) => {
+                let api = largest(|s| s.api_wait_ms).map_or(String::new(), |a| {
+                    format!("the API waited {} ms for a CPU; ", three_figures(a))
+                });
+                notes.push(format!(
+                    "absolute values inflated by a busy machine ({api}{} ms of waiting at {at}'s scale, under half the difference)",
+                    three_figures(wait)
+                ));
+            }
         }
-        None => {}
-        Some(wait) if wait >= allowed => {
-            return Err(format!(
-                "the runs waited {} ms for a CPU at {at}'s scale, half the difference ({} ms) or more: a busy machine could account for it",
-                three_figures(wait),
-                three_figures(difference_ms.abs())
-            ))
-        }
-        Some(wait) if busy => {
-            let api = largest(|s| s.api_wait_ms).map_or(String::new(), |a| {
-                format!("the API waited {} ms for a CPU; ", three_figures(a))
-            });
-            notes.push(format!(
-                "absolute values inflated by a busy machine ({api}{} ms of waiting at {at}'s scale, under half the difference)",
-                three_figures(wait)
-            ));
-        }
-        Some(wait) if wait >= difference_ms.abs() * NOTED_SHARE => notes.push(format!(
-            "the runs waited {} ms for a CPU at {at}'s scale, under half the difference",
-            three_figures(wait)
-        )),
-        Some(_) => {}
     }
     if let Some(late) = largest(|s| s.late_ms) {
         if late >= allowed {
@@ -594,9 +594,10 @@ mod tests {
         p
     }
 
-    /// The rule over constructed runs: the measured wait, at the percentile's scale,
-    /// against half the difference. 200 requests in one run: a p99's wait is shared by
-    /// 2 requests, a p50's by 100.
+    /// The rule over constructed runs: on a busy machine, the measured wait at the
+    /// percentile's scale against half the difference. 200 requests in one run: a
+    /// p99's wait is shared by 2 requests, a p50's by 100. A quiet machine's runs wait
+    /// too (40 ms in a run, for their wake-ups): that does not decide.
     #[test]
     fn the_measured_cpu_wait_decides_whether_a_busy_machine_explains_a_difference() {
         let find = |f: &[Finding], c: &str, p: Percentile| {
@@ -605,24 +606,23 @@ mod tests {
                 .cloned()
                 .unwrap()
         };
+        let one_round =
+            "one round: drift between runs is not in the interval (--rounds 3 measures it)";
         // Quiet machine, huge effect: holds, nothing to say.
         let quiet = run(&[
-            (waited("none", 0.5, false), around(4.6)),
-            (waited("json-sync", 0.8, false), around(2025.0)),
+            (waited("none", 40.0, false), around(4.6)),
+            (waited("json-sync", 40.0, false), around(2025.0)),
         ]);
-        let q = find(&quiet, "json-sync", Percentile::P99);
-        assert_eq!(
-            (q.inconclusive.as_deref(), q.note.as_deref()),
-            (
-                None,
-                Some(
-                    "one round: drift between runs is not in the interval (--rounds 3 measures it)"
-                )
-            ),
-            "{q:?}"
-        );
-        // Busy machine (the issue's: 98% busy, the API waited 50 ms), huge effect: holds,
-        // labelled.
+        for p in [Percentile::P50, Percentile::P99] {
+            let q = find(&quiet, "json-sync", p);
+            assert_eq!(
+                (q.inconclusive.as_deref(), q.note.as_deref()),
+                (None, Some(one_round)),
+                "{q:?}"
+            );
+        }
+        // Busy machine (the issue's: 98% busy, the API waited 50 ms), huge effect:
+        // holds, labelled.
         let busy = run(&[
             (waited("none", 50.0, true), around(4.6)),
             (waited("json-sync", 50.0, true), around(2025.0)),
@@ -632,56 +632,67 @@ mod tests {
             assert_eq!(b.inconclusive, None, "{b:?}");
             let note = b.note.as_deref().unwrap();
             assert!(
-                note.contains(
-                    "absolute values inflated by a busy machine (the API waited 50.0 ms for a CPU"
+                note.starts_with(
+                    "absolute values inflated by a busy machine (the API waited 50.0 ms for a CPU; "
                 ),
                 "{note}"
             );
         }
+        let p99 = find(&busy, "json-sync", Percentile::P99);
         assert!(
-            busy.iter().any(|f| f
-                .note
+            p99.note
                 .as_deref()
                 .unwrap()
-                .contains("27.5 ms of waiting at p99's scale")),
-            "55 ms over 2 requests beyond the p99 (200 × 1%): {busy:?}"
+                .contains("27.5 ms of waiting at p99's scale, under half the difference"),
+            "55 ms over the 2 requests beyond the p99 (200 × 1%): {p99:?}"
         );
-        // Busy machine, small effect: inconclusive, with the numbers.
+        // Busy machine, small effect: inconclusive, with the numbers. p50: 0.55 ms of
+        // waiting at its scale against a 0.4 ms difference.
         let small = run(&[
             (waited("none", 50.0, true), around(4.6)),
             (waited("short1", 50.0, true), around(5.0)),
         ]);
-        // p50: 0.55 ms of waiting at its scale against a 0.4 ms difference.
         for p in [Percentile::P50, Percentile::P99] {
             let s = find(&small, "short1", p);
             let why = s.inconclusive.as_deref().unwrap();
             assert!(
-                why.contains("ms for a CPU at") && why.contains("half the difference"),
+                why.starts_with("the machine was busy and the runs waited")
+                    && why.contains(&format!(
+                        "ms for a CPU at {}'s scale, half the difference",
+                        p.as_str()
+                    )),
                 "{why}"
             );
         }
         // Quiet machine, small effect: the interval decides, as it did without the
         // wait: a clear shift holds, noise is inconclusive for being noise.
         let quiet_small = run(&[
-            (waited("none", 0.5, false), around(4.6)),
-            (waited("short1", 0.5, false), around(6.0)),
-            (waited("short10", 0.5, false), around(4.6)),
+            (waited("none", 40.0, false), around(4.6)),
+            (waited("short1", 40.0, false), around(5.0)),
+            (waited("short10", 40.0, false), around(4.6)),
         ]);
-        let shift = find(&quiet_small, "short1", Percentile::P50);
-        assert_eq!(shift.inconclusive, None, "{shift:?}");
-        let noise = find(&quiet_small, "short10", Percentile::P50);
-        assert!(
-            noise
-                .inconclusive
-                .as_deref()
-                .unwrap()
-                .contains("includes zero"),
-            "{noise:?}"
-        );
+        for p in [Percentile::P50, Percentile::P99] {
+            let shift = find(&quiet_small, "short1", p);
+            assert_eq!(
+                (shift.inconclusive.as_deref(), shift.note.as_deref()),
+                (None, Some(one_round)),
+                "{shift:?}"
+            );
+            let noise = find(&quiet_small, "short10", p);
+            assert!(
+                noise
+                    .inconclusive
+                    .as_deref()
+                    .unwrap()
+                    .contains("includes zero"),
+                "{noise:?}"
+            );
+        }
     }
 
-    /// The rule itself, at its edges: half the difference is the line, for the wait
-    /// and for the lateness; a tenth, or a flagged machine, earns the note.
+    /// The rule itself, at its edges: on a busy machine, half the difference is the
+    /// line for the wait; for the lateness, on any machine; a tenth of it earns the
+    /// lateness a note.
     #[test]
     fn interference_under_half_the_difference_holds_and_a_tenth_is_noted() {
         let side = |wait: f64, late: f64, busy: bool| Interference {
@@ -693,32 +704,41 @@ mod tests {
         let p99 = Percentile::P99;
         let quiet = side(0.01, 0.01, false);
         assert_eq!(interference_verdict(10.0, p99, [quiet, quiet]), Ok(None));
-        assert!(interference_verdict(10.0, p99, [quiet, side(5.0, 0.01, false)]).is_err());
-        assert!(interference_verdict(-10.0, p99, [side(5.0, 0.01, false), quiet]).is_err());
+        // A quiet machine's wait, however long, does not decide.
+        assert_eq!(
+            interference_verdict(10.0, p99, [quiet, side(50.0, 0.01, false)]),
+            Ok(None)
+        );
+        assert!(interference_verdict(10.0, p99, [quiet, side(5.0, 0.01, true)]).is_err());
+        assert!(interference_verdict(-10.0, p99, [side(5.0, 0.01, true), quiet]).is_err());
+        let under = interference_verdict(10.0, p99, [quiet, side(4.9, 0.01, true)]).unwrap();
+        assert_eq!(
+            under.as_deref(),
+            Some("absolute values inflated by a busy machine (the API waited 4.90 ms for a CPU; 4.90 ms of waiting at p99's scale, under half the difference)")
+        );
         assert!(
             interference_verdict(10.0, p99, [quiet, side(0.01, 5.0, false)])
                 .unwrap_err()
                 .contains("5.00 ms late at p99")
-        );
-        let noted = interference_verdict(10.0, p99, [quiet, side(1.5, 0.01, false)]).unwrap();
-        assert_eq!(
-            noted.as_deref(),
-            Some("the runs waited 1.50 ms for a CPU at p99's scale, under half the difference")
         );
         let late = interference_verdict(10.0, p99, [side(0.01, 2.0, false), quiet]).unwrap();
         assert_eq!(
             late.as_deref(),
             Some("the generator was 2.00 ms late at p99, under half the difference")
         );
-        let flagged = interference_verdict(10.0, p99, [quiet, side(0.02, 0.01, true)]).unwrap();
-        assert!(flagged.unwrap().contains("absolute values inflated"));
+        assert_eq!(
+            interference_verdict(10.0, p99, [side(0.01, 0.9, false), quiet]),
+            Ok(None)
+        );
         let unmeasured = Interference {
             wait_ms: None,
             busy: true,
             ..Interference::default()
         };
         assert!(interference_verdict(1e6, p99, [quiet, unmeasured]).is_ok());
-        assert!(interference_verdict(1e6, p99, [unmeasured, unmeasured]).is_err());
+        assert!(interference_verdict(1e6, p99, [unmeasured, unmeasured])
+            .unwrap_err()
+            .contains("not measured"));
     }
 
     #[test]
