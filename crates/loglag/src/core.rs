@@ -999,7 +999,6 @@ impl Core {
             }
             return self.wait_exit(crate::units::instant_after(Instant::now(), timeout));
         }
-        crate::hooks::forget_on_panic(self);
         if self.config.mode != Mode::Async {
             if let Some(mut sink) = self
                 .sync_sink

@@ -369,6 +369,8 @@ impl WorkerGuard {
     fn stop(&mut self) -> Metrics {
         self.stopped = true;
         let metrics = self.core.shutdown(self.core.config.shutdown_timeout);
+        // The pipeline has ended: the panic hook has nothing more to flush here.
+        crate::hooks::forget_on_panic(&self.core);
         if let Some(worker) = self.worker.take() {
             if self.core.handshake.has_exited() {
                 let _ = worker.join();
