@@ -36,12 +36,12 @@ fn a_signal_handler_that_logs_never_deadlocks_or_aborts_and_is_accounted_for() {
             .mode(Mode::Async)
             .overflow(Overflow::Block)
             .finish_sink(sink);
-        WRITER.set(writer.clone()).ok().expect("set once");
+        assert!(WRITER.set(writer.clone()).is_ok(), "set once");
         // SAFETY: installs a handler for SIGUSR1 in this test binary, which uses the
         // signal for nothing else; the handler only logs and counts.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = log_from_the_handler as usize;
+            action.sa_sigaction = log_from_the_handler as extern "C" fn(libc::c_int) as usize;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             assert_eq!(
