@@ -662,3 +662,42 @@ fn max_total_size_with_gzip_keeps_the_compressed_history_through_a_burst() {
         rotated.len()
     );
 }
+
+/// A fixed name's rotation swaps the new file in under a temporary name and then
+/// renames the old one from it; a crash in between leaves the old file's records at
+/// `.NAME.PID.N.new`. The next start gives them a rotated name (so retention and
+/// compression see them), and leaves alone a live process's temporary.
+#[test]
+fn a_rotation_left_half_done_by_a_dead_process_is_given_a_rotated_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let leftover = dir.path().join(format!(".app.log.{dead}.0.new"));
+    std::fs::write(&leftover, b"seq=00000000 left by a crash\n").unwrap();
+    let live = dir
+        .path()
+        .join(format!(".app.log.{}.0.new", std::process::id()));
+    std::fs::write(&live, b"").unwrap();
+    let sink = Builder::new()
+        .naming(Naming::Fixed)
+        .filename_prefix("app.log")
+        .max_file_size(1 << 20)
+        .build(dir.path())
+        .unwrap()
+        .into_sink();
+    sink.wait_housekeeping();
+    assert!(!leftover.exists(), "adopted");
+    assert!(live.exists(), "a live process's temporary is its own");
+    let adopted: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("app.log.") && n.ends_with(".000"))
+        .collect();
+    assert_eq!(adopted.len(), 1, "{adopted:?}");
+    assert_eq!(
+        std::fs::read(dir.path().join(&adopted[0])).unwrap(),
+        b"seq=00000000 left by a crash\n"
+    );
+}

@@ -1413,13 +1413,23 @@ impl Rules {
         let Some(fixed) = (self.names.naming == Naming::Fixed).then_some(&self.names.prefix) else {
             return;
         };
-        let leftover = name
+        let Some(pid) = name
             .strip_prefix('.')
             .and_then(|n| n.strip_prefix(fixed.as_str()))
             .and_then(|n| n.strip_prefix('.'))
             .and_then(|n| n.strip_suffix(".new"))
-            .is_some_and(|mid| mid.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
-        if !leftover {
+            .and_then(|mid| mid.split_once('.'))
+            .filter(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            return;
+        };
+        // Only a dead process's: a live one (this one included) may have just made it
+        // and not yet locked it.
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if alive {
             return;
         }
         let Ok(file) = OpenOptions::new()
