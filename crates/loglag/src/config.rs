@@ -92,8 +92,9 @@ pub struct Config {
     sink: Option<SinkSpec>,
 }
 
-/// Every key, in the table's order.
-const KEYS: [&str; 17] = [
+/// Every key, in the table's order (public for the edge-value property test).
+#[doc(hidden)]
+pub const KEYS: [&str; 17] = [
     "sink",
     "capacity_bytes",
     "max_record_bytes",

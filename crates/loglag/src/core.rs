@@ -157,35 +157,31 @@ thread_local! {
     static INSIDE_SINK: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Gives this thread's `PRODUCING` back to the pipeline it was in (or none) when the
-/// producer path is left.
-struct ProducingGuard {
-    outer: Option<u64>,
+/// Marks this thread as inside one pipeline's sink (`INSIDE_SINK`) or producer path
+/// (`PRODUCING`) until dropped, then gives back the mark it replaced. (Nothing to give
+/// back from a thread-local destructor, where the mark is gone.)
+pub(crate) struct ThreadMark {
+    mark: &'static std::thread::LocalKey<Cell<u64>>,
+    previous: Option<u64>,
 }
 
-impl Drop for ProducingGuard {
+impl ThreadMark {
+    fn set(mark: &'static std::thread::LocalKey<Cell<u64>>, core_id: u64) -> ThreadMark {
+        let previous = mark.try_with(|c| c.replace(core_id)).ok();
+        ThreadMark { mark, previous }
+    }
+
+    /// This thread is inside `core_id`'s sink.
+    pub(crate) fn inside_sink(core_id: u64) -> ThreadMark {
+        ThreadMark::set(&INSIDE_SINK, core_id)
+    }
+}
+
+impl Drop for ThreadMark {
     fn drop(&mut self) {
-        if let Some(outer) = self.outer {
-            let _ = PRODUCING.try_with(|p| p.set(outer));
+        if let Some(previous) = self.previous {
+            let _ = self.mark.try_with(|c| c.set(previous));
         }
-    }
-}
-
-/// Marks this thread as inside `core`'s sink until dropped.
-pub(crate) struct InsideSink {
-    previous: u64,
-}
-
-impl InsideSink {
-    pub(crate) fn enter(core_id: u64) -> InsideSink {
-        let previous = INSIDE_SINK.try_with(|c| c.replace(core_id)).unwrap_or(0);
-        InsideSink { previous }
-    }
-}
-
-impl Drop for InsideSink {
-    fn drop(&mut self) {
-        let _ = INSIDE_SINK.try_with(|c| c.set(self.previous));
     }
 }
 
@@ -349,16 +345,9 @@ impl Core {
     /// thread-local tables the pipelines share are borrowed with `try_`. A sink that
     /// logs into its own pipeline runs on the writer, or is caught here in `sync` mode.
     #[inline]
-    fn enter_producing(&self) -> Option<ProducingGuard> {
-        match PRODUCING.try_with(|p| {
-            let outer = p.get();
-            (outer != self.id).then(|| p.replace(self.id))
-        }) {
-            Ok(Some(outer)) => Some(ProducingGuard { outer: Some(outer) }),
-            Ok(None) => None,
-            // Logging from a thread-local destructor: no flag left, nothing to guard.
-            Err(_) => Some(ProducingGuard { outer: None }),
-        }
+    fn enter_producing(&self) -> Option<ThreadMark> {
+        let reentered = PRODUCING.try_with(|p| p.get() == self.id).unwrap_or(false);
+        (!reentered).then(|| ThreadMark::set(&PRODUCING, self.id))
     }
 
     /// A re-entered record (see [`Core::enter_producing`]): accepted and dropped with
@@ -430,7 +419,7 @@ impl Core {
         }
     }
 
-    /// This pipeline's id, for [`InsideSink`].
+    /// This pipeline's id, for [`ThreadMark`].
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -883,7 +872,7 @@ impl Core {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         };
-        let _inside = InsideSink::enter(self.id);
+        let _inside = ThreadMark::inside_sink(self.id);
         if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
         }

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use crate::handle::NonBlocking;
 use crate::level::Level;
 use crate::metrics::{DropReason, Metrics};
+use crate::units::{deadline_after, time_left};
 
 /// The histogram's buckets: 2^10 ns (~1 µs) to 2^34 ns (~17 s), then +Inf.
 const FIRST_BUCKET: usize = 10;
@@ -493,27 +494,6 @@ fn refuse(stream: TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
 }
 
-/// `now + d`, or none when that is past what an `Instant` holds (no deadline).
-fn deadline(d: Duration) -> Option<Instant> {
-    Instant::now().checked_add(d)
-}
-
-/// The time left before `by` as a socket timeout (`None`: no deadline); an error once
-/// it has passed.
-fn left(by: Option<Instant>) -> io::Result<Option<Duration>> {
-    match by {
-        None => Ok(None),
-        Some(by) => {
-            let left = by.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                Err(io::ErrorKind::TimedOut.into())
-            } else {
-                Ok(Some(left))
-            }
-        }
-    }
-}
-
 /// What a client sent before its head ended, its deadline passed or it went away.
 enum Head {
     /// The request line (the head complete, or ended by EOF after that line).
@@ -535,7 +515,7 @@ fn read_head(stream: &TcpStream, by: Option<Instant>) -> Head {
             .map(|end| Head::Request(buf[..end].to_vec()))
     };
     loop {
-        let timeout = match left(by) {
+        let timeout = match time_left(by) {
             Ok(t) => t,
             Err(_) => return Head::Nothing,
         };
@@ -567,7 +547,7 @@ fn read_head(stream: &TcpStream, by: Option<Instant>) -> Head {
 /// Writes all of `bytes` by `by`, the write timeout the time left before each write.
 fn write_by(stream: &TcpStream, mut bytes: &[u8], by: Option<Instant>) -> io::Result<()> {
     while !bytes.is_empty() {
-        stream.set_write_timeout(left(by)?)?;
+        stream.set_write_timeout(time_left(by)?)?;
         match (&*stream).write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => bytes = &bytes[n..],
@@ -580,7 +560,7 @@ fn write_by(stream: &TcpStream, mut bytes: &[u8], by: Option<Instant>) -> io::Re
 
 /// One connection, from its accept to its close: every step bounded by a deadline.
 fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], limits: Limits) {
-    let request = match read_head(stream, deadline(limits.head_deadline)) {
+    let request = match read_head(stream, deadline_after(limits.head_deadline)) {
         Head::Request(line) => Some(line),
         Head::TooLarge => None,
         Head::Nothing => return,
@@ -605,7 +585,7 @@ fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], lim
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let by = deadline(limits.head_deadline);
+    let by = deadline_after(limits.head_deadline);
     if write_by(stream, answer.as_bytes(), by).is_err() {
         return;
     }
@@ -616,7 +596,7 @@ fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], lim
     let mut buf = [0u8; 4096];
     let mut drained = 0;
     while drained < MAX_DRAIN {
-        let Ok(timeout) = left(by) else { break };
+        let Ok(timeout) = time_left(by) else { break };
         if stream.set_read_timeout(timeout).is_err() {
             break;
         }

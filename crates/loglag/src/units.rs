@@ -45,6 +45,24 @@ pub(crate) fn capacity_expected(max: usize) -> String {
 }
 
 /// `d` after `now`, or, when no `Instant` is that far (a configured or peer-provided
+/// `d` from now, or `None` (no deadline) where that is past what an `Instant` holds:
+/// a peer's or a user's duration never overflows the clock.
+pub(crate) fn deadline_after(d: Duration) -> Option<std::time::Instant> {
+    std::time::Instant::now().checked_add(d)
+}
+
+/// The time left before `by`, for a socket timeout (`None`: no deadline), or a
+/// `TimedOut` error once it has passed: each read or write of a peer that dribbles
+/// waits only what is left, so it cannot stretch the deadline.
+pub(crate) fn time_left(by: Option<std::time::Instant>) -> std::io::Result<Option<Duration>> {
+    let Some(by) = by else { return Ok(None) };
+    let left = by.saturating_duration_since(std::time::Instant::now());
+    if left.is_zero() {
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    Ok(Some(left))
+}
+
 /// duration near `Duration::MAX`), an instant centuries away: no deadline in effect.
 pub(crate) fn instant_after(now: Instant, d: Duration) -> Instant {
     now.checked_add(d).unwrap_or_else(|| {

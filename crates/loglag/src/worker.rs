@@ -8,7 +8,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use crate::clock::WallClock;
-use crate::core::{Core, InsideSink};
+use crate::core::{Core, ThreadMark};
 use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
 use crate::metrics::DropReason;
@@ -21,7 +21,7 @@ pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHand
         .spawn(move || {
             // Everything this thread logs (a sink instrumented with `tracing`) must not
             // wait for room that only this thread can make.
-            let _inside = InsideSink::enter(for_thread.id());
+            let _inside = ThreadMark::inside_sink(for_thread.id());
             // Producers only unpark once the handle is published; until then the writer
             // polls at `flush_interval`, so nothing is lost in between.
             let core = for_thread.clone();

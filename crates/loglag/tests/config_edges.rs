@@ -379,25 +379,7 @@ fn variables_that_are_not_the_pipelines_are_not_warned_about() {
 // ---- every key and variable at the edges of its type
 
 /// Every key of the module's table.
-const KEYS: [&str; 17] = [
-    "sink",
-    "capacity_bytes",
-    "max_record_bytes",
-    "thread_ring_bytes",
-    "batch_bytes",
-    "buffered_lines_limit",
-    "overflow",
-    "reserve_fraction",
-    "flush_interval",
-    "flush_level",
-    "shutdown_timeout",
-    "report_format",
-    "spool",
-    "thread_name",
-    "mode",
-    "flush_on_panic",
-    "flush_on_signals",
-];
+use loglag::config::KEYS;
 
 fn number() -> impl Strategy<Value = String> {
     prop_oneof![

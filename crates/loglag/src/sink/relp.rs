@@ -47,6 +47,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use super::Sink;
+use crate::units::deadline_after;
 
 /// Commands in flight before the sink waits for answers (librelp's default window).
 const WINDOW: usize = 128;
@@ -151,15 +152,7 @@ impl Read for Timed {
                 self.timeout = timeout;
             }
             match self.stream.read(buf) {
-                // The socket's timeout (rounded down) or a signal: the deadline says
-                // whether to wait on.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if is_transient(&e) => {}
                 result => return result,
             }
         }
@@ -168,11 +161,6 @@ impl Read for Timed {
 
 fn protocol_error(what: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.into())
-}
-
-/// `d` from now; `None` (no bound) where that is past what an `Instant` can hold.
-fn after(d: Duration) -> Option<Instant> {
-    Instant::now().checked_add(d)
 }
 
 /// The earlier of two deadlines (`None` is no bound).
@@ -184,20 +172,23 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
-/// The time left to `deadline`, for a socket timeout (`None`: no bound), or a
-/// `TimedOut` error once none is left.
+/// [`time_left`](crate::units::time_left), saying whose deadline passed.
 fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
-    let Some(deadline) = deadline else {
-        return Ok(None);
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(io::Error::new(
+    crate::units::time_left(deadline).map_err(|_| {
+        io::Error::new(
             io::ErrorKind::TimedOut,
             "the RELP collector did not answer in time (the answer timeout of 10 s or the batch's deadline passed)",
-        ));
-    }
-    Ok(Some(left))
+        )
+    })
+}
+
+/// A socket's timeout (rounded down) or a signal: the caller's deadline says whether
+/// to go on.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Writes all of `bytes`, each write waiting at most until `deadline`: a peer that
@@ -212,14 +203,7 @@ fn write_all_by(
         match stream.write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => bytes = &bytes[n..],
-            // The socket's timeout or a signal: the deadline says whether to go on.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if is_transient(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -306,7 +290,7 @@ impl Relp {
                     );
                     let mut frame = Vec::new();
                     encode(&mut frame, txnr, "open", offers.as_bytes());
-                    let by = earliest(after(ANSWER_TIMEOUT), deadline);
+                    let by = earliest(deadline_after(ANSWER_TIMEOUT), deadline);
                     write_all_by(&mut conn.writer, &frame, by)?;
                     conn.reader.get_mut().deadline = by;
                     let (answered, command, data) = read_frame(&mut conn.reader)?;
@@ -344,7 +328,7 @@ impl Relp {
         let Some(mut conn) = self.conn.take() else {
             return (0, Some(io::Error::from(io::ErrorKind::NotConnected)));
         };
-        let by = earliest(after(ANSWER_TIMEOUT), deadline);
+        let by = earliest(deadline_after(ANSWER_TIMEOUT), deadline);
         if let Err(e) = write_all_by(&mut conn.writer, &frames, by) {
             return (0, Some(e));
         }
@@ -354,7 +338,7 @@ impl Relp {
             }
             // Each answer within the answer timeout of the one before, and all by the
             // batch's deadline.
-            conn.reader.get_mut().deadline = earliest(after(ANSWER_TIMEOUT), deadline);
+            conn.reader.get_mut().deadline = earliest(deadline_after(ANSWER_TIMEOUT), deadline);
             match read_frame(&mut conn.reader) {
                 Ok((_, command, _)) if command == "serverclose" => {
                     return (
@@ -553,8 +537,8 @@ impl Relp {
         }
         // No new attempt starts after `give_up`; nothing at all goes on after
         // `deadline`. `None`: a `retry_for` past what an `Instant` holds, no bound.
-        let give_up = after(self.retry_for);
-        let deadline = after(self.retry_for.max(ANSWER_TIMEOUT));
+        let give_up = deadline_after(self.retry_for);
+        let deadline = deadline_after(self.retry_for.max(ANSWER_TIMEOUT));
         let mut answered = 0;
         let mut pause = FIRST_BACKOFF;
         let mut reconnected = false;
@@ -596,9 +580,9 @@ impl Relp {
             };
             self.conn = None;
             reconnected = true;
-            let next_try = after(pause);
+            let next_try = deadline_after(pause);
             if give_up.is_some_and(|g| next_try.is_none_or(|t| t > g)) {
-                self.down_until = after(self.backoff);
+                self.down_until = deadline_after(self.backoff);
                 self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
                 return match answered {
                     0 => Err(failure),
@@ -635,7 +619,7 @@ impl Drop for Relp {
             let txnr = self.next_txnr();
             let mut frame = Vec::new();
             encode(&mut frame, txnr, "close", b"");
-            let by = after(CLOSE_TIMEOUT);
+            let by = deadline_after(CLOSE_TIMEOUT);
             if write_all_by(&mut conn.writer, &frame, by).is_ok() {
                 conn.reader.get_mut().deadline = by;
                 let _ = read_frame(&mut conn.reader);
@@ -715,11 +699,11 @@ mod tests {
 
     #[test]
     fn deadlines_never_overflow_and_a_passed_one_is_a_timeout() {
-        assert!(after(Duration::MAX).is_none());
+        assert!(deadline_after(Duration::MAX).is_none());
         assert!(time_left(None).unwrap().is_none());
         let e = time_left(Some(Instant::now())).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
-        let soon = after(Duration::from_secs(1));
+        let soon = deadline_after(Duration::from_secs(1));
         assert_eq!(earliest(soon, None), soon);
         assert_eq!(earliest(None, soon), soon);
         assert_eq!(earliest(None, None), None);
@@ -730,7 +714,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut peer, _) = listener.accept().unwrap();
-        let deadline = after(Duration::from_millis(250));
+        let deadline = deadline_after(Duration::from_millis(250));
         let mut timed = BufReader::new(Timed {
             stream: client,
             deadline,
