@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag::SinkSpec;
-use loglag_lab::api::condition::{Condition, RecordShape};
+use loglag_lab::api::condition::RecordShape;
 use loglag_lab::hops::service::{Calls, Work};
-use loglag_lab::lab::plan::defaults;
-use loglag_lab::lab::preset::Preset;
-use loglag_lab::lab::{ExpectLines, Signal, SinkKind};
+use loglag_lab::lab::LabRequest;
 use loglag_lab::load::Connection;
 use loglag_lab::sys::units::{parse_bytes, parse_duration};
 
@@ -103,14 +101,6 @@ pub struct TortureArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
-}
-
-fn parse_app_log(s: &str) -> Result<loglag_lab::api::launch::AppLog, String> {
-    s.parse()
-}
-
-fn parse_readiness(s: &str) -> Result<loglag_lab::api::launch::Readiness, String> {
-    s.parse()
 }
 
 /// What `loglag emit` writes through.
@@ -235,39 +225,6 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// `loglag lab --help`'s closing text; the condition list comes from the type.
-fn lab_after_help() -> String {
-    let mut text = String::from(
-        "EXAMPLES:
-    loglag lab                                   # 7 conditions x {fast, slow}, 1 round
-    loglag lab --rounds 3 --out results          # the full reference, files in results/
-    loglag lab --conditions json-sync,json-queue,loglag --sinks slow
-    loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
-    loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
-        --conditions stream,memory --expect-lines 3 --stop-signal term --match-request-id
-    loglag lab --preset buffers --out buffers    # ref. 002; also: --preset blocking, sweep
-
-CONDITIONS (the first seven are the reference experiment; JSON records are 16 KiB):
-",
-    );
-    for c in Condition::ALL {
-        text.push_str(&format!("    {:<18}{}\n", c.as_str(), c.describe()));
-    }
-    text.push_str(
-        "\nPRESETS (one command each; every step is a full run in its own subdirectory):\n",
-    );
-    for p in Preset::ALL {
-        text.push_str(&format!("    {:<10}{}\n", p.as_str(), p.describe()));
-    }
-    text.push_str(
-        "
-THROUGHPUT:
-    rps API        completed requests / time until the last response
-    rps logs read  completed requests / time until every log byte was read",
-    );
-    text
-}
-
 /// Output format on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -276,117 +233,18 @@ pub enum OutputFormat {
     Csv,
 }
 
+/// `loglag lab`: the flags that shape its runs are the lab's own request type; here
+/// only where its results go.
 #[derive(Debug, Args)]
-#[command(after_help = lab_after_help(), args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LabArgs {
     #[command(subcommand)]
     pub sub: Option<LabCommand>,
-    /// Run a reference experiment's preset: buffers (002), blocking (003) or sweep
-    /// (003's tuning table). Flags given explicitly override the preset's settings.
-    #[arg(long)]
-    pub preset: Option<Preset>,
-    /// Comma-separated conditions [default: the 7 reference conditions, or the preset's].
-    #[arg(long, value_delimiter = ',')]
-    pub conditions: Vec<String>,
-    /// Comma-separated sinks: fast, slow (the reader capped at --slow-rate) or
-    /// slow-disk (every write of the API waits --disk-delay) [default: fast,slow; a
-    /// preset: fast].
-    #[arg(long, value_delimiter = ',')]
-    pub sinks: Vec<SinkKind>,
-    /// Rounds of every (condition, sink) pair; 3 is the full reference.
-    #[arg(long, default_value_t = defaults::ROUNDS)]
-    pub rounds: usize,
-    #[arg(long, help = format!(
-        "Requests per second, open loop [default: {}; sweep: {}]",
-        defaults::RATE,
-        loglag_lab::lab::preset::defaults::SWEEP_RATE
-    ))]
-    pub rate: Option<f64>,
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help = {
-        use loglag_lab::lab::preset::defaults::{BLOCKING_CLOSED, BUFFERS_CLOSED};
-        format!(
-            "Closed loop with N connections, each sending its next request when the last is answered, instead of --rate [presets: buffers {BUFFERS_CLOSED}, blocking {} and {}]",
-            BLOCKING_CLOSED[0], BLOCKING_CLOSED[1]
-        )
-    })]
-    pub closed: Option<u64>,
-    #[arg(long, value_parser = parse_duration, help = {
-        use loglag_lab::lab::preset::defaults::{DURATION, SWEEP_DURATION};
-        format!(
-            "How long the load runs (e.g. 8s, 500ms, 1m) [default: {}; presets: {DURATION:?}, sweep {SWEEP_DURATION:?}]",
-            defaults::DURATION
-        )
-    })]
-    pub duration: Option<Duration>,
-    #[arg(long, help = format!(
-        "new: a connection per request (the reference); keepalive: reuse connections [default: new; presets: {}]",
-        loglag_lab::lab::preset::defaults::CONNECTION.as_str()
-    ))]
-    pub connection: Option<Connection>,
-    /// The slow reader's cap (bytes per second; units B, KiB, MiB).
-    #[arg(long, default_value = defaults::SLOW_RATE, value_parser = parse_bytes)]
-    pub slow_rate: u64,
-    /// The slow-disk sink's delay before each write.
-    #[arg(long, default_value = defaults::DISK_DELAY, value_parser = parse_duration)]
-    pub disk_delay: Duration,
-    /// Bytes per read by the reader.
-    #[arg(long, default_value_t = defaults::READ_SIZE)]
-    pub read_size: usize,
-    /// Set the FIFO's capacity with F_SETPIPE_SZ [default: the kernel's 64 KiB].
-    #[arg(long, value_parser = parse_bytes)]
-    pub pipe_size: Option<u64>,
-    /// Worker threads of the built-in API (1 = one event loop, as in the reference)
-    /// [default: 1; blocking: one per core].
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// What the built-in API logs per request: json16k (the reference), three (three
-    /// 128-byte lines, INFO/DEBUG/INFO, as in 002) or line120 (one 120-byte line, 003).
-    #[arg(long)]
-    pub record: Option<RecordShape>,
-    /// Every Nth request of the built-in API logs an ERROR: a memory buffer then writes
-    /// what it holds, and the reader checks the order of what arrives.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub error_every: Option<u64>,
-    /// The built-in loglag condition's batch size (e.g. 32KiB); with --preset sweep, a
-    /// comma-separated list replaces the grid's [sweep: 4KiB,32KiB,128KiB,1MiB].
-    #[arg(long, value_delimiter = ',', value_parser = parse_bytes)]
-    pub batch_bytes: Vec<u64>,
-    /// The built-in loglag condition's flush interval (e.g. 100ms); with --preset sweep,
-    /// a list replaces the grid's [sweep: 10ms,100ms,500ms,2s].
-    #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
-    pub flush_interval: Vec<Duration>,
-    /// The network conditions (loglag-syslog, syslog-sync, loglag-otlp, otlp-sync):
-    /// their collector goes down for this long (e.g. 2s) halfway through each measured
-    /// run, closing its connections and refusing new ones.
-    #[arg(long, value_parser = parse_duration)]
-    pub collector_outage: Option<Duration>,
-    /// Warm-up requests before counting starts.
-    #[arg(long, default_value_t = defaults::WARMUP)]
-    pub warmup: usize,
-    /// Limit the API and the reader to this many cores each with cgroups (e.g. 0.25).
-    #[arg(long)]
-    pub cpu_limit: Option<f64>,
-    /// Run this command as the API instead of the built-in one; {port}, {log_path} and
-    /// {condition} are filled in.
-    #[arg(long)]
-    pub app: Option<String>,
-    /// With --app: how the lab knows the app is ready. `connect` (a TCP connection
-    /// succeeds; the probe is a real connection), `http:/PATH` (a 2xx answer; a real
-    /// request) or `log:TEXT` (a line of the app's stderr contains TEXT; no connection,
-    /// so nothing the app logs is the probe's).
-    #[arg(long, default_value = "connect", value_parser = parse_readiness)]
-    pub ready: loglag_lab::api::launch::Readiness,
-    /// With --app: where it writes the log the lab reads: `path` (the file it is given
-    /// as {log_path}), `stdout` or `stderr` (as containers log), or the file it writes
-    /// on its own, named with a / (./app.log, /var/log/app.log), followed from its end
-    /// as `tail -F` would. Only `path` needs {log_path}.
-    #[arg(long, default_value = "path", value_parser = parse_app_log)]
-    pub app_log: loglag_lab::api::launch::AppLog,
-    /// With --app: how long to wait for it to be ready.
-    #[arg(long, default_value = defaults::READY_TIMEOUT, value_parser = parse_duration)]
-    pub ready_timeout: Duration,
-    /// Write summary.json, pairs.csv, runs.csv, requests.csv and timeseries.csv here
-    /// (a preset: one subdirectory per step, and preset.md and preset.json).
+    #[command(flatten)]
+    pub request: LabRequest,
+    /// Write summary.json, pairs.csv, runs.csv, requests.csv, timeseries.csv and
+    /// manifest.json here (a preset: one subdirectory per step, and preset.md and
+    /// preset.json).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Format of the table on stdout.
@@ -395,41 +253,6 @@ pub struct LabArgs {
     /// Also write DIR/report.html (needs --out DIR).
     #[arg(long, requires = "out")]
     pub report: bool,
-    /// Longest wait for the log to drain after the last response.
-    #[arg(long, default_value = defaults::DRAIN_TIMEOUT, value_parser = parse_duration)]
-    pub drain_timeout: Duration,
-    /// Longest wait for the warm-up requests' log lines to be read before the measured
-    /// load starts: raise it for an --app that buffers its log for long.
-    #[arg(long, default_value = defaults::WARMUP_TIMEOUT, value_parser = parse_duration)]
-    pub warmup_timeout: Duration,
-    /// Flag runs whose load generator's p99 send lateness exceeds this: their
-    /// latencies include the instrument's own delay.
-    #[arg(long, default_value = defaults::LATENESS_LIMIT, value_parser = parse_duration)]
-    pub lateness_limit: Duration,
-    /// With --app: log lines each request writes, for every condition (3) or per
-    /// condition (stream=3,memory=3). Warm-up requests are counted too. Lines read
-    /// against lines expected gives each run's lost_records.
-    #[arg(long)]
-    pub expect_lines: Option<ExpectLines>,
-    /// How each run stops the API, as a deployment would: term, int or kill. What it
-    /// writes while shutting down counts; what it never writes is lost. Applies to an
-    /// --app always (default term), and to the built-in API when given or in a preset
-    /// (buffers runs term, then kill).
-    #[arg(long)]
-    pub stop_signal: Option<Signal>,
-    /// How long the API may take to exit after the stop signal before it is killed.
-    #[arg(long, default_value = defaults::STOP_TIMEOUT, value_parser = parse_duration)]
-    pub stop_timeout: Duration,
-    /// Match the request ids in the log (id=N, request_id=N, "request_id":"N") against
-    /// the X-Request-Id of every request served, and report which are missing or
-    /// incomplete: the last requests before the stop, or scattered.
-    #[arg(long)]
-    pub match_request_id: bool,
-    /// The condition every other is compared with in the findings: p50 and p99
-    /// differences and ratios on the same sink, with 95% bootstrap intervals
-    /// [default: none, when it runs].
-    #[arg(long, value_name = "CONDITION")]
-    pub baseline: Option<String>,
 }
 
 /// Experiments other than logging's.

@@ -24,6 +24,15 @@ pub enum PlanError {
     BaselineNotRun(String, Vec<String>),
     /// A value outside its range (with its flag and the range in words).
     OutOfRange(&'static str, &'static str),
+    /// Flags that do not go together, or a flag that only another makes meaningful;
+    /// the message names them and says what to give instead.
+    Flags(String),
+    /// A preset's step whose plan cannot run: the preset, the step and why.
+    InStep {
+        preset: &'static str,
+        step: String,
+        error: Box<PlanError>,
+    },
 }
 
 impl std::fmt::Display for PlanError {
@@ -54,6 +63,12 @@ impl std::fmt::Display for PlanError {
                 "--baseline {b:?} is not one of the conditions run ({}): the findings compare every condition with it",
                 conditions.join(", ")
             ),
+            PlanError::Flags(why) => f.write_str(why),
+            PlanError::InStep {
+                preset,
+                step,
+                error,
+            } => write!(f, "--preset {preset} (step {step}): {error}"),
             PlanError::ReadyLogOnStderr => f.write_str(
                 "--ready log: watches the app's stderr, which --app-log stderr makes its log; use --ready connect or http:/PATH",
             ),

@@ -7,6 +7,7 @@ pub mod findings;
 pub mod measure;
 pub mod plan;
 pub mod preset;
+pub mod request;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use executor::{ApiControl, Executor, Processes, RunApi, RunReader};
 pub use plan::{ExpectLines, LabPlan, LabSettings, RunCondition, Signal, SinkKind};
+pub use request::{LabRequest, Preset};
 
 use crate::api::condition::{Condition, RecordShape};
 use crate::api::control::ApiStats;

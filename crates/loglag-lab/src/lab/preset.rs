@@ -1,142 +1,197 @@
 //! The presets: the lab's plan for the 002 and 003 experiments, run as a few steps
 //! (a stop signal, a concurrency, a grid point), each a complete lab run of its own.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::plan::{LabPlan, LabSettings, PlanError, RunCondition, Signal, SinkKind};
+use super::request::LabRequest;
+pub use super::request::{preset_defaults as defaults, Preset};
 use crate::api::condition::{Condition, RecordShape};
-use crate::load::Connection;
 use crate::report::{PresetRow, PresetSummary, Summary};
 
-/// A named experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    /// Reference 002: memory buffers against a write per record, and what a stop loses.
-    Buffers,
-    /// Reference 003: what synchronous logging does to a multi-threaded server.
-    Blocking,
-    /// Reference 003's tuning table: loglag's batch size against its flush interval.
-    Sweep,
-}
-
-/// What the user set explicitly; everything else is the preset's.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    pub conditions: Option<Vec<RunCondition>>,
-    pub sinks: Option<Vec<SinkKind>>,
-    pub duration: Option<Duration>,
-    pub rate: Option<f64>,
-    pub closed: Option<usize>,
-    pub connection: Option<Connection>,
-    pub threads: Option<usize>,
-    pub stop_signal: Option<Signal>,
-    pub record: Option<RecordShape>,
-    /// The sweep's grid, when not the reference's.
-    pub batch_bytes: Option<Vec<usize>>,
-    pub flush_intervals: Option<Vec<Duration>>,
-}
-
-/// One step of a preset: a label (its subdirectory) and its plan.
+/// One step of a preset (or the one step of a plain run, labelled ""): a label (its
+/// subdirectory) and its plan.
 #[derive(Debug, Clone)]
 pub struct Step {
     pub label: String,
     pub plan: LabPlan,
 }
 
-/// What a preset sets unless the user says otherwise, stated once: the steps use them
-/// and the CLI's `--help` prints them.
-pub mod defaults {
-    use std::time::Duration;
-
-    /// Every preset reuses connections (the references' clients did).
-    pub const CONNECTION: crate::load::Connection = crate::load::Connection::Keepalive;
-    /// Load per step, buffers and blocking.
-    pub const DURATION: Duration = Duration::from_secs(10);
-    /// `buffers`: connections of its closed loop.
-    pub const BUFFERS_CLOSED: usize = 100;
-    /// `blocking`: one step per closed loop of this many connections.
-    pub const BLOCKING_CLOSED: [usize; 2] = [500, 2000];
-    /// `sweep`: load per step, and its open-loop rate.
-    pub const SWEEP_DURATION: Duration = Duration::from_secs(5);
-    pub const SWEEP_RATE: f64 = 1000.0;
-}
-
-/// A preset's step whose plan cannot run, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepError {
-    pub preset: Preset,
-    pub step: String,
-    pub error: PlanError,
-}
-
-impl std::fmt::Display for StepError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "--preset {} (step {}): {}",
-            self.preset.as_str(),
-            self.step,
-            self.error
-        )
-    }
-}
-
-impl std::error::Error for StepError {}
-
 /// The sweep's grid (reference 003's table has the diagonal).
 pub const SWEEP_BATCH_BYTES: [usize; 4] = [4 << 10, 32 << 10, 128 << 10, 1 << 20];
 pub const SWEEP_INTERVALS_MS: [u64; 4] = [10, 100, 500, 2000];
 
-impl Preset {
-    pub const ALL: [Preset; 3] = [Preset::Buffers, Preset::Blocking, Preset::Sweep];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Preset::Buffers => "buffers",
-            Preset::Blocking => "blocking",
-            Preset::Sweep => "sweep",
-        }
-    }
-
-    /// For `--help`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Preset::Buffers => "ref. 002: file-sync vs memory buffers of 50/100/200 vs queue+buffer vs loglag; 3 records per request, 100 connections; stopped with SIGTERM, then with SIGKILL",
-            Preset::Blocking => "ref. 003: sync-writeln, tokio-fs, channel-batch, tracing-appender, loglag on a server with a thread per core; 500 and 2000 connections",
-            Preset::Sweep => "ref. 003's tuning table: loglag batch 4 KiB..1 MiB x flush interval 10 ms..2 s at 1000 requests/s",
-        }
-    }
-
-    /// The plan of every step, from `base` (the user's other settings) and what the
-    /// user set explicitly. Each step's plan is checked as it will run (the base alone
-    /// is not: the preset sets its conditions, which `--baseline` must name).
-    pub fn steps(self, base: &LabSettings, o: &Overrides) -> Result<Vec<Step>, StepError> {
-        self.step_settings(base.clone(), o)
+impl LabRequest {
+    /// The checked plans this request runs: one step, or a preset's. Flags that do not
+    /// go together are refused here, naming them; each step's plan is then checked by
+    /// [`LabPlan::new`] as it will run (a preset sets its own conditions, which
+    /// `--baseline` must name). `exe` is the `loglag` executable the children run.
+    pub fn steps(&self, exe: PathBuf) -> Result<Vec<Step>, PlanError> {
+        let base = self.settings(exe)?;
+        let Some(preset) = self.preset else {
+            return Ok(vec![Step {
+                label: String::new(),
+                plan: LabPlan::new(base)?,
+            }]);
+        };
+        preset
+            .step_settings(base, self)
             .into_iter()
             .map(|(label, settings)| match LabPlan::new(settings) {
                 Ok(plan) => Ok(Step { label, plan }),
-                Err(error) => Err(StepError {
-                    preset: self,
+                Err(error) => Err(PlanError::InStep {
+                    preset: preset.as_str(),
                     step: label,
-                    error,
+                    error: Box::new(error),
                 }),
             })
             .collect()
     }
 
-    fn step_settings(self, mut plan: LabSettings, o: &Overrides) -> Vec<(String, LabSettings)> {
+    /// The conditions asked for, parsed (`None`: not given). An `--app`'s are its own
+    /// names; the built-in API's must be known.
+    fn run_conditions(&self) -> Result<Option<Vec<RunCondition>>, PlanError> {
+        let app = self.app.is_some();
+        (!self.conditions.is_empty())
+            .then(|| {
+                self.conditions
+                    .iter()
+                    .map(|c| {
+                        RunCondition::parse(c, app)
+                            .map_err(|e| PlanError::Flags(format!("--conditions: {e}")))
+                    })
+                    .collect()
+            })
+            .transpose()
+    }
+
+    /// The settings every step starts from, after the checks that concern flags
+    /// together (one flag's own values are [`LabPlan::new`]'s to check).
+    fn settings(&self, exe: PathBuf) -> Result<LabSettings, PlanError> {
+        let refuse = |why: &str| Err(PlanError::Flags(why.to_owned()));
+        let app = self.app.is_some();
+        let conditions = self.run_conditions()?;
+        if let Some(expect) = &self.expect_lines {
+            if !app {
+                return refuse(
+                    "--expect-lines verifies an --app; the built-in API reports what it wrote",
+                );
+            }
+            for name in expect.names() {
+                if !conditions.iter().flatten().any(|c| c.name() == name) {
+                    return refuse(&format!(
+                        "--expect-lines names {name:?}, which is not in --conditions"
+                    ));
+                }
+            }
+        }
+        if app && (self.record.is_some() || self.error_every.is_some()) {
+            return refuse(
+                "--record and --error-every shape what the built-in API logs; an --app logs on its own",
+            );
+        }
+        if app && conditions.is_none() {
+            return refuse(&format!(
+                "--app needs --conditions: name the conditions your app understands; each is passed to it as {{condition}}, one run per name (the reference API's are {})",
+                Condition::REFERENCE
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        if self.preset.is_some() && app {
+            return refuse("--preset runs the built-in API's conditions; with --app, give --conditions and --expect-lines instead");
+        }
+        if self.rate.is_some() && self.closed.is_some() {
+            return refuse("--rate is an open loop and --closed a closed one: give one of them");
+        }
+        if !app && self.app_log != crate::api::launch::AppLog::Path {
+            return refuse("--app-log says where an --app writes its log; the built-in API writes to the lab's sink");
+        }
+        if !app && self.ready != crate::api::launch::Readiness::Connect {
+            return refuse(
+                "--ready says how an --app shows it is ready; the built-in API says so itself",
+            );
+        }
+        if self.preset != Some(Preset::Sweep)
+            && (self.batch_bytes.len() > 1 || self.flush_interval.len() > 1)
+        {
+            return refuse(
+                "--batch-bytes and --flush-interval take a list only with --preset sweep",
+            );
+        }
+        if self.batch_bytes.contains(&0) || self.flush_interval.iter().any(|d| d.is_zero()) {
+            return refuse("--batch-bytes and --flush-interval must be positive");
+        }
+        let mut base = LabSettings::reference(
+            conditions.unwrap_or_else(|| {
+                Condition::REFERENCE
+                    .iter()
+                    .map(|&c| RunCondition::BuiltIn(c))
+                    .collect()
+            }),
+            if self.sinks.is_empty() {
+                vec![SinkKind::Fast, SinkKind::Slow]
+            } else {
+                self.sinks.clone()
+            },
+            exe,
+        );
+        base.rounds = self.rounds;
+        base.rate = self.rate.unwrap_or(base.rate);
+        base.closed = self.closed.map(|n| n as usize);
+        base.duration = self.duration.unwrap_or(base.duration);
+        base.connection = self.connection.unwrap_or(base.connection);
+        base.slow_rate = self.slow_rate;
+        base.disk_delay = self.disk_delay;
+        base.read_size = self.read_size;
+        base.pipe_size = self.pipe_size.map(|v| v as usize);
+        base.threads = self.threads.unwrap_or(1);
+        base.warmup = self.warmup;
+        base.cpu_limit = self.cpu_limit;
+        base.app = self.app.clone();
+        base.ready = self.ready.clone();
+        base.ready_timeout = self.ready_timeout;
+        base.app_log = self.app_log.clone();
+        base.drain_timeout = self.drain_timeout;
+        base.warmup_timeout = self.warmup_timeout;
+        base.lateness_limit_us = self.lateness_limit.as_secs_f64() * 1e6;
+        base.expect_lines = self.expect_lines.clone().unwrap_or_default();
+        base.stop_signal = self.stop_signal.unwrap_or_default();
+        base.stop_builtin = self.stop_signal.is_some();
+        base.stop_timeout = self.stop_timeout;
+        base.record = self.record.unwrap_or_default();
+        base.error_every = self.error_every;
+        base.match_request_id = self.match_request_id;
+        base.baseline = self.baseline.clone();
+        base.loglag_batch_bytes = self.batch_bytes.first().map(|&b| b as usize);
+        base.loglag_flush_interval = self.flush_interval.first().copied();
+        base.collector_outage = self.collector_outage;
+        Ok(base)
+    }
+}
+
+impl Preset {
+    fn step_settings(self, mut plan: LabSettings, o: &LabRequest) -> Vec<(String, LabSettings)> {
         let built_in = |cs: &[Condition]| cs.iter().map(|&c| RunCondition::BuiltIn(c)).collect();
-        plan.sinks = o.sinks.clone().unwrap_or_else(|| vec![SinkKind::Fast]);
+        // What the user gave is in `plan` already (conditions parsed); what they left
+        // is the preset's.
+        let asked_conditions = !o.conditions.is_empty();
+        let closed = o.closed.map(|n| n as usize);
+        if o.sinks.is_empty() {
+            plan.sinks = vec![SinkKind::Fast];
+        }
         plan.connection = o.connection.unwrap_or(defaults::CONNECTION);
         plan.stop_builtin = true;
         match self {
             Preset::Buffers => {
-                plan.conditions = o
-                    .conditions
-                    .clone()
-                    .unwrap_or_else(|| built_in(&Condition::BUFFERS));
+                if !asked_conditions {
+                    plan.conditions = built_in(&Condition::BUFFERS);
+                }
                 plan.record = o.record.unwrap_or(RecordShape::Three);
-                plan.closed = Some(o.closed.unwrap_or(defaults::BUFFERS_CLOSED));
+                plan.closed = Some(closed.unwrap_or(defaults::BUFFERS_CLOSED));
                 plan.duration = o.duration.unwrap_or(defaults::DURATION);
                 plan.threads = o.threads.unwrap_or(1);
                 let signals = match o.stop_signal {
@@ -157,17 +212,16 @@ impl Preset {
                     .collect()
             }
             Preset::Blocking => {
-                plan.conditions = o
-                    .conditions
-                    .clone()
-                    .unwrap_or_else(|| built_in(&Condition::BLOCKING));
+                if !asked_conditions {
+                    plan.conditions = built_in(&Condition::BLOCKING);
+                }
                 plan.record = o.record.unwrap_or(RecordShape::Line120);
                 plan.duration = o.duration.unwrap_or(defaults::DURATION);
                 plan.threads = o
                     .threads
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
                 plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
-                let levels = match o.closed {
+                let levels = match closed {
                     Some(n) => vec![n],
                     None => defaults::BLOCKING_CLOSED.to_vec(),
                 };
@@ -185,24 +239,25 @@ impl Preset {
                     .collect()
             }
             Preset::Sweep => {
-                plan.conditions = o
-                    .conditions
-                    .clone()
-                    .unwrap_or_else(|| built_in(&[Condition::Loglag]));
+                if !asked_conditions {
+                    plan.conditions = built_in(&[Condition::Loglag]);
+                }
                 plan.record = o.record.unwrap_or(RecordShape::Line120);
                 plan.duration = o.duration.unwrap_or(defaults::SWEEP_DURATION);
                 plan.rate = o.rate.unwrap_or(defaults::SWEEP_RATE);
-                plan.closed = o.closed;
+                plan.closed = closed;
                 plan.threads = o.threads.unwrap_or(1);
                 plan.stop_signal = o.stop_signal.unwrap_or(Signal::Term);
-                let batches = o
-                    .batch_bytes
-                    .clone()
-                    .unwrap_or_else(|| SWEEP_BATCH_BYTES.to_vec());
-                let intervals = o
-                    .flush_intervals
-                    .clone()
-                    .unwrap_or_else(|| SWEEP_INTERVALS_MS.map(Duration::from_millis).to_vec());
+                let batches: Vec<usize> = if o.batch_bytes.is_empty() {
+                    SWEEP_BATCH_BYTES.to_vec()
+                } else {
+                    o.batch_bytes.iter().map(|&b| b as usize).collect()
+                };
+                let intervals = if o.flush_interval.is_empty() {
+                    SWEEP_INTERVALS_MS.map(Duration::from_millis).to_vec()
+                } else {
+                    o.flush_interval.clone()
+                };
                 let mut steps = Vec::new();
                 for &batch in &batches {
                     for &interval in &intervals {
@@ -262,22 +317,6 @@ impl Preset {
             rows,
             verdict,
         }
-    }
-}
-
-impl std::fmt::Display for Preset {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Preset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Preset, String> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown preset {s:?}: expected buffers, blocking or sweep"))
     }
 }
 
@@ -532,10 +571,25 @@ mod tests {
         assert!(v.contains("0.19–0.24 ms over 3 rounds"), "{v}");
     }
 
+    /// A request as the command line gives it.
+    fn request(args: &[&str]) -> LabRequest {
+        #[derive(clap::Parser)]
+        struct Lab {
+            #[command(flatten)]
+            request: LabRequest,
+        }
+        <Lab as clap::Parser>::try_parse_from(std::iter::once("lab").chain(args.iter().copied()))
+            .unwrap()
+            .request
+    }
+
+    fn steps(args: &[&str]) -> Result<Vec<Step>, PlanError> {
+        request(args).steps("loglag".into())
+    }
+
     #[test]
     fn presets_parse_and_plan_their_steps() {
-        let base = LabSettings::reference(Vec::new(), Vec::new(), "loglag".into());
-        let buffers = Preset::Buffers.steps(&base, &Overrides::default()).unwrap();
+        let buffers = steps(&["--preset", "buffers"]).unwrap();
         assert_eq!(
             buffers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
             ["term", "kill"]
@@ -544,59 +598,104 @@ mod tests {
             .iter()
             .all(|s| s.plan.stop_builtin && s.plan.closed == Some(100)));
         assert_eq!(buffers[1].plan.stop_signal, Signal::Kill);
-        let only_kill = Preset::Buffers
-            .steps(
-                &base,
-                &Overrides {
-                    stop_signal: Some(Signal::Kill),
-                    closed: Some(7),
-                    ..Overrides::default()
-                },
-            )
-            .unwrap();
+        assert_eq!(buffers[0].plan.sinks, [SinkKind::Fast]);
+        let only_kill = steps(&[
+            "--preset",
+            "buffers",
+            "--stop-signal",
+            "kill",
+            "--closed",
+            "7",
+        ])
+        .unwrap();
         assert_eq!(only_kill.len(), 1);
         assert_eq!(only_kill[0].plan.closed, Some(7));
-        let blocking = Preset::Blocking
-            .steps(&base, &Overrides::default())
-            .unwrap();
+        let blocking = steps(&["--preset", "blocking"]).unwrap();
         assert_eq!(
             blocking.iter().map(|s| s.plan.closed).collect::<Vec<_>>(),
             [Some(500), Some(2000)]
         );
-        let sweep = Preset::Sweep.steps(&base, &Overrides::default()).unwrap();
+        let sweep = steps(&["--preset", "sweep"]).unwrap();
         assert_eq!(sweep.len(), 16);
         assert_eq!(sweep[0].label, "batch-4KiB-interval-10ms");
         assert_eq!(sweep[15].plan.loglag_batch_bytes, Some(1 << 20));
+        assert_eq!(sweep[0].plan.rate, defaults::SWEEP_RATE);
+        let grid = steps(&[
+            "--preset",
+            "sweep",
+            "--batch-bytes",
+            "8KiB,64KiB",
+            "--flush-interval",
+            "50ms",
+        ])
+        .unwrap();
+        assert_eq!(
+            grid.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(),
+            ["batch-8KiB-interval-50ms", "batch-64KiB-interval-50ms"]
+        );
+        // What the user gave wins over the preset's.
+        let mine = steps(&[
+            "--preset",
+            "buffers",
+            "--conditions",
+            "loglag",
+            "--sinks",
+            "slow",
+        ])
+        .unwrap();
+        assert!(mine
+            .iter()
+            .all(|s| s.plan.conditions.len() == 1 && s.plan.sinks == [SinkKind::Slow]));
         assert_eq!("sweep".parse::<Preset>().unwrap(), Preset::Sweep);
         assert!("buffer".parse::<Preset>().is_err());
         // A step's plan is checked like any other.
-        let zero = Preset::Sweep.steps(
-            &base,
-            &Overrides {
-                duration: Some(Duration::ZERO),
-                ..Overrides::default()
-            },
-        );
         assert_eq!(
-            zero.unwrap_err().to_string(),
+            steps(&["--preset", "sweep", "--duration", "0s"])
+                .unwrap_err()
+                .to_string(),
             "--preset sweep (step batch-4KiB-interval-10ms): --duration must be positive"
         );
         // --baseline is checked against the conditions each step runs, not the
         // reference's that the base holds before the preset sets its own.
-        let with_baseline = LabSettings {
-            baseline: Some("loglag".into()),
-            ..base.clone()
-        };
-        assert!(Preset::Buffers
-            .steps(&with_baseline, &Overrides::default())
-            .is_ok());
-        let not_run = LabSettings {
-            baseline: Some("json-sync".into()),
-            ..base.clone()
-        };
-        let err = Preset::Buffers
-            .steps(&not_run, &Overrides::default())
-            .unwrap_err();
-        assert!(matches!(err.error, PlanError::BaselineNotRun(..)), "{err}");
+        assert!(steps(&["--preset", "buffers", "--baseline", "loglag"]).is_ok());
+        let err = steps(&["--preset", "buffers", "--baseline", "json-sync"]).unwrap_err();
+        assert!(
+            matches!(&err, PlanError::InStep { error, .. } if matches!(**error, PlanError::BaselineNotRun(..))),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn flags_that_do_not_go_together_are_refused_naming_both() {
+        for (args, says) in [
+            (
+                &["--rate", "5", "--closed", "3"][..],
+                "--rate is an open loop",
+            ),
+            (
+                &["--expect-lines", "3"][..],
+                "--expect-lines verifies an --app",
+            ),
+            (&["--app", "x {port}"][..], "--app needs --conditions"),
+            (
+                &["--batch-bytes", "4KiB,8KiB"][..],
+                "take a list only with --preset sweep",
+            ),
+            (
+                &["--app-log", "stdout"][..],
+                "--app-log says where an --app",
+            ),
+            (&["--conditions", "no-such"][..], "--conditions:"),
+        ] {
+            let err = steps(args).unwrap_err();
+            assert!(matches!(err, PlanError::Flags(_)), "{args:?}: {err:?}");
+            assert!(err.to_string().contains(says), "{args:?}: {err}");
+        }
+        // The plain run is one step, labelled "", on the reference's defaults.
+        let plain = steps(&[]).unwrap();
+        assert_eq!(plain.len(), 1);
+        assert_eq!(plain[0].label, "");
+        assert_eq!(plain[0].plan.conditions.len(), 7);
+        assert_eq!(plain[0].plan.sinks, [SinkKind::Fast, SinkKind::Slow]);
     }
 }
