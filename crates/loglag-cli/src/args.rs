@@ -4,12 +4,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use loglag::SinkSpec;
 use loglag_lab::api::condition::RecordShape;
 use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::LabRequest;
 use loglag_lab::load::Connection;
-use loglag_lab::sys::units::{parse_bytes, parse_duration};
+use loglag_lab::sys::units::parse_duration;
 
 /// Measure what logging costs an HTTP API.
 ///
@@ -36,7 +35,7 @@ pub enum Command {
     Sink(SinkArgs),
     /// Run the built-in API under test.
     Serve(ServeArgs),
-    /// Render a lab --out directory as one self-contained HTML file with charts.
+    /// Render any command's --out directory (by its manifest.json) as one self-contained HTML page.
     Report(ReportArgs),
     /// Fault injection: kill -9 a flooding process at random moments and check recovery.
     Torture(TortureArgs),
@@ -57,148 +56,37 @@ pub struct ChildArgs {
     pub spec: String,
 }
 
+/// `loglag torture`: what it runs is the lab's request type; here only where its
+/// results go.
 #[derive(Debug, Args)]
-#[command(after_help = "EXAMPLES:
-    loglag torture                                # kill -9 trials, overload soak, hung sink
-    loglag torture --only kill9 --trials 100
-    loglag torture --only kill9 --kill9-policy default   # drops announced across kill -9
-    loglag torture --only soak --soak 60s --format json
-
-WHAT IT MEASURES:
-    kill9  kill -9 a process flooding a spool-mode pipeline at random moments, recover,
-           and check every record whose call returned is there exactly once, in order
-    soak   offer 10x what a throttled sink takes, per overflow policy: RSS growth against
-           the byte budget, the caller's p99, and the accounting
-    hung   a sink that never returns: the caller's longest wait per policy
-    faults ENOSPC (with and without a fallback) and EPIPE: the caller's longest wait")]
 pub struct TortureArgs {
-    /// Run only this part: kill9, soak, hung or faults.
-    #[arg(long)]
-    pub only: Option<loglag_lab::torture::Part>,
-    /// kill -9 trials to run.
-    #[arg(long, default_value_t = 20)]
-    pub trials: usize,
-    /// How long each policy's overload soak runs.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub soak: Duration,
-    /// The throttled sink's rate in the soak (the offer is 10x this).
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
-    pub sink_rate: u64,
-    /// Seed for the kill moments (default: from the clock).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// kill9: the flooding child's overflow policy. `block` drops nothing, so every
-    /// record whose call returned must be in the sink; `default` (ShedByLevel) drops
-    /// under the flood, and every record whose call returned must be in the sink or
-    /// counted in an in-band report, the one recovery writes for the killed process
-    /// included.
-    #[arg(long, value_enum, default_value_t = Kill9Policy::Block)]
-    pub kill9_policy: Kill9Policy,
-    /// kill9: write through a rolling file sink that rotates at this size (e.g.
-    /// 300KiB), and check every record exactly once across all files.
-    #[arg(long, value_parser = parse_bytes)]
-    pub rotate_bytes: Option<u64>,
-    /// Output format.
+    #[command(flatten)]
+    pub request: loglag_lab::torture::request::TortureRequest,
+    /// Output format (md or json: its results are several tables).
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+    /// Also write summary.json, the table (Markdown) and manifest.json here;
+    /// `loglag report DIR` draws them as a page.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
-/// What `loglag emit` writes through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Via {
-    /// loglag's pipeline.
-    Loglag,
-    /// tracing-appender's rolling appender and non_blocking.
-    TracingAppender,
-}
-
-/// The kill -9 torture's flooding policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Kill9Policy {
-    /// Overflow::Block: nothing dropped.
-    Block,
-    /// The default policy (ShedByLevel): drops, each counted in the sink.
-    Default,
-}
-
-fn parse_overflow(s: &str) -> Result<loglag::Overflow, String> {
-    s.parse()
-        .map_err(|e: loglag::ParseOverflowError| e.to_string())
-}
-
+/// `loglag emit`: what it emits is the lab's plan type; here only what becomes of
+/// its summary.
 #[derive(Debug, Args)]
-#[command(after_help = "EXAMPLES:
-    loglag emit --sink stdout --count 10
-    loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
-    loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
-    loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
-    loglag emit --sink syslog+tcp://127.0.0.1:514 --count 100000 --overflow block
-    loglag emit --sink otlp+http://127.0.0.1:4318/v1/logs --count 100000 --overflow block
-
-Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0;
-to a syslog collector it is the MSG of an RFC 5424 message, to an OTLP receiver the
-body of a LogRecord.
-The exit status is 1 when any record was dropped (unless --allow-drops), so a CI job
-can assert that a logging setup keeps up.")]
 pub struct EmitArgs {
-    /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
-    /// syslog+udp://HOST:PORT, syslog+unix://PATH (e.g. syslog+unix:///dev/log),
-    /// otlp+http://HOST:PORT[/PATH] (OTLP/HTTP protobuf, /v1/logs by default) or
-    /// otlp+http+json://HOST:PORT[/PATH]; relp://HOST:PORT (acknowledged, at least once).
-    #[arg(long)]
-    pub sink: SinkSpec,
-    /// Records to emit.
-    #[arg(long, default_value_t = 100_000)]
-    pub count: u64,
-    /// Bytes per record, newline included.
-    #[arg(long, default_value = "128", value_parser = parse_bytes)]
-    pub size: u64,
-    /// Records per second in all (an open-loop schedule) [default: as fast as possible].
-    #[arg(long)]
-    pub rate: Option<f64>,
-    /// The records' level.
-    #[arg(long, default_value = "info")]
-    pub level: loglag::Level,
-    /// Producer threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Spool the queue in this file (kill -9 safe; exactly once into a file).
-    #[arg(long)]
-    pub spool: Option<PathBuf>,
-    /// What to do when the queue is full: shed-by-level (never waits; DEBUG, then INFO
-    /// go first, WARN/ERROR keep a reserve), block (waits; nothing dropped),
-    /// block-for=DURATION (waits at most that long, e.g. block-for=5ms), drop-newest or
-    /// drop-oldest.
-    #[arg(long, default_value = "shed-by-level", value_parser = parse_overflow)]
-    pub overflow: loglag::Overflow,
-    /// file://: rotate before a file exceeds this size.
-    #[arg(long, value_parser = parse_bytes)]
-    pub rotate_bytes: Option<u64>,
-    /// file://: rotate every period (e.g. 1m, 1h), aligned to UTC.
-    #[arg(long, value_parser = parse_duration)]
-    pub rotate_every: Option<Duration>,
-    /// file://: keep this many rotated files.
-    #[arg(long)]
-    pub keep: Option<usize>,
-    /// file://: compress rotated files in the background (gzip).
-    #[arg(long)]
-    pub compress: Option<CompressName>,
+    #[command(flatten)]
+    pub plan: loglag_lab::emit::EmitPlan,
     /// Exit 0 even when records were dropped.
     #[arg(long)]
     pub allow_drops: bool,
-    /// Emit through tracing-appender's rolling appender and non_blocking instead (its
-    /// defaults; lossy(false) with --overflow block), to compare on the same machine.
-    #[arg(long, value_enum, default_value_t = Via::Loglag)]
-    pub via: Via,
     /// Format of the summary (on stderr when the sink is stdout).
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
-}
-
-/// Compression of rotated files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompressName {
-    Gzip,
+    /// Also write summary.json, the table (Markdown and CSV) and manifest.json here;
+    /// `loglag report DIR` draws them as a page.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -216,9 +104,14 @@ pub struct RecoverArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
     loglag report results -o report.html
-    loglag lab --out results --report        # writes results/report.html at the end")]
+    loglag lab --out results --report        # writes results/report.html at the end
+    loglag load http://127.0.0.1:8080/ --out load && loglag report load
+
+Every --out directory holds a manifest.json naming the command that wrote it and its
+files; the report reads it. A preset's steps get their own pages in their directories.")]
 pub struct ReportArgs {
-    /// A directory written by `loglag lab --out DIR`.
+    /// A directory written by --out (lab, lab --preset, lab hops, load, sink, emit or
+    /// torture).
     pub dir: PathBuf,
     /// Where to write the HTML ('-' for stdout) [default: DIR/report.html].
     #[arg(short, long)]
@@ -396,34 +289,24 @@ pub struct LoadArgs {
     /// Also write one row per request as CSV here ('-' for stdout).
     #[arg(long)]
     pub requests_csv: Option<PathBuf>,
+    /// Also write summary.json, the table (Markdown and CSV) and manifest.json here;
+    /// `loglag report DIR` draws them as a page.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
+/// `loglag sink`: what it reads is the lab's request type; here only the format.
 #[derive(Debug, Args)]
-#[command(after_help = "EXAMPLES:
-    loglag sink --fifo /tmp/app.fifo --rate 256KiB
-    loglag sink --listen 127.0.0.1:9000")]
 pub struct SinkArgs {
-    /// Read this FIFO (created if missing; an existing non-FIFO is refused).
-    #[arg(long, conflicts_with = "listen", required_unless_present = "listen")]
-    pub fifo: Option<PathBuf>,
-    /// Listen on this TCP address and read the first connection.
-    #[arg(long)]
-    pub listen: Option<String>,
-    /// Cap the read rate (bytes per second; units B, KiB, MiB).
-    #[arg(long, value_parser = parse_bytes)]
-    pub rate: Option<u64>,
-    /// Bytes per read.
-    #[arg(long, default_value_t = 4096)]
-    pub read_size: usize,
-    /// Set the FIFO's capacity with F_SETPIPE_SZ.
-    #[arg(long, value_parser = parse_bytes)]
-    pub pipe_size: Option<u64>,
-    /// Write (seconds, bytes read) samples, 20 a second, as CSV to this file.
-    #[arg(long)]
-    pub samples: Option<PathBuf>,
+    #[command(flatten)]
+    pub request: loglag_lab::reader::standalone::SinkRequest,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+    /// Also write summary.json, the table (Markdown and CSV) and manifest.json here;
+    /// `loglag report DIR` draws them as a page.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

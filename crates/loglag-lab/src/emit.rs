@@ -11,15 +11,44 @@ use loglag::sink::{IntoSink, Sink, SinkSpec};
 use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
 
 use crate::plan_error::PlanError;
+use crate::sys::units::{parse_bytes, parse_duration};
 use crate::report::{EmitMetrics, EmitSummary};
 
 /// Rotation for `file://` sinks.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct Rotation {
+    /// file://: rotate before a file exceeds this size.
+    #[arg(long = "rotate-bytes", value_parser = parse_bytes)]
     pub max_bytes: Option<u64>,
+    /// file://: rotate every period (e.g. 1m, 1h), aligned to UTC.
+    #[arg(long = "rotate-every", value_parser = parse_duration)]
     pub every: Option<Duration>,
+    /// file://: keep this many rotated files.
+    #[arg(long)]
     pub keep: Option<usize>,
+    /// file://: compress rotated files in the background (gzip, the one there is).
+    #[arg(long = "compress", value_name = "gzip", value_parser = parse_gzip, default_value = "none", hide_default_value = true, num_args = 1, action = clap::ArgAction::Set)]
     pub gzip: bool,
+}
+
+fn parse_gzip(s: &str) -> Result<bool, String> {
+    match s {
+        "gzip" => Ok(true),
+        "none" => Ok(false),
+        other => Err(format!("unknown compression {other:?}: gzip is the one there is")),
+    }
+}
+
+fn parse_via(s: &str) -> Result<bool, String> {
+    match s {
+        "loglag" => Ok(false),
+        "tracing-appender" => Ok(true),
+        other => Err(format!("unknown --via {other:?}: expected loglag or tracing-appender")),
+    }
+}
+
+fn parse_overflow(s: &str) -> Result<Overflow, String> {
+    s.parse().map_err(|e: loglag::ParseOverflowError| e.to_string())
 }
 
 impl Rotation {
@@ -28,22 +57,64 @@ impl Rotation {
     }
 }
 
-/// What to emit.
-#[derive(Debug, Clone)]
+/// What to emit: `loglag emit`'s flags derive here, beside the fields they set.
+/// [`emit`] refuses a plan that does not pass [`EmitPlan::validate`].
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "EXAMPLES:
+    loglag emit --sink stdout --count 10
+    loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
+    loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
+    loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
+    loglag emit --sink syslog+tcp://127.0.0.1:514 --count 100000 --overflow block
+    loglag emit --sink otlp+http://127.0.0.1:4318/v1/logs --count 100000 --overflow block
+
+Each record is `LEVEL emit: seq=N thread=T ...` padded to --size, N counting from 0;
+to a syslog collector it is the MSG of an RFC 5424 message, to an OTLP receiver the
+body of a LogRecord.
+The exit status is 1 when any record was dropped (unless --allow-drops), so a CI job
+can assert that a logging setup keeps up.")]
 pub struct EmitPlan {
+    /// Where to: stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT,
+    /// syslog+udp://HOST:PORT, syslog+unix://PATH (e.g. syslog+unix:///dev/log),
+    /// otlp+http://HOST:PORT[/PATH] (OTLP/HTTP protobuf, /v1/logs by default) or
+    /// otlp+http+json://HOST:PORT[/PATH]; relp://HOST:PORT (acknowledged, at least once).
+    #[arg(long)]
     pub sink: SinkSpec,
+    /// Records to emit.
+    #[arg(long, default_value_t = 100_000)]
     pub count: u64,
     /// Bytes per record, newline included.
+    #[arg(long, default_value = "128", value_parser = parse_size)]
     pub size: usize,
-    /// Records per second in all; `None` is as fast as possible.
+    /// Records per second in all (an open-loop schedule) [default: as fast as possible].
+    #[arg(long)]
     pub rate: Option<f64>,
+    /// The records' level.
+    #[arg(long, default_value = "info")]
     pub level: Level,
+    /// Producer threads.
+    #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Spool the queue in this file (kill -9 safe; exactly once into a file).
+    #[arg(long)]
     pub spool: Option<PathBuf>,
+    /// What to do when the queue is full: shed-by-level (never waits; DEBUG, then INFO
+    /// go first, WARN/ERROR keep a reserve), block (waits; nothing dropped),
+    /// block-for=DURATION (waits at most that long, e.g. block-for=5ms), drop-newest or
+    /// drop-oldest.
+    #[arg(long, default_value = "shed-by-level", value_parser = parse_overflow)]
     pub overflow: Overflow,
+    #[command(flatten)]
     pub rotation: Rotation,
-    /// Emit through tracing-appender's `rolling` + `non_blocking` instead, to compare.
+    /// Emit through tracing-appender's rolling appender and non_blocking instead
+    /// (`--via tracing-appender`: its defaults; lossy(false) with --overflow block), to
+    /// compare on the same machine [default: loglag].
+    #[arg(long = "via", value_name = "loglag|tracing-appender", value_parser = parse_via, default_value = "loglag", hide_default_value = true, num_args = 1, action = clap::ArgAction::Set)]
     pub via_tracing_appender: bool,
+}
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    parse_bytes(s).map(|b| b as usize)
 }
 
 impl EmitPlan {

@@ -1,55 +1,442 @@
-//! Where a lab result goes: its table on stdout in the format asked, and in a
-//! directory every exporter's file, with the HTML page drawn from the summary in memory
-//! when asked (`loglag report DIR` draws the same page back from the files). Above
-//! `export/` and `html/`, which it owns the use of.
+//! Where every command's result goes, and how it is read back: one [`ExportManager`]
+//! per kind of result (hyperfine's shape: exporters of one method, the formats each
+//! kind offers chosen in one place, its constructor), writing the table on stdout and,
+//! into a directory, every file and then `manifest.json`; and [`render_dir`], which
+//! reads a directory back by its manifest into report pages. Above `export/` and
+//! `html/`, which it owns the use of.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::export::{all, for_stdout, StdoutFormat};
-use crate::report::Summary;
+use serde::Serialize;
 
-/// The outputs of one lab result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outputs {
-    /// The table's format on stdout.
-    pub stdout: StdoutFormat,
-    /// Also `report.html` in the directory.
-    pub report: bool,
+use crate::export::{self, Exporter, StdoutFormat};
+use crate::html::{self, LoadError};
+use crate::report::{
+    EmitSummary, HopsSummary, LoadSummary, Manifest, PresetSummary, ResultKind, SinkSummary,
+    Summary, TortureSummary, MANIFEST, SCHEMA,
+};
+
+type Boxed<R> = Box<dyn Exporter<R>>;
+
+/// The outputs of one kind of result: its table on stdout in the format asked, and its
+/// files (the JSON the result is read back from first, the manifest last).
+pub struct ExportManager<R: 'static> {
+    kind: ResultKind,
+    stdout: Boxed<R>,
+    files: Vec<(&'static str, Boxed<R>)>,
+    /// Subdirectories that are results of their own (a preset's steps).
+    parts: fn(&R) -> Vec<String>,
 }
 
-impl Outputs {
+impl<R> std::fmt::Debug for ExportManager<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportManager")
+            .field("kind", &self.kind)
+            .field(
+                "files",
+                &self.files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A format a kind of result does not offer on stdout, refused before anything runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    pub kind: ResultKind,
+    pub format: StdoutFormat,
+    pub offered: &'static str,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--format {}: {}'s results offer {}",
+            self.format.as_str(),
+            self.kind.as_str(),
+            self.offered
+        )
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
+fn json<R: Serialize>(r: &R, out: &mut dyn Write) -> io::Result<()> {
+    export::Json.export(r, out)
+}
+
+fn none<R>(_: &R) -> Vec<String> {
+    Vec::new()
+}
+
+fn boxed<R: 'static>(e: impl Exporter<R> + 'static) -> Boxed<R> {
+    Box::new(e)
+}
+
+impl ExportManager<Summary> {
+    /// `loglag lab`: the pairs table (md, json or csv); summary.json, the CSVs,
+    /// pairs.md, and report.html when asked.
+    pub fn lab(format: StdoutFormat, report: bool) -> ExportManager<Summary> {
+        let stdout: Boxed<Summary> = match format {
+            StdoutFormat::Markdown => boxed(export::Markdown),
+            StdoutFormat::Json => boxed(export::Json),
+            StdoutFormat::Csv => boxed(export::PairsCsv),
+        };
+        let mut files: Vec<(&'static str, Boxed<Summary>)> = vec![
+            ("summary.json", boxed(export::Json)),
+            ("pairs.csv", boxed(export::PairsCsv)),
+            ("runs.csv", boxed(export::RunsCsv)),
+            ("requests.csv", boxed(export::RequestsCsv)),
+            ("timeseries.csv", boxed(export::TimeseriesCsv)),
+            ("pairs.md", boxed(export::Markdown)),
+        ];
+        if report {
+            files.push((
+                "report.html",
+                boxed(|s: &Summary, out: &mut dyn Write| out.write_all(html::render(s).as_bytes())),
+            ));
+        }
+        ExportManager {
+            kind: ResultKind::Lab,
+            stdout,
+            files,
+            parts: none,
+        }
+    }
+}
+
+impl ExportManager<PresetSummary> {
+    /// `loglag lab --preset`: the preset's table (md or json); preset.json, preset.md
+    /// and report.html when asked. Each step is a `lab` result in its subdirectory.
+    pub fn preset(
+        format: StdoutFormat,
+        report: bool,
+    ) -> Result<ExportManager<PresetSummary>, Unsupported> {
+        let stdout: Boxed<PresetSummary> = match format {
+            StdoutFormat::Markdown => boxed(export::preset::markdown),
+            StdoutFormat::Json => boxed(export::Json),
+            StdoutFormat::Csv => {
+                return Err(Unsupported {
+                    kind: ResultKind::Preset,
+                    format,
+                    offered: "md or json (each step's pairs.csv is in its subdirectory)",
+                })
+            }
+        };
+        let mut files: Vec<(&'static str, Boxed<PresetSummary>)> = vec![
+            ("preset.json", boxed(export::Json)),
+            ("preset.md", boxed(export::preset::markdown)),
+        ];
+        if report {
+            files.push((
+                "report.html",
+                boxed(|s: &PresetSummary, out: &mut dyn Write| {
+                    out.write_all(html::render_preset(s).as_bytes())
+                }),
+            ));
+        }
+        Ok(ExportManager {
+            kind: ResultKind::Preset,
+            stdout,
+            files,
+            parts: |s| s.steps.clone(),
+        })
+    }
+}
+
+/// The JSON of a `lab hops` result, as `summary.json` has held it since it existed:
+/// its figures under `hops`.
+#[derive(Serialize)]
+struct HopsDocument<'a> {
+    schema: u32,
+    hops: &'a HopsSummary,
+}
+
+impl ExportManager<HopsSummary> {
+    /// `loglag lab hops`: its tables in Markdown; summary.json, hops.md and
+    /// report.html when asked (spans.otlp.json is written beside them by the run).
+    pub fn hops(report: bool) -> ExportManager<HopsSummary> {
+        let mut files: Vec<(&'static str, Boxed<HopsSummary>)> = vec![
+            (
+                "summary.json",
+                boxed(|s: &HopsSummary, out: &mut dyn Write| {
+                    json(
+                        &HopsDocument {
+                            schema: SCHEMA,
+                            hops: s,
+                        },
+                        out,
+                    )
+                }),
+            ),
+            ("hops.md", boxed(export::hops::markdown)),
+        ];
+        if report {
+            files.push((
+                "report.html",
+                boxed(|s: &HopsSummary, out: &mut dyn Write| {
+                    out.write_all(html::render_hops(s).as_bytes())
+                }),
+            ));
+        }
+        ExportManager {
+            kind: ResultKind::Hops,
+            stdout: boxed(export::hops::markdown),
+            files,
+            parts: none,
+        }
+    }
+}
+
+/// A table-only result: its stdout table in each format offered, and summary.json,
+/// NAME.md (and NAME.csv when csv is offered) in a directory.
+fn tables<R: Serialize + 'static>(
+    kind: ResultKind,
+    format: StdoutFormat,
+    md: fn(&R, &mut dyn Write) -> io::Result<()>,
+    csv: Option<fn(&R, &mut dyn Write) -> io::Result<()>>,
+) -> Result<ExportManager<R>, Unsupported> {
+    let stdout: Boxed<R> = match (format, csv) {
+        (StdoutFormat::Markdown, _) => boxed(md),
+        (StdoutFormat::Json, _) => boxed(export::Json),
+        (StdoutFormat::Csv, Some(csv)) => boxed(csv),
+        (StdoutFormat::Csv, None) => {
+            return Err(Unsupported {
+                kind,
+                format,
+                offered: "md or json (several tables)",
+            })
+        }
+    };
+    let (md_name, csv_name) = match kind {
+        ResultKind::Load => ("load.md", "load.csv"),
+        ResultKind::Sink => ("sink.md", "sink.csv"),
+        ResultKind::Emit => ("emit.md", "emit.csv"),
+        _ => ("torture.md", "torture.csv"),
+    };
+    let mut files: Vec<(&'static str, Boxed<R>)> =
+        vec![("summary.json", boxed(export::Json)), (md_name, boxed(md))];
+    if let Some(csv) = csv {
+        files.push((csv_name, boxed(csv)));
+    }
+    Ok(ExportManager {
+        kind,
+        stdout,
+        files,
+        parts: none,
+    })
+}
+
+impl ExportManager<LoadSummary> {
+    /// `loglag load`.
+    pub fn load(format: StdoutFormat) -> ExportManager<LoadSummary> {
+        tables(
+            ResultKind::Load,
+            format,
+            |s, out| export::Markdown.export(s, out),
+            Some(|s, out| export::PairsCsv.export(s, out)),
+        )
+        .expect("load offers every format")
+    }
+}
+
+impl ExportManager<SinkSummary> {
+    /// `loglag sink`.
+    pub fn sink(format: StdoutFormat) -> ExportManager<SinkSummary> {
+        tables(
+            ResultKind::Sink,
+            format,
+            |s, out| export::Markdown.export(s, out),
+            Some(|s, out| export::PairsCsv.export(s, out)),
+        )
+        .expect("sink offers every format")
+    }
+}
+
+impl ExportManager<EmitSummary> {
+    /// `loglag emit`.
+    pub fn emit(format: StdoutFormat) -> ExportManager<EmitSummary> {
+        tables(
+            ResultKind::Emit,
+            format,
+            |s, out| export::emit_table(s, false, out),
+            Some(|s, out| export::emit_table(s, true, out)),
+        )
+        .expect("emit offers every format")
+    }
+}
+
+impl ExportManager<TortureSummary> {
+    /// `loglag torture`: several tables, so no CSV.
+    pub fn torture(format: StdoutFormat) -> Result<ExportManager<TortureSummary>, Unsupported> {
+        tables(
+            ResultKind::Torture,
+            format,
+            |s, out| export::Markdown.export(s, out),
+            None,
+        )
+    }
+}
+
+impl<R: 'static> ExportManager<R> {
     /// The table, on `out`.
-    pub fn show(&self, summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        for_stdout(self.stdout).export(summary, out)
+    pub fn show(&self, result: &R, out: &mut dyn Write) -> io::Result<()> {
+        self.stdout.export(result, out)?;
+        out.flush()
     }
 
-    /// Every file into `dir` (created if needed); returns their paths. An error names
-    /// the file.
-    pub fn write(&self, summary: &Summary, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    /// Every file into `dir` (created if needed), then `manifest.json` naming them;
+    /// returns their paths. An error names the file.
+    pub fn write(&self, result: &R, dir: &Path) -> io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir).map_err(|e| named(dir, "cannot create", e))?;
         let mut written = Vec::new();
-        for exporter in all() {
-            let path = dir.join(exporter.file_name());
-            let file =
-                std::fs::File::create(&path).map_err(|e| named(&path, "cannot create", e))?;
-            let mut file = io::BufWriter::new(file);
-            exporter
-                .export(summary, &mut file)
-                .and_then(|()| file.flush())
-                .map_err(|e| named(&path, "cannot write", e))?;
+        for (name, exporter) in &self.files {
+            let path = dir.join(name);
+            write_file(&path, |out| exporter.export(result, out))?;
             written.push(path);
         }
-        if self.report {
-            let path = dir.join("report.html");
-            std::fs::write(&path, crate::html::render(summary))
-                .map_err(|e| named(&path, "cannot write", e))?;
-            written.push(path);
-        }
+        let manifest = Manifest {
+            schema: SCHEMA,
+            kind: self.kind,
+            summary: self.files[0].0.to_owned(),
+            files: self.files.iter().map(|(n, _)| (*n).to_owned()).collect(),
+            parts: (self.parts)(result),
+            loglag: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        let path = dir.join(MANIFEST);
+        write_file(&path, |out| json(&manifest, out))?;
+        written.push(path);
         Ok(written)
     }
 }
 
+fn write_file(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| named(path, "cannot create", e))?;
+    let mut file = io::BufWriter::new(file);
+    fill(&mut file)
+        .and_then(|()| file.flush())
+        .map_err(|e| named(path, "cannot write", e))
+}
+
 fn named(path: &Path, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+}
+
+/// A result directory's manifest; `None` for a directory written before manifests
+/// existed (then [`guess_kind`] reads it as those versions wrote it).
+pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, LoadError> {
+    let path = dir.join(MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(LoadError::Unreadable(path, e)),
+    };
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
+    if !crate::report::READABLE_SCHEMAS.contains(&manifest.schema) {
+        return Err(LoadError::Schema(path, u64::from(manifest.schema)));
+    }
+    Ok(Some(manifest))
+}
+
+/// The kind of a directory without a manifest, as the versions before manifests left
+/// it: a `hops` section in summary.json, a preset.json, else a lab run.
+fn guess_kind(dir: &Path) -> ResultKind {
+    let hops = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("hops").is_some());
+    if hops {
+        ResultKind::Hops
+    } else if dir.join("preset.json").exists() {
+        ResultKind::Preset
+    } else {
+        ResultKind::Lab
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => LoadError::Missing(path.to_owned()),
+        _ => LoadError::Unreadable(path.to_owned(), e),
+    })?;
+    serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.to_owned(), e.to_string()))
+}
+
+/// A table-only result's page: its Markdown, drawn.
+fn table_page<R: serde::de::DeserializeOwned>(
+    path: &Path,
+    title: &str,
+    md: impl Fn(&R, &mut dyn Write) -> io::Result<()>,
+) -> Result<String, LoadError> {
+    let result: R = read_json(path)?;
+    let mut text = Vec::new();
+    md(&result, &mut text).map_err(|e| LoadError::Unreadable(path.to_owned(), e))?;
+    Ok(html::tables::render_tables(
+        title,
+        &String::from_utf8_lossy(&text),
+    ))
+}
+
+/// The report pages of a result directory, read by its manifest: (path, page), the
+/// directory's own `report.html` first (the caller may write that one elsewhere),
+/// then a page per part (a preset's steps).
+pub fn render_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, LoadError> {
+    let manifest = read_manifest(dir)?;
+    let kind = manifest
+        .as_ref()
+        .map_or_else(|| guess_kind(dir), |m| m.kind);
+    let summary = dir.join(manifest.as_ref().map_or(
+        if kind == ResultKind::Preset {
+            "preset.json"
+        } else {
+            "summary.json"
+        },
+        |m| m.summary.as_str(),
+    ));
+    let own = dir.join("report.html");
+    Ok(match kind {
+        ResultKind::Lab => vec![(own, html::render(&html::load_dir(dir)?))],
+        ResultKind::Preset => {
+            let preset: PresetSummary = read_json(&summary)?;
+            let mut pages = vec![(own, html::render_preset(&preset))];
+            for step in &preset.steps {
+                pages.extend(render_dir(&dir.join(step))?);
+            }
+            pages
+        }
+        ResultKind::Hops => {
+            let doc: serde_json::Value = read_json(&summary)?;
+            let hops = doc.get("hops").cloned().unwrap_or(doc);
+            let hops: HopsSummary = serde_json::from_value(hops)
+                .map_err(|e| LoadError::Corrupt(summary.clone(), e.to_string()))?;
+            vec![(own, html::render_hops(&hops))]
+        }
+        ResultKind::Load => vec![(
+            own,
+            table_page(&summary, "loglag load", |s: &LoadSummary, out| {
+                export::Markdown.export(s, out)
+            })?,
+        )],
+        ResultKind::Sink => vec![(
+            own,
+            table_page(&summary, "loglag sink", |s: &SinkSummary, out| {
+                export::Markdown.export(s, out)
+            })?,
+        )],
+        ResultKind::Emit => vec![(
+            own,
+            table_page(&summary, "loglag emit", |s: &EmitSummary, out| {
+                export::emit_table(s, false, out)
+            })?,
+        )],
+        ResultKind::Torture => vec![(
+            own,
+            table_page(&summary, "loglag torture", |s: &TortureSummary, out| {
+                export::Markdown.export(s, out)
+            })?,
+        )],
+    })
 }

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 
 use loglag_lab::export::{self, Exporter};
 use loglag_lab::html;
+use loglag_lab::outputs::ExportManager;
+use loglag_lab::report::{ResultKind, Summary};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab")
 }
 
-fn render(e: &dyn Exporter) -> String {
+fn render(e: &dyn Exporter<Summary>) -> String {
     let summary = html::load_dir(&fixture()).unwrap();
     let mut out = Vec::new();
     e.export(&summary, &mut out).unwrap();
@@ -162,10 +164,13 @@ fn sink_summary() -> loglag_lab::report::SinkSummary {
 fn load_and_sink_in_every_stdout_format() {
     use export::StdoutFormat::{Csv, Json, Markdown};
     for (format, name) in [(Markdown, "md"), (Json, "json"), (Csv, "csv")] {
-        let e = export::for_stdout(format);
         let mut out = Vec::new();
-        e.export_load(&load_summary(), &mut out).unwrap();
-        e.export_sink(&sink_summary(), &mut out).unwrap();
+        ExportManager::load(format)
+            .show(&load_summary(), &mut out)
+            .unwrap();
+        ExportManager::sink(format)
+            .show(&sink_summary(), &mut out)
+            .unwrap();
         insta::assert_snapshot!(format!("load_sink_{name}"), String::from_utf8(out).unwrap());
     }
 }
@@ -179,10 +184,19 @@ fn every_file_written_reads_back_the_same() {
         r.condition = format!("app, \"{}\"", r.condition);
     }
     let dir = tempfile::tempdir().unwrap();
-    for e in export::all() {
-        let mut out = Vec::new();
-        e.export(&summary, &mut out).unwrap();
-        std::fs::write(dir.path().join(e.file_name()), out).unwrap();
+    ExportManager::lab(export::StdoutFormat::Markdown, false)
+        .write(&summary, dir.path())
+        .unwrap();
+    let manifest = loglag_lab::outputs::read_manifest(dir.path())
+        .unwrap()
+        .expect("a manifest");
+    assert_eq!(manifest.kind, ResultKind::Lab);
+    assert_eq!(manifest.summary, "summary.json");
+    for file in &manifest.files {
+        assert!(
+            dir.path().join(file).is_file(),
+            "{file} is listed and written"
+        );
     }
     let back = html::load_dir(dir.path()).unwrap();
     assert_eq!(back.requests.len(), summary.requests.len());
@@ -198,16 +212,14 @@ fn every_file_written_reads_back_the_same() {
 }
 
 /// `--report` draws its page from the summary in memory; `loglag report DIR` draws it
-/// from the files `Outputs` wrote. Both are the same page.
+/// from the files its `ExportManager` wrote. Both are the same page.
 #[test]
 fn the_page_drawn_from_memory_is_the_page_drawn_from_the_files() {
     let summary = html::load_dir(&fixture()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let outputs = loglag_lab::outputs::Outputs {
-        stdout: export::StdoutFormat::Markdown,
-        report: true,
-    };
-    let written = outputs.write(&summary, dir.path()).unwrap();
+    let written = ExportManager::lab(export::StdoutFormat::Markdown, true)
+        .write(&summary, dir.path())
+        .unwrap();
     let names: Vec<String> = written
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -221,7 +233,8 @@ fn the_page_drawn_from_memory_is_the_page_drawn_from_the_files() {
             "requests.csv",
             "timeseries.csv",
             "pairs.md",
-            "report.html"
+            "report.html",
+            "manifest.json"
         ]
     );
     let from_memory = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
@@ -331,7 +344,7 @@ fn hops_markdown() {
 fn torture_markdown() {
     let summary: loglag_lab::report::TortureSummary = fixture_json("torture-hung.json");
     let mut out = Vec::new();
-    export::Markdown.export_torture(&summary, &mut out).unwrap();
+    export::Markdown.export(&summary, &mut out).unwrap();
     insta::assert_snapshot!(String::from_utf8(out).unwrap());
 }
 
@@ -344,4 +357,84 @@ fn emit_tables() {
     let mut csv = Vec::new();
     export::emit_table(&summary, true, &mut csv).unwrap();
     insta::assert_snapshot!(String::from_utf8(md).unwrap() + &String::from_utf8(csv).unwrap());
+}
+
+/// Every kind of result, written through its `ExportManager`, is read back by
+/// `loglag report` from its manifest alone: the manifest names the kind and its
+/// files, and the page drawn is that kind's.
+#[test]
+fn every_kind_of_result_is_opened_by_its_manifest() {
+    use export::StdoutFormat::Markdown;
+    use loglag_lab::outputs::render_dir;
+    let root = tempfile::tempdir().unwrap();
+    let dir = |name: &str| root.path().join(name);
+    let lab = html::load_dir(&fixture()).unwrap();
+    ExportManager::lab(Markdown, false)
+        .write(&lab, &dir("lab"))
+        .unwrap();
+    let preset: loglag_lab::report::PresetSummary = fixture_json("buffers-preset.json");
+    ExportManager::preset(Markdown, false)
+        .unwrap()
+        .write(&preset, &dir("preset"))
+        .unwrap();
+    for step in &preset.steps {
+        ExportManager::lab(Markdown, false)
+            .write(&lab, &dir("preset").join(step))
+            .unwrap();
+    }
+    ExportManager::load(Markdown)
+        .write(&load_summary(), &dir("load"))
+        .unwrap();
+    ExportManager::sink(Markdown)
+        .write(&sink_summary(), &dir("sink"))
+        .unwrap();
+    let emit: loglag_lab::report::EmitSummary = fixture_json("emit.json");
+    ExportManager::emit(Markdown)
+        .write(&emit, &dir("emit"))
+        .unwrap();
+    let torture: loglag_lab::report::TortureSummary = fixture_json("torture-hung.json");
+    ExportManager::torture(Markdown)
+        .unwrap()
+        .write(&torture, &dir("torture"))
+        .unwrap();
+    for (name, kind, says) in [
+        ("lab", ResultKind::Lab, "loglag lab report"),
+        ("preset", ResultKind::Preset, "loglag lab --preset buffers"),
+        ("load", ResultKind::Load, "<title>loglag load</title>"),
+        ("sink", ResultKind::Sink, "<title>loglag sink</title>"),
+        ("emit", ResultKind::Emit, "<title>loglag emit</title>"),
+        (
+            "torture",
+            ResultKind::Torture,
+            "<title>loglag torture</title>",
+        ),
+    ] {
+        let manifest = loglag_lab::outputs::read_manifest(&dir(name))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name} has a manifest"));
+        assert_eq!(manifest.kind, kind, "{name}");
+        let pages = render_dir(&dir(name)).unwrap();
+        assert_eq!(pages[0].0, dir(name).join("report.html"));
+        assert!(pages[0].1.contains(says), "{name}: {}", &pages[0].1[..300]);
+        assert!(pages[0].1.contains("<table"), "{name} draws its table");
+    }
+    // A preset's steps get their pages in their own directories.
+    let pages = render_dir(&dir("preset")).unwrap();
+    assert_eq!(pages.len(), 1 + preset.steps.len());
+    assert_eq!(
+        pages[1].0,
+        dir("preset").join(&preset.steps[0]).join("report.html")
+    );
+    // A directory from before manifests is still read, as those versions wrote it.
+    std::fs::remove_file(dir("lab").join("manifest.json")).unwrap();
+    assert!(render_dir(&dir("lab")).unwrap()[0]
+        .1
+        .contains("loglag lab report"));
+    // A manifest that does not parse is an error naming it.
+    std::fs::write(dir("load").join("manifest.json"), "{\"kind\": 7}").unwrap();
+    let err = render_dir(&dir("load")).unwrap_err().to_string();
+    assert!(err.contains("manifest.json"), "{err}");
+    // A format a kind does not offer is refused before anything runs.
+    let err = ExportManager::torture(export::StdoutFormat::Csv).unwrap_err();
+    assert!(err.to_string().contains("--format csv"), "{err}");
 }

@@ -49,6 +49,13 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         return super::hops::hops(h);
     }
     let steps = lab_steps(&a)?;
+    // The formats are checked before any run, so a typo costs seconds.
+    let lab_outputs = ExportManager::lab(a.format.into(), a.report);
+    let preset_outputs = a
+        .request
+        .preset
+        .map(|_| ExportManager::preset(a.format.into(), a.report))
+        .transpose()?;
     if let Some(out) = &a.out {
         check_out_dir(out)?;
     }
@@ -101,27 +108,16 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish();
     let completed: usize = done.iter().map(|(_, s)| s.runs.len()).sum();
-    let outputs = loglag_lab::outputs::Outputs {
-        stdout: a.format.into(),
-        report: a.report,
-    };
     // The table first: if writing the files fails, the measurements are still shown.
     let preset_summary = a.request.preset.map(|p| p.summarise(&done));
-    {
-        let stdout = &mut std::io::stdout().lock();
-        match &preset_summary {
-            Some(ps) if a.format == OutputFormat::Md => export::preset::markdown(ps, stdout)?,
-            Some(ps) if a.format == OutputFormat::Json => {
-                serde_json::to_writer_pretty(&mut *stdout, ps)?;
-                writeln!(stdout)?;
-            }
-            _ => {
-                for (_, summary) in &done {
-                    outputs.show(summary, stdout)?;
-                }
+    let stdout = &mut std::io::stdout().lock();
+    match (&preset_outputs, &preset_summary) {
+        (Some(outputs), Some(ps)) => outputs.show(ps, stdout)?,
+        _ => {
+            for (_, summary) in &done {
+                lab_outputs.show(summary, stdout)?;
             }
         }
-        stdout.flush()?;
     }
     if let Some(out) = &a.out {
         if done.is_empty() {
@@ -131,20 +127,10 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             );
         } else {
             for (step, summary) in &done {
-                outputs.write(summary, &out.join(&step.label))?;
+                lab_outputs.write(summary, &out.join(&step.label))?;
             }
-            if let Some(ps) = &preset_summary {
-                let mut md = Vec::new();
-                export::preset::markdown(ps, &mut md)?;
-                write_to(&out.join("preset.md"), &md)?;
-                write_to(
-                    &out.join("preset.json"),
-                    (serde_json::to_string_pretty(ps)? + "\n").as_bytes(),
-                )?;
-                if a.report {
-                    let html = loglag_lab::html::render_preset(ps);
-                    write_to(&out.join("report.html"), html.as_bytes())?;
-                }
+            if let (Some(outputs), Some(ps)) = (&preset_outputs, &preset_summary) {
+                outputs.write(ps, out)?;
             }
             eprintln!("loglag lab: results in {}", out.display());
         }

@@ -6,17 +6,17 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
-use loglag_lab::export::{self, Exporter};
+use loglag_lab::export;
 use loglag_lab::lab::preset::Step;
 use loglag_lab::lab::LabError;
 use loglag_lab::load::{LoadConfig, Target};
-use loglag_lab::reader::{self, ReadConfig, SharedState};
-use loglag_lab::report::{SinkSummary, Summary, TortureSummary, SCHEMA};
+use loglag_lab::outputs::ExportManager;
+use loglag_lab::report::{Summary, SCHEMA};
 
 use loglag_lab::child::ChildSpec;
 
@@ -67,8 +67,18 @@ pub(crate) fn check_out_dir(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn stdout_exporter(format: OutputFormat) -> Box<dyn Exporter> {
-    export::for_stdout(format.into())
+/// Writes a result's files and its manifest into `--out`, when given.
+pub(crate) fn write_out<R>(
+    outputs: &ExportManager<R>,
+    result: &R,
+    out: Option<&Path>,
+    command: &str,
+) -> anyhow::Result<()> {
+    if let Some(dir) = out {
+        outputs.write(result, dir)?;
+        eprintln!("loglag {command}: results in {}", dir.display());
+    }
+    Ok(())
 }
 
 impl From<OutputFormat> for export::StdoutFormat {

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::api::condition::RunCondition;
 use crate::api::control::{ApiStats, ControlClient};
@@ -40,6 +40,19 @@ pub trait Executor {
 
     /// Runs `config`'s load to its end; `None` if `cancel` was set meanwhile.
     fn load(&self, config: &LoadConfig, cancel: &AtomicBool) -> Option<LoadResult>;
+
+    /// The clock of the phases' deadlines (`--warmup-timeout`, `--drain-timeout`) and
+    /// quiet periods: real time here. The phases' tests keep a clock of their own,
+    /// which [`Executor::pause`] advances, so a timeout is reached by counting looks,
+    /// not by sleeping.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// Waits between two looks at the reader and the API.
+    fn pause(&self, length: Duration) {
+        std::thread::sleep(length);
+    }
 }
 
 /// The sink reader of one run.

@@ -241,23 +241,27 @@ impl Drop for Sampler {
     }
 }
 
+/// Looks until `done` says so (`true`), `cancel` is set, or `timeout` has passed on
+/// the executor's clock (`false`); `done` is given the time of each look.
 fn wait_until(
+    executor: &dyn Executor,
     cancel: &AtomicBool,
     timeout: Duration,
-    mut done: impl FnMut() -> Result<bool, LabError>,
+    mut done: impl FnMut(Instant) -> Result<bool, LabError>,
 ) -> Result<bool, LabError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = executor.now() + timeout;
     loop {
-        if done()? {
+        let now = executor.now();
+        if done(now)? {
             return Ok(true);
         }
         if cancel.load(Ordering::SeqCst) {
             return Err(LabError::Cancelled);
         }
-        if Instant::now() >= deadline {
+        if now >= deadline {
             return Ok(false);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        executor.pause(Duration::from_millis(20));
     }
 }
 
@@ -279,14 +283,14 @@ struct CaughtUp {
 }
 
 impl CaughtUp {
-    fn new(plan: &LabPlan, condition: &RunCondition, quiet: Duration) -> CaughtUp {
+    fn new(plan: &LabPlan, condition: &RunCondition, quiet: Duration, now: Instant) -> CaughtUp {
         CaughtUp {
             record_bytes: condition
                 .built_in()
                 .map_or(0, |c| c.record_bytes(plan.record) as u64),
             quiet,
             expected_lines: None,
-            last_change: (u64::MAX, Instant::now()),
+            last_change: (u64::MAX, now),
             network: condition
                 .built_in()
                 .is_some_and(|c| c.collector().is_some()),
@@ -298,7 +302,13 @@ impl CaughtUp {
         self
     }
 
-    fn check(&mut self, read: &crate::reader::ReaderStats, api: Option<&ApiStats>) -> bool {
+    /// Whether the reader has caught up, looking at `now`.
+    fn check(
+        &mut self,
+        read: &crate::reader::ReaderStats,
+        api: Option<&ApiStats>,
+        now: Instant,
+    ) -> bool {
         match api {
             // Everything handed off was written or dropped, and everything written was read.
             Some(a) => {
@@ -308,18 +318,18 @@ impl CaughtUp {
                     return balanced;
                 }
                 if a.written_bytes != self.last_change.0 {
-                    self.last_change = (a.written_bytes, Instant::now());
+                    self.last_change = (a.written_bytes, now);
                 }
-                read.bytes >= a.written_bytes && self.last_change.1.elapsed() >= self.quiet
+                read.bytes >= a.written_bytes && now - self.last_change.1 >= self.quiet
             }
             None => {
                 if self.expected_lines.is_some_and(|e| read.newlines >= e) {
                     return true;
                 }
                 if read.bytes != self.last_change.0 {
-                    self.last_change = (read.bytes, Instant::now());
+                    self.last_change = (read.bytes, now);
                 }
-                self.last_change.1.elapsed() >= self.quiet
+                now - self.last_change.1 >= self.quiet
             }
         }
     }
@@ -410,10 +420,11 @@ fn run_one(
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
-    let mut caught_up = CaughtUp::new(plan, &condition, Duration::from_millis(500));
-    let warmed = wait_until(cancel, plan.warmup_timeout, || {
+    let mut caught_up =
+        CaughtUp::new(plan, &condition, Duration::from_millis(500), executor.now());
+    let warmed = wait_until(executor, cancel, plan.warmup_timeout, |now| {
         let read = reader.stats()?;
-        Ok(caught_up.check(&read, api.stats()?.as_ref()))
+        Ok(caught_up.check(&read, api.stats()?.as_ref(), now))
     })?;
     if !warmed {
         return Err(fail(format!(
@@ -510,16 +521,16 @@ fn run_one(
             .map(|per| per * (served + plan.warmup as u64))
             .map(|all| all.saturating_sub(warmup_lines)),
     };
-    let mut caught_up =
-        CaughtUp::new(plan, &condition, Duration::from_secs(1)).expecting(expected_lines);
-    let drained = wait_until(cancel, plan.drain_timeout, || {
+    let mut caught_up = CaughtUp::new(plan, &condition, Duration::from_secs(1), executor.now())
+        .expecting(expected_lines);
+    let drained = wait_until(executor, cancel, plan.drain_timeout, |now| {
         let read = reader.lock().unwrap_or_else(|e| e.into_inner()).stats()?;
         let api = if app_exit.is_some() {
             None
         } else {
             api.stats()?
         };
-        Ok(caught_up.check(&read, api.as_ref()))
+        Ok(caught_up.check(&read, api.as_ref(), now))
     })?;
     let sampled = sampler.finish();
     let api_stats = match logged_before_stop {

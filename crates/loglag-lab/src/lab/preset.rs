@@ -324,21 +324,48 @@ impl Preset {
 /// this still queued at a SIGKILL.
 pub const LOSS_WINDOW_MS: f64 = 200.0;
 
-/// Why a point's figures cannot carry a comparison, if they cannot: the generator was
-/// late (so latency includes the instrument's own delay), requests failed, or what was
-/// logged was not verified.
+/// How far a point's p99 may move before the sweep's verdict would rank it otherwise:
+/// the verdict's band, 10% of the p99 or 0.2 ms.
+fn band_ms(p99_ms: f64) -> f64 {
+    (p99_ms * 0.10).max(0.2)
+}
+
+/// Why a point's figures cannot carry a comparison, if they cannot: requests failed,
+/// what was logged was not verified, the API could not keep up, or the interference
+/// measured in its runs could move its p99 by half the verdict's band ([`band_ms`]) or
+/// more. Interference is weighed as the lab's findings weigh it
+/// (`findings::Interference` at p99): the generator's lateness at p99, and, on a
+/// machine flagged busy, the CPU its runs waited for at p99's scale. A busy machine
+/// whose wait could not move the p99 that far does not flag the point.
 pub fn flagged(r: &PresetRow) -> Option<String> {
+    use super::findings::Interference;
+    use crate::export::findings::three_figures;
     let p = &r.pair;
-    let why = if p.metrics.lateness_warning.is_some() {
-        "the load generator was late"
-    } else if p.metrics.saturation_warning.is_some() {
-        "the API was saturated"
-    } else if p.metrics.machine_warning.is_some() {
-        "the machine was saturated"
-    } else if p.metrics.http_errors > 0 || p.metrics.timeouts > 0 {
-        "requests failed or timed out"
+    let interference = Interference::of(p, crate::report::Percentile::P99);
+    let half_band = p.metrics.p99_ms.map(|p99| band_ms(p99) / 2.0);
+    let why = if p.metrics.http_errors > 0 || p.metrics.timeouts > 0 {
+        "requests failed or timed out".to_owned()
     } else if !p.metrics.verified {
-        "the log was not verified"
+        "the log was not verified".to_owned()
+    } else if p.metrics.saturation_warning.is_some() {
+        "the API was saturated".to_owned()
+    } else if let Some(late) = interference
+        .late_ms
+        .filter(|&late| half_band.is_some_and(|h| late >= h))
+    {
+        format!(
+            "the load generator was {} ms late at p99, half the verdict's band or more",
+            three_figures(late)
+        )
+    } else if interference.busy {
+        match interference.wait_ms {
+            None => "the machine was saturated, and the CPU wait was not measured".to_owned(),
+            Some(wait) if half_band.is_some_and(|h| wait >= h) => format!(
+                "the machine was busy: its runs waited {} ms for a CPU at p99's scale, half the verdict's band or more",
+                three_figures(wait)
+            ),
+            Some(_) => return None,
+        }
     } else {
         return None;
     };
@@ -392,7 +419,7 @@ pub fn sweep_verdict(rows: &[PresetRow]) -> Option<String> {
     if !best_p99.is_finite() {
         return None;
     }
-    let tolerance = (best_p99 * 0.10).max(0.2);
+    let tolerance = band_ms(best_p99);
     let writes = |r: &PresetRow| {
         r.pair
             .metrics
@@ -545,11 +572,19 @@ mod tests {
             row(32, 100, 0.21, 10.0, 96.0),
             row(128, 100, 0.20, 10.1, 100.0),
         ];
-        rows[1].pair.metrics.lateness_warning = Some("sends were up to 276 ms late".into());
+        rows[1].pair.metrics.send_lateness = Some(crate::report::Lateness {
+            mean_us: 30.0,
+            p50_us: Some(20.0),
+            p99_us: 276.0,
+            max_us: 900.0,
+        });
         rows[2].pair.metrics.http_errors = 3;
         let v = sweep_verdict(&rows).unwrap();
         assert!(v.starts_with("Inconclusive: 2 of 3 points"), "{v}");
-        assert!(v.contains("32-100 (the load generator was late)"), "{v}");
+        assert!(
+            v.contains("32-100 (the load generator was 0.276 ms late at p99, half the verdict's band or more)"),
+            "{v}"
+        );
         assert!(v.contains("128-100 (requests failed or timed out)"), "{v}");
         assert!(!v.contains("favour "), "{v}");
         // A point where nothing was measured is not silently left out.
@@ -569,6 +604,50 @@ mod tests {
         rows[1].pair.p99_ms_range = Some((0.19, 0.24));
         let v = sweep_verdict(&rows).unwrap();
         assert!(v.contains("0.19–0.24 ms over 3 rounds"), "{v}");
+    }
+
+    /// A busy machine flags a point only when the CPU its runs waited for could move
+    /// its p99 by half the verdict's band (10% of it, or 0.2 ms) or more; a generator
+    /// late by less than that at p99 does not flag it either.
+    #[test]
+    fn a_busy_machine_flags_a_point_only_when_its_measured_wait_could_move_it() {
+        let busy = |wait_ms: Option<f64>| {
+            let mut r = row(32, 100, 2.0, 10.0, 96.0);
+            r.pair.metrics.machine_warning = Some("the machine's cores were 97% busy".into());
+            r.pair.metrics.cpu_wait_ms = wait_ms.map(|w| crate::report::CpuWaitMs {
+                api: Some(w),
+                reader: Some(0.0),
+                generator: Some(0.0),
+            });
+            r
+        };
+        // 1000 requests, 1 run: p99's scale is 10 requests. Half the band of a 2 ms
+        // p99 is 0.1 ms, so 0.5 ms of waiting in all (0.05 each) holds...
+        assert_eq!(flagged(&busy(Some(0.5))), None);
+        // ...and 5 ms (0.5 each) does not.
+        let why = flagged(&busy(Some(5.0))).unwrap();
+        assert!(
+            why.contains("waited 0.500 ms for a CPU at p99's scale"),
+            "{why}"
+        );
+        // Not measured (results from before the wait was): busy is enough, as then.
+        let why = flagged(&busy(None)).unwrap();
+        assert!(why.contains("not measured"), "{why}");
+        // A quiet machine's wait is the same in every run: never a flag.
+        let mut quiet = busy(Some(500.0));
+        quiet.pair.metrics.machine_warning = None;
+        assert_eq!(flagged(&quiet), None);
+        // Lateness under half the band at p99 is no flag; at it, it is.
+        let mut late = row(32, 100, 2.0, 10.0, 96.0);
+        late.pair.metrics.send_lateness = Some(crate::report::Lateness {
+            mean_us: 10.0,
+            p50_us: Some(8.0),
+            p99_us: 90.0,
+            max_us: 3860.0,
+        });
+        assert_eq!(flagged(&late), None, "the latest send is not the p99's");
+        late.pair.metrics.send_lateness.as_mut().unwrap().p99_us = 100.0;
+        assert!(flagged(&late).is_some());
     }
 
     /// A request as the command line gives it.

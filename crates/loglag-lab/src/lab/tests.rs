@@ -54,6 +54,7 @@ struct World {
     read: Mutex<Read>,
     piped_lines: Mutex<u64>,
     events: Mutex<Vec<String>>,
+    clock: Clock,
 }
 
 #[derive(Default)]
@@ -144,6 +145,28 @@ struct Scripted {
     cancel: Arc<AtomicBool>,
 }
 
+/// The phases' clock: it starts at the run's start and moves only when a phase
+/// pauses, so a timeout is a number of looks, whatever the machine is doing.
+struct Clock {
+    start: std::time::Instant,
+    advanced: Mutex<Duration>,
+}
+
+impl Clock {
+    fn advanced(&self) -> Duration {
+        *self.advanced.lock().unwrap()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock {
+            start: std::time::Instant::now(),
+            advanced: Mutex::new(Duration::ZERO),
+        }
+    }
+}
+
 impl Executor for Scripted {
     fn start_reader(
         &self,
@@ -209,6 +232,14 @@ impl Executor for Scripted {
             wall: config.duration,
             interrupted: false,
         })
+    }
+
+    fn now(&self) -> std::time::Instant {
+        self.world.clock.start + self.world.clock.advanced()
+    }
+
+    fn pause(&self, length: Duration) {
+        *self.world.clock.advanced.lock().unwrap() += length;
     }
 }
 
@@ -429,7 +460,7 @@ fn every_line_missing_from_a_logger_that_drops_is_a_counted_drop() {
 fn a_log_that_never_drains_ends_the_run_unverified_instead_of_hanging() {
     let mut plan = plan(json_queue());
     plan.drain_timeout = Duration::from_millis(100);
-    let (out, _) = run(
+    let (out, world) = run(
         Script {
             // The two warm-up lines, then five of the ten.
             pipe_stalls_after: Some(7),
@@ -440,6 +471,8 @@ fn a_log_that_never_drains_ends_the_run_unverified_instead_of_hanging() {
     let s = out
         .expect("a stalled log is a finding, not an error")
         .summary;
+    // The drain gave up at its timeout on the phases' clock, not before.
+    assert!(world.clock.advanced() >= plan.drain_timeout);
     assert!(!s.metrics.verified);
     assert!(s.verify_note.contains("not drained"), "{}", s.verify_note);
     assert_eq!(s.read_newlines, 5);
@@ -568,6 +601,8 @@ fn a_warm_up_whose_log_is_never_read_fails_within_the_warmup_timeout() {
         panic!("an unread warm-up must fail the run");
     };
     assert!(message.contains("--warmup-timeout"), "{message}");
+    // Three looks 20 ms apart, then the fourth at the timeout: on the phases' clock.
+    assert_eq!(world.clock.advanced(), plan.warmup_timeout);
     assert!(
         !world.events().iter().any(|e| e.starts_with("load 10")),
         "no load after it"

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod inspect;
+pub mod standalone;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};

@@ -10,6 +10,7 @@ mod emit;
 mod hops;
 mod lab;
 mod load;
+mod manifest;
 mod preset;
 mod torture;
 
@@ -18,5 +19,6 @@ pub use self::emit::*;
 pub use self::hops::*;
 pub use self::lab::*;
 pub use self::load::*;
+pub use self::manifest::*;
 pub use self::preset::*;
 pub use self::torture::*;

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod request;
+
 use crate::report::{FaultResult, HungResult, Kill9Report, SoakResult, Trial};
 use loglag::{Level, NonBlockingBuilder, Overflow};
 
