@@ -5,9 +5,86 @@
 mod support;
 use support::*;
 
-/// `lab hops` on its defaults is the reference's unsaturated service: an open loop that
-/// both topologies keep up with, new connections, no saturation verdict. `--sweep`
-/// adds both topologies at each offered rate, their knees, and the chart.
+/// The accounting of a topology run and its measured interference, which hold on any
+/// machine: every request sent is answered or counted as an error, the run's offered
+/// rate and what the machine did meanwhile are recorded.
+fn assert_accounted(t: &Value, offered: f64, sent: u64) {
+    assert_eq!(t["offered_rps"], offered, "{t}");
+    assert_eq!(t["sent"], sent, "{t}");
+    assert_eq!(
+        t["requests"].as_u64().unwrap() + t["errors"].as_u64().unwrap(),
+        sent,
+        "every request answered or counted as an error: {t}"
+    );
+    let i = &t["interference"];
+    assert!(i["window_s"].as_f64().unwrap() > 0.0, "{t}");
+    let busy = i["machine_busy"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&busy), "{t}");
+    if busy >= 0.9 {
+        assert!(
+            i.get("machine_warning").is_some(),
+            "flagged by the lab's rule when 90% busy or more: {t}"
+        );
+    }
+    for f in ["services_wait_ms", "generator_wait_ms"] {
+        assert!(i[f].as_f64().is_none_or(|w| w >= 0.0), "{f}: {t}");
+    }
+    let late = &i["send_lateness"];
+    assert!(
+        late["p99_us"].as_f64().unwrap() <= late["max_us"].as_f64().unwrap(),
+        "{t}"
+    );
+}
+
+/// Each judged tax row's verdict agrees with the figures it was judged on: it holds
+/// only when every run was served at 97% of the offered rate, its interval excludes
+/// zero, and (on a busy machine) it says so; a maximum never holds; and no negative
+/// tax holds (sequential calls cannot make the services faster than one process).
+fn assert_verdicts_consistent(hops: &Value) {
+    let topologies = hops["topologies"].as_array().unwrap();
+    let all_served = topologies
+        .iter()
+        .all(|t| t["rps"].as_f64().unwrap() >= 0.97 * t["offered_rps"].as_f64().unwrap_or(0.0));
+    // The tax is the traced runs': their machine is the one a verdict speaks of.
+    let busy = topologies
+        .iter()
+        .filter(|t| t["traced"] == true)
+        .any(|t| t["interference"].get("machine_warning").is_some());
+    let rule = hops["tax_rule"].as_str().unwrap();
+    assert!(rule.contains("97%") && rule.contains("50%"), "{rule}");
+    for row in hops["tax"].as_array().unwrap() {
+        let v = &row["verdict"];
+        let holds = v["holds"].as_bool().unwrap();
+        assert_eq!(holds, v.get("inconclusive").is_none(), "{row}");
+        if row["at"] == "max" {
+            assert!(!holds, "{row}");
+        }
+        if !holds {
+            continue;
+        }
+        assert!(all_served, "holds though a run was behind its rate: {row}");
+        let (lo, hi) = (
+            row["tax_ci_ms"][0].as_f64().unwrap(),
+            row["tax_ci_ms"][1].as_f64().unwrap(),
+        );
+        assert!(lo > 0.0 || hi < 0.0, "{row}");
+        assert!(
+            row["tax_ms"].as_f64().unwrap() > 0.0,
+            "a negative tax held: {row}"
+        );
+        if busy {
+            assert!(
+                v["note"].as_str().unwrap().contains("busy machine"),
+                "{row}"
+            );
+        }
+    }
+}
+
+/// `lab hops` on its defaults is the reference's unsaturated service: an open loop,
+/// new connections; every request is accounted for, what the machine did is measured,
+/// and each tax row is judged by it. `--sweep` adds both topologies at each offered
+/// rate, their knees, and the chart.
 #[test]
 fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
     within(
@@ -40,10 +117,18 @@ fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
             let hops = &summary(dir.path())["hops"];
             assert_eq!(hops["params"]["rate"], 200.0);
             assert_eq!(hops["params"]["connection"], "new");
-            for t in hops["topologies"].as_array().unwrap() {
-                assert_eq!(t["errors"], 0, "{t}");
-                assert!(t["rps"].as_f64().unwrap() > 150.0, "{t}");
+            let topologies = hops["topologies"].as_array().unwrap();
+            assert_eq!(topologies.len(), 2, "--no-overhead: the traced runs");
+            for t in topologies {
+                assert_accounted(t, 200.0, 200);
             }
+            assert_eq!(hops["tax"].as_array().unwrap().len(), 5);
+            assert_verdicts_consistent(hops);
+            let md = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                md.contains("| verdict |") && md.contains("A tax holds when"),
+                "{md}"
+            );
             let sweep = &hops["sweep"];
             let points = sweep["points"].as_array().unwrap();
             let offered: Vec<(f64, &str)> = points
@@ -76,6 +161,9 @@ fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
             assert!(
                 html.contains("Latency against load"),
                 "the sweep has its chart"
+            );
+            assert!(
+                html.contains("A tax holds when") && html.contains("<th class=\"l\">verdict</th>")
             );
         },
     )
@@ -114,10 +202,29 @@ fn lab_hops_measures_the_boundary_and_writes_connected_traces() {
                     assert!(t[f].as_f64().unwrap() > 0.0, "{f}: {t}");
                 }
             }
-            assert!(
-                sv["p50_ms"].as_f64().unwrap() > m["p50_ms"].as_f64().unwrap(),
-                "the boundary costs latency: services {sv} against monolith {m}"
-            );
+            // A closed loop: nothing offered, no lateness; each tax judged all the same.
+            for t in [&m, &sv] {
+                assert_eq!(t.get("offered_rps"), None, "{t}");
+                assert_eq!(t["interference"].get("send_lateness"), None, "{t}");
+                assert_eq!(
+                    t["sent"].as_u64().unwrap(),
+                    t["requests"].as_u64().unwrap(),
+                    "{t}"
+                );
+            }
+            for row in hops["tax"].as_array().unwrap() {
+                let v = &row["verdict"];
+                assert_eq!(
+                    v["holds"].as_bool().unwrap(),
+                    v.get("inconclusive").is_none()
+                );
+                if v["holds"] == true {
+                    assert!(
+                        row["tax_ms"].as_f64().unwrap() > 0.0,
+                        "a negative tax held: {row}"
+                    );
+                }
+            }
             assert!(hops["identical_body_bytes"].as_u64().unwrap() > 3 * 256);
             assert_eq!(hops["tax"][1]["at"], "p50");
             assert_eq!(hops["spans_file"], "spans.otlp.json");
@@ -185,11 +292,106 @@ fn lab_hops_measures_the_boundary_and_writes_connected_traces() {
             );
             let breakdown = hops["breakdown"].as_array().unwrap();
             assert_eq!(breakdown.len(), 2, "{hops}");
-            assert_eq!(hops["waterfalls"].as_array().unwrap().len(), 4);
+            for b in breakdown {
+                // The median call's own parts: they add up to the call the bar shows.
+                assert_eq!(b["median_call"], true);
+                let parts: f64 = ["connect_ms", "request_ms", "handler_ms", "response_ms"]
+                    .iter()
+                    .map(|p| b[p].as_f64().unwrap())
+                    .sum();
+                assert!((parts - b["call_ms"].as_f64().unwrap()).abs() < 1e-6, "{b}");
+            }
+            let waterfalls = hops["waterfalls"].as_array().unwrap();
+            assert_eq!(waterfalls.len(), 4);
+            for w in waterfalls {
+                // Spans cover at most the request's latency; what they do not is said.
+                let u = &w["uncovered"];
+                let outside = u["outside_ms"].as_f64().unwrap();
+                assert!(
+                    (0.0..=w["latency_ms"].as_f64().unwrap()).contains(&outside),
+                    "{w}"
+                );
+            }
             let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
             assert!(page.contains("Waterfalls") && page.contains("<svg"));
+            assert!(
+                page.contains("ms outside any span"),
+                "the waterfalls say it"
+            );
         },
     )
+}
+
+/// Ctrl-C once the first topology has finished: the lab stops the second, writes what
+/// finished (the tables, summary.json, report.html, the spans) with a note saying what
+/// is missing, says so, exits 130, and leaves no process or scratch directory.
+#[test]
+fn ctrl_c_during_lab_hops_writes_what_finished() {
+    within("ctrl_c_during_lab_hops_writes_what_finished", || {
+        use std::io::{BufRead, BufReader, Read};
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = loglag()
+            .args(["lab", "hops", "--duration", "2s", "--report", "--out"])
+            .arg(dir.path())
+            .env("TMPDIR", tmp.path())
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let mut line = String::new();
+        // The first topology is done once the second has started.
+        while !line.contains("run 2/4") {
+            line.clear();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "ended early: {seen}"
+            );
+            seen.push_str(&line);
+        }
+        assert!(seen.contains("monolith (traced): p50"), "{seen}");
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{rest}");
+        assert!(
+            rest.contains("the completed runs are reported") && rest.contains("interrupted"),
+            "{rest}"
+        );
+        let hops = summary(dir.path())["hops"].clone();
+        let topologies = hops["topologies"].as_array().unwrap();
+        let done = topologies.len();
+        assert!((1..4).contains(&done), "{hops}");
+        assert_eq!(topologies[0]["topology"], "monolith");
+        assert_eq!(topologies[0]["traced"], true);
+        assert_accounted(&topologies[0], 200.0, 400);
+        let note = hops["interrupted"].as_str().unwrap();
+        assert!(
+            note.starts_with(&format!("interrupted (Ctrl-C) after {done} of 4 runs")),
+            "{note}"
+        );
+        assert!(stdout.contains("**Incomplete**") && stdout.contains("| monolith | yes |"));
+        let md = std::fs::read_to_string(dir.path().join("hops.md")).unwrap();
+        assert_eq!(md, stdout, "the same tables on stdout and in hops.md");
+        let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        assert!(
+            html.contains("Incomplete: interrupted (Ctrl-C)"),
+            "report.html says so"
+        );
+        assert!(dir.path().join("spans.otlp.json").is_file());
+        assert_nothing_left(tmp.path(), "after Ctrl-C in lab hops");
+    })
 }
 
 /// `--netns`: each service in its own namespace, hops over veth pairs; the namespaces

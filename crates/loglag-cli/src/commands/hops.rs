@@ -74,43 +74,53 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     );
     let cancel = cancel_flag()?;
     let progress = Progress::new(runs);
-    let result = hops::run_hops(&plan, &progress, &cancel);
+    let (output, error) = hops::run_hops(&plan, &progress, &cancel);
     progress.finish();
-    let mut output = match result {
-        Ok(o) => o,
-        Err(LabError::Cancelled) => {
-            eprintln!("loglag lab hops: interrupted; nothing written");
-            return Ok(ExitCode::from(INTERRUPTED));
+    // What finished is shown and written whatever stopped the runs.
+    if let Some(mut output) = output {
+        if let Some(out) = &a.out {
+            let spans = hops::trace::otlp_document(&output.spans);
+            write_to(
+                &out.join("spans.otlp.json"),
+                serde_json::to_string(&spans)?.as_bytes(),
+            )?;
+            output.summary.spans_file = Some("spans.otlp.json".into());
         }
-        Err(e) => return Err(anyhow::Error::new(e).context("lab hops failed")),
-    };
-    if let Some(out) = &a.out {
-        let spans = hops::trace::otlp_document(&output.spans);
-        write_to(
-            &out.join("spans.otlp.json"),
-            serde_json::to_string(&spans)?.as_bytes(),
-        )?;
-        output.summary.spans_file = Some("spans.otlp.json".into());
-    }
-    {
-        let stdout = &mut std::io::stdout().lock();
-        export::hops::markdown(&output.summary, stdout)?;
-        stdout.flush()?;
-    }
-    if let Some(out) = &a.out {
-        let doc = serde_json::json!({ "schema": SCHEMA, "hops": output.summary });
-        write_to(
-            &out.join("summary.json"),
-            (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
-        )?;
-        let mut md = Vec::new();
-        export::hops::markdown(&output.summary, &mut md)?;
-        write_to(&out.join("hops.md"), &md)?;
-        if a.report {
-            let html = loglag_lab::html::render_hops(&output.summary);
-            write_to(&out.join("report.html"), html.as_bytes())?;
+        {
+            let stdout = &mut std::io::stdout().lock();
+            export::hops::markdown(&output.summary, stdout)?;
+            stdout.flush()?;
         }
-        eprintln!("loglag lab hops: results in {}", out.display());
+        if let Some(out) = &a.out {
+            let doc = serde_json::json!({ "schema": SCHEMA, "hops": output.summary });
+            write_to(
+                &out.join("summary.json"),
+                (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
+            )?;
+            let mut md = Vec::new();
+            export::hops::markdown(&output.summary, &mut md)?;
+            write_to(&out.join("hops.md"), &md)?;
+            if a.report {
+                let html = loglag_lab::html::render_hops(&output.summary);
+                write_to(&out.join("report.html"), html.as_bytes())?;
+            }
+            eprintln!("loglag lab hops: results in {}", out.display());
+        }
+        if let Some(note) = &output.summary.interrupted {
+            eprintln!("loglag lab hops: {note}; the completed runs are reported");
+        }
+    } else if matches!(error, Some(LabError::Cancelled)) {
+        let whither = a
+            .out
+            .as_ref()
+            .map_or(String::new(), |o| format!(" to {}", o.display()));
+        eprintln!(
+            "loglag lab hops: interrupted before any run completed; nothing written{whither}"
+        );
     }
-    Ok(ExitCode::SUCCESS)
+    match error {
+        None => Ok(ExitCode::SUCCESS),
+        Some(LabError::Cancelled) => Ok(ExitCode::from(INTERRUPTED)),
+        Some(e) => Err(anyhow::Error::new(e).context("lab hops failed")),
+    }
 }

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::cell;
 use super::pairs::{column, markdown_table, Column};
-use crate::report::{HopsSummary, TaxRow, TopologySummary};
+use crate::report::{HopsSummary, TaxRow, TopologySummary, Waterfall};
 
 /// One row per topology run: the latency table of Markdown and HTML alike.
 pub(crate) const TOPOLOGY_COLUMNS: &[Column<TopologySummary>] = &[
@@ -36,22 +36,137 @@ pub(crate) const TAX_COLUMNS: &[Column<TaxRow>] = &[
     )),
 ];
 
+/// What each run measured of the machine around it (results that have it).
+const INTERFERENCE_COLUMNS: &[Column<TopologySummary>] = &[
+    column!("offered req/s", "offered_rps", float(0, 2), |t| t
+        .offered_rps),
+    column!("CPU wait ms", "cpu_wait_ms", float(0, 3), |t| t
+        .interference
+        .as_ref()
+        .and_then(|i| i.wait_ms())),
+    column!("machine busy %", "machine_busy_pct", float(0, 2), |t| t
+        .interference
+        .as_ref()
+        .and_then(|i| i.machine_busy)
+        .map(|b| b * 100.0)),
+    column!("send late p99 ms", "send_late_p99_ms", float(2, 4), |t| t
+        .interference
+        .as_ref()
+        .and_then(|i| i.send_lateness.as_ref())
+        .map(|l| l.p99_us / 1e3)),
+];
+
+/// Whether a tax row holds (results whose rows were judged).
+const VERDICT_COLUMN: &[Column<TaxRow>] =
+    &[column!("verdict", "verdict", text, |t| { verdict_cell(t) })];
+
+/// A column again, to put together a table from two lists.
+fn copied<T>(c: &Column<T>) -> Column<T> {
+    Column {
+        title: c.title,
+        key: c.key,
+        text: c.text,
+        csv_only: c.csv_only,
+        shown: c.shown,
+        exact: c.exact,
+    }
+}
+
+/// The topology table's columns: with what each run measured of the machine when
+/// the summary has it (results written before do not).
+pub(crate) fn topology_columns(s: &HopsSummary) -> Vec<Column<TopologySummary>> {
+    let measured = s.topologies.iter().any(|t| t.interference.is_some());
+    TOPOLOGY_COLUMNS
+        .iter()
+        .chain(
+            measured
+                .then_some(INTERFERENCE_COLUMNS)
+                .into_iter()
+                .flatten(),
+        )
+        .map(copied)
+        .collect()
+}
+
+/// The tax table's columns: with the verdict when the rows were judged.
+pub(crate) fn tax_columns(s: &HopsSummary) -> Vec<Column<TaxRow>> {
+    let judged = s.tax.iter().any(|t| t.verdict.is_some());
+    TAX_COLUMNS
+        .iter()
+        .chain(judged.then_some(VERDICT_COLUMN).into_iter().flatten())
+        .map(copied)
+        .collect()
+}
+
+/// `holds`, `holds (what to know)` or `inconclusive: why`.
+pub fn verdict_cell(t: &TaxRow) -> String {
+    match &t.verdict {
+        None => String::new(),
+        Some(v) if v.holds => match &v.note {
+            Some(note) => format!("holds ({note})"),
+            None => "holds".to_owned(),
+        },
+        Some(v) => format!(
+            "inconclusive: {}",
+            v.inconclusive.as_deref().unwrap_or("no reason recorded")
+        ),
+    }
+}
+
+/// The hop breakdown's caption: which statistic the parts are.
+pub fn breakdown_caption(s: &HopsSummary) -> &'static str {
+    if s.breakdown.iter().all(|b| b.median_call) {
+        "Each hop's median call (the ceil(n/2)-th shortest traced call), split into its own parts, which add up to its call time."
+    } else {
+        "The median of each part on its own: the parts need not add up to the median call."
+    }
+}
+
+/// How much of a waterfall's request no span covers, and where, in words: "1224 ms
+/// outside any span: 1223 ms before its first span began (…), 1 ms after its last".
+pub fn uncovered_words(w: &Waterfall) -> Option<String> {
+    let u = w.uncovered.as_ref()?;
+    let f = super::findings::three_figures;
+    let mut line = format!("{} ms outside any span", f(u.outside_ms));
+    if let (Some(before), Some(after)) = (u.before_ms, u.after_ms) {
+        let late = u.send_late_ms.unwrap_or(0.0);
+        line += &format!(
+            ": {} ms before its first span began ({} ms of it the generator sending late, the rest connecting and queueing before the server accepted and read it), {} ms after its last ended (the response's transfer and read)",
+            f(before),
+            f(late.min(before)),
+            f(after)
+        );
+    }
+    line.push('.');
+    Some(line)
+}
+
 pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(interrupted) = &s.interrupted {
+        writeln!(
+            out,
+            "**Incomplete**: {interrupted}. What finished is reported.\n"
+        )?;
+    }
     if let Some(saturation) = &s.saturation {
         writeln!(out, "**Inconclusive for the hop**: {saturation}\n")?;
     }
-    markdown_table(TOPOLOGY_COLUMNS, &s.topologies, out)?;
+    markdown_table(&topology_columns(s), &s.topologies, out)?;
     if !s.tax.is_empty() {
         writeln!(out)?;
-        markdown_table(TAX_COLUMNS, &s.tax, out)?;
-        if let Some(line) = tax_noise_line(s) {
+        markdown_table(&tax_columns(s), &s.tax, out)?;
+        if let Some(rule) = &s.tax_rule {
+            writeln!(out, "\n{rule}")?;
+        } else if let Some(line) = tax_noise_line(s) {
             writeln!(out, "\n{line}")?;
         }
     }
     if !s.breakdown.is_empty() {
+        let median_call = s.breakdown.iter().all(|b| b.median_call);
         writeln!(
             out,
-            "\n| hop (medians) | calls traced | connect ms | request ms | handler ms | response ms | call ms |"
+            "\n| hop ({}) | calls traced | connect ms | request ms | handler ms | response ms | call ms |",
+            if median_call { "median call" } else { "medians" }
         )?;
         writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
         for b in &s.breakdown {
@@ -66,6 +181,32 @@ pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
                 b.response_ms,
                 b.call_ms
             )?;
+        }
+        if median_call {
+            writeln!(out, "\n{}", breakdown_caption(s))?;
+        }
+    }
+    let uncovered: Vec<String> = s
+        .waterfalls
+        .iter()
+        .filter_map(|w| {
+            Some(format!(
+                "{} {}, request {} ({} ms): {}",
+                w.topology,
+                w.which,
+                w.request_id,
+                super::findings::three_figures(w.latency_ms),
+                uncovered_words(w)?
+            ))
+        })
+        .collect();
+    if !uncovered.is_empty() {
+        writeln!(
+            out,
+            "\nTime outside any span (the traced request nearest each percentile; its latency runs from its scheduled send):\n"
+        )?;
+        for line in uncovered {
+            writeln!(out, "- {line}")?;
         }
     }
     let overhead = |topology: &str| {

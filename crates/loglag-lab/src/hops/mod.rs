@@ -3,112 +3,31 @@
 //! (from propagated traces), and what collecting the traces cost.
 
 pub mod analyse;
+pub mod findings;
 pub mod netns;
+mod plan;
 pub mod service;
 pub mod trace;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use crate::lab::executor::GENERATOR_THREAD;
 use crate::lab::{LabError, Observer};
 use crate::load::{self, Connection, LoadConfig, Outcome, Target};
-use crate::plan_error::PlanError;
-use crate::report::{HopsParams, HopsSummary};
+use crate::report::{HopsParams, HopsSummary, Lateness, RunInterference};
+use crate::sys::child::cpu_seconds;
 use crate::sys::child::ChildGuard;
+use crate::sys::clock::mono_ns;
+use crate::sys::procfs::{machine_cpu_ticks, CpuWait};
 use analyse::TopologyRun;
-use service::{Calls, Downstream, HopConfig, Role, Work};
+pub use plan::{defaults, HopsPlan};
+use service::{Calls, Downstream, HopConfig, Role};
 use trace::SpanLine;
-
-/// What `lab hops` is asked to do.
-#[derive(Debug, Clone)]
-pub struct HopsPlan {
-    /// Closed loop with this many users, or open loop at `rate`.
-    pub users: Option<usize>,
-    pub rate: Option<f64>,
-    pub duration: Duration,
-    pub calls: Calls,
-    pub connection: Connection,
-    pub work: Work,
-    pub work_time: Duration,
-    pub body_bytes: usize,
-    pub threads: usize,
-    pub trace_every: u64,
-    /// Also run each topology untraced, to report what tracing cost.
-    pub overhead: bool,
-    pub warmup: usize,
-    pub exe: PathBuf,
-    /// Each service in its own network namespace, linked by veth pairs (root only).
-    pub netns: bool,
-    /// `--sweep`: after the runs above, both topologies untraced at each of these
-    /// offered rates (open loop), for this long each.
-    pub sweep: Option<(Vec<f64>, Duration)>,
-}
-
-/// `lab hops`'s defaults, stated once: the CLI shows them in `--help`.
-pub mod defaults {
-    /// Open-loop requests per second when neither a rate nor users are given: well
-    /// below both topologies' capacity on 2 cores, as the reference's unsaturated
-    /// service was.
-    pub const RATE: f64 = 200.0;
-    /// How long each topology is loaded.
-    pub const DURATION: &str = "10s";
-    /// Work per step.
-    pub const WORK_TIME: &str = "1ms";
-    /// Bytes of each step's response body.
-    pub const BODY_BYTES: usize = 256;
-    /// One request in this many is traced.
-    pub const TRACE_EVERY: u64 = 10;
-    /// `--sweep`'s offered rates, requests/s, and its load per point.
-    pub const SWEEP_RATES: &str = "100,200,500,1000,2000,5000,10000,20000";
-    pub const SWEEP_DURATION: &str = "3s";
-    /// Requests before the measured load.
-    pub const WARMUP: usize = 5;
-    /// The smallest response body: the JSON around the padding.
-    pub const MIN_BODY_BYTES: usize = 64;
-}
-
-impl HopsPlan {
-    /// Checks what the plan's own values must satisfy, whoever built it.
-    pub fn validate(&self) -> Result<(), PlanError> {
-        if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-            return Err(PlanError::NotPositive(
-                "--rate",
-                "a positive number of requests per second",
-            ));
-        }
-        if self.users == Some(0) {
-            return Err(PlanError::AtLeastOne("--users", ""));
-        }
-        if self.duration.is_zero() {
-            return Err(PlanError::NotPositive("--duration", "positive"));
-        }
-        if self.threads == 0 {
-            return Err(PlanError::AtLeastOne("--threads", ""));
-        }
-        if self.body_bytes < defaults::MIN_BODY_BYTES {
-            return Err(PlanError::OutOfRange(
-                "--body-bytes",
-                "at least 64 (the JSON around the padding)",
-            ));
-        }
-        if let Some((rates, duration)) = &self.sweep {
-            if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-                return Err(PlanError::NotPositive(
-                    "--sweep-rates",
-                    "positive numbers of requests per second",
-                ));
-            }
-            if duration.is_zero() {
-                return Err(PlanError::NotPositive("--sweep-duration", "positive"));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// What a run produced besides the summary: the spans, for the OTLP file.
 #[derive(Debug)]
@@ -162,6 +81,78 @@ fn start(
         ))
     })?;
     Ok(HopProc { guard, addr })
+}
+
+/// What the machine did around one topology run, read as the lab reads its runs: the
+/// CPU wait of the topology's processes and of the load generator (`schedstat`), the
+/// cores they used, and how busy the whole machine was. Taken just before the first
+/// send and just after the last response.
+struct Reading {
+    at_ns: u64,
+    /// The topology's processes, every thread.
+    services_wait: Option<CpuWait>,
+    /// This process's threads named [`GENERATOR_THREAD`]: the hops runtime's.
+    generator_wait: Option<CpuWait>,
+    services_cpu_s: Option<f64>,
+    /// The whole lab process (the generator is what runs in it during a load).
+    generator_cpu_s: Option<f64>,
+    machine: Option<(u64, u64)>,
+}
+
+impl Reading {
+    fn take(services: &[u32]) -> Reading {
+        let own = std::process::id();
+        let services_cpu_s = services
+            .iter()
+            .map(|&pid| cpu_seconds(pid))
+            .sum::<Option<f64>>();
+        Reading {
+            at_ns: mono_ns(),
+            services_wait: CpuWait::read(services, |_| true),
+            generator_wait: CpuWait::read(&[own], |name| name == GENERATOR_THREAD),
+            services_cpu_s,
+            generator_cpu_s: cpu_seconds(own),
+            machine: machine_cpu_ticks(),
+        }
+    }
+
+    /// What happened from this reading to `later`, with the generator's lateness
+    /// over the same load.
+    fn until(&self, later: &Reading, send_lateness: Option<Lateness>) -> RunInterference {
+        let window_s = later.at_ns.saturating_sub(self.at_ns) as f64 / 1e9;
+        let wait = |a: &Option<CpuWait>, b: &Option<CpuWait>| {
+            a.as_ref().zip(b.as_ref()).map(|(a, b)| b.ms_since(a))
+        };
+        let cores = |a: Option<f64>, b: Option<f64>| {
+            a.zip(b)
+                .filter(|_| window_s > 0.0)
+                .map(|(a, b)| (b - a).max(0.0) / window_s)
+        };
+        let machine_busy = self
+            .machine
+            .zip(later.machine)
+            .and_then(|((b0, a0), (b1, a1))| {
+                (a1 > a0).then(|| b1.saturating_sub(b0) as f64 / (a1 - a0) as f64)
+            });
+        let services_cores = cores(self.services_cpu_s, later.services_cpu_s);
+        let generator_cores = cores(self.generator_cpu_s, later.generator_cpu_s);
+        let machine_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        RunInterference {
+            window_s,
+            services_wait_ms: wait(&self.services_wait, &later.services_wait),
+            generator_wait_ms: wait(&self.generator_wait, &later.generator_wait),
+            services_cores,
+            generator_cores,
+            machine_busy,
+            machine_warning: findings::machine_warning(
+                services_cores,
+                generator_cores,
+                machine_cores,
+                machine_busy,
+            ),
+            send_lateness,
+        }
+    }
 }
 
 /// Runs one topology: starts its processes, warms up, loads `/buy`, stops them with
@@ -279,15 +270,41 @@ fn run_topology(
         grace: Duration::from_secs(30),
         first_id: plan.warmup as u64,
     };
+    // What the machine did meanwhile, read as the lab reads its runs: just before the
+    // first send and just after the last response.
+    let pids: Vec<u32> = procs.iter().map(|p| p.guard.pid()).collect();
+    let before = Reading::take(&pids);
     let result = runtime.block_on(async {
         tokio::select! {
             r = load::run(&config) => Some(r),
             () = crate::lab::watch(cancel) => None,
         }
     });
+    let after = Reading::take(&pids);
     let Some(result) = result else {
         return Err(LabError::Cancelled);
     };
+    // Lateness only has a meaning against a schedule: an open loop's.
+    let lateness_ns: Vec<u64> = result.samples.iter().map(|s| s.send_lateness_ns).collect();
+    let send_lateness = plan
+        .users
+        .is_none()
+        .then(|| Lateness::of(&lateness_ns))
+        .flatten();
+    let interference = before.until(&after, send_lateness);
+    // Spans carry CLOCK_REALTIME; a request's due time is CLOCK_MONOTONIC.
+    let realtime_ahead_ns = realtime_ns() as i128 - mono_ns() as i128;
+    let sends = result
+        .samples
+        .iter()
+        .map(|s| {
+            let due = (result.t0_mono_ns + s.scheduled_ns) as i128 + realtime_ahead_ns;
+            (
+                config.first_id + s.index,
+                (due.max(0) as u64, s.send_lateness_ns),
+            )
+        })
+        .collect();
     // SIGTERM: each process writes the spans it still holds, then exits.
     for p in procs.iter_mut().rev() {
         p.guard.stop_with(
@@ -342,10 +359,21 @@ fn run_topology(
             latencies,
             errors,
             wall_s,
+            offered_rps: plan.users.is_none().then_some(config.rate),
+            sent: result.samples.len() as u64,
+            interference: Some(interference),
+            sends,
         },
         spans,
         body,
     ))
+}
+
+/// Now, as `CLOCK_REALTIME` ns (the spans' clock).
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// One GET with `X-Request-Id: id`, returning the body: what the topologies are
@@ -375,7 +403,7 @@ fn fetch_body(addr: SocketAddr, path: &str, id: u64) -> Result<Vec<u8>, LabError
 
 /// `--sweep`: both topologies, untraced, at each offered rate in turn. A rate that
 /// both topologies served at under half the offer ends the sweep: past it, only the
-/// queue grows.
+/// queue grows. Returns the points measured, and the error that stopped it, if any.
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     plan: &HopsPlan,
@@ -385,9 +413,10 @@ fn sweep(
     runtime: &tokio::runtime::Runtime,
     observer: &dyn Observer,
     cancel: &AtomicBool,
-) -> Result<crate::report::HopsSweep, LabError> {
+) -> (crate::report::HopsSweep, Option<LabError>) {
     let mut points = Vec::new();
-    for (i, &rate) in rates.iter().enumerate() {
+    let mut error = None;
+    'rates: for (i, &rate) in rates.iter().enumerate() {
         let at_rate = HopsPlan {
             users: None,
             rate: Some(rate),
@@ -402,7 +431,13 @@ fn sweep(
                 rates.len()
             ));
             let index = (4 + 2 * i + usize::from(topology == "services")) as u8;
-            let (run, _, _) = run_topology(&at_rate, index, topology, false, dir, runtime, cancel)?;
+            let run = match run_topology(&at_rate, index, topology, false, dir, runtime, cancel) {
+                Ok((run, _, _)) => run,
+                Err(e) => {
+                    error = Some(e);
+                    break 'rates;
+                }
+            };
             let s = analyse::summarise(&run);
             if s.rps < 0.5 * rate {
                 overwhelmed += 1;
@@ -434,22 +469,38 @@ fn sweep(
             ),
         });
     }
-    Ok(crate::report::HopsSweep {
+    let sweep = crate::report::HopsSweep {
         duration_s: duration.as_secs_f64(),
         points,
         knees,
-    })
+    };
+    (sweep, error)
+}
+
+/// The runs `run_hops` completed: each with its spans, and the body of request 0.
+#[derive(Default)]
+struct Completed {
+    runs: Vec<TopologyRun>,
+    spans: Vec<Vec<SpanLine>>,
+    first_body: Option<(&'static str, Vec<u8>)>,
 }
 
 /// Runs both topologies (traced, then untraced when `plan.overhead`) and analyses them.
+/// Returns what finished, and the error that stopped the runs, if any (Ctrl-C is
+/// [`LabError::Cancelled`]): the analysis of the completed runs is always returned
+/// when there is one, with [`HopsSummary::interrupted`] saying what is missing.
 pub fn run_hops(
     plan: &HopsPlan,
     observer: &dyn Observer,
     cancel: &AtomicBool,
-) -> Result<HopsOutput, LabError> {
-    plan.validate()
-        .map_err(|e| LabError::Failed(e.to_string()))?;
-    let (dir, stale) = crate::sys::scratch::create("hops")?;
+) -> (Option<HopsOutput>, Option<LabError>) {
+    if let Err(e) = plan.validate() {
+        return (None, Some(LabError::Failed(e.to_string())));
+    }
+    let (dir, stale) = match crate::sys::scratch::create("hops") {
+        Ok(d) => d,
+        Err(e) => return (None, Some(e.into())),
+    };
     if let Some(warning) = stale {
         observer.warn(&warning);
     }
@@ -462,24 +513,33 @@ pub fn run_hops(
             ));
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Its threads are the load generator's: named so that their CPU wait is read.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_name(GENERATOR_THREAD)
         .enable_all()
-        .build()?;
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return (None, Some(e.into())),
+    };
     let mut order: Vec<(&'static str, bool)> = vec![("monolith", true), ("services", true)];
     if plan.overhead {
         order.extend([("monolith", false), ("services", false)]);
     }
-    let mut runs = Vec::new();
-    let mut all_spans = Vec::new();
-    let mut first_body: Option<(&str, Vec<u8>)> = None;
+    let mut done = Completed::default();
+    let mut error = None;
     for (i, &(topology, traced)) in order.iter().enumerate() {
+        if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            error = Some(LabError::Cancelled);
+            break;
+        }
         let label = format!(
             "{topology} ({})",
             if traced { "traced" } else { "tracing off" }
         );
         observer.run_started(i, order.len(), &label);
-        let (run, spans, body) = run_topology(
+        let (run, spans, body) = match run_topology(
             plan,
             i as u8,
             topology,
@@ -487,15 +547,23 @@ pub fn run_hops(
             dir.path(),
             &runtime,
             cancel,
-        )?;
-        match &first_body {
-            None => first_body = Some((topology, body)),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
+        match &done.first_body {
+            None => done.first_body = Some((topology, body)),
             Some((first, expected)) if *expected != body => {
-                return Err(LabError::Failed(format!(
+                // Not kept: the topologies would not be compared on the same answer.
+                error = Some(LabError::Failed(format!(
                     "{first} and {topology} returned different bodies for request 0 ({} and {} bytes): the comparison would be meaningless",
                     expected.len(),
                     body.len()
-                )))
+                )));
+                break;
             }
             Some(_) => {}
         }
@@ -508,39 +576,78 @@ pub fn run_hops(
             s.errors,
             spans.len()
         ));
-        runs.push((run, spans.len()));
-        all_spans.push(spans);
+        done.runs.push(run);
+        done.spans.push(spans);
     }
-    let summaries: Vec<_> = runs.iter().map(|(r, _)| analyse::summarise(r)).collect();
-    let traced = |t: &str| summaries.iter().find(|s| s.topology == t && s.traced);
-    let run_of = |t: &str, tr: bool| {
-        runs.iter()
-            .map(|(r, _)| r)
-            .find(|r| r.topology == t && r.traced == tr)
-    };
-    let tax = match (traced("monolith"), traced("services")) {
-        (Some(m), Some(s)) => {
-            let rows = analyse::tax(m, s);
-            match (run_of("monolith", true), run_of("services", true)) {
-                (Some(mr), Some(sr)) => analyse::with_intervals(rows, mr, sr),
-                _ => rows,
-            }
+    if done.runs.is_empty() {
+        return (None, error);
+    }
+    let sweep = match (&plan.sweep, &error) {
+        (Some((rates, duration)), None) => {
+            let (s, e) = sweep(
+                plan,
+                rates,
+                *duration,
+                dir.path(),
+                &runtime,
+                observer,
+                cancel,
+            );
+            error = e;
+            Some(s)
         }
-        _ => Vec::new(),
+        _ => None,
     };
-    let tracing_cost: Vec<_> = ["monolith", "services"]
-        .into_iter()
-        .filter_map(|t| analyse::tracing_cost(run_of(t, true)?, run_of(t, false)?))
+    let mut output = analyse_runs(plan, done, sweep, observer);
+    if let Some(e) = &error {
+        output.summary.interrupted = Some(interrupted_note(e, &output.summary, order.len()));
+    }
+    (Some(output), error)
+}
+
+/// What a stopped lab leaves out, in words.
+fn interrupted_note(e: &LabError, s: &HopsSummary, planned: usize) -> String {
+    let why = match e {
+        LabError::Cancelled => "interrupted (Ctrl-C)".to_owned(),
+        LabError::Failed(m) => format!("stopped by a failure ({m})"),
+    };
+    let runs: Vec<String> = s
+        .topologies
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}",
+                t.topology,
+                if t.traced { "traced" } else { "untraced" }
+            )
+        })
         .collect();
-    let mut waterfalls = Vec::new();
-    for ((run, _), spans) in runs.iter().zip(&all_spans) {
-        if run.traced {
-            waterfalls.extend(analyse::waterfall(run, spans, "p50", 0.50));
-            waterfalls.extend(analyse::waterfall(run, spans, "p99", 0.99));
-        }
-    }
-    let spans: Vec<SpanLine> = all_spans.into_iter().flatten().collect();
-    let breakdown = analyse::breakdown(&spans);
+    let missing = if s.tax.is_empty() {
+        "; the tax needs both traced runs"
+    } else if planned > s.topologies.len() {
+        "; drift between runs is measured only where a topology has both runs"
+    } else {
+        ""
+    };
+    format!(
+        "{why} after {} of {planned} runs ({}){missing}",
+        s.topologies.len(),
+        runs.join(", ")
+    )
+}
+
+/// The summary of the completed runs: percentiles, the tax and its verdicts, what
+/// tracing cost, the hop breakdown and the waterfalls.
+fn analyse_runs(
+    plan: &HopsPlan,
+    done: Completed,
+    sweep: Option<crate::report::HopsSweep>,
+    observer: &dyn Observer,
+) -> HopsOutput {
+    let runs = &done.runs;
+    let summaries: Vec<_> = runs.iter().map(analyse::summarise).collect();
+    let traced = |t: &str| summaries.iter().find(|s| s.topology == t && s.traced);
+    let run_of = |t: &str, tr: bool| runs.iter().find(|r| r.topology == t && r.traced == tr);
     let steps = match plan.calls {
         Calls::Sequential => 3.0,
         Calls::Concurrent => 2.0,
@@ -554,7 +661,31 @@ pub fn run_hops(
     if let Some(s) = &saturation {
         observer.warn(s);
     }
-    Ok(HopsOutput {
+    let tax = match (traced("monolith"), traced("services")) {
+        (Some(m), Some(s)) => {
+            let rows = analyse::tax(m, s);
+            let rows = match (run_of("monolith", true), run_of("services", true)) {
+                (Some(mr), Some(sr)) => analyse::with_intervals(rows, mr, sr),
+                _ => rows,
+            };
+            findings::judge(&rows, &summaries, saturation.as_deref())
+        }
+        _ => Vec::new(),
+    };
+    let tracing_cost: Vec<_> = ["monolith", "services"]
+        .into_iter()
+        .filter_map(|t| analyse::tracing_cost(run_of(t, true)?, run_of(t, false)?))
+        .collect();
+    let mut waterfalls = Vec::new();
+    for (run, spans) in runs.iter().zip(&done.spans) {
+        if run.traced {
+            waterfalls.extend(analyse::waterfall(run, spans, "p50", 0.50));
+            waterfalls.extend(analyse::waterfall(run, spans, "p99", 0.99));
+        }
+    }
+    let spans: Vec<SpanLine> = done.spans.into_iter().flatten().collect();
+    let breakdown = analyse::breakdown(&spans);
+    HopsOutput {
         summary: HopsSummary {
             params: HopsParams {
                 users: plan.users,
@@ -569,78 +700,51 @@ pub fn run_hops(
                 trace_every: plan.trace_every,
                 netns: plan.netns,
             },
+            tax_rule: (!tax.is_empty()).then(|| {
+                findings::rule(
+                    plan.users.is_none().then_some(plan.rate).flatten(),
+                    plan.duration.as_secs_f64(),
+                )
+            }),
             topologies: summaries,
             tax,
             breakdown,
             waterfalls,
             spans_file: None,
             spans: spans.len(),
-            identical_body_bytes: first_body.map_or(0, |(_, b)| b.len()),
+            identical_body_bytes: done.first_body.map_or(0, |(_, b)| b.len()),
             machine: crate::sys::procfs::machine(),
             saturation,
             tracing_cost,
-            sweep: match &plan.sweep {
-                Some((rates, duration)) => Some(sweep(
-                    plan,
-                    rates,
-                    *duration,
-                    dir.path(),
-                    &runtime,
-                    observer,
-                    cancel,
-                )?),
-                None => None,
-            },
+            sweep,
+            interrupted: None,
         },
         spans,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Each value the plan cannot run with is refused naming its flag, by the plan
-    /// itself (the CLI only builds it); a good plan passes.
+    /// A reading of this process and of nothing else: the generator's wait is read
+    /// (when the kernel keeps schedstat), the window is positive, the machine's busy
+    /// share a fraction.
     #[test]
-    fn a_plan_names_what_it_cannot_run_with() {
-        let good = || HopsPlan {
-            users: None,
-            rate: Some(defaults::RATE),
-            duration: Duration::from_secs(1),
-            calls: Calls::default(),
-            connection: Connection::New,
-            work: Work::default(),
-            work_time: Duration::from_millis(1),
-            body_bytes: defaults::BODY_BYTES,
-            threads: 1,
-            trace_every: defaults::TRACE_EVERY,
-            overhead: false,
-            warmup: defaults::WARMUP,
-            exe: PathBuf::from("loglag"),
-            netns: false,
-            sweep: Some((vec![100.0], Duration::from_secs(1))),
-        };
-        assert_eq!(good().validate(), Ok(()));
-        let refused = |change: fn(&mut HopsPlan)| {
-            let mut plan = good();
-            change(&mut plan);
-            plan.validate().unwrap_err().to_string()
-        };
-        assert!(refused(|p| p.rate = Some(0.0)).starts_with("--rate must be"));
-        assert_eq!(
-            refused(|p| p.duration = Duration::ZERO),
-            "--duration must be positive"
-        );
-        assert_eq!(refused(|p| p.threads = 0), "--threads must be at least 1");
-        assert!(refused(|p| p.body_bytes = 10).starts_with("--body-bytes must be at least 64"));
+    fn a_reading_measures_this_process_and_the_machine() {
+        let before = Reading::take(&[]);
+        let mut x = 0u64;
+        for i in 0..200_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        assert!(x > 0);
+        let after = Reading::take(&[]);
+        let i = before.until(&after, None);
+        assert!(i.window_s > 0.0);
         assert!(
-            refused(|p| p.sweep = Some((vec![100.0, -1.0], Duration::from_secs(1))))
-                .starts_with("--sweep-rates must be")
+            i.machine_busy.is_none_or(|b| (0.0..=1.0).contains(&b)),
+            "{i:?}"
         );
-        assert_eq!(
-            refused(|p| p.sweep = Some((vec![100.0], Duration::ZERO))),
-            "--sweep-duration must be positive"
-        );
+        assert!(i.generator_cores.is_some_and(|c| c >= 0.0), "{i:?}");
     }
 }

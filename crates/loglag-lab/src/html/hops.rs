@@ -23,7 +23,7 @@ fn stacked_bars(s: &HopsSummary) -> String {
     let total = s
         .breakdown
         .iter()
-        .map(|b| b.connect_ms + b.request_ms + b.handler_ms + b.response_ms)
+        .map(|b| (b.connect_ms + b.request_ms + b.handler_ms + b.response_ms).max(b.call_ms))
         .fold(0.0, f64::max)
         .max(1e-6);
     // Room after the longest bar for its total ("12.34 ms" at 12 px, with margin):
@@ -31,7 +31,7 @@ fn stacked_bars(s: &HopsSummary) -> String {
     let scale = (width - label_w - 80.0) / total;
     let height = 40.0 + row_h * s.breakdown.len() as f64 + 30.0;
     let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\"><title>Where each hop's time goes (median ms)</title>"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" role=\"img\"><title>Where each hop's time goes (its median call, ms)</title>"
     );
     for (i, b) in s.breakdown.iter().enumerate() {
         let y = 20.0 + row_h * i as f64;
@@ -54,12 +54,13 @@ fn stacked_bars(s: &HopsSummary) -> String {
             );
             x += w;
         }
+        // The call time the table shows: the median call's, whose parts these are.
         let _ = write!(
             out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{:.2} ms</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{:.3} ms</text>",
             x + 4.0,
             y + 17.0,
-            b.connect_ms + b.request_ms + b.handler_ms + b.response_ms
+            b.call_ms
         );
     }
     let mut x = label_w;
@@ -198,6 +199,13 @@ pub fn render_hops(s: &HopsSummary) -> String {
         esc(&s.machine.cpu),
         s.machine.cores
     );
+    if let Some(interrupted) = &s.interrupted {
+        let _ = write!(
+            h,
+            "<p class=\"inconclusive\">Incomplete: {}. What finished is reported.</p>",
+            esc(interrupted)
+        );
+    }
     if let Some(saturation) = &s.saturation {
         let _ = write!(
             h,
@@ -207,13 +215,18 @@ pub fn render_hops(s: &HopsSummary) -> String {
     }
     h.push_str("<h2>Latency</h2>");
     h.push_str(&super::column_table(
-        crate::export::hops::TOPOLOGY_COLUMNS,
+        &crate::export::hops::topology_columns(s),
         &s.topologies,
     ));
-    h.push_str("<h2>The hop tax (services − monolith, traced)</h2><p class=\"caption\">The interval is a 95% bootstrap over the two runs' requests.</p>");
-    h.push_str(&super::column_table(
-        crate::export::hops::TAX_COLUMNS,
+    let _ = write!(
+        h,
+        "<h2>The hop tax (services − monolith, traced)</h2><p class=\"caption\">The interval is a 95% bootstrap over the two runs' requests. {}</p>",
+        esc(s.tax_rule.as_deref().unwrap_or(""))
+    );
+    h.push_str(&super::marked_column_table(
+        &crate::export::hops::tax_columns(s),
         &s.tax,
+        |c, row| c.key == "verdict" && row.verdict.as_ref().is_some_and(|v| !v.holds),
     ));
     let series: Vec<Series> = s
         .topologies
@@ -249,8 +262,10 @@ pub fn render_hops(s: &HopsSummary) -> String {
     );
     h.push_str("<h2>Percentiles</h2>");
     h.push_str(&svg::xy("Latency by percentile", &x, &y, &series, &[]));
-    if let Some(line) = crate::export::hops::tax_noise_line(s) {
-        let _ = write!(h, "<p class=\"inconclusive\">{}</p>", esc(&line));
+    if s.tax_rule.is_none() {
+        if let Some(line) = crate::export::hops::tax_noise_line(s) {
+            let _ = write!(h, "<p class=\"inconclusive\">{}</p>", esc(&line));
+        }
     }
     let costs = crate::export::hops::tracing_cost_lines(s);
     if !costs.is_empty() {
@@ -262,13 +277,17 @@ pub fn render_hops(s: &HopsSummary) -> String {
     if let Some(sweep) = &s.sweep {
         h.push_str(&sweep_section(sweep));
     }
-    h.push_str("<h2>Where a hop's time goes</h2><p>Medians over the traced requests: connect (0 on a pooled connection), the request until the callee's span starts (writing, transfer, waiting to be scheduled), the callee's handler, and the response until the caller has it all.</p>");
+    let _ = write!(
+        h,
+        "<h2>Where a hop's time goes</h2><p>{} The parts: connect (0 on a pooled connection), the request until the callee's span starts (writing, transfer, waiting to be scheduled), the callee's handler, and the response until the caller has it all. The figure after each bar is the call time in the table.</p>",
+        esc(crate::export::hops::breakdown_caption(s))
+    );
     if s.breakdown.is_empty() {
         h.push_str("<p>No hop was traced.</p>");
     } else {
         h.push_str(&stacked_bars(s));
     }
-    h.push_str("<h2>Waterfalls</h2><p>The traced request nearest each percentile; ticks mark span events.</p>");
+    h.push_str("<h2>Waterfalls</h2><p>The traced request nearest each percentile; ticks mark span events. A request's latency runs from its scheduled send, so time before its first span (the generator's lateness, connecting, queueing to be accepted) and after its last is in it, and said above its spans.</p>");
     for w in &s.waterfalls {
         let _ = write!(
             h,
@@ -279,6 +298,9 @@ pub fn render_hops(s: &HopsSummary) -> String {
             w.latency_ms,
             esc(&w.trace_id)
         );
+        if let Some(line) = crate::export::hops::uncovered_words(w) {
+            let _ = write!(h, "<p>{}</p>", esc(&line));
+        }
         h.push_str(&waterfall(w));
     }
     if let Some(f) = &s.spans_file {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::Machine;
+use super::common::{Lateness, Machine};
 
 /// What `loglag lab hops` measured (summary.json's `hops` section).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -33,6 +33,14 @@ pub struct HopsSummary {
     /// Traced − untraced per topology, with intervals (empty with `--no-overhead`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tracing_cost: Vec<TracingCost>,
+    /// The rule that judged each tax row, in words with its numbers (the tables'
+    /// caption). `None` in results written before the rows were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tax_rule: Option<String>,
+    /// Set when Ctrl-C (or a failure) stopped the runs: what finished is reported, and
+    /// this says what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// `lab hops --sweep`: latency against offered load, both topologies, untraced.
@@ -101,6 +109,59 @@ pub struct TopologySummary {
     pub max_ms: Option<f64>,
     /// Latency at each of [`HOP_PERCENTILES`], for the chart.
     pub percentiles_ms: Vec<(f64, f64)>,
+    /// Requests per second offered (an open loop; `None` for a closed loop, and in
+    /// results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
+    /// Requests the generator sent in the measured load: every one is either in
+    /// `requests` (answered 2xx) or in `errors`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<u64>,
+    /// What else ran on the machine during the load, measured as the lab measures its
+    /// runs. `None` in results written before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<RunInterference>,
+}
+
+/// What the machine may have added to one topology run's latencies, measured over its
+/// load (from just before the first send to the last response).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunInterference {
+    /// Seconds the figures below cover.
+    pub window_s: f64,
+    /// How long the topology's processes (every thread) waited for a CPU, runnable but
+    /// not running (`/proc/PID/task/TID/schedstat`), ms over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services_wait_ms: Option<f64>,
+    /// The same for the load generator's threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_wait_ms: Option<f64>,
+    /// Cores the topology's processes used over the window (CPU seconds ÷ seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services_cores: Option<f64>,
+    /// Cores the lab's process (the load generator) used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_cores: Option<f64>,
+    /// The share of the machine's CPU time that was busy (other tenants included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_busy: Option<f64>,
+    /// Set when the machine was busy by the lab's rule (its cores 90% used or more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_warning: Option<String>,
+    /// How late the generator sent, from each request's due time (open loop only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lateness: Option<Lateness>,
+}
+
+impl RunInterference {
+    /// The CPU wait of the run's processes and generator together, ms; `None` when
+    /// neither was measured.
+    pub fn wait_ms(&self) -> Option<f64> {
+        match (self.services_wait_ms, self.generator_wait_ms) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        }
+    }
 }
 
 /// The percentiles `lab hops` reports and draws.
@@ -116,6 +177,21 @@ pub struct TaxRow {
     /// 95% bootstrap interval of `tax_ms` over the requests of each run (none for max).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tax_ci_ms: Option<(f64, f64)>,
+    /// Whether the tax holds (`None` in results written before rows were judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<TaxVerdict>,
+}
+
+/// Whether a tax row holds, and why not, by the rule in [`HopsSummary::tax_rule`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TaxVerdict {
+    pub holds: bool,
+    /// Why the runs cannot carry the tax (set exactly when `holds` is false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
+    /// What a reader must know of a tax that holds (a busy machine, one run each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What collecting spans cost one topology: traced − untraced, with 95% bootstrap
@@ -129,12 +205,18 @@ pub struct TracingCost {
     pub p99_ci_ms: (f64, f64),
 }
 
-/// Where one hop's time goes (medians, ms).
+/// Where one hop's time goes, ms: the parts of the hop's median call (the call whose
+/// duration is the median of the traced calls, so the parts add up to `call_ms`); in
+/// results written before `median_call`, the median of each part on its own.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HopBreakdown {
     /// `payment` or `inventory`.
     pub hop: String,
     pub samples: usize,
+    /// The parts are the median call's own (they add up to `call_ms`); false in results
+    /// written before, whose parts are each part's median.
+    #[serde(default)]
+    pub median_call: bool,
     /// TCP connect and HTTP handshake (0 on a pooled connection).
     pub connect_ms: f64,
     /// Connected → the server's span starts: writing the request, the transfer and
@@ -157,6 +239,28 @@ pub struct Waterfall {
     pub latency_ms: f64,
     pub trace_id: String,
     pub spans: Vec<WaterfallSpan>,
+    /// The request's time that no span covers (`None` in results written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncovered: Option<Uncovered>,
+}
+
+/// The part of a request's latency (from its scheduled send to its last byte) that no
+/// span covers: the union of its spans' intervals, taken from the latency.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Uncovered {
+    /// Latency − the union of the spans, ms.
+    pub outside_ms: f64,
+    /// Of it, before the first span began: the generator's lateness, connecting, and
+    /// waiting to be accepted and read by the server (`None` when the send's time was
+    /// not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_ms: Option<f64>,
+    /// Of `before_ms`, how late the generator sent the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_late_ms: Option<f64>,
+    /// Of it, after the last span ended: the response's transfer and read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

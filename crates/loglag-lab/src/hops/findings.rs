@@ -1,0 +1,567 @@
+//! Whether each hop tax holds (the hops analogue of `lab/findings.rs`): the tax (services − monolith, traced runs) at a
+//! statistic is inconclusive, and says why, when the runs cannot carry it. One rule,
+//! [`judge`], stated in words with its numbers by [`rule`] (the tables' caption).
+//!
+//! In order, the first that applies:
+//! 1. **Not served at the offered rate.** Every run (both topologies, traced and
+//!    untraced) of an open loop must serve [`SERVED_SHARE`] (97%) of the offered rate
+//!    or more. A topology that keeps up answers each request within its latency of its
+//!    due time, so it serves N ÷ (d + L) per second, L its slowest response: at the
+//!    defaults (200 requests/s for 10 s, a few ms each) 99.9% and more. Under 97%, the
+//!    last answers came 0.3 s or more behind a 10 s schedule (30 ms behind a 1 s one):
+//!    a queue built up, and a percentile measures it, not the hop. The old check (90%)
+//!    passed a monolith that served 183 of 200 requests/s with a mean of 90 ms for
+//!    3 ms of work, and its negative p99 tax of −685 ms.
+//!    A closed loop has no offered rate: `analyse::saturation` says when it ran
+//!    saturated (a mean over 4× the work), which is inconclusive too.
+//! 2. **Failed requests** are not in the percentiles: any of the monolith's, or the
+//!    services' when the tax is not positive (the services may look faster only for
+//!    their absence). A positive tax with failed services' requests is a lower bound.
+//! 3. **A maximum** is one request: no interval can say where it lies. Never judged.
+//! 4. **Noise**: the 95% bootstrap interval includes zero.
+//! 5. **Interference**: the lab's own rule, `lab::findings::interference_verdict`,
+//!    over the two traced runs: on a machine busy by the lab's rule (its cores 90% used
+//!    or more), the CPU wait of the topology's processes and the load generator,
+//!    shared among the requests the statistic rests on (all of them for the mean,
+//!    the slowest 50%, 5%, 1% for p50, p95, p99; at least one), half the tax or more;
+//!    or the generator's send lateness at the statistic half the tax or more. A tax
+//!    that holds beside a busy machine says so.
+//! 6. **Drift**: a topology's traced and untraced runs differ at the statistic by half
+//!    the tax or more ([`INTERFERENCE_SHARE`]). The interval resamples requests within
+//!    a run and cannot see a shared machine drifting between runs; the untraced run is
+//!    a second measurement of the same topology (plus what tracing costs, a few µs), so
+//!    a difference that large means either run could be off by as much. Without the
+//!    untraced runs (`--no-overhead`) the drift is not measured, and a tax that holds
+//!    says so.
+
+use crate::lab::findings::{interference_verdict, Interference};
+use crate::report::{Lateness, Percentile, TaxRow, TaxVerdict, TopologySummary};
+use crate::stats::INTERFERENCE_SHARE;
+
+/// The share of the offered rate every run of an open loop must serve for its tax to
+/// be judged (see the module's rule 1 for why 97%).
+pub const SERVED_SHARE: f64 = 0.97;
+
+/// The statistic a tax row reports.
+#[derive(Debug, Clone, Copy)]
+struct Statistic {
+    /// As the row names it: `mean`, `p50`, `p95`, `p99`, `max`.
+    name: &'static str,
+    /// The share of requests at or beyond it (the mean rests on all of them).
+    beyond: f64,
+    /// The nearest percentile the lab's rule knows, for its wording.
+    percentile: Percentile,
+    figure: fn(&TopologySummary) -> Option<f64>,
+    /// The generator's lateness that could move it, µs.
+    late_us: fn(&Lateness) -> f64,
+}
+
+fn statistic(at: &str) -> Option<Statistic> {
+    let p99 = |l: &Lateness| l.at_us(0.99);
+    Some(match at {
+        "mean" => Statistic {
+            name: "mean",
+            beyond: 1.0,
+            percentile: Percentile::P50,
+            figure: |t| t.mean_ms,
+            late_us: |l| l.mean_us,
+        },
+        "p50" => Statistic {
+            name: "p50",
+            beyond: 0.5,
+            percentile: Percentile::P50,
+            figure: |t| t.p50_ms,
+            late_us: |l| l.at_us(0.5),
+        },
+        // The lateness of the slowest 5% is at most its p99: the larger, so the safer.
+        "p95" => Statistic {
+            name: "p95",
+            beyond: 0.05,
+            percentile: Percentile::P99,
+            figure: |t| t.p95_ms,
+            late_us: p99,
+        },
+        "p99" => Statistic {
+            name: "p99",
+            beyond: 0.01,
+            percentile: Percentile::P99,
+            figure: |t| t.p99_ms,
+            late_us: p99,
+        },
+        "max" => Statistic {
+            name: "max",
+            beyond: 0.0,
+            percentile: Percentile::P99,
+            figure: |t| t.max_ms,
+            late_us: |l| l.max_us,
+        },
+        _ => return None,
+    })
+}
+
+/// One side of the lab's interference rule: what the machine may have added to a
+/// traced run's latencies at `stat`.
+fn side(t: &TopologySummary, stat: Statistic) -> Interference {
+    let Some(i) = &t.interference else {
+        return Interference::default();
+    };
+    let requests_beyond = (t.requests as f64 * stat.beyond).max(1.0);
+    Interference {
+        wait_ms: i.wait_ms().map(|w| w / requests_beyond),
+        api_wait_ms: i.services_wait_ms,
+        late_ms: i.send_lateness.as_ref().map(|l| (stat.late_us)(l) / 1e3),
+        busy: i.machine_warning.is_some(),
+    }
+}
+
+/// The lab's rule speaks of the API and of p50 or p99; here, of the topology's
+/// processes and of the row's own statistic.
+fn reworded(text: String, stat: Statistic) -> String {
+    let text = text.replace("the API waited", "the topology's processes waited");
+    let own = stat.percentile.as_str();
+    if own == stat.name {
+        return text;
+    }
+    let name = if stat.name == "mean" {
+        "the mean"
+    } else {
+        stat.name
+    };
+    text.replace(&format!(" at {own}"), &format!(" at {name}"))
+}
+
+fn ms(v: f64) -> String {
+    crate::export::findings::three_figures(v)
+}
+
+fn run_name(t: &TopologySummary) -> String {
+    format!(
+        "{} ({})",
+        t.topology,
+        if t.traced { "traced" } else { "untraced" }
+    )
+}
+
+/// Each row of `rows` with its verdict, judged over `runs` (every topology run of the
+/// lab, traced and untraced). `saturation` is `analyse::saturation`'s verdict.
+pub fn judge(rows: &[TaxRow], runs: &[TopologySummary], saturation: Option<&str>) -> Vec<TaxRow> {
+    rows.iter()
+        .map(|row| {
+            let mut row = row.clone();
+            row.verdict = row
+                .tax_ms
+                .map(|tax| match judge_one(&row, tax, runs, saturation) {
+                    Ok(note) => TaxVerdict {
+                        holds: true,
+                        inconclusive: None,
+                        note,
+                    },
+                    Err(why) => TaxVerdict {
+                        holds: false,
+                        inconclusive: Some(why),
+                        note: None,
+                    },
+                });
+            row
+        })
+        .collect()
+}
+
+fn judge_one(
+    row: &TaxRow,
+    tax: f64,
+    runs: &[TopologySummary],
+    saturation: Option<&str>,
+) -> Result<Option<String>, String> {
+    let Some(stat) = statistic(&row.at) else {
+        return Err(format!("{} is not a statistic this rule knows", row.at));
+    };
+    let behind: Vec<String> = runs
+        .iter()
+        .filter_map(|t| {
+            let offered = t.offered_rps?;
+            (t.rps < SERVED_SHARE * offered).then(|| {
+                format!(
+                    "{} served {:.0} of {offered:.0} requests/s offered ({:.0}%)",
+                    run_name(t),
+                    t.rps,
+                    t.rps / offered * 100.0
+                )
+            })
+        })
+        .collect();
+    if !behind.is_empty() {
+        return Err(format!(
+            "{}, under {:.0}%: answers that far behind the schedule are a queue the load built, not the hop",
+            behind.join("; "),
+            SERVED_SHARE * 100.0
+        ));
+    }
+    if let Some(s) = saturation {
+        return Err(s.to_owned());
+    }
+    let traced = |name: &str| runs.iter().find(|t| t.topology == name && t.traced);
+    let (Some(monolith), Some(services)) = (traced("monolith"), traced("services")) else {
+        return Err("both traced runs are needed".to_owned());
+    };
+    if monolith.errors > 0 {
+        return Err(format!(
+            "{} of the monolith's requests failed and are not in its percentiles",
+            monolith.errors
+        ));
+    }
+    if services.errors > 0 && tax <= 0.0 {
+        return Err(format!(
+            "{} of the services' requests failed and are not in their percentiles: they may look faster only for their absence",
+            services.errors
+        ));
+    }
+    if stat.name == "max" {
+        return Err("a maximum is one request: no interval can say where it lies".to_owned());
+    }
+    match row.tax_ci_ms {
+        None => return Err("no interval: too few requests".to_owned()),
+        Some((lo, hi)) if lo <= 0.0 && hi >= 0.0 => {
+            return Err("the 95% interval includes zero: within the noise".to_owned())
+        }
+        Some(_) => {}
+    }
+    let mut notes = Vec::new();
+    let sides = [side(monolith, stat), side(services, stat)];
+    match interference_verdict(tax, stat.percentile, sides) {
+        Err(why) => return Err(reworded(why, stat)),
+        Ok(Some(note)) => notes.push(reworded(note, stat)),
+        Ok(None) => {}
+    }
+    let mut measured_drift = false;
+    for t in [monolith, services] {
+        let Some(untraced) = runs.iter().find(|u| u.topology == t.topology && !u.traced) else {
+            continue;
+        };
+        let (Some(a), Some(b)) = ((stat.figure)(t), (stat.figure)(untraced)) else {
+            continue;
+        };
+        measured_drift = true;
+        let drift = (a - b).abs();
+        if drift >= INTERFERENCE_SHARE * tax.abs() {
+            return Err(format!(
+                "{}: its traced and untraced runs differ by {} ms at {}, half the tax ({} ms) or more: drift between runs could account for it",
+                t.topology,
+                ms(drift),
+                stat.name,
+                ms(tax.abs())
+            ));
+        }
+    }
+    if !measured_drift {
+        notes.push(
+            "one run per topology: drift between runs not measured (the untraced runs measure it; --no-overhead skipped them)"
+                .to_owned(),
+        );
+    }
+    if services.errors > 0 {
+        notes.push(format!(
+            "{} of the services' requests failed and are not in their percentiles: the tax is a lower bound",
+            services.errors
+        ));
+    }
+    Ok((!notes.is_empty()).then(|| notes.join("; ")))
+}
+
+/// The rule in words, with its numbers: the caption of the tax table. `offered` and
+/// `duration_s` give the rate rule's example.
+pub fn rule(offered: Option<f64>, duration_s: f64) -> String {
+    let share = SERVED_SHARE * 100.0;
+    let half = INTERFERENCE_SHARE * 100.0;
+    let rate = match offered {
+        Some(r) => format!(
+            "a run (either topology, traced or untraced) served under {share:.0}% of the offered rate: at {r:.0} requests/s for {duration_s} s, its last answers came {:.2} s or more behind the schedule, a queue the load built, not the hop",
+            (1.0 / SERVED_SHARE - 1.0) * duration_s
+        ),
+        None => "the closed loop ran saturated (a mean over 4× the work: users ÷ throughput, not the hop)".to_owned(),
+    };
+    format!(
+        "A tax holds when its 95% bootstrap interval excludes zero and nothing measured could account for it. It is inconclusive when {rate}; when the monolith's requests failed (or the services' did and the tax is not positive): they are not in the percentiles; when the machine was busy (its cores 90% used or more, other tenants included) and the CPU wait of the topology's processes and the load generator, shared among the requests the statistic rests on (all of them for the mean, the slowest 50%, 5%, 1% for p50, p95, p99), is {half:.0}% of the tax or more; when the generator's send lateness at the statistic is {half:.0}% of the tax or more; or when a topology's traced and untraced runs differ at the statistic by {half:.0}% of the tax or more (drift between runs, which the interval over requests does not see). A tax that holds beside a busy machine says so. A maximum is one request and is never judged."
+    )
+}
+
+/// The lab's rule for a busy machine (`lab::measure::machine_saturation`: its cores
+/// 90% used or more, by the run's processes or by anything), in hops' words.
+pub(super) fn machine_warning(
+    services_cores: Option<f64>,
+    generator_cores: Option<f64>,
+    machine_cores: f64,
+    machine_busy: Option<f64>,
+) -> Option<String> {
+    crate::lab::measure::machine_saturation(
+        [services_cores, None, generator_cores],
+        machine_cores,
+        machine_busy,
+    )?;
+    let ours = services_cores.unwrap_or(0.0) + generator_cores.unwrap_or(0.0);
+    let busy = machine_busy.unwrap_or(0.0).max(ours / machine_cores);
+    Some(format!(
+        "the machine was {:.0}% busy (the topology's processes used {:.2} and the load generator {:.2} of its {machine_cores:.0} cores): latencies include waiting for a core",
+        (busy * 100.0).min(100.0),
+        services_cores.unwrap_or(0.0),
+        generator_cores.unwrap_or(0.0)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::RunInterference;
+
+    /// A topology run at 200 requests/s, 2000 requests, p50 `p50` ms and p99 `p99`.
+    fn run(topology: &str, traced: bool, p50: f64, p99: f64) -> TopologySummary {
+        TopologySummary {
+            topology: topology.into(),
+            traced,
+            requests: 2000,
+            errors: 0,
+            rps: 200.0,
+            mean_ms: Some(p50 * 1.05),
+            p50_ms: Some(p50),
+            p95_ms: Some((p50 + p99) / 2.0),
+            p99_ms: Some(p99),
+            max_ms: Some(p99 * 2.0),
+            percentiles_ms: Vec::new(),
+            offered_rps: Some(200.0),
+            sent: Some(2000),
+            interference: Some(quiet()),
+        }
+    }
+
+    /// A quiet machine: 40 ms of wake-up waits in 10 s, sends on time to 50 µs.
+    fn quiet() -> RunInterference {
+        RunInterference {
+            window_s: 10.0,
+            services_wait_ms: Some(30.0),
+            generator_wait_ms: Some(10.0),
+            machine_busy: Some(0.2),
+            send_lateness: Some(Lateness {
+                mean_us: 10.0,
+                p50_us: Some(8.0),
+                p99_us: 50.0,
+                max_us: 400.0,
+            }),
+            ..RunInterference::default()
+        }
+    }
+
+    /// Two busy loops on both cores: 2 s of waiting per run, the machine 100% busy.
+    fn busy(t: &mut TopologySummary) {
+        let i = t.interference.as_mut().unwrap();
+        i.services_wait_ms = Some(1500.0);
+        i.generator_wait_ms = Some(500.0);
+        i.machine_busy = Some(1.0);
+        i.machine_warning = Some("the machine was 100% busy".into());
+    }
+
+    /// A tax row from the two traced runs, with an interval `ci` around it.
+    fn rows(runs: &[TopologySummary], ci: f64) -> Vec<TaxRow> {
+        let traced = |n: &str| runs.iter().find(|t| t.topology == n && t.traced).unwrap();
+        let rows = crate::hops::analyse::tax(traced("monolith"), traced("services"));
+        let rows: Vec<TaxRow> = rows
+            .into_iter()
+            .map(|mut r| {
+                r.tax_ci_ms = (r.at != "max")
+                    .then(|| r.tax_ms.map(|t| (t - ci, t + ci)))
+                    .flatten();
+                r
+            })
+            .collect();
+        judge(&rows, runs, None)
+    }
+
+    fn verdict<'a>(rows: &'a [TaxRow], at: &str) -> &'a TaxVerdict {
+        rows.iter()
+            .find(|r| r.at == at)
+            .and_then(|r| r.verdict.as_ref())
+            .unwrap()
+    }
+
+    fn four(m: (f64, f64), s: (f64, f64)) -> Vec<TopologySummary> {
+        vec![
+            run("monolith", true, m.0, m.1),
+            run("services", true, s.0, s.1),
+            run("monolith", false, m.0 * 1.01, m.1 * 1.02),
+            run("services", false, s.0 * 0.99, s.1 * 1.01),
+        ]
+    }
+
+    /// Quiet machine, a tax far beyond noise, drift and interference: it holds, with
+    /// nothing to say; a maximum is never judged.
+    #[test]
+    fn a_huge_tax_on_a_quiet_machine_holds() {
+        let r = rows(&four((3.3, 6.0), (13.3, 40.0)), 0.2);
+        for at in ["mean", "p50", "p95", "p99"] {
+            let v = verdict(&r, at);
+            assert!(v.holds && v.note.is_none(), "{at}: {v:?}");
+        }
+        let max = verdict(&r, "max");
+        assert!(!max.holds && max.inconclusive.as_ref().unwrap().contains("one request"));
+    }
+
+    /// Busy machine, a tax of 1000 ms beside 2 s of waiting: 2000 ÷ 20 requests = 100 ms
+    /// at p99's scale, under half the tax: it holds, labelled with what the topology
+    /// waited.
+    #[test]
+    fn a_huge_tax_on_a_busy_machine_holds_with_a_label() {
+        let mut runs = four((3.3, 10.0), (900.0, 1010.0));
+        runs.iter_mut().for_each(busy);
+        let r = rows(&runs, 5.0);
+        let v = verdict(&r, "p99");
+        assert!(v.holds, "{v:?}");
+        let note = v.note.as_deref().unwrap();
+        assert!(
+            note.contains("absolute values inflated by a busy machine"),
+            "{note}"
+        );
+        assert!(
+            note.contains("the topology's processes waited 1500 ms"),
+            "{note}"
+        );
+        // The mean rests on every request: 2000 ms ÷ 2000, 1 ms of waiting.
+        let mean = verdict(&r, "mean");
+        assert!(mean.holds, "{mean:?}");
+        assert!(
+            mean.note
+                .as_deref()
+                .unwrap()
+                .contains("at the mean's scale"),
+            "{mean:?}"
+        );
+    }
+
+    /// Busy machine, a tax of 0.6 ms at p99: 100 ms of waiting at p99's scale could
+    /// account for it. At p50, the same wait spread over 1000 requests is 2 ms, still
+    /// over half of a 0.6 ms tax.
+    #[test]
+    fn a_small_tax_on_a_busy_machine_is_inconclusive() {
+        let mut runs = four((3.3, 6.0), (3.9, 6.6));
+        runs.iter_mut().for_each(busy);
+        let r = rows(&runs, 0.05);
+        for at in ["p50", "p95", "p99"] {
+            let v = verdict(&r, at);
+            assert!(!v.holds, "{at}: {v:?}");
+            let why = v.inconclusive.as_deref().unwrap();
+            assert!(
+                why.contains("the machine was busy") && why.contains(&format!("at {at}'s scale")),
+                "{at}: {why}"
+            );
+        }
+    }
+
+    /// A closed loop at capacity: `saturation` says so and every row is inconclusive.
+    #[test]
+    fn a_saturated_topology_is_inconclusive() {
+        let mut runs = four((3.3, 6.0), (13.3, 40.0));
+        for t in &mut runs {
+            t.offered_rps = None;
+        }
+        let traced = |n: &str| runs.iter().find(|t| t.topology == n && t.traced).unwrap();
+        let rows = crate::hops::analyse::tax(traced("monolith"), traced("services"));
+        let r = judge(&rows, &runs, Some("both topologies are saturated: …"));
+        for row in &r {
+            let v = row.verdict.as_ref().unwrap();
+            assert_eq!(
+                v.inconclusive.as_deref(),
+                Some("both topologies are saturated: …")
+            );
+        }
+    }
+
+    /// The run: the monolith served 183 of 200 requests/s (the 90% check passed
+    /// it) and its p99 was 1,234 ms, so the services looked 685 ms faster, with a
+    /// tight interval. Behind its offered rate, its latency is a queue: inconclusive,
+    /// and so at 95% (190 of 200).
+    #[test]
+    fn a_negative_tax_while_the_monolith_was_behind_is_inconclusive() {
+        for served in [183.0, 190.0] {
+            let mut runs = four((90.0, 1234.3), (4.0, 549.07));
+            runs[0].rps = served;
+            let r = rows(&runs, 50.0);
+            let v = verdict(&r, "p99");
+            assert!(!v.holds, "{v:?}");
+            let why = v.inconclusive.as_deref().unwrap();
+            assert!(
+                why.starts_with(&format!(
+                    "monolith (traced) served {served:.0} of 200 requests/s offered"
+                )) && why.contains("under 97%"),
+                "{why}"
+            );
+        }
+        // An untraced run behind counts too.
+        let mut runs = four((3.3, 6.0), (13.3, 40.0));
+        runs[3].rps = 150.0;
+        assert!(!verdict(&rows(&runs, 0.2), "p50").holds);
+    }
+
+    /// Traced and untraced runs of one topology far apart: the drift could be the tax.
+    #[test]
+    fn runs_that_drifted_are_inconclusive() {
+        let mut runs = four((3.3, 6.0), (4.0, 7.0));
+        runs[3].p50_ms = Some(5.3);
+        let r = rows(&runs, 0.05);
+        let v = verdict(&r, "p50");
+        let why = v.inconclusive.as_deref().unwrap();
+        assert!(
+            why.starts_with("services: its traced and untraced runs differ by 1.3"),
+            "{why}"
+        );
+        // Without the untraced runs, a tax holds and says drift was not measured.
+        let r = rows(&runs[..2], 0.05);
+        let v = verdict(&r, "p50");
+        assert!(v.holds);
+        assert!(v
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("drift between runs not measured"));
+    }
+
+    /// A generator sending late by half the tax or more at the statistic: inconclusive,
+    /// whatever the machine.
+    #[test]
+    fn a_late_generator_is_inconclusive() {
+        let mut runs = four((3.3, 6.0), (4.3, 9.0));
+        runs[1].interference.as_mut().unwrap().send_lateness = Some(Lateness {
+            mean_us: 300.0,
+            p50_us: Some(600.0),
+            p99_us: 2_000.0,
+            max_us: 9_000.0,
+        });
+        let r = rows(&runs, 0.05);
+        let why = verdict(&r, "p50").inconclusive.clone().unwrap();
+        assert!(why.contains("late at p50"), "{why}");
+        let why = verdict(&r, "p95").inconclusive.clone().unwrap();
+        assert!(why.contains("late at p95"), "{why}");
+        // Within the noise comes first.
+        let r = rows(&runs, 2.0);
+        let why = verdict(&r, "p50").inconclusive.clone().unwrap();
+        assert!(why.contains("within the noise"), "{why}");
+    }
+
+    /// The caption states the numbers the rule uses.
+    #[test]
+    fn the_rule_states_its_numbers() {
+        let text = rule(Some(200.0), 10.0);
+        for number in ["97%", "200 requests/s for 10 s", "0.31 s", "90%", "50%"] {
+            assert!(text.contains(number), "{number}: {text}");
+        }
+        assert!(rule(None, 10.0).contains("closed loop"));
+    }
+
+    /// A machine busy with other work is flagged though the run's processes were not;
+    /// a quiet one is not; the run's own processes filling the cores are.
+    #[test]
+    fn a_busy_machine_is_flagged_by_the_labs_rule() {
+        let w = machine_warning(Some(0.1), Some(0.05), 2.0, Some(0.97)).unwrap();
+        assert!(w.starts_with("the machine was 97% busy"), "{w}");
+        assert!(w.contains("processes used 0.10"), "{w}");
+        assert_eq!(machine_warning(Some(0.1), Some(0.05), 2.0, Some(0.3)), None);
+        assert!(machine_warning(Some(1.5), Some(0.4), 2.0, Some(0.5)).is_some());
+    }
+}
