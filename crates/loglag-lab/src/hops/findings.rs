@@ -26,7 +26,13 @@
 //!    the slowest 50%, 5%, 1% for p50, p95, p99; at least one), half the tax or more;
 //!    or the generator's send lateness at the statistic half the tax or more. A tax
 //!    that holds beside a busy machine says so.
-//! 6. **Drift**: a topology's traced and untraced runs differ at the statistic by half
+//! 6. **Queueing at the front door**: the traced request nearest the percentile (its
+//!    waterfall, p50 and p99 only) spent half the tax or more before its first span
+//!    began, beyond the generator's lateness: connecting, and waiting in the kernel
+//!    to be accepted and read. A hop's cost lies inside the front's span (its calls
+//!    to the other services), so time before that span is not the hop's: the issue's
+//!    monolith p99 of 1,234 ms had 1,224 ms outside any span.
+//! 7. **Drift**: a topology's traced and untraced runs differ at the statistic by half
 //!    the tax or more ([`INTERFERENCE_SHARE`]). The interval resamples requests within
 //!    a run and cannot see a shared machine drifting between runs; the untraced run is
 //!    a second measurement of the same topology (plus what tracing costs, a few µs), so
@@ -35,7 +41,7 @@
 //!    says so.
 
 use crate::lab::findings::{interference_verdict, Interference};
-use crate::report::{Lateness, Percentile, TaxRow, TaxVerdict, TopologySummary};
+use crate::report::{Lateness, Percentile, TaxRow, TaxVerdict, TopologySummary, Waterfall};
 use crate::stats::INTERFERENCE_SHARE;
 
 /// The share of the offered rate every run of an open loop must serve for its tax to
@@ -142,37 +148,41 @@ fn run_name(t: &TopologySummary) -> String {
     )
 }
 
-/// Each row of `rows` with its verdict, judged over `runs` (every topology run of the
-/// lab, traced and untraced). `saturation` is `analyse::saturation`'s verdict.
-pub fn judge(rows: &[TaxRow], runs: &[TopologySummary], saturation: Option<&str>) -> Vec<TaxRow> {
+/// What the lab measured that a tax is judged on.
+#[derive(Debug)]
+pub struct Evidence<'a> {
+    /// Every topology run of the lab, traced and untraced.
+    pub runs: &'a [TopologySummary],
+    /// The traced runs' waterfalls (the request nearest p50 and p99).
+    pub waterfalls: &'a [Waterfall],
+    /// `analyse::saturation`'s verdict.
+    pub saturation: Option<&'a str>,
+}
+
+/// Each row of `rows` with its verdict, judged on `evidence`.
+pub fn judge(rows: &[TaxRow], evidence: &Evidence<'_>) -> Vec<TaxRow> {
     rows.iter()
         .map(|row| {
             let mut row = row.clone();
-            row.verdict = row
-                .tax_ms
-                .map(|tax| match judge_one(&row, tax, runs, saturation) {
-                    Ok(note) => TaxVerdict {
-                        holds: true,
-                        inconclusive: None,
-                        note,
-                    },
-                    Err(why) => TaxVerdict {
-                        holds: false,
-                        inconclusive: Some(why),
-                        note: None,
-                    },
-                });
+            row.verdict = row.tax_ms.map(|tax| match judge_one(&row, tax, evidence) {
+                Ok(note) => TaxVerdict {
+                    holds: true,
+                    inconclusive: None,
+                    note,
+                },
+                Err(why) => TaxVerdict {
+                    holds: false,
+                    inconclusive: Some(why),
+                    note: None,
+                },
+            });
             row
         })
         .collect()
 }
 
-fn judge_one(
-    row: &TaxRow,
-    tax: f64,
-    runs: &[TopologySummary],
-    saturation: Option<&str>,
-) -> Result<Option<String>, String> {
+fn judge_one(row: &TaxRow, tax: f64, evidence: &Evidence<'_>) -> Result<Option<String>, String> {
+    let (runs, saturation) = (evidence.runs, evidence.saturation);
     let Some(stat) = statistic(&row.at) else {
         return Err(format!("{} is not a statistic this rule knows", row.at));
     };
@@ -233,6 +243,27 @@ fn judge_one(
         Ok(Some(note)) => notes.push(reworded(note, stat)),
         Ok(None) => {}
     }
+    for t in [monolith, services] {
+        let Some(u) = evidence
+            .waterfalls
+            .iter()
+            .find(|w| w.topology == t.topology && w.which == stat.name)
+            .and_then(|w| w.uncovered.as_ref())
+        else {
+            continue;
+        };
+        let Some(before) = u.before_ms else { continue };
+        let queued = before - u.send_late_ms.unwrap_or(0.0);
+        if queued >= INTERFERENCE_SHARE * tax.abs() {
+            return Err(format!(
+                "the {} request nearest {} (traced) waited {} ms before its first span began, connecting and queueing to be accepted: half the tax ({} ms) or more, and not the hop's",
+                t.topology,
+                stat.name,
+                ms(queued),
+                ms(tax.abs())
+            ));
+        }
+    }
     let mut measured_drift = false;
     for t in [monolith, services] {
         let Some(untraced) = runs.iter().find(|u| u.topology == t.topology && !u.traced) else {
@@ -281,7 +312,7 @@ pub fn rule(offered: Option<f64>, duration_s: f64) -> String {
         None => "the closed loop ran saturated (a mean over 4× the work: users ÷ throughput, not the hop)".to_owned(),
     };
     format!(
-        "A tax holds when its 95% bootstrap interval excludes zero and nothing measured could account for it. It is inconclusive when {rate}; when the monolith's requests failed (or the services' did and the tax is not positive): they are not in the percentiles; when the machine was busy (its cores 90% used or more, other tenants included) and the CPU wait of the topology's processes and the load generator, shared among the requests the statistic rests on (all of them for the mean, the slowest 50%, 5%, 1% for p50, p95, p99), is {half:.0}% of the tax or more; when the generator's send lateness at the statistic is {half:.0}% of the tax or more; or when a topology's traced and untraced runs differ at the statistic by {half:.0}% of the tax or more (drift between runs, which the interval over requests does not see). A tax that holds beside a busy machine says so. A maximum is one request and is never judged."
+        "A tax holds when its 95% bootstrap interval excludes zero and nothing measured could account for it. It is inconclusive when {rate}; when the monolith's requests failed (or the services' did and the tax is not positive): they are not in the percentiles; when the machine was busy (its cores 90% used or more, other tenants included) and the CPU wait of the topology's processes and the load generator, shared among the requests the statistic rests on (all of them for the mean, the slowest 50%, 5%, 1% for p50, p95, p99), is {half:.0}% of the tax or more; when the generator's send lateness at the statistic is {half:.0}% of the tax or more; when the traced request nearest p50 or p99 waited {half:.0}% of the tax or more before its first span began (connecting and queueing to be accepted: not the hop, whose cost lies inside the front's span); or when a topology's traced and untraced runs differ at the statistic by {half:.0}% of the tax or more (drift between runs, which the interval over requests does not see). A tax that holds beside a busy machine says so. A maximum is one request and is never judged."
     )
 }
 
@@ -372,7 +403,14 @@ mod tests {
                 r
             })
             .collect();
-        judge(&rows, runs, None)
+        judge(
+            &rows,
+            &Evidence {
+                runs,
+                waterfalls: &[],
+                saturation: None,
+            },
+        )
     }
 
     fn verdict<'a>(rows: &'a [TaxRow], at: &str) -> &'a TaxVerdict {
@@ -463,7 +501,14 @@ mod tests {
         }
         let traced = |n: &str| runs.iter().find(|t| t.topology == n && t.traced).unwrap();
         let rows = crate::hops::analyse::tax(traced("monolith"), traced("services"));
-        let r = judge(&rows, &runs, Some("both topologies are saturated: …"));
+        let r = judge(
+            &rows,
+            &Evidence {
+                runs: &runs,
+                waterfalls: &[],
+                saturation: Some("both topologies are saturated: …"),
+            },
+        );
         for row in &r {
             let v = row.verdict.as_ref().unwrap();
             assert_eq!(
@@ -497,6 +542,49 @@ mod tests {
         let mut runs = four((3.3, 6.0), (13.3, 40.0));
         runs[3].rps = 150.0;
         assert!(!verdict(&rows(&runs, 0.2), "p50").holds);
+    }
+
+    /// The p99 request: 1,234 ms, of which 1,223 ms before the monolith's span
+    /// began (1 ms of it the generator's lateness), with every run served in full:
+    /// the tax is queueing at the front door, not the hop. At p50, where the request
+    /// nearest it was seen at once, the tax holds.
+    #[test]
+    fn a_tax_made_of_queueing_before_the_server_is_inconclusive() {
+        let runs = four((3.3, 1234.3), (4.3, 549.07));
+        let traced = |n: &str| runs.iter().find(|t| t.topology == n && t.traced).unwrap();
+        let mut rows = crate::hops::analyse::tax(traced("monolith"), traced("services"));
+        for r in &mut rows {
+            r.tax_ci_ms = r.tax_ms.map(|t| (t - 0.1, t + 0.1));
+        }
+        let waterfall = |which: &str, before: f64| Waterfall {
+            topology: "monolith".into(),
+            which: which.into(),
+            request_id: 7,
+            latency_ms: 1234.3,
+            trace_id: "t".into(),
+            spans: Vec::new(),
+            uncovered: Some(crate::report::Uncovered {
+                outside_ms: before + 0.2,
+                before_ms: Some(before),
+                send_late_ms: Some(1.0),
+                after_ms: Some(0.2),
+            }),
+        };
+        let waterfalls = [waterfall("p50", 0.08), waterfall("p99", 1223.0)];
+        let r = judge(
+            &rows,
+            &Evidence {
+                runs: &runs,
+                waterfalls: &waterfalls,
+                saturation: None,
+            },
+        );
+        let why = verdict(&r, "p99").inconclusive.clone().unwrap();
+        assert!(
+            why.starts_with("the monolith request nearest p99 (traced) waited 1222 ms"),
+            "{why}"
+        );
+        assert!(verdict(&r, "p50").holds, "{:?}", verdict(&r, "p50"));
     }
 
     /// Traced and untraced runs of one topology far apart: the drift could be the tax.

@@ -661,21 +661,6 @@ fn analyse_runs(
     if let Some(s) = &saturation {
         observer.warn(s);
     }
-    let tax = match (traced("monolith"), traced("services")) {
-        (Some(m), Some(s)) => {
-            let rows = analyse::tax(m, s);
-            let rows = match (run_of("monolith", true), run_of("services", true)) {
-                (Some(mr), Some(sr)) => analyse::with_intervals(rows, mr, sr),
-                _ => rows,
-            };
-            findings::judge(&rows, &summaries, saturation.as_deref())
-        }
-        _ => Vec::new(),
-    };
-    let tracing_cost: Vec<_> = ["monolith", "services"]
-        .into_iter()
-        .filter_map(|t| analyse::tracing_cost(run_of(t, true)?, run_of(t, false)?))
-        .collect();
     let mut waterfalls = Vec::new();
     for (run, spans) in runs.iter().zip(&done.spans) {
         if run.traced {
@@ -683,6 +668,26 @@ fn analyse_runs(
             waterfalls.extend(analyse::waterfall(run, spans, "p99", 0.99));
         }
     }
+    let tax = match (traced("monolith"), traced("services")) {
+        (Some(m), Some(s)) => {
+            let rows = analyse::tax(m, s);
+            let rows = match (run_of("monolith", true), run_of("services", true)) {
+                (Some(mr), Some(sr)) => analyse::with_intervals(rows, mr, sr),
+                _ => rows,
+            };
+            let evidence = findings::Evidence {
+                runs: &summaries,
+                waterfalls: &waterfalls,
+                saturation: saturation.as_deref(),
+            };
+            findings::judge(&rows, &evidence)
+        }
+        _ => Vec::new(),
+    };
+    let tracing_cost: Vec<_> = ["monolith", "services"]
+        .into_iter()
+        .filter_map(|t| analyse::tracing_cost(run_of(t, true)?, run_of(t, false)?))
+        .collect();
     let spans: Vec<SpanLine> = done.spans.into_iter().flatten().collect();
     let breakdown = analyse::breakdown(&spans);
     HopsOutput {
