@@ -569,12 +569,17 @@ pub fn run_hops(
         }
         let s = analyse::summarise(&run);
         observer.progress(&format!(
-            "{label}: p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s, {} errors, {} spans",
+            "{label}: p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s, {} errors, {} spans{}",
             s.p50_ms.unwrap_or(0.0),
             s.p99_ms.unwrap_or(0.0),
             s.rps,
             s.errors,
-            spans.len()
+            spans.len(),
+            s.interference.as_ref().map_or(String::new(), |i| format!(
+                "; CPU wait {:.0} ms, machine {:.0}% busy",
+                i.wait_ms().unwrap_or(0.0),
+                i.machine_busy.unwrap_or(0.0) * 100.0
+            ))
         ));
         done.runs.push(run);
         done.spans.push(spans);
