@@ -133,7 +133,15 @@ fn reworded(text: String, stat: Statistic) -> String {
     } else {
         stat.name
     };
-    text.replace(&format!(" at {own}"), &format!(" at {name}"))
+    let text = text.replace(&format!(" at {own}"), &format!(" at {name}"));
+    if stat.name == "p95" {
+        // Its lateness is the p99's, which bounds it.
+        return text.replace(
+            " late at p95",
+            " late at p95 (its p99 lateness, an upper bound)",
+        );
+    }
+    text
 }
 
 fn ms(v: f64) -> String {
@@ -625,7 +633,7 @@ mod tests {
         let why = verdict(&r, "p50").inconclusive.clone().unwrap();
         assert!(why.contains("late at p50"), "{why}");
         let why = verdict(&r, "p95").inconclusive.clone().unwrap();
-        assert!(why.contains("late at p95"), "{why}");
+        assert!(why.contains("late at p95 (its p99 lateness"), "{why}");
         // Within the noise comes first.
         let r = rows(&runs, 2.0);
         let why = verdict(&r, "p50").inconclusive.clone().unwrap();
