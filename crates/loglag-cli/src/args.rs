@@ -341,4 +341,70 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+
+    /// Words of a shell line as `sh` splits the simple ones `--help` shows: single
+    /// quotes kept together, a `#` comment and a trailing `\` dropped.
+    fn words(line: &str) -> Vec<String> {
+        let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+        for c in line.chars() {
+            match c {
+                '\'' => (quoted, any) = (!quoted, true),
+                '#' if !quoted && word.is_empty() => break,
+                c if c.is_whitespace() && !quoted => {
+                    if any {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    any = false;
+                }
+                c => (word, any) = (word + &c.to_string(), true),
+            }
+        }
+        if any {
+            words.push(word);
+        }
+        words.retain(|w| w != "\\");
+        words
+    }
+
+    /// Every example every `--help` prints parses: a flag renamed, a value the
+    /// grammar no longer reads (`--rotate-every 1h`) fails here, not in a user's shell.
+    #[test]
+    fn every_example_in_help_parses() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        cli.build();
+        let mut checked = 0;
+        let mut commands: Vec<clap::Command> = vec![cli.clone()];
+        while let Some(mut command) = commands.pop() {
+            commands.extend(command.get_subcommands().cloned());
+            let help = command.render_long_help().to_string();
+            // The lines of its EXAMPLES: section, to the next blank line.
+            let mut lines = help
+                .lines()
+                .skip_while(|l| l.trim() != "EXAMPLES:")
+                .skip(1)
+                .take_while(|l| !l.trim().is_empty())
+                .peekable();
+            while let Some(line) = lines.next() {
+                let mut line = line.trim().to_owned();
+                // A continued line: the next one is the same command.
+                while line.ends_with('\\') {
+                    line.pop();
+                    line.push(' ');
+                    line.push_str(lines.next().unwrap_or_default().trim());
+                }
+                if !line.starts_with("loglag ") {
+                    continue;
+                }
+                for example in line.split("&&") {
+                    let args = words(example);
+                    if let Err(e) = Cli::try_parse_from(&args) {
+                        panic!("`{}` from --help does not parse: {e}", example.trim());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 25, "only {checked} examples found");
+    }
 }

@@ -11,8 +11,8 @@ use loglag::sink::{IntoSink, Sink, SinkSpec};
 use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
 
 use crate::plan_error::PlanError;
-use crate::sys::units::{parse_bytes, parse_duration};
 use crate::report::{EmitMetrics, EmitSummary};
+use crate::sys::units::{parse_bytes, parse_duration};
 
 /// Rotation for `file://` sinks.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -35,7 +35,9 @@ fn parse_gzip(s: &str) -> Result<bool, String> {
     match s {
         "gzip" => Ok(true),
         "none" => Ok(false),
-        other => Err(format!("unknown compression {other:?}: gzip is the one there is")),
+        other => Err(format!(
+            "unknown compression {other:?}: gzip is the one there is"
+        )),
     }
 }
 
@@ -43,12 +45,15 @@ fn parse_via(s: &str) -> Result<bool, String> {
     match s {
         "loglag" => Ok(false),
         "tracing-appender" => Ok(true),
-        other => Err(format!("unknown --via {other:?}: expected loglag or tracing-appender")),
+        other => Err(format!(
+            "unknown --via {other:?}: expected loglag or tracing-appender"
+        )),
     }
 }
 
 fn parse_overflow(s: &str) -> Result<Overflow, String> {
-    s.parse().map_err(|e: loglag::ParseOverflowError| e.to_string())
+    s.parse()
+        .map_err(|e: loglag::ParseOverflowError| e.to_string())
 }
 
 impl Rotation {
@@ -64,6 +69,7 @@ impl Rotation {
     loglag emit --sink stdout --count 10
     loglag emit --sink file:///tmp/app.log --count 1000000 --size 200 --threads 4
     loglag emit --sink file:///tmp/app.log --count 5000000 --rotate-bytes 64MiB --keep 5 --compress gzip --overflow block
+    loglag emit --sink file:///tmp/app.log --count 1000000 --rotate-every 1h --keep 24
     loglag emit --sink fifo:///tmp/app.fifo --rate 20000 --count 100000 --overflow block
     loglag emit --sink syslog+tcp://127.0.0.1:514 --count 100000 --overflow block
     loglag emit --sink otlp+http://127.0.0.1:4318/v1/logs --count 100000 --overflow block
@@ -114,7 +120,8 @@ pub struct EmitPlan {
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
-    parse_bytes(s).map(|b| b as usize)
+    let bytes = parse_bytes(s).map_err(|e| e.to_string())?;
+    usize::try_from(bytes).map_err(|_| format!("{s:?} is more than this machine can address"))
 }
 
 impl EmitPlan {

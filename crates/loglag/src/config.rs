@@ -285,11 +285,14 @@ impl Config {
         // A size within `range`, else `expected`.
         let size = |range: std::ops::RangeInclusive<usize>, expected: &str| {
             parse_size(value)
+                .ok()
+                .and_then(|n| usize::try_from(n).ok())
                 .filter(|n| range.contains(n))
                 .ok_or_else(|| err(&format!("a size: 65536, 64KiB, 8MiB, 1GiB; {expected}")))
         };
         let duration = || {
             parse_duration(value)
+                .ok()
                 .filter(|d| *d <= MAX_CONFIGURED_DURATION)
                 .ok_or_else(|| {
                     err("a duration from 0s to 8760h (a year): 500us, 100ms, 5s, 1m, 2h")
@@ -328,7 +331,7 @@ impl Config {
             "thread_ring_bytes" => {
                 let max = max_capacity_bytes();
                 let bytes = match parse_size(value) {
-                    Some(0) => 0,
+                    Ok(0) => 0,
                     _ => size(
                         4096..=max,
                         &format!(

@@ -153,7 +153,7 @@ mod queue;
 pub mod rolling;
 pub mod sink;
 pub mod spool;
-mod units;
+pub mod units;
 mod worker;
 
 pub use crate::builder::{FinishError, NonBlockingBuilder};

@@ -103,6 +103,7 @@ impl std::str::FromStr for Overflow {
             other => {
                 let wait = other.strip_prefix("block-for=").ok_or_else(err)?;
                 let wait = crate::units::parse_duration(wait)
+                    .ok()
                     .filter(|d| *d <= crate::units::MAX_CONFIGURED_DURATION)
                     .ok_or_else(err)?;
                 Overflow::BlockFor(wait)

@@ -1,5 +1,7 @@
-//! Sizes and durations as people write them in configuration and policy names, and
-//! the limits a configured size or duration must keep.
+//! Sizes and durations as people write them: one grammar ([`parse_size`],
+//! [`parse_duration`], one [`UnitError`]) for the builder's configuration, its TOML
+//! and environment, policy names (`block-for=5ms`) and every flag of the `loglag`
+//! command; and the limits a configured size or duration must keep.
 
 use std::time::{Duration, Instant};
 
@@ -94,43 +96,102 @@ pub(crate) fn describe_size(bytes: u64) -> String {
     format!("{bytes} bytes")
 }
 
-/// A size: bytes, or with `KiB`/`K`, `MiB`/`M`, `GiB`/`G` (powers of 1024). `None`
-/// for anything else, and for a size no `usize` holds.
-#[cfg_attr(not(feature = "config"), allow(dead_code))]
-pub(crate) fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: usize = n.parse().ok()?;
-    let times = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "KiB" | "k" | "kib" => 1 << 10,
-        "M" | "MiB" | "mib" => 1 << 20,
-        "G" | "GiB" | "gib" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(times)
+/// What a size or a duration as written could not be read as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError {
+    /// The text as given.
+    pub input: String,
+    /// `"size"` or `"duration"`.
+    pub what: &'static str,
 }
 
-/// A duration: a number with `ns`, `us`, `ms`, `s`, `m` or `h`. `None` for anything
-/// else, and for a duration no `Duration` holds (it never panics); callers that read
-/// configuration also hold it to [`MAX_CONFIGURED_DURATION`].
-pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let expected = match self.what {
+            "size" => "a number of bytes, optionally with B, KiB/K, MiB/M, GiB/G (powers of 1024) or kB, MB, GB (powers of 1000), like 4096, 256KiB or 1.5MiB",
+            _ => "a number with one of ns, us (µs), ms, s, m (min), h or d, like 500ms, 8s, 1h or 7d",
+        };
+        write!(
+            f,
+            "invalid {} {:?}: expected {expected}",
+            self.what, self.input
+        )
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+/// Splits `1.5MiB` into `1.5` and `MiB`; `None` without a number first.
+fn number_and_unit(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
     let n: f64 = n.parse().ok()?;
+    (n.is_finite() && n >= 0.0).then_some((n, unit.trim()))
+}
+
+/// The one size grammar of loglag, its configuration, its URLs and its command line:
+/// a number of bytes, optionally fractional, with `B`, `KiB`/`K`/`k`, `MiB`/`M`,
+/// `GiB`/`G` (powers of 1024) or `kB`/`KB`, `MB`, `GB` (powers of 1000). An error for
+/// anything else and for a size a `u64` does not hold.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let error = || UnitError {
+        input: s.to_owned(),
+        what: "size",
+    };
+    let (n, unit) = number_and_unit(s).ok_or_else(error)?;
+    let times: f64 = match unit {
+        "" | "B" | "b" => 1.0,
+        "K" | "KiB" | "k" | "kib" | "Ki" => 1024.0,
+        "M" | "MiB" | "mib" | "Mi" => 1024.0 * 1024.0,
+        "G" | "GiB" | "gib" | "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "kB" | "KB" | "kb" => 1e3,
+        "MB" | "mb" => 1e6,
+        "GB" | "gb" => 1e9,
+        _ => return Err(error()),
+    };
+    let bytes = (n * times).round();
+    // 2^64 is exactly representable; anything at or past it is no u64.
+    if bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(error());
+    }
+    Ok(bytes as u64)
+}
+
+/// Writes a size the way [`parse_size`] reads it back: `4KiB`, `1MiB`, `1500B`.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// The one duration grammar: a number, optionally fractional, with `ns`, `us`/`µs`,
+/// `ms`, `s`, `m`/`min`, `h` or `d`; the unit is required. An error for anything else
+/// and for a duration no `Duration` holds (it never panics); callers that read
+/// configuration also hold it to [`MAX_CONFIGURED_DURATION`].
+pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
+    let error = || UnitError {
+        input: s.to_owned(),
+        what: "duration",
+    };
+    let (n, unit) = number_and_unit(s).ok_or_else(error)?;
     let seconds = match unit {
         "ns" => n / 1e9,
         "us" | "µs" => n / 1e6,
         "ms" => n / 1e3,
         "s" => n,
-        "m" => n * 60.0,
+        "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        _ => return None,
+        "d" => n * 86_400.0,
+        _ => return Err(error()),
     };
     // Not `from_secs_f64`: it panics on what no `Duration` holds (1e23h).
-    Duration::try_from_secs_f64(seconds).ok()
+    Duration::try_from_secs_f64(seconds).map_err(|_| error())
 }
 
 #[cfg(test)]
@@ -139,15 +200,39 @@ mod tests {
 
     #[test]
     fn sizes_and_durations_read_as_people_write_them() {
-        assert_eq!(parse_size("8MiB"), Some(8 << 20));
-        assert_eq!(parse_size("64K"), Some(64 << 10));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("1.5MiB"), None);
-        assert_eq!(parse_size("99999999999999999999GiB"), None);
-        assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("10"), None, "a unit is required");
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1.5MiB"), Ok(1_572_864));
+        assert_eq!(parse_size("2MB"), Ok(2_000_000));
+        assert_eq!(parse_size("10kB"), Ok(10_000));
+        assert!(parse_size("99999999999999999999GiB").is_err());
+        assert!(parse_size("18446744073709551616").is_err());
+        assert_eq!(
+            parse_size("18446744073709549568"),
+            Ok(18_446_744_073_709_549_568)
+        );
+        assert!(parse_size("fast").is_err());
+        assert!(parse_size("10 parsecs").is_err());
+        assert!(parse_size("-1KiB").is_err());
+        for v in [4096, 1 << 20, 1500, 3 << 30] {
+            assert_eq!(parse_size(&format_size(v)), Ok(v));
+        }
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        let err = parse_duration("10").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("ns, us (µs), ms, s, m (min), h or d"),
+            "{err}"
+        );
+        let err = parse_size("3 parsecs").unwrap_err().to_string();
+        assert!(err.starts_with("invalid size \"3 parsecs\""), "{err}");
     }
 
     /// `Duration::from_secs_f64` panicked on these.
@@ -156,9 +241,11 @@ mod tests {
         for unit in ["ns", "us", "µs", "ms", "s", "m", "h"] {
             for n in ["99999999999999999999999", "1e400", "18446744073709551616"] {
                 let _ = parse_duration(&format!("{n}{unit}"));
+                let _ = parse_size(&format!("{n}{unit}"));
             }
             assert_eq!(
                 parse_duration(&format!("99999999999999999999999{unit}"))
+                    .ok()
                     .filter(|d| *d > MAX_CONFIGURED_DURATION)
                     .is_some(),
                 unit == "ns" || unit == "us" || unit == "µs"
@@ -166,11 +253,11 @@ mod tests {
         }
         assert_eq!(
             parse_duration("5000000000000000h").map(|d| d > MAX_CONFIGURED_DURATION),
-            Some(true)
+            Ok(true)
         );
-        assert_eq!(parse_duration("8760h"), Some(MAX_CONFIGURED_DURATION));
-        assert_eq!(parse_duration("-1s"), None);
-        assert_eq!(parse_duration(".s"), None);
+        assert_eq!(parse_duration("8760h"), Ok(MAX_CONFIGURED_DURATION));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration(".s").is_err());
     }
 
     #[test]

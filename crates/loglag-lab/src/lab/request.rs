@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::api::condition::{Condition, RecordShape};
 use crate::api::launch::{AppLog, Readiness};
 use crate::load::Connection;
-use crate::sys::units::{parse_bytes, parse_duration};
+use crate::sys::units::{parse_bytes, parse_duration, parse_rate};
 
 use super::plan::{defaults, ExpectLines, Signal, SinkKind};
 
@@ -161,7 +161,7 @@ pub struct LabRequest {
     ))]
     pub connection: Option<Connection>,
     /// The slow reader's cap (bytes per second; units B, KiB, MiB).
-    #[arg(long, default_value = defaults::SLOW_RATE, value_parser = parse_bytes)]
+    #[arg(long, default_value = defaults::SLOW_RATE, value_parser = parse_rate)]
     pub slow_rate: u64,
     /// The slow-disk sink's delay before each write.
     #[arg(long, default_value = defaults::DISK_DELAY, value_parser = parse_duration)]

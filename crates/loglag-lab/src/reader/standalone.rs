@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{ensure_fifo, open_fifo, read_to_end, spawn_sampler, ReadConfig, SharedState};
 use crate::report::{SinkSummary, SCHEMA};
-use crate::sys::units::parse_bytes;
+use crate::sys::units::{parse_bytes, parse_rate};
 
 /// Every flag of `loglag sink` that shapes the read.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,7 +22,7 @@ pub struct SinkRequest {
     #[arg(long)]
     pub listen: Option<String>,
     /// Cap the read rate (bytes per second; units B, KiB, MiB).
-    #[arg(long, value_parser = parse_bytes)]
+    #[arg(long, value_parser = parse_rate)]
     pub rate: Option<u64>,
     /// Bytes per read.
     #[arg(long, default_value_t = 4096)]

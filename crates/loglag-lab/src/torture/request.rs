@@ -9,7 +9,7 @@ use loglag::Overflow;
 use super::{hung_sink, kill9, rss_bytes, sink_faults, soak, soak_tracing_appender, Part};
 use crate::child::ChildSpec;
 use crate::report::{FloodPolicy, TortureSummary, Trial, SCHEMA};
-use crate::sys::units::{parse_bytes, parse_duration};
+use crate::sys::units::{parse_bytes, parse_duration, parse_rate};
 
 fn parse_flood_policy(s: &str) -> Result<FloodPolicy, String> {
     match s {
@@ -51,7 +51,7 @@ pub struct TortureRequest {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub soak: Duration,
     /// The throttled sink's rate in the soak (the offer is 10x this).
-    #[arg(long, default_value = "1MiB", value_parser = parse_bytes)]
+    #[arg(long, default_value = "1MiB", value_parser = parse_rate)]
     pub sink_rate: u64,
     /// Seed for the kill moments (default: from the clock).
     #[arg(long)]
