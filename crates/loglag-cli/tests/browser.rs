@@ -1,5 +1,8 @@
 //! The HTML report in a real headless Chromium: it renders with no console errors,
-//! every chart draws paths, the table has a row per pair, and nothing is fetched.
+//! every chart draws paths, the table has a row per pair, and nothing is fetched; on
+//! every kind of page (a lab run's, an `--app` run's, `lab hops`', each preset's, and
+//! the step pages of a preset run here), no chart text overlaps another or leaves its
+//! SVG.
 //!
 //! `.ci/run` installs Debian's chromium and sets `LOGLAG_REQUIRE_BROWSER=1`, so in CI a
 //! missing browser fails the test; elsewhere it is skipped with a message.
@@ -95,6 +98,11 @@ fn the_report_renders_in_headless_chromium() {
         let body = &svg[..svg.find("</svg>").unwrap()];
         assert!(body.contains("<path d=\"M"), "a chart without drawn paths");
     }
+    // The columns are defined under the table.
+    assert!(
+        dom_text.contains("What the columns mean") && dom_text.contains("<dt>gen µs</dt>"),
+        "the glossary under the pairs table"
+    );
     // One table row per pair.
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(fixture.join("summary.json")).unwrap()).unwrap();
@@ -174,6 +182,8 @@ fn the_report_renders_in_headless_chromium() {
         "blocking preset: texts clipped or overlapping: {problems}"
     );
 
+    step_pages(&browser, work.path(), &target);
+
     // A screenshot for people to look at (not committed).
     let shot = target.join("report-screenshot.png");
     let out = headless(&browser, &work.path().join("profile-shot"))
@@ -191,6 +201,75 @@ fn the_report_renders_in_headless_chromium() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "screenshot is not empty"
     );
+}
+
+/// A tiny buffers preset, run here (SIGTERM and SIGKILL steps, a closed loop, one
+/// round): its page and each step's page are measured like the others, and the step
+/// pages say what a closed loop and one SIGKILL round do not measure.
+fn step_pages(browser: &Path, work: &Path, target: &Path) {
+    let (p, dir) = preset(&[
+        "--preset",
+        "buffers",
+        "--conditions",
+        "file-sync,memory-buffer-50,loglag",
+        "--closed",
+        "8",
+        "--duration",
+        "1s",
+    ]);
+    let steps: Vec<String> = p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(steps, ["term", "kill"]);
+    let mut pages = vec![("preset".to_owned(), dir.path().to_owned())];
+    pages.extend(steps.iter().map(|s| (s.clone(), dir.path().join(s))));
+    for (name, from) in pages {
+        let html = work.join(format!("step-{name}.html"));
+        loglag()
+            .arg("report")
+            .arg(&from)
+            .arg("-o")
+            .arg(&html)
+            .assert()
+            .success();
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains("<svg"), "{name}: a page with charts");
+        assert!(
+            page.contains("What the columns mean"),
+            "{name}: its glossary"
+        );
+        let problems = layout_problems(browser, work, &page);
+        assert!(
+            problems.is_empty(),
+            "{name} page: texts clipped or overlapping: {problems}"
+        );
+        if name == "kill" {
+            // A closed loop has no send lateness: `–`, never `0`.
+            let table = &page[page.find("<tbody>").unwrap()..page.find("</tbody>").unwrap()];
+            let rows: Vec<&str> = table.split("<tr>").skip(1).collect();
+            assert_eq!(rows.len(), 3);
+            for row in rows {
+                let cells: Vec<&str> = row.split("<td").skip(1).collect();
+                let late = cells[cells.len() - 2];
+                assert!(late.ends_with(">–</td>"), "send late p99 µs: {late}");
+            }
+            assert!(
+                page.contains("One round: what a SIGKILL loses"),
+                "one SIGKILL round is a single draw, and the page says so"
+            );
+            let shot = target.join("report-step-screenshot.png");
+            let out = headless(browser, &work.join("profile-step-shot"))
+                .arg(format!("--screenshot={}", shot.display()))
+                .arg("--window-size=1400,3600")
+                .arg(format!("file://{}", html.display()))
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        }
+    }
 }
 
 /// Runs the page, with a measuring script added, in Chromium; returns the JSON list of

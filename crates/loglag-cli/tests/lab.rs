@@ -495,3 +495,73 @@ fn a_collector_outage_is_counted_and_unseen_losses_are_named() {
         },
     )
 }
+
+/// `--match-request-id` agrees with the line count: a condition that logs nothing
+/// (`none`) or lines without ids (`short1`'s fixed line) has no ids to miss, and says
+/// the match does not apply (it said "verified yes … 0 lines as expected", then "22
+/// ids missing"); `json-queue`'s lines carry their ids, and none is missing. The
+/// closed loop has no send lateness: the table shows `–` there, not `0`.
+#[test]
+fn request_ids_are_matched_only_where_lines_carry_them() {
+    within(
+        "request_ids_are_matched_only_where_lines_carry_them",
+        || {
+            let dir = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .args([
+                    "lab",
+                    "--conditions",
+                    "none,short1,json-queue",
+                    "--sinks",
+                    "fast",
+                    "--closed",
+                    "4",
+                    "--duration",
+                    "1s",
+                    "--match-request-id",
+                    "--out",
+                ])
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            assert_success(&out);
+            let s = summary(dir.path());
+            for (c, placement) in [
+                (
+                    "none",
+                    "not applicable: the condition is expected to log no line",
+                ),
+                (
+                    "short1",
+                    "not applicable: no line of the log carries a request id",
+                ),
+                ("json-queue", "none"),
+            ] {
+                let r = run(&s, c, "fast");
+                assert_eq!(r["verified"], true, "{c}: {}", r["verify_note"]);
+                let ids = &r["request_ids"];
+                assert_eq!(ids["missing"], 0, "{c}: {ids}");
+                assert!(
+                    ids["placement"].as_str().unwrap().starts_with(placement),
+                    "{c}: {ids}"
+                );
+                assert_eq!(pair(&s, c, "fast")["missing_ids_note"], Value::Null);
+                assert_eq!(r["send_lateness"], Value::Null, "{c}: a closed loop");
+            }
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(!stdout.contains("ids missing"), "{stdout}");
+            let table: Vec<&str> = stdout
+                .lines()
+                .filter(|l| l.starts_with("| none |"))
+                .collect();
+            assert_eq!(table.len(), 1, "{stdout}");
+            let cells: Vec<&str> = table[0].split(" | ").collect();
+            assert_eq!(
+                cells[cells.len() - 2],
+                "–",
+                "send late p99 µs: {}",
+                table[0]
+            );
+        },
+    )
+}

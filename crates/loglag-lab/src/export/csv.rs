@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
-use super::pairs::{column, csv_quote as quote, csv_table, Column, PAIR_COLUMNS};
+use super::pairs::{column, cpu_wait, csv_quote as quote, csv_table, Column, PAIR_COLUMNS};
 use super::{cell, Exporter};
 use crate::report::{LoadSummary, RunSummary, SinkSummary, Summary};
 
@@ -15,27 +15,27 @@ fn opt_u64(v: Option<u64>) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct PairsCsv;
 
-impl Exporter for PairsCsv {
-    fn file_name(&self) -> &'static str {
-        "pairs.csv"
-    }
-
+impl Exporter<Summary> for PairsCsv {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         csv_table(PAIR_COLUMNS, &s.pairs, out)
     }
+}
 
-    fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+impl Exporter<LoadSummary> for PairsCsv {
+    fn export(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
         csv_table(LOAD_COLUMNS, s.with_floor(), out)
     }
+}
 
-    fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
+impl Exporter<SinkSummary> for PairsCsv {
+    fn export(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
         csv_table(SINK_COLUMNS, [s], out)
     }
 }
 
 /// `runs.csv`'s columns, each a header and how its cell is written, so that the
 /// header and the rows cannot drift apart.
-const RUN_COLUMNS: &[Column<RunSummary>] = &[
+pub(super) const RUN_COLUMNS: &[Column<RunSummary>] = &[
     column!("run", csv, |r| r.run.to_string()),
     column!("round", csv, |r| r.round.to_string()),
     column!("condition", csv, |r| r.condition.clone()),
@@ -89,17 +89,26 @@ const RUN_COLUMNS: &[Column<RunSummary>] = &[
             .map_or_else(String::new, |v| v.to_string())
     }),
     column!("app_exit", csv, |r| r.app_exit.clone().unwrap_or_default()),
+    // After the columns scripts already read by position.
+    column!("cpu_wait_api_ms", csv, |r| cpu_wait(
+        r.metrics.cpu_wait_ms,
+        |w| w.api
+    )),
+    column!("cpu_wait_reader_ms", csv, |r| cpu_wait(
+        r.metrics.cpu_wait_ms,
+        |w| w.reader
+    )),
+    column!("cpu_wait_generator_ms", csv, |r| cpu_wait(
+        r.metrics.cpu_wait_ms,
+        |w| w.generator
+    )),
 ];
 
 /// `runs.csv`: one row per run.
 #[derive(Debug, Clone, Copy)]
 pub struct RunsCsv;
 
-impl Exporter for RunsCsv {
-    fn file_name(&self) -> &'static str {
-        "runs.csv"
-    }
-
+impl Exporter<Summary> for RunsCsv {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         csv_table(RUN_COLUMNS, &s.runs, out)
     }
@@ -109,11 +118,7 @@ impl Exporter for RunsCsv {
 #[derive(Debug, Clone, Copy)]
 pub struct RequestsCsv;
 
-impl Exporter for RequestsCsv {
-    fn file_name(&self) -> &'static str {
-        "requests.csv"
-    }
-
+impl Exporter<Summary> for RequestsCsv {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
@@ -141,11 +146,7 @@ impl Exporter for RequestsCsv {
 #[derive(Debug, Clone, Copy)]
 pub struct TimeseriesCsv;
 
-impl Exporter for TimeseriesCsv {
-    fn file_name(&self) -> &'static str {
-        "timeseries.csv"
-    }
-
+impl Exporter<Summary> for TimeseriesCsv {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "run,t_s,produced_bytes,read_bytes")?;
         for r in &s.timeseries {

@@ -65,7 +65,7 @@ pub(crate) const SINK_COLUMNS: &[Column<SinkSummary>] = &[
 ];
 
 /// `loglag load --requests-csv`: one row per request, times in ms.
-const REQUEST_COLUMNS: &[Column<RequestSample>] = &[
+pub(super) const REQUEST_COLUMNS: &[Column<RequestSample>] = &[
     column!("index", "index", int, |r| r.index.to_string()),
     column!("scheduled ms", "scheduled_ms", float(3, 3), |r| Some(
         r.scheduled_ns as f64 / 1e6
@@ -94,7 +94,7 @@ pub fn requests_csv(samples: &[RequestSample], out: &mut dyn Write) -> io::Resul
 }
 
 /// What `loglag emit` did: one row.
-const EMIT_COLUMNS: &[Column<EmitSummary>] = &[
+pub(super) const EMIT_COLUMNS: &[Column<EmitSummary>] = &[
     column!("sink", "sink", text, |s| s.sink.clone()),
     column!("records", "records", int, |s| s.records.to_string()),
     column!("written", "written", int, |s| s

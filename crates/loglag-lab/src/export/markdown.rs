@@ -9,13 +9,12 @@ use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 #[derive(Debug, Clone, Copy)]
 pub struct Markdown;
 
-impl Exporter for Markdown {
-    fn file_name(&self) -> &'static str {
-        "pairs.md"
-    }
-
+impl Exporter<Summary> for Markdown {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
         markdown_table(PAIR_COLUMNS, &s.pairs, out)?;
+        for note in super::pairs::footnotes(s) {
+            writeln!(out, "\n{note}")?;
+        }
         for p in &s.pairs {
             if let (false, Some(note)) = (p.metrics.verified, &p.verify_note) {
                 writeln!(
@@ -60,8 +59,10 @@ impl Exporter for Markdown {
         }
         Ok(())
     }
+}
 
-    fn export_load(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
+impl Exporter<LoadSummary> for Markdown {
+    fn export(&self, s: &LoadSummary, out: &mut dyn Write) -> io::Result<()> {
         markdown_table(LOAD_COLUMNS, s.with_floor(), out)?;
         for s in s.with_floor() {
             if let Some(w) = &s.lateness_warning {
@@ -70,8 +71,10 @@ impl Exporter for Markdown {
         }
         Ok(())
     }
+}
 
-    fn export_torture(&self, t: &TortureSummary, out: &mut dyn Write) -> io::Result<()> {
+impl Exporter<TortureSummary> for Markdown {
+    fn export(&self, t: &TortureSummary, out: &mut dyn Write) -> io::Result<()> {
         let yes = |b: bool| if b { "yes" } else { "NO" };
         if let Some(k) = &t.kill9 {
             writeln!(out, "| kill -9 trials | policy | records returned | present | announced dropped | duplicates | out of order | corrupt | delivered from spool | torn skipped |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|")?;
@@ -153,8 +156,10 @@ impl Exporter for Markdown {
         }
         Ok(())
     }
+}
 
-    fn export_sink(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
+impl Exporter<SinkSummary> for Markdown {
+    fn export(&self, s: &SinkSummary, out: &mut dyn Write) -> io::Result<()> {
         markdown_table(SINK_COLUMNS, [s], out)
     }
 }

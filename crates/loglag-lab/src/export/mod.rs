@@ -3,6 +3,7 @@
 
 mod csv;
 pub mod findings;
+pub mod glossary;
 pub mod hops;
 mod json;
 mod load;
@@ -17,44 +18,18 @@ pub use self::json::Json;
 pub use self::load::{emit_table, requests_csv as load_requests_csv};
 pub use self::markdown::Markdown;
 
-use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
-/// Renders results in one format: a lab summary, and (for the formats that `--format`
-/// offers) the summaries of `loglag load` and `loglag sink`.
-pub trait Exporter {
-    /// The conventional file name for the lab output.
-    fn file_name(&self) -> &'static str;
-    /// Writes the lab output.
-    fn export(&self, summary: &Summary, out: &mut dyn Write) -> io::Result<()>;
-    /// Writes `loglag load`'s summary.
-    fn export_load(&self, _summary: &LoadSummary, _out: &mut dyn Write) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("{} has no load output", self.file_name()),
-        ))
-    }
-    /// Writes `loglag torture`'s results.
-    fn export_torture(&self, _summary: &TortureSummary, _out: &mut dyn Write) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("{} has no torture output: use md or json", self.file_name()),
-        ))
-    }
-    /// Writes `loglag sink`'s summary.
-    fn export_sink(&self, _summary: &SinkSummary, _out: &mut dyn Write) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("{} has no sink output", self.file_name()),
-        ))
-    }
+/// Renders one kind of result (`R`) in one format, into the supplied `Write`. Which
+/// exporter writes which file, and which formats each kind offers on stdout, is
+/// chosen in one place: `outputs::ExportManager`'s constructors.
+pub trait Exporter<R: ?Sized> {
+    fn export(&self, result: &R, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// The exporter behind `--format md|json|csv` on stdout.
-pub fn for_stdout(format: StdoutFormat) -> Box<dyn Exporter> {
-    match format {
-        StdoutFormat::Markdown => Box::new(Markdown),
-        StdoutFormat::Json => Box::new(Json),
-        StdoutFormat::Csv => Box::new(PairsCsv),
+/// A function of the right shape is an exporter (emit's and the presets' tables).
+impl<R: ?Sized, F: Fn(&R, &mut dyn Write) -> io::Result<()>> Exporter<R> for F {
+    fn export(&self, result: &R, out: &mut dyn Write) -> io::Result<()> {
+        self(result, out)
     }
 }
 
@@ -66,16 +41,15 @@ pub enum StdoutFormat {
     Csv,
 }
 
-/// Every file `--out DIR` writes.
-pub fn all() -> Vec<Box<dyn Exporter>> {
-    vec![
-        Box::new(Json),
-        Box::new(PairsCsv),
-        Box::new(RunsCsv),
-        Box::new(RequestsCsv),
-        Box::new(TimeseriesCsv),
-        Box::new(Markdown),
-    ]
+impl StdoutFormat {
+    /// As `--format` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StdoutFormat::Markdown => "md",
+            StdoutFormat::Json => "json",
+            StdoutFormat::Csv => "csv",
+        }
+    }
 }
 
 /// Formats an optional number with `digits` decimals, or an empty cell.

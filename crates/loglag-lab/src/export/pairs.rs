@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use crate::report::PairSummary;
+use super::glossary::NOT_APPLICABLE;
+use crate::report::{CpuWaitMs, PairSummary};
 
 /// One column of a table of `T`s.
 pub(crate) struct Column<T> {
@@ -40,10 +41,25 @@ pub(crate) fn markdown_table<'a, T: 'a>(
         .collect();
     writeln!(out, "|{}|", rules.join("|"))?;
     for row in rows {
-        let cells: Vec<String> = shown.iter().map(|c| (c.shown)(row)).collect();
+        let cells: Vec<String> = shown.iter().map(|c| shown_cell(c, row)).collect();
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
     Ok(())
+}
+
+/// A cell as a reader is shown it: a figure that does not apply (an empty cell) is
+/// [`NOT_APPLICABLE`], never blank or `0`.
+pub(crate) fn shown_cell<T>(column: &Column<T>, row: &T) -> String {
+    or_not_applicable((column.shown)(row))
+}
+
+/// `cell`, or [`NOT_APPLICABLE`] when it is empty.
+pub(crate) fn or_not_applicable(cell: String) -> String {
+    if cell.is_empty() {
+        NOT_APPLICABLE.to_owned()
+    } else {
+        cell
+    }
 }
 
 /// A CSV table of `rows` with every column, each cell quoted as CSV needs.
@@ -212,4 +228,91 @@ pub(crate) const PAIR_COLUMNS: &[PairColumn] = &[
             .verified
             .to_string())
     },
+    // After the columns scripts already read by position. A pair's are summed over
+    // its runs.
+    column!("cpu_wait_api_ms", csv, |p| cpu_wait(
+        p.metrics.cpu_wait_ms,
+        |w| w.api
+    )),
+    column!("cpu_wait_reader_ms", csv, |p| cpu_wait(
+        p.metrics.cpu_wait_ms,
+        |w| w.reader
+    )),
+    column!("cpu_wait_generator_ms", csv, |p| cpu_wait(
+        p.metrics.cpu_wait_ms,
+        |w| w.generator
+    )),
 ];
+
+/// One process's CPU wait, ms, as CSV writes it: empty where it was not measured.
+pub(crate) fn cpu_wait(w: Option<CpuWaitMs>, of: fn(&CpuWaitMs) -> Option<f64>) -> String {
+    opt(w.as_ref().and_then(of), 3)
+}
+
+/// The sentences under the pairs table: what `dropped` and `lost` each count (they
+/// overlap unless the runs were stopped by a signal), when a row has either; and that
+/// one round of a SIGKILL stop is one draw.
+pub(crate) fn footnotes(s: &crate::report::Summary) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let counted = |p: &PairSummary| {
+        p.metrics.dropped.is_some_and(|d| d > 0) || p.metrics.lost_records.is_some_and(|l| l != 0)
+    };
+    if s.pairs.iter().any(counted) {
+        out.push(match s.params.plan.stop_signal {
+            Some(_) => super::glossary::DROPPED_AND_LOST_AT_STOP,
+            None => super::glossary::DROPPED_WITHIN_LOST,
+        });
+    }
+    if s.params.plan.stop_signal.as_deref() == Some("kill") && s.params.plan.rounds == 1 {
+        out.push(super::glossary::ONE_KILL_ROUND);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::glossary::{DROPPED_AND_LOST_AT_STOP, DROPPED_WITHIN_LOST, ONE_KILL_ROUND};
+
+    fn fixture() -> crate::report::Summary {
+        serde_json::from_str(include_str!("../../tests/fixtures/lab/summary.json")).unwrap()
+    }
+
+    /// A figure that does not apply is a dash to a reader and an empty cell in CSV.
+    #[test]
+    fn a_figure_that_does_not_apply_is_a_dash_never_blank_or_zero() {
+        let mut s = fixture();
+        let p = &mut s.pairs[0];
+        p.metrics.send_lateness = None;
+        p.metrics.gen_us = None;
+        p.metrics.dropped = None;
+        let late = PAIR_COLUMNS
+            .iter()
+            .find(|c| c.key == "send_late_p99_us")
+            .unwrap();
+        assert_eq!(shown_cell(late, p), NOT_APPLICABLE);
+        assert_eq!((late.exact)(p), "");
+        let mut md = Vec::new();
+        markdown_table(PAIR_COLUMNS, &s.pairs[..1], &mut md).unwrap();
+        let row = String::from_utf8(md).unwrap();
+        let row = row.lines().nth(2).unwrap();
+        assert!(!row.contains("|  |"), "{row}");
+        assert!(row.matches("| – |").count() >= 3, "{row}");
+    }
+
+    /// Dropped and lost are explained where a row has either, by what they count in
+    /// these runs; one round of SIGKILL says it is one draw.
+    #[test]
+    fn the_pairs_table_says_what_dropped_and_lost_count() {
+        let mut s = fixture();
+        assert!(footnotes(&s).is_empty(), "nothing dropped or lost");
+        s.pairs[1].metrics.dropped = Some(12);
+        s.pairs[1].metrics.lost_records = Some(12);
+        assert_eq!(footnotes(&s), [DROPPED_WITHIN_LOST]);
+        s.params.plan.stop_signal = Some("kill".into());
+        assert_eq!(s.params.plan.rounds, 1);
+        assert_eq!(footnotes(&s), [DROPPED_AND_LOST_AT_STOP, ONE_KILL_ROUND]);
+        s.params.plan.rounds = 3;
+        assert_eq!(footnotes(&s), [DROPPED_AND_LOST_AT_STOP]);
+    }
+}

@@ -66,6 +66,12 @@ const BUFFERS: &[Column] = &[
         format!("{:.1}", r.log_bytes as f64 / 1048576.0)
     }),
     ("CPU cores", true, |r| f(r.pair.metrics.cpu_cores, 2)),
+    ("dropped", true, |r| {
+        r.pair
+            .metrics
+            .dropped
+            .map_or_else(String::new, |d| d.to_string())
+    }),
     ("lost at stop", true, lost),
     ("order", false, order),
     ("errors", true, errors),
@@ -110,7 +116,7 @@ const SWEEP: &[Column] = &[
     ("p50 ms", true, |r| f(r.pair.metrics.p50_ms, 2)),
     ("p99 ms", true, |r| f(r.pair.metrics.p99_ms, 2)),
     ("p99 95% interval", true, p99_interval),
-    ("writes/s", true, |r| {
+    ("log writes/s", true, |r| {
         f(
             r.pair.metrics.process.log_writes_per_min.map(|w| w / 60.0),
             1,
@@ -135,7 +141,7 @@ const SWEEP: &[Column] = &[
     ("lost", true, lost),
 ];
 
-fn columns(preset: &str) -> &'static [Column] {
+pub(super) fn columns(preset: &str) -> &'static [Column] {
     match preset {
         "buffers" => BUFFERS,
         "blocking" => BLOCKING,
@@ -150,9 +156,32 @@ pub fn table(s: &PresetSummary) -> (Vec<(&'static str, bool)>, Vec<Vec<String>>)
         cols.iter().map(|c| (c.0, c.1)).collect(),
         s.rows
             .iter()
-            .map(|r| cols.iter().map(|c| (c.2)(r)).collect())
+            .map(|r| cols.iter().map(|c| shown(c, r)).collect())
             .collect(),
     )
+}
+
+/// A cell as a reader is shown it: [`NOT_APPLICABLE`](super::glossary::NOT_APPLICABLE)
+/// where the figure does not apply.
+fn shown(c: &Column, r: &PresetRow) -> String {
+    super::pairs::or_not_applicable((c.2)(r))
+}
+
+/// The sentences under the table: what `dropped` and `lost at stop` each count (the
+/// buffers preset shows both, and stops every run by a signal), and that one round of
+/// a SIGKILL step is one draw.
+pub fn footnotes(s: &PresetSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if columns(&s.preset).iter().any(|c| c.0 == "dropped") {
+        out.push(super::glossary::DROPPED_AND_LOST_AT_STOP.to_owned());
+    }
+    if s.rows
+        .iter()
+        .any(|r| r.stop_signal == "kill" && r.pair.runs == 1)
+    {
+        out.push(super::glossary::ONE_KILL_ROUND.to_owned());
+    }
+    out
 }
 
 /// What the page says under the table, row by row: (label, step / condition, text)
@@ -215,8 +244,11 @@ pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
         .collect();
     writeln!(out, "|{}|", rules.join("|"))?;
     for r in &s.rows {
-        let cells: Vec<String> = cols.iter().map(|c| (c.2)(r)).collect();
+        let cells: Vec<String> = cols.iter().map(|c| shown(c, r)).collect();
         writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    for note in footnotes(s) {
+        writeln!(out, "\n{note}")?;
     }
     for (label, who, text) in notes(s) {
         writeln!(out, "\n**{label}** ({who}): {text}.")?;
@@ -230,6 +262,31 @@ pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The buffers preset's table shows dropped beside lost at stop and says what
+    /// each counts; a SIGKILL step of one round says its losses are one draw; an
+    /// empty cell is a dash.
+    #[test]
+    fn the_buffers_table_says_what_dropped_and_lost_count() {
+        let mut s: PresetSummary =
+            serde_json::from_str(include_str!("../../tests/fixtures/buffers-preset.json")).unwrap();
+        let notes = footnotes(&s);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes[0], super::super::glossary::DROPPED_AND_LOST_AT_STOP);
+        assert!(notes[1].starts_with("One round"), "{notes:?}");
+        for r in &mut s.rows {
+            r.pair.runs = 3;
+            r.pair.metrics.process.out_of_order = None;
+        }
+        assert_eq!(footnotes(&s).len(), 1, "three rounds give a spread");
+        let (titles, rows) = table(&s);
+        let order = titles.iter().position(|t| t.0 == "order").unwrap();
+        assert!(rows.iter().all(|r| r[order] == "–"), "not checked: a dash");
+        let mut md = Vec::new();
+        markdown(&s, &mut md).unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(md.contains("| dropped | lost at stop |"), "{md}");
+    }
 
     #[test]
     fn every_preset_has_a_column_set_with_the_condition_or_grid() {

@@ -1,6 +1,6 @@
 //! One function per chart section. Each condition keeps its colour everywhere.
 
-use super::svg::{self, Axis, Bar, BarGroup, Mark, Marker, Scale, Series, PALETTE};
+use super::svg::{self, Axis, Bar, BarGroup, Mark, Scale, Series, Span, PALETTE};
 use super::Section;
 use crate::api::condition::Condition;
 use crate::report::Summary;
@@ -14,6 +14,27 @@ pub fn color(condition: &str) -> &'static str {
         .position(|c| c.as_str() == condition)
         .unwrap_or_else(|| condition.bytes().map(usize::from).sum::<usize>());
     PALETTE[index % PALETTE.len()]
+}
+
+/// What a caption says of a chart whose marks may be hollow.
+pub(super) const FLAGGED_CAPTION: &str = "A hollow mark (a ring, a hollow dot or bar, rings along a line) is a pair measured under a warning (a late generator, a saturated API or machine): not a basis for comparison.";
+
+/// What a caption says of a chart whose axis [`duration_scale`] chose.
+pub(super) const DURATION_SCALE_CAPTION: &str = "Durations within a factor of ten of each other are bars on a linear axis from zero, so their lengths compare; wider apart, they are dots on a log axis, where a bar's length would mean nothing.";
+
+/// The axis for durations (µs): linear from zero, where bars' lengths compare, unless
+/// they span more than a factor of ten, where only a log axis shows the small ones
+/// (and [`svg::bars`] draws dots on it).
+pub(super) fn duration_scale(values: impl IntoIterator<Item = f64>) -> Scale {
+    let (lo, hi) = values
+        .into_iter()
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if hi > 10.0 * lo {
+        Scale::LogMicros
+    } else {
+        Scale::LinearMicros
+    }
 }
 
 fn sinks(s: &Summary) -> Vec<String> {
@@ -67,8 +88,8 @@ fn percentile_points(n: usize) -> Vec<f64> {
     ps
 }
 
-/// Whether a pair's runs were flagged (a late generator, a saturated API): its
-/// series are drawn dashed or faded, and the legend says so.
+/// Whether a pair's runs were flagged (a late generator, a saturated API): its marks
+/// are drawn hollow, and the legend says so.
 fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
     s.pairs
         .iter()
@@ -136,7 +157,7 @@ pub fn latency_percentiles(s: &Summary) -> Section {
             )
         })
         .collect();
-    let mut caption = "Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). The axis spaces 50, 90, 99 and 99.9 evenly, so the tail has room; the right edge is the slowest request. Lines that rise to seconds are requests that queued behind a blocked event loop.".to_owned();
+    let mut caption = format!("Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). The axis spaces 50, 90, 99 and 99.9 evenly, so the tail has room; the right edge is the slowest request. Lines that rise to seconds are requests that queued behind a blocked event loop. {FLAGGED_CAPTION}");
     if fewest < 100 {
         caption.push_str(&format!(
             " <b>Few samples:</b> a pair has only {fewest} requests, so its p99 is one of its slowest few and reads as indicative, not as a tail estimate."
@@ -237,7 +258,7 @@ pub fn request_timeline(s: &Summary) -> Section {
     Section {
         id: "timeline",
         title: title.into(),
-        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with."),
+        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with. {FLAGGED_CAPTION}"),
         charts,
     }
 }
@@ -250,7 +271,7 @@ pub fn backlog(s: &Summary) -> Section {
     let mut panels = Vec::new();
     for sink in sinks(s) {
         let mut series = Vec::new();
-        let mut markers = Vec::new();
+        let mut spans = Vec::new();
         for c in conditions(s, &sink) {
             // The first round's run of this pair.
             let Some(run) = s.runs.iter().find(|r| r.condition == c && r.sink == sink) else {
@@ -267,14 +288,10 @@ pub fn backlog(s: &Summary) -> Section {
                 .collect();
             if run.metrics.drain_s > 0.05 {
                 if let Some(last) = run.last_response_s {
-                    markers.push(Marker {
-                        x: last,
-                        label: format!("{c}: last response"),
-                        color: color(&c),
-                    });
-                    markers.push(Marker {
-                        x: last + run.metrics.drain_s,
-                        label: "drained".into(),
+                    spans.push(Span {
+                        from: last,
+                        to: last + run.metrics.drain_s,
+                        label: format!("{c} drain {:.2} s", run.metrics.drain_s),
                         color: color(&c),
                     });
                 }
@@ -287,7 +304,7 @@ pub fn backlog(s: &Summary) -> Section {
                 points,
             });
         }
-        panels.push((sink, series, markers));
+        panels.push((sink, series, spans));
     }
     // Side by side, on the same axes: a sink that keeps up reads as flat next to one
     // that does not.
@@ -304,40 +321,46 @@ pub fn backlog(s: &Summary) -> Section {
     let y = Axis::fit("produced − read (KiB)", Scale::Linear, all().map(|p| p.1));
     let charts = panels
         .iter()
-        .map(|(sink, series, markers)| {
-            svg::xy(
+        .map(|(sink, series, spans)| {
+            svg::xy_with_spans(
                 &format!("{sink} sink: log bytes not yet read"),
                 &x,
                 &y,
                 series,
-                markers,
+                spans,
             )
         })
         .collect();
     Section {
         id: "backlog",
         title: title.into(),
-        caption: "Bytes the API handed to its logger minus bytes the reader has read (first round). Dashed lines mark the last response and the moment the last log byte was read: the gap between them is the drain.".into(),
+        caption: format!("Bytes the API handed to its logger minus bytes the reader has read (first round). A bracket at the top spans each condition's drain, between two dashed lines: from its last response to the moment its last log byte was read. {FLAGGED_CAPTION}"),
         charts,
     }
 }
 
 pub fn gen_vs_log_call(s: &Summary) -> Section {
     let title = "Building the record vs. the logger call";
+    // A time that was not measured (a condition that builds no record) is no mark,
+    // not a zero.
     let groups: Vec<BarGroup> = s
         .pairs
         .iter()
         .filter(|p| p.metrics.gen_us.is_some() || p.metrics.log_call_us.is_some())
         .map(|p| BarGroup {
             label: format!("{} / {}", p.condition, p.sink),
-            bars: vec![
-                Bar::new("build (µs)", PALETTE[5], p.metrics.gen_us.unwrap_or(0.0)),
-                Bar::new(
-                    "logger call (µs)",
-                    PALETTE[3],
-                    p.metrics.log_call_us.unwrap_or(0.0),
-                ),
-            ],
+            bars: [
+                ("build", PALETTE[5], p.metrics.gen_us),
+                ("logger call", PALETTE[3], p.metrics.log_call_us),
+            ]
+            .into_iter()
+            .filter_map(|(name, color, v)| {
+                Some(Bar {
+                    flagged: p.metrics.flagged(),
+                    ..Bar::new(name, color, v?)
+                })
+            })
+            .collect(),
         })
         .collect();
     if groups.is_empty() {
@@ -347,14 +370,19 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
             "the API did not report in-API timings (an --app cannot)",
         );
     }
+    let scale = duration_scale(groups.iter().flat_map(|g| &g.bars).map(|b| b.value));
     Section {
         id: "sections",
         title: title.into(),
-        caption: "Average time per request spent building the log record and inside the logger call, measured in the API, on a log scale: microseconds of work and tens of milliseconds of waiting fit on one chart. Each bar carries its value.".into(),
+        caption: format!("Average time per request spent building the log record and inside the logger call, measured in the API; each mark carries its value, and a condition that does either not at all has no mark for it. {DURATION_SCALE_CAPTION} {FLAGGED_CAPTION}"),
         charts: vec![svg::bars(
             "Average time per request inside the API",
-            "time (log scale)",
-            Scale::LogMicros,
+            if scale.is_log() {
+                "time (log scale)"
+            } else {
+                "time"
+            },
+            scale,
             &groups,
         )],
     }
@@ -371,13 +399,19 @@ pub fn throughput(s: &Summary) -> Section {
                 // counts until.
                 Bar::new("API", PALETTE[0], p.metrics.rps_api),
                 Bar::new("logs read", PALETTE[1], p.metrics.rps_logs_read),
-            ],
+            ]
+            .into_iter()
+            .map(|b| Bar {
+                flagged: p.metrics.flagged(),
+                ..b
+            })
+            .collect(),
         })
         .collect();
     Section {
         id: "throughput",
         title: "Throughput: API and logs read".into(),
-        caption: "Completed requests per second, counting time until the last response (API) or until every log byte was read (logs read). A gap between the bars is logging work left after the responses.".into(),
+        caption: format!("Completed requests per second, counting time until the last response (API) or until every log byte was read (logs read). A gap between the bars is logging work left after the responses. {FLAGGED_CAPTION}"),
         charts: vec![svg::bars(
             "Completed requests per second",
             "requests/s",

@@ -5,9 +5,11 @@
 //! [`Section`], and list it in [`sections`].
 
 mod charts;
+mod heatmap;
 mod hops;
 pub use hops::render_hops;
 pub mod svg;
+pub mod tables;
 
 use std::fmt::Write as _;
 use std::io;
@@ -160,11 +162,37 @@ pub(crate) fn marked_column_table<'a, T: 'a>(
         h.push_str("<tr>");
         for c in &shown {
             let class = class(c.text, bad(c, row));
-            let _ = write!(h, "<td{class}>{}</td>", esc(&(c.shown)(row)));
+            let cell = crate::export::pairs::shown_cell(c, row);
+            let _ = write!(h, "<td{class}>{}</td>", esc(&cell));
         }
         h.push_str("</tr>");
     }
     h.push_str("</tbody></table>");
+    h
+}
+
+/// The definitions of a table's `titles`, folded under it (the glossary in
+/// `export/glossary.rs`, which the README and `--help` print too).
+fn glossary<'a>(titles: impl IntoIterator<Item = &'a str>) -> String {
+    let mut h =
+        String::from("<details class=\"glossary\"><summary>What the columns mean</summary><dl>");
+    for t in crate::export::glossary::terms_for(titles) {
+        let _ = write!(
+            h,
+            "<dt>{}</dt><dd>{}</dd>",
+            esc(&t.titles.join(", ")),
+            // `name` as code.
+            esc(t.definition)
+                .split('`')
+                .enumerate()
+                .map(|(i, part)| match i % 2 {
+                    1 => format!("<code>{part}</code>"),
+                    _ => part.to_owned(),
+                })
+                .collect::<String>()
+        );
+    }
+    h.push_str("</dl></details>");
     h
 }
 
@@ -183,7 +211,8 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weigh
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
 .title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
 .legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}
-.inconclusive{border-left:4px solid #b60;padding:4px 10px;background:#fff6e8;max-width:900px}";
+.inconclusive{border-left:4px solid #b60;padding:4px 10px;background:#fff6e8;max-width:900px}
+details.glossary{max-width:900px;margin:6px 0 12px;font-size:12px}details.glossary summary{cursor:pointer;color:#555}";
 
 /// Renders the report.
 /// A preset's page: its table, what it favours, and a link to each step's report.
@@ -197,8 +226,9 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
     );
     let (titles, rows) = crate::export::preset::table(s);
     h.push_str("<table><thead><tr>");
-    for (title, _) in &titles {
-        let _ = write!(h, "<th>{}</th>", esc(title));
+    for (title, number) in &titles {
+        let class = if *number { "" } else { " class=\"l\"" };
+        let _ = write!(h, "<th{class}>{}</th>", esc(title));
     }
     h.push_str("</tr></thead><tbody>");
     for row in rows {
@@ -207,13 +237,17 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
             let _ = write!(
                 h,
                 "<td{}>{}</td>",
-                if *number { " class=\"num\"" } else { "" },
+                if *number { "" } else { " class=\"l\"" },
                 esc(cell)
             );
         }
         h.push_str("</tr>");
     }
     h.push_str("</tbody></table>");
+    for note in crate::export::preset::footnotes(s) {
+        let _ = write!(h, "<p class=\"caption\">{}</p>", esc(&note));
+    }
+    h.push_str(&glossary(titles.iter().map(|t| t.0)));
     for (label, who, text) in crate::export::preset::notes(s) {
         let _ = write!(
             h,
@@ -300,8 +334,8 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
                 .collect()
         })
         .collect();
-    let mut h = String::from("<h2>The grid</h2><p class=\"caption\">Each cell is one point of the sweep: darker is larger, on a log scale. Latency and writes pull in opposite directions; a point marked * was measured under conditions that cannot carry a comparison.</p><div class=\"charts\">");
-    h.push_str(&svg::heatmap(
+    let mut h = String::from("<h2>The grid</h2><p class=\"caption\">Each cell is one point of the sweep: darker is larger, on a log scale. Latency and writes pull in opposite directions; a point with a hollow ring was measured under conditions that cannot carry a comparison.</p><div class=\"charts\">");
+    h.push_str(&heatmap::heatmap(
         "p99 latency (ms)",
         "batch",
         "flush interval",
@@ -310,7 +344,7 @@ fn sweep_heatmaps(s: &crate::report::PresetSummary) -> String {
         &grid(&|p| p.metrics.p99_ms),
         &flagged,
     ));
-    h.push_str(&svg::heatmap(
+    h.push_str(&heatmap::heatmap(
         "log writes per second",
         "batch",
         "flush interval",
@@ -337,8 +371,10 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
         }
     }
     type Interval = Option<(f64, f64)>;
+    // `flag`: draw a row measured under a warning hollow (latencies; not counts).
     let groups = |value: &dyn Fn(&crate::report::PresetRow) -> Option<f64>,
-                  interval: &dyn Fn(&crate::report::PresetRow) -> Interval|
+                  interval: &dyn Fn(&crate::report::PresetRow) -> Interval,
+                  flag: bool|
      -> Vec<svg::BarGroup> {
         conditions
             .iter()
@@ -355,6 +391,7 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
                             .find(|r| r.step == *step && r.pair.condition == c)?;
                         Some(svg::Bar {
                             interval: interval(row),
+                            flagged: flag && row.pair.metrics.flagged(),
                             ..svg::Bar::new(
                                 step.clone(),
                                 svg::PALETTE[i % svg::PALETTE.len()],
@@ -366,19 +403,28 @@ fn step_bars(s: &crate::report::PresetSummary) -> String {
             })
             .collect()
     };
-    let mut h = String::from("<h2>Conditions by step</h2><p class=\"caption\">One bar per step for each condition, its value on the bar (a static page has no hover); the whisker is the p99's 95% bootstrap interval over the requests. Latency on a log scale; records lost at the stop on a linear one (a spool's duplicates are not losses).</p><div class=\"charts\">");
+    let p99 = groups(
+        &|r| r.pair.metrics.p99_ms.map(|ms| ms * 1e3),
+        &|r| r.pair.p99_ms_interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3)),
+        true,
+    );
+    let scale = charts::duration_scale(p99.iter().flat_map(|g| &g.bars).map(|b| b.value));
+    let mut h = format!("<h2>Conditions by step</h2><p class=\"caption\">One mark per step for each condition, its value beside it (a static page has no hover); the whisker is the p99's 95% bootstrap interval over the requests. {} Records lost at the stop are bars on a linear axis (a spool's duplicates are not losses). {}</p><div class=\"charts\">", charts::DURATION_SCALE_CAPTION, charts::FLAGGED_CAPTION);
     h.push_str(&svg::bars(
         "p99 latency by step",
-        "p99 (log scale)",
-        svg::Scale::LogMicros,
-        &groups(&|r| r.pair.metrics.p99_ms.map(|ms| ms * 1e3), &|r| {
-            r.pair.p99_ms_interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3))
-        }),
+        if scale.is_log() {
+            "p99 (log scale)"
+        } else {
+            "p99"
+        },
+        scale,
+        &p99,
     ));
     // Counts, not estimates: no interval.
     let lost = groups(
         &|r| r.pair.metrics.lost_records.map(|n| n.max(0) as f64),
         &|_| None,
+        false,
     );
     if lost.iter().flat_map(|g| &g.bars).any(|b| b.value > 0.0) {
         h.push_str(&svg::bars(
@@ -441,15 +487,18 @@ pub fn render(s: &Summary) -> String {
             (Some(c), false) => format!("{c} cores requested, but cgroups were not usable: ran unlimited"),
         },
     );
-    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body.</p>");
-    h.push_str(&marked_column_table(
-        crate::export::pairs::PAIR_COLUMNS,
-        &s.pairs,
-        |c, r| {
-            (c.key == "verified" && !r.metrics.verified)
-                || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some())
-                || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0))
-        },
+    h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body; – marks a figure that does not apply.</p>");
+    let pair_columns = crate::export::pairs::PAIR_COLUMNS;
+    h.push_str(&marked_column_table(pair_columns, &s.pairs, |c, r| {
+        (c.key == "verified" && !r.metrics.verified)
+            || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some())
+            || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0))
+    }));
+    for note in crate::export::pairs::footnotes(s) {
+        let _ = write!(h, "<p class=\"caption\">{}</p>", esc(note));
+    }
+    h.push_str(&glossary(
+        pair_columns.iter().filter(|c| !c.csv_only).map(|c| c.title),
     ));
     for r in &s.pairs {
         if let (false, Some(note)) = (r.metrics.verified, &r.verify_note) {
@@ -511,6 +560,7 @@ pub fn render(s: &Summary) -> String {
             h.push_str("</tr>");
         }
         h.push_str("</tbody></table>");
+        h.push_str(&glossary(FINDING_COLUMNS.iter().map(|c| c.0)));
     }
     for section in sections(s) {
         let _ = write!(

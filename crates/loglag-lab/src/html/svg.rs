@@ -1,7 +1,12 @@
-//! A small SVG chart: axes (linear, log, log of durations, or percentiles spaced by
-//! nines), lines, points, bars and vertical markers.
+//! A small SVG chart: axes (linear, log, durations on either, or percentiles spaced by
+//! nines), lines, points, bars (on a linear axis from zero) or dots (on a log axis,
+//! which has no zero for a bar to start from), vertical markers and spans.
 //! Hand-built on purpose (see ARCHITECTURE.md): the output is deterministic text that
 //! snapshot tests can pin, it needs no font files, and it stays a few hundred lines.
+//!
+//! One visual code says "flagged" (measured under a warning: a late generator, a
+//! saturated API or machine) everywhere: a hollow mark (ring, hollow dot, hollow bar,
+//! hollow legend swatch), explained by a legend entry. Dashes mean markers only.
 
 use std::fmt::Write as _;
 
@@ -16,6 +21,8 @@ pub const PALETTE: [&str; 12] = [
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
     Linear,
+    /// Linear, of microseconds, with ticks and values labelled as durations.
+    LinearMicros,
     /// Log base 10; values ≤ 0 are clamped to the axis minimum.
     Log,
     /// Log base 10 of microseconds, with ticks labelled as durations (10 µs, 1 ms).
@@ -25,6 +32,20 @@ pub enum Scale {
     /// percentiles (0–100); `max` is the axis end in nines (log10 of the sample count),
     /// where the 100th percentile, the maximum, sits.
     Nines,
+}
+
+impl Scale {
+    pub fn is_log(self) -> bool {
+        matches!(self, Scale::Log | Scale::LogMicros)
+    }
+
+    /// A value as this axis labels it: a duration on a µs axis (6.85 ms, not 6.85k).
+    fn label(self, v: f64) -> String {
+        match self {
+            Scale::LinearMicros | Scale::LogMicros => fmt_micros(v),
+            _ => fmt_tick(v),
+        }
+    }
 }
 
 /// A percentile's position on a [`Scale::Nines`] axis.
@@ -51,7 +72,7 @@ impl Axis {
         let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
         let max = values.iter().copied().fold(f64::MIN, f64::max);
         let (min, max) = match scale {
-            Scale::Linear => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
+            Scale::Linear | Scale::LinearMicros => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
             // Values are percentiles; the end is where 1/n resolves.
             Scale::Nines => (0.0, (values.len().max(10) as f64).log10()),
             Scale::Log | Scale::LogMicros => {
@@ -80,7 +101,7 @@ impl Axis {
 
     fn fraction(&self, v: f64) -> f64 {
         let f = match self.scale {
-            Scale::Linear => (v - self.min) / (self.max - self.min),
+            Scale::Linear | Scale::LinearMicros => (v - self.min) / (self.max - self.min),
             Scale::Log | Scale::LogMicros => {
                 (v.max(self.min).log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
             }
@@ -116,7 +137,7 @@ impl Axis {
                 }
                 t
             }
-            Scale::Linear => {
+            Scale::Linear | Scale::LinearMicros => {
                 let span = self.max - self.min;
                 let raw = span / 5.0;
                 let mag = 10f64.powf(raw.log10().floor());
@@ -148,7 +169,8 @@ pub struct Series {
     pub mark: Mark,
     pub points: Vec<(f64, f64)>,
     /// Measured under conditions that cannot carry a comparison (a late generator, a
-    /// saturated API): drawn dashed or faded, and said so in the legend.
+    /// saturated API): drawn with hollow marks (rings along a line), its legend swatch
+    /// hollow.
     pub flagged: bool,
 }
 
@@ -167,6 +189,8 @@ pub struct Bar {
     pub color: &'static str,
     pub value: f64,
     pub interval: Option<(f64, f64)>,
+    /// Measured under a warning: drawn hollow.
+    pub flagged: bool,
 }
 
 impl Bar {
@@ -176,6 +200,7 @@ impl Bar {
             color,
             value,
             interval: None,
+            flagged: false,
         }
     }
 }
@@ -188,6 +213,28 @@ pub struct Marker {
     pub color: &'static str,
 }
 
+/// A stretch of the x axis (a drain: from the last response to the last byte read):
+/// a dashed line at each end and a bracket between them, labelled beside it.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub from: f64,
+    pub to: f64,
+    pub label: String,
+    pub color: &'static str,
+}
+
+/// The ink of "flagged" where no series colour applies (the legend's explanation, a
+/// heatmap's cells).
+pub const FLAGGED_COLOR: &str = "#555";
+
+/// A hollow ring at (x, y): the mark of a flagged value.
+pub(super) fn ring(x: f64, y: f64, color: &str) -> String {
+    format!(
+        r##"<path d="M{a:.1},{y:.1} a3.5,3.5 0 1,0 7,0 a3.5,3.5 0 1,0 -7,0" fill="#fff" stroke="{color}" stroke-width="1.5" class="flagged"/>"##,
+        a = x - 3.5
+    )
+}
+
 const W: f64 = 640.0;
 const H: f64 = 340.0;
 const LEFT: f64 = 70.0;
@@ -196,8 +243,10 @@ const TOP: f64 = 30.0;
 const BOTTOM: f64 = 64.0;
 /// The font size of tick labels (`.tick` in the report's CSS).
 const TICK_PX: f64 = 10.0;
+/// The font size of legend entries (`.legend`).
+const LEGEND_PX: f64 = 11.0;
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -205,7 +254,7 @@ fn esc(s: &str) -> String {
 }
 
 /// A tick label a reader reads at a glance: 0.001, 0.5, 20, 1k, 10k, 1M, 1G (never 1e3).
-fn fmt_tick(v: f64) -> String {
+pub(super) fn fmt_tick(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if v.abs() >= 1e9 {
@@ -228,7 +277,7 @@ fn fmt_tick(v: f64) -> String {
 }
 
 /// `v` to three significant figures (587.39 → 587, 0.2634 → 0.263).
-fn round3(v: f64) -> f64 {
+pub(super) fn round3(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }
@@ -271,11 +320,7 @@ fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
             x2 = LEFT + pw,
             tx = LEFT - 6.0,
             ty = py + 4.0,
-            v = if y.scale == Scale::LogMicros {
-                fmt_micros(t)
-            } else {
-                fmt_tick(t)
-            }
+            v = y.scale.label(t)
         );
     }
     if x_ticks {
@@ -333,23 +378,116 @@ fn frame(out: &mut String, title: &str, x: &Axis, y: &Axis, x_ticks: bool) {
     );
 }
 
-fn legend(out: &mut String, entries: &[(String, &'static str)]) {
-    for (i, (name, color)) in entries.iter().enumerate() {
-        let y = TOP + 8.0 + i as f64 * 16.0;
-        let x = W - RIGHT + 12.0;
-        let _ = write!(
-            out,
-            r#"<rect x="{x}" y="{ry}" width="10" height="10" fill="{color}"/><text x="{tx}" y="{ty}" class="legend">{n}</text>"#,
-            ry = y - 9.0,
-            tx = x + 14.0,
-            ty = y,
-            n = esc(name)
-        );
+/// One legend entry: a swatch in the series' colour, hollow for a flagged series.
+struct Entry {
+    name: String,
+    color: &'static str,
+    hollow: bool,
+}
+
+/// The entry that explains hollow marks, last in a legend that has any.
+fn flagged_entry() -> Entry {
+    Entry {
+        name: "hollow: flagged, see the warnings".into(),
+        color: FLAGGED_COLOR,
+        hollow: true,
     }
 }
 
-/// A chart of lines and/or points.
+/// `text` in lines that fit `width` px: broken at spaces, then at hyphens, then
+/// anywhere, so a long name wraps instead of running out of the chart.
+fn fit_lines(text: &str, width: f64, font_px: f64) -> Vec<String> {
+    let max = ((width / (font_px * 0.62)) as usize).max(4);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_owned();
+        loop {
+            let joined = if line.is_empty() {
+                word.clone()
+            } else {
+                format!("{line} {word}")
+            };
+            if joined.chars().count() <= max {
+                line = joined;
+                break;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a line: after its last hyphen that fits, else cut.
+            let head: String = word.chars().take(max).collect();
+            let cut = head
+                .rfind('-')
+                .filter(|&i| i + 1 >= max / 2)
+                .map_or(head.len(), |i| i + 1);
+            lines.push(word[..cut].to_owned());
+            word = word[cut..].to_owned();
+        }
+    }
+    lines.push(line);
+    lines
+}
+
+/// Draws the legend right of the plot; returns the y its last line ends at.
+fn legend(out: &mut String, entries: &[Entry]) -> f64 {
+    let x = W - RIGHT + 12.0;
+    let mut y = TOP + 8.0;
+    for e in entries {
+        let swatch = if e.hollow {
+            format!(r##"fill="#fff" stroke="{}" stroke-width="1.5""##, e.color)
+        } else {
+            format!(r#"fill="{}""#, e.color)
+        };
+        let _ = write!(
+            out,
+            r#"<rect x="{x}" y="{ry}" width="9" height="9" {swatch}/>"#,
+            ry = y - 8.5
+        );
+        for line in fit_lines(&e.name, RIGHT - 30.0, LEGEND_PX) {
+            let _ = write!(
+                out,
+                r#"<text x="{tx}" y="{y}" class="legend">{n}</text>"#,
+                tx = x + 14.0,
+                n = esc(&line)
+            );
+            y += 13.0;
+        }
+        y += 3.0;
+    }
+    y
+}
+
+/// Grows a chart's height (its `viewBox`) to `height` when its content needs more.
+fn grow_to(out: String, height: f64) -> String {
+    if height <= H {
+        return out;
+    }
+    out.replacen(
+        &format!("viewBox=\"0 0 {W} {H}\""),
+        &format!("viewBox=\"0 0 {W} {height:.0}\""),
+        1,
+    )
+}
+
+/// A chart of lines and/or points, with labelled vertical markers.
 pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]) -> String {
+    let spans: Vec<Span> = markers
+        .iter()
+        .map(|m| Span {
+            from: m.x,
+            to: m.x,
+            label: m.label.clone(),
+            color: m.color,
+        })
+        .collect();
+    xy_with_spans(title, x, y, series, &spans)
+}
+
+/// A chart of lines and/or points, with labelled spans of the x axis (a span from a
+/// point to itself is a marker line).
+pub fn xy_with_spans(title: &str, x: &Axis, y: &Axis, series: &[Series], spans: &[Span]) -> String {
     let mut out = String::new();
     frame(&mut out, title, x, y, true);
     let pw = W - LEFT - RIGHT;
@@ -371,15 +509,17 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
                 }
                 let _ = write!(
                     out,
-                    r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.8"{}><title>{}</title></path>"#,
+                    r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.8"><title>{}</title></path>"#,
                     s.color,
-                    if s.flagged {
-                        r#" stroke-dasharray="6 4" stroke-opacity="0.6""#
-                    } else {
-                        ""
-                    },
                     esc(&s.name)
                 );
+                if s.flagged {
+                    // Rings along the line, about eight, none at its very ends.
+                    let step = (s.points.len() / 8).max(1);
+                    for &(a, b) in s.points.iter().skip(step / 2).step_by(step) {
+                        out.push_str(&ring(px(a), py(b), s.color));
+                    }
+                }
             }
             _ => {
                 let mut d = String::new();
@@ -392,29 +532,37 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
                         py(b)
                     );
                 }
+                let paint = if s.flagged {
+                    format!(r#"fill="none" stroke="{}" stroke-width="1""#, s.color)
+                } else {
+                    format!(r#"fill="{}" fill-opacity="0.7""#, s.color)
+                };
                 let _ = write!(
                     out,
-                    r#"<path d="{d}" fill="{}" fill-opacity="{}"><title>{}</title></path>"#,
-                    s.color,
-                    if s.flagged { "0.25" } else { "0.7" },
+                    r#"<path d="{d}" {paint}><title>{}</title></path>"#,
                     esc(&s.name)
                 );
             }
         }
     }
-    // Marker labels go on the first row where they do not touch an earlier label; one
-    // that would run past the plot is drawn to the left of its line instead.
+    // Each label goes beside its span (right of it if it fits in the plot, else left),
+    // on the first row where it and its bracket touch no earlier label or bracket.
     let mut rows: Vec<f64> = Vec::new();
-    let mut ordered: Vec<&Marker> = markers.iter().collect();
-    ordered.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let mut ordered: Vec<&Span> = spans.iter().collect();
+    ordered.sort_by(|a, b| a.from.total_cmp(&b.from));
     for m in ordered {
-        let x = px(m.x);
+        let (x0, x1) = (px(m.from), px(m.to));
         let width = estimated_text_width(&m.label, 10.0);
-        let right_aligned = x + 3.0 + width > LEFT + pw;
-        let (start, end) = if right_aligned {
-            (x - 3.0 - width, x - 3.0)
+        let right = x1 + 3.0 + width <= LEFT + pw;
+        let (tx, anchor) = if right {
+            (x1 + 3.0, "start")
         } else {
-            (x + 3.0, x + 3.0 + width)
+            (x0 - 3.0, "end")
+        };
+        let (start, end) = if right {
+            (x0, x1 + 3.0 + width)
+        } else {
+            (x0 - 3.0 - width, x1)
         };
         let row = match rows.iter().position(|&edge| start > edge + 4.0) {
             Some(r) => {
@@ -426,36 +574,52 @@ pub fn xy(title: &str, x: &Axis, y: &Axis, series: &[Series], markers: &[Marker]
                 rows.len() - 1
             }
         };
+        let ty = TOP + 12.0 + 13.0 * row as f64;
+        for at in [x0, x1].iter().take(if x1 > x0 { 2 } else { 1 }) {
+            let _ = write!(
+                out,
+                r#"<path d="M{at:.1},{TOP} L{at:.1},{y2}" stroke="{c}" stroke-dasharray="4 3" stroke-width="1.2"/>"#,
+                y2 = TOP + ph,
+                c = m.color,
+            );
+        }
+        if x1 > x0 {
+            let by = ty - 3.5;
+            let _ = write!(
+                out,
+                r#"<path d="M{x0:.1},{a:.1} L{x0:.1},{b:.1} M{x0:.1},{by:.1} L{x1:.1},{by:.1} M{x1:.1},{a:.1} L{x1:.1},{b:.1}" stroke="{c}" stroke-width="1.5" fill="none"/>"#,
+                a = by - 3.0,
+                b = by + 3.0,
+                c = m.color,
+            );
+        }
         let _ = write!(
             out,
-            r#"<path d="M{x:.1},{TOP} L{x:.1},{y2}" stroke="{c}" stroke-dasharray="4 3" stroke-width="1.2"/><text x="{tx:.1}" y="{ty}" class="marker" fill="{c}" text-anchor="{anchor}">{l}</text>"#,
-            y2 = TOP + ph,
+            r##"<text x="{tx:.1}" y="{ty}" class="marker" fill="{c}" text-anchor="{anchor}" stroke="#fff" stroke-width="3" paint-order="stroke">{l}</text>"##,
             c = m.color,
-            tx = if right_aligned { x - 3.0 } else { x + 3.0 },
-            ty = TOP + 12.0 + 11.0 * row as f64,
-            anchor = if right_aligned { "end" } else { "start" },
             l = esc(&m.label)
         );
     }
-    legend(
-        &mut out,
-        &series
-            .iter()
-            .map(|s| {
-                let name = if s.flagged {
-                    format!("{} (flagged)", s.name)
-                } else {
-                    s.name.clone()
-                };
-                (name, s.color)
-            })
-            .collect::<Vec<_>>(),
-    );
+    let mut entries: Vec<Entry> = series
+        .iter()
+        .map(|s| Entry {
+            name: s.name.clone(),
+            color: s.color,
+            hollow: s.flagged,
+        })
+        .collect();
+    if series.iter().any(|s| s.flagged) {
+        entries.push(flagged_entry());
+    }
+    let legend_end = legend(&mut out, &entries);
     out.push_str("</svg>");
-    out
+    grow_to(out, legend_end)
 }
 
-/// Grouped bars: one group per label, one bar per entry.
+/// Grouped values: one group per label, one value per entry, each with its 95%
+/// interval as a whisker and its value written beside it (a static page has no
+/// hover). On a linear axis, bars from zero; on a log axis, dots (a log axis has no
+/// zero, so a bar's length there would say nothing). A flagged value is hollow.
 pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> String {
     let mut out = String::new();
     let y = Axis::fit(
@@ -475,6 +639,8 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
     frame(&mut out, title, &x, &y, false);
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
+    let base = TOP + ph;
+    let py = |v: f64| base - ph * y.fraction(v);
     let group_w = pw / groups.len().max(1) as f64;
     // Horizontal two-line labels if every line fits its group, with a little air.
     let widest = groups
@@ -487,30 +653,45 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
         .iter()
         .map(|g| estimated_text_width(&g.label, TICK_PX))
         .fold(0.0, f64::max);
-    let mut legend_entries: Vec<(String, &'static str)> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let gx = LEFT + gi as f64 * group_w;
         let bar_w = (group_w * 0.8) / g.bars.len().max(1) as f64;
         for (bi, bar) in g.bars.iter().enumerate() {
-            let (name, color, v) = (&bar.name, bar.color, &bar.value);
-            let h = ph * y.fraction(*v);
+            let (name, color, v) = (&bar.name, bar.color, bar.value);
             let bx = gx + group_w * 0.1 + bi as f64 * bar_w;
-            let by = TOP + ph - h;
-            let _ = write!(
-                out,
-                r#"<path d="M{bx:.1},{b:.1} L{bx:.1},{by:.1} L{r:.1},{by:.1} L{r:.1},{b:.1} Z" fill="{color}"><title>{n}: {v:.2}</title></path>"#,
-                b = TOP + ph,
-                r = bx + bar_w * 0.9,
-                n = esc(name)
-            );
-            // The interval as a whisker with caps, over the bar's middle.
-            let top = match bar.interval {
+            let mx = bx + bar_w * 0.45;
+            let vy = py(v);
+            let paint = if bar.flagged {
+                format!(r##"fill="#fff" stroke="{color}" stroke-width="1.5""##)
+            } else {
+                format!(r#"fill="{color}""#)
+            };
+            // The mark's extent: a bar from the axis, or a dot.
+            // The mark: a dot, drawn over its whisker, or a bar from the axis, under it.
+            let title = format!("<title>{}: {}</title>", esc(name), scale.label(v));
+            let (mark, mark_top, mark_bottom) = if scale.is_log() {
+                let d = format!("M{:.1},{vy:.1} a4,4 0 1,0 8,0 a4,4 0 1,0 -8,0", mx - 4.0);
+                (
+                    format!(r#"<path d="{d}" {paint}>{title}</path>"#),
+                    vy - 4.0,
+                    vy + 4.0,
+                )
+            } else {
+                let r = bx + bar_w * 0.9;
+                let d = format!(
+                    "M{bx:.1},{base:.1} L{bx:.1},{vy:.1} L{r:.1},{vy:.1} L{r:.1},{base:.1} Z"
+                );
+                (format!(r#"<path d="{d}" {paint}>{title}</path>"#), vy, base)
+            };
+            if !scale.is_log() {
+                out.push_str(&mark);
+            }
+            // The interval as a whisker with caps, over the mark's middle.
+            let (top, bottom) = match bar.interval {
                 Some((lo, hi)) => {
-                    let (ylo, yhi) = (
-                        TOP + ph - ph * y.fraction(lo),
-                        TOP + ph - ph * y.fraction(hi),
-                    );
-                    let (mx, cap) = (bx + bar_w * 0.45, (bar_w * 0.25).min(4.0));
+                    let (ylo, yhi) = (py(lo), py(hi));
+                    let cap = (bar_w * 0.25).min(4.0);
                     let _ = write!(
                         out,
                         r##"<path d="M{mx:.1},{ylo:.1} L{mx:.1},{yhi:.1} M{a:.1},{ylo:.1} L{b:.1},{ylo:.1} M{a:.1},{yhi:.1} L{b:.1},{yhi:.1}" stroke="#222" stroke-width="1.2" fill="none"><title>{n}: 95% interval {lo:.2} to {hi:.2}</title></path>"##,
@@ -518,61 +699,58 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                         b = mx + cap,
                         n = esc(name)
                     );
-                    yhi.min(by)
+                    (yhi.min(mark_top), ylo.max(mark_bottom))
                 }
-                None => by,
+                None => (mark_top, mark_bottom),
             };
-            // The value, on the bar, read upward: a static export has no hover. Above
-            // the bar (and its whisker), or inside its top when the bar nearly fills
-            // the plot.
-            let cx = bx + bar_w * 0.45 + 3.0;
-            let inside = top - TOP < 40.0;
-            let by = if inside { by } else { top };
+            if scale.is_log() {
+                out.push_str(&mark);
+            }
+            // The value, read upward: above the mark (and its whisker), or when that
+            // would leave the plot, inside a bar's top or below a dot.
+            let cx = mx + 3.0;
+            let below = top - TOP < 40.0;
+            let (ty, anchor) = match (below, scale.is_log()) {
+                (false, _) => (top - 4.0, "start"),
+                (true, false) => (mark_top + 4.0, "end"),
+                (true, true) => (bottom + 4.0, "end"),
+            };
+            let white = below && !scale.is_log() && !bar.flagged;
             let _ = write!(
                 out,
                 r#"<text x="{cx:.1}" y="{ty:.1}" class="tick" text-anchor="{anchor}"{fill} transform="rotate(-90 {cx:.1} {ty:.1})">{l}</text>"#,
-                ty = if inside { by + 4.0 } else { by - 4.0 },
-                anchor = if inside { "end" } else { "start" },
-                fill = if inside { " style=\"fill:#fff\"" } else { "" },
-                // A duration axis labels its bars as durations (6.85 ms, not 6.85k).
-                l = if scale == Scale::LogMicros {
-                    fmt_micros(*v)
-                } else {
-                    fmt_tick(*v)
-                }
+                fill = if white { " style=\"fill:#fff\"" } else { "" },
+                l = scale.label(v)
             );
-            if !legend_entries.iter().any(|(n, _)| n == name) {
-                legend_entries.push((name.clone(), color));
+            if !entries.iter().any(|e| &e.name == name) {
+                entries.push(Entry {
+                    name: name.clone(),
+                    color,
+                    hollow: false,
+                });
             }
         }
-        group_label(
-            &mut out,
-            &g.label,
-            gx + group_w / 2.0,
-            TOP + ph,
-            group_w,
-            vertical,
-        );
+        group_label(&mut out, &g.label, gx + group_w / 2.0, base, vertical);
     }
-    legend(&mut out, &legend_entries);
+    if groups.iter().flat_map(|g| &g.bars).any(|b| b.flagged) {
+        entries.push(flagged_entry());
+    }
+    let legend_end = legend(&mut out, &entries);
     out.push_str("</svg>");
-    if vertical {
-        // Room below the plot for the longest label, read upward.
-        let tall = H - BOTTOM + 14.0 + longest;
-        out = out.replacen(
-            &format!("viewBox=\"0 0 {W} {H}\""),
-            &format!("viewBox=\"0 0 {W} {tall:.0}\""),
-            1,
-        );
-    }
-    out
+    // Room below the plot for the longest label, read upward.
+    let labels_end = if vertical {
+        H - BOTTOM + 14.0 + longest
+    } else {
+        H
+    };
+    grow_to(out, labels_end.max(legend_end))
 }
 
 /// A group's label under the plot: `condition / sink` on two centred lines when they
 /// fit the group's width, else one line read upward (the chart grows to hold it).
 /// Slanted labels were tried first: their boxes overlapped their neighbours' and the
 /// axis's tick labels (the browser test measures them).
-fn group_label(out: &mut String, label: &str, cx: f64, axis_y: f64, _group_w: f64, vertical: bool) {
+fn group_label(out: &mut String, label: &str, cx: f64, axis_y: f64, vertical: bool) {
     if vertical {
         let _ = write!(
             out,
@@ -601,164 +779,9 @@ fn label_lines(label: &str) -> Vec<&str> {
     }
 }
 
-/// A grid of values (rows × columns), each cell shaded by its value on a log scale
-/// (light: small, dark: large) and labelled with it; a flagged cell is drawn with a
-/// dashed border and its value marked `*`, explained under the grid.
-pub fn heatmap(
-    title: &str,
-    row_title: &str,
-    column_title: &str,
-    rows: &[String],
-    columns: &[String],
-    cells: &[Vec<Option<f64>>],
-    flagged: &[Vec<bool>],
-) -> String {
-    const CELL_W: f64 = 96.0;
-    const CELL_H: f64 = 34.0;
-    const LABEL_W: f64 = 90.0;
-    let top = 58.0;
-    let width = LABEL_W + CELL_W * columns.len() as f64 + 20.0;
-    let height = top + CELL_H * rows.len() as f64 + 44.0;
-    let values: Vec<f64> = cells
-        .iter()
-        .flatten()
-        .flatten()
-        .copied()
-        .filter(|v| *v > 0.0)
-        .collect();
-    let (lo, hi) = values
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    let shade = |v: f64| -> f64 {
-        if values.is_empty() || hi <= lo {
-            0.5
-        } else {
-            ((v.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln())).clamp(0.0, 1.0)
-        }
-    };
-    let mut out = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{cx}" y="18" class="title">{t}</text><text x="{cx}" y="38" class="axis" text-anchor="middle">{ct}</text>"#,
-        t = esc(title),
-        cx = width / 2.0,
-        ct = esc(column_title),
-    );
-    for (ci, c) in columns.iter().enumerate() {
-        let _ = write!(
-            out,
-            r#"<text x="{x:.1}" y="{y:.1}" class="tick" text-anchor="middle">{l}</text>"#,
-            x = LABEL_W + CELL_W * (ci as f64 + 0.5),
-            y = top - 6.0,
-            l = esc(c)
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text x="4" y="{y:.1}" class="axis">{rt}</text>"#,
-        y = top - 6.0,
-        rt = esc(row_title)
-    );
-    let mut any_flagged = false;
-    for (ri, r) in rows.iter().enumerate() {
-        let y = top + CELL_H * ri as f64;
-        let _ = write!(
-            out,
-            r#"<text x="{x}" y="{ty:.1}" class="tick" text-anchor="end">{l}</text>"#,
-            x = LABEL_W - 6.0,
-            ty = y + CELL_H / 2.0 + 4.0,
-            l = esc(r)
-        );
-        for (ci, column) in columns.iter().enumerate() {
-            let x = LABEL_W + CELL_W * ci as f64;
-            let value = cells.get(ri).and_then(|row| row.get(ci)).copied().flatten();
-            let flag = flagged
-                .get(ri)
-                .and_then(|row| row.get(ci))
-                .copied()
-                .unwrap_or(false);
-            any_flagged |= flag;
-            let (fill, ink) = match value {
-                Some(v) => {
-                    let t = shade(v);
-                    // From #e8f1fa to #08306b: one hue, darker is larger.
-                    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
-                    (
-                        format!(
-                            "#{:02x}{:02x}{:02x}",
-                            mix(232.0, 8.0),
-                            mix(241.0, 48.0),
-                            mix(250.0, 107.0)
-                        ),
-                        if t > 0.55 { "#fff" } else { "#111" },
-                    )
-                }
-                None => ("#f4f4f4".to_owned(), "#777"),
-            };
-            let border = if flag {
-                r##" stroke="#b60" stroke-width="2" stroke-dasharray="4 3""##
-            } else {
-                r##" stroke="#fff""##
-            };
-            let label = match value {
-                // Three significant figures are what a cell can carry.
-                Some(v) => format!("{}{}", fmt_tick(round3(v)), if flag { " *" } else { "" }),
-                None => "–".to_owned(),
-            };
-            let _ = write!(
-                out,
-                r#"<rect x="{x:.1}" y="{y:.1}" width="{CELL_W}" height="{CELL_H}" fill="{fill}"{border}><title>{r} × {c}: {label}</title></rect><text x="{tx:.1}" y="{ty:.1}" class="tick" text-anchor="middle" style="fill:{ink}">{label}</text>"#,
-                r = esc(r),
-                c = esc(column),
-                tx = x + CELL_W / 2.0,
-                ty = y + CELL_H / 2.0 + 4.0,
-            );
-        }
-    }
-    if any_flagged {
-        let _ = write!(
-            out,
-            r#"<text x="4" y="{y:.1}" class="tick">* flagged (late generator or saturation): not a basis for comparison</text>"#,
-            y = height - 14.0
-        );
-    }
-    out.push_str("</svg>");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each cell carries its value to three figures, a flagged one is marked and
-    /// explained, a missing one is a dash, and larger values are darker.
-    #[test]
-    fn a_heatmap_labels_every_cell_and_marks_flagged_ones() {
-        let rows = vec!["4 KiB".to_owned(), "1 MiB".to_owned()];
-        let columns = vec!["10 ms".to_owned(), "2000 ms".to_owned()];
-        let cells = vec![vec![Some(587.39), Some(0.2634)], vec![None, Some(5910.0)]];
-        let flagged = vec![vec![false, true], vec![false, false]];
-        let svg = heatmap(
-            "t",
-            "batch",
-            "flush interval",
-            &rows,
-            &columns,
-            &cells,
-            &flagged,
-        );
-        for label in [">587<", ">0.26 *<", ">–<", ">5.91k<"] {
-            assert!(svg.contains(label), "{label} in {svg}");
-        }
-        assert!(svg.contains("* flagged"), "the mark is explained");
-        let fill = |label: &str| {
-            let at = svg.find(&format!("{label}</title></rect>")).unwrap();
-            let rect = &svg[svg[..at].rfind("<rect").unwrap()..at];
-            rect.split("fill=\"").nth(1).unwrap()[..7].to_owned()
-        };
-        assert!(
-            fill("5.91k") < fill("0.26 *"),
-            "the largest value is the darkest"
-        );
-    }
 
     #[test]
     fn tick_labels_read_at_a_glance() {
@@ -874,9 +897,153 @@ mod tests {
         // cannot; "drained" is drawn to the left of its line, and must not collide.
         assert_eq!(ys[0], ys[1], "{ys:?}");
         assert_ne!(ys[1], ys[2], "{ys:?}");
+        let drained = &svg[..svg.find(">drained<").unwrap()];
         assert!(
-            svg.contains("text-anchor=\"end\">drained<"),
+            drained[drained.rfind("<text").unwrap()..].contains("text-anchor=\"end\""),
             "kept inside the plot"
+        );
+    }
+
+    /// The (x, y, estimated width, anchor) of every text of `class`.
+    fn texts(svg: &str, class: &str) -> Vec<(f64, f64, f64, String)> {
+        svg.split("<text ")
+            .skip(1)
+            .filter(|t| t.contains(&format!("class=\"{class}\"")))
+            .map(|t| {
+                let attr = |name: &str| {
+                    let at = t.find(&format!(" {name}=\"")).map_or(0, |i| i + 1) + name.len() + 2;
+                    t[at..].split('"').next().unwrap().to_owned()
+                };
+                let text = t.split('>').nth(1).unwrap().split('<').next().unwrap();
+                let px = if class == "legend" { LEGEND_PX } else { 10.0 };
+                let x = if t.starts_with("x=") {
+                    t[3..].split('"').next().unwrap().parse().unwrap()
+                } else {
+                    attr("x").parse().unwrap()
+                };
+                (
+                    x,
+                    attr("y").parse().unwrap(),
+                    estimated_text_width(text, px),
+                    attr("text-anchor"),
+                )
+            })
+            .collect()
+    }
+
+    /// Two drains that end at the same instant (the slow-sink backlog chart: both
+    /// queues empty at 2.5 s) get a bracket and a label each, on rows of their own,
+    /// inside the plot; the ends are dashed, nothing else is.
+    #[test]
+    fn spans_that_end_together_do_not_collide() {
+        let x = Axis::fit("t", Scale::Linear, [0.0, 2.6]);
+        let y = Axis::fit("KiB", Scale::Linear, [150.0]);
+        let span = |from: f64, label: &str| Span {
+            from,
+            to: 2.5,
+            label: label.into(),
+            color: PALETTE[0],
+        };
+        let svg = xy_with_spans(
+            "t",
+            &x,
+            &y,
+            &[],
+            &[
+                span(1.95, "json-queue drain 0.55 s"),
+                span(2.25, "json-sync drain 0.25 s"),
+            ],
+        );
+        let labels = texts(&svg, "marker");
+        assert_eq!(labels.len(), 2);
+        assert!((labels[0].1 - labels[1].1).abs() >= 13.0, "{labels:?}");
+        for (x, _, width, anchor) in &labels {
+            let (start, end) = if anchor == "end" {
+                (x - width, *x)
+            } else {
+                (*x, x + width)
+            };
+            assert!(start >= LEFT && end <= W - RIGHT, "{labels:?}");
+        }
+        assert_eq!(
+            svg.matches("stroke-dasharray").count(),
+            4,
+            "a dashed line at each end of each span"
+        );
+    }
+
+    /// On a log axis a value is a dot (a bar there would start at an arbitrary
+    /// baseline: 48.8 ms looked three times 67 µs); on a linear one, a bar from zero.
+    /// A flagged value is hollow and the legend explains it; no dashes.
+    #[test]
+    fn log_scales_draw_dots_and_linear_ones_bars_from_zero() {
+        let groups = vec![BarGroup {
+            label: "a / slow".into(),
+            bars: vec![
+                Bar::new("build", PALETTE[0], 67.0),
+                Bar {
+                    flagged: true,
+                    ..Bar::new("logger call", PALETTE[1], 48_800.0)
+                },
+            ],
+        }];
+        let log = bars("t", "time", Scale::LogMicros, &groups);
+        assert!(!log.contains(" Z\""), "no bar on a log axis");
+        assert_eq!(log.matches("a4,4 0 1,0 8,0").count(), 2, "two dots");
+        assert!(log.contains(">48.8 ms<") && log.contains(">67 µs<"));
+        let linear = bars("t", "time", Scale::LinearMicros, &groups);
+        let base = TOP + (H - TOP - BOTTOM);
+        assert_eq!(
+            linear.matches(&format!(",{base:.1} L")).count(),
+            2,
+            "both bars start at zero"
+        );
+        for svg in [&log, &linear] {
+            assert!(
+                svg.contains("fill=\"#fff\" stroke=\"#E69F00\""),
+                "the flagged one is hollow"
+            );
+            assert!(svg.contains(">hollow: flagged,<"), "and explained");
+            assert!(!svg.contains("dasharray"));
+        }
+    }
+
+    /// A long name wraps inside the legend instead of running out of the chart
+    /// (`memory-buffer-50 (flagg` was cut off), and the chart grows to hold it.
+    #[test]
+    fn legend_names_wrap_inside_the_chart() {
+        let series: Vec<Series> = (0..16)
+            .map(|i| Series {
+                name: format!("a-very-long-condition-name-{i} of an app"),
+                color: PALETTE[i % 12],
+                mark: Mark::Points,
+                points: vec![(1.0, 1.0)],
+                flagged: i % 2 == 0,
+            })
+            .collect();
+        let x = Axis::fit("x", Scale::Linear, [1.0]);
+        let svg = xy("t", &x, &x, &series, &[]);
+        let legend = texts(&svg, "legend");
+        assert!(legend.len() > 32, "wrapped: {}", legend.len());
+        let height: f64 = svg
+            .split("viewBox=\"0 0 640 ")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        for (x, y, width, _) in &legend {
+            assert!(x + width <= W && *y <= height, "{x} {y} {width} {height}");
+        }
+        assert_eq!(
+            fit_lines("memory-buffer-100", 130.0, LEGEND_PX),
+            ["memory-buffer-100"]
+        );
+        assert_eq!(
+            fit_lines("abcdefghij-klmnopqrstuvwxyz", 80.0, 10.0),
+            ["abcdefghij-", "klmnopqrstuv", "wxyz"]
         );
     }
 }

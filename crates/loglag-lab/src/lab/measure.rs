@@ -224,7 +224,9 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
         .filter_map(|&(t, p, r)| p.map(|p| (t, p, r)))
         .collect();
     let lateness_ns: Vec<u64> = load.samples.iter().map(|s| s.send_lateness_ns).collect();
-    let send_lateness = Lateness::of(&lateness_ns);
+    // A closed loop has no schedule to be late for: its lateness does not apply (and
+    // would read 0).
+    let send_lateness = raw.offered_rps.and_then(|_| Lateness::of(&lateness_ns));
     let per_request =
         |total: u64, count: u64| (count > 0).then(|| total as f64 / count as f64 / 1000.0);
     let window_s = raw.cpu_window_s.max(1e-9);
@@ -416,7 +418,11 @@ pub(crate) fn summarise(params: Params, outputs: Vec<RunOutput>) -> Summary {
             .iter()
             .flat_map(|o| o.lateness_ns.iter().copied())
             .collect();
-        let pooled_lateness = Lateness::of(&lateness_ns);
+        let pooled_lateness = runs
+            .iter()
+            .any(|o| o.summary.metrics.send_lateness.is_some())
+            .then(|| Lateness::of(&lateness_ns))
+            .flatten();
         // What bootstraps resample (the p99 interval here, the findings later).
         pooled_ms.push((
             super::findings::thinned(
@@ -932,6 +938,63 @@ mod tests {
         let s = measure(&r).summary;
         assert!(s.metrics.verified, "{}", s.verify_note);
         assert_eq!(s.metrics.lost_records, Some(0));
+    }
+
+    /// `--match-request-id` with `--expect-lines quiet=0`: an app's condition that logs
+    /// nothing is verified by its zero lines, and has no ids to miss (it said
+    /// "verified yes … 0 lines as expected", then "12 ids missing").
+    #[test]
+    fn a_condition_expected_to_log_nothing_misses_no_ids() {
+        let mut r = raw(0, 0, true);
+        r.api = None;
+        r.condition = RunCondition::Named("quiet".into());
+        r.expect_lines = "quiet=0".parse().unwrap();
+        r.read.newlines = 0;
+        r.match_request_id = true;
+        r.findings = Some(LineFindings::default());
+        let out = measure(&r);
+        let s = &out.summary;
+        assert!(s.metrics.verified, "{}", s.verify_note);
+        let ids = s.request_ids.as_ref().unwrap();
+        assert_eq!((ids.missing, ids.incomplete), (0, 0), "{ids:?}");
+        assert!(ids.placement.starts_with("not applicable"), "{ids:?}");
+        let params: Params =
+            serde_json::from_str(include_str!("../../tests/fixtures/lab/summary.json"))
+                .map(|s: Summary| s.params)
+                .unwrap();
+        let summary = summarise(params, vec![out]);
+        assert_eq!(summary.pairs[0].missing_ids_note, None);
+        // Expected to log a line per request, the same empty log misses every id.
+        r.expect_lines = "quiet=1".parse().unwrap();
+        let s = measure(&r).summary;
+        assert!(!s.metrics.verified);
+        assert_eq!(
+            s.request_ids.unwrap().missing,
+            12,
+            "2 warm-up and 10 measured"
+        );
+    }
+
+    /// A closed loop sends each request when the last is answered: no schedule, so no
+    /// lateness (a table shows – there, not 0).
+    #[test]
+    fn a_closed_loop_has_no_send_lateness() {
+        let mut r = raw(1000, 1000, true);
+        r.offered_rps = None;
+        let out = measure(&r);
+        assert_eq!(out.summary.metrics.send_lateness, None);
+        assert_eq!(out.summary.metrics.lateness_warning, None);
+        let params: Params =
+            serde_json::from_str(include_str!("../../tests/fixtures/lab/summary.json"))
+                .map(|s: Summary| s.params)
+                .unwrap();
+        let summary = summarise(params, vec![out]);
+        assert_eq!(summary.pairs[0].metrics.send_lateness, None);
+        assert!(measure(&raw(1000, 1000, true))
+            .summary
+            .metrics
+            .send_lateness
+            .is_some());
     }
 
     /// `loglag-spool` killed: the lab delivered the spool, and the batch in flight came

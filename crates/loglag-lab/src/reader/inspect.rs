@@ -152,9 +152,42 @@ fn field_number(line: &[u8], key: &[u8], suffix: bool) -> Option<u64> {
 
 pub use crate::report::IdMatch;
 
+/// [`IdMatch::placement`] where no line is expected per request, so no id is either.
+pub const NO_LINE_EXPECTED: &str =
+    "not applicable: the condition is expected to log no line per request";
+
+/// [`IdMatch::placement`] where lines were read but none carries a request id (the
+/// built-in conditions' fixed lines, or an app that does not log ids).
+pub const NO_ID_LOGGED: &str = "not applicable: no line of the log carries a request id";
+
 impl IdMatch {
-    /// Matches the ids of `served` requests (ascending) against what the log held.
+    /// Matches the ids of `served` requests (ascending) against what the log held. A
+    /// condition expected to log no line per request (`--expect-lines NAME=0`, the
+    /// built-in `none`) has no ids to match, and neither has a log whose lines carry
+    /// none (`short1`'s fixed line): nothing is missing, and the placement says the
+    /// match does not apply. Their lines are verified by their count all the same, so
+    /// a loss is still reported there.
     pub fn of(served: &[u64], findings: &LineFindings, expect: Option<u32>) -> IdMatch {
+        let unknown_ids = findings
+            .id_lines
+            .iter()
+            .filter(|(id, _)| served.binary_search(id).is_err())
+            .map(|(_, &n)| u64::from(n))
+            .sum();
+        let not_applicable = if expect == Some(0) {
+            Some(NO_LINE_EXPECTED)
+        } else if findings.id_lines.is_empty() && findings.lines_without_id > 0 {
+            Some(NO_ID_LOGGED)
+        } else {
+            None
+        };
+        if let Some(why) = not_applicable {
+            return IdMatch {
+                placement: why.to_owned(),
+                unknown_ids,
+                ..IdMatch::default()
+            };
+        }
         let mut short = Vec::new();
         let mut missing = 0;
         for id in served {
@@ -166,12 +199,6 @@ impl IdMatch {
                 short.push(*id);
             }
         }
-        let unknown_ids = findings
-            .id_lines
-            .iter()
-            .filter(|(id, _)| served.binary_search(id).is_err())
-            .map(|(_, &n)| u64::from(n))
-            .sum();
         // The loss is "at the end" when every served request after the first short one
         // is short too: what a buffer held when the process stopped.
         let placement = match short.first() {
@@ -284,5 +311,30 @@ mod tests {
         );
         f.id_lines.extend((0..10).map(|id| (id, 3)));
         assert_eq!(IdMatch::of(&served, &f, Some(3)).placement, "none");
+    }
+
+    /// `--expect-lines none=0`: a log with no lines is what was expected, so no id is
+    /// missing (it said "82 ids missing, the last 82 requests before the stop").
+    #[test]
+    fn a_condition_expected_to_log_nothing_has_no_ids_to_match() {
+        let served: Vec<u64> = (0..82).collect();
+        let m = IdMatch::of(&served, &LineFindings::default(), Some(0));
+        assert_eq!((m.missing, m.incomplete, m.first.len()), (0, 0, 0));
+        assert_eq!(m.placement, NO_LINE_EXPECTED);
+        // A stray line with an id nobody sent still counts as unknown.
+        let mut f = LineFindings::default();
+        f.id_lines.insert(999, 1);
+        assert_eq!(IdMatch::of(&served, &f, Some(0)).unknown_ids, 1);
+        // One line expected: the same empty log misses every id.
+        let m = IdMatch::of(&served, &LineFindings::default(), Some(1));
+        assert_eq!(m.missing, 82);
+        assert_eq!(m.placement, "the last 82 requests before the stop");
+        // Lines that carry no id at all (`short1`'s fixed line) have none to miss.
+        let fixed = LineFindings {
+            lines_without_id: 80,
+            ..LineFindings::default()
+        };
+        let m = IdMatch::of(&served, &fixed, Some(1));
+        assert_eq!((m.missing, m.placement.as_str()), (0, NO_ID_LOGGED));
     }
 }
