@@ -106,11 +106,9 @@ CONDITIONS (the first seven are the reference experiment; JSON records are 16 Ki
         text.push_str(&format!("    {:<10}{}\n", p.as_str(), p.describe()));
     }
     text.push_str(
-        "
-THROUGHPUT:
-    rps API        completed requests / time until the last response
-    rps logs read  completed requests / time until every log byte was read",
+        "\nCOLUMNS (of the tables on stdout, in --out's files and on the report page):\n",
     );
+    text.push_str(&crate::export::glossary::glossary_text());
     text
 }
 
