@@ -36,6 +36,23 @@ fn assert_accounted(t: &Value, offered: f64, sent: u64) {
     );
 }
 
+/// `dir`'s manifest names it a `lab hops` result and lists its files, every one there.
+fn assert_hops_manifest(dir: &std::path::Path) {
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["kind"], "hops", "{m}");
+    assert_eq!(m["summary"], "summary.json", "{m}");
+    let files: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    for f in ["summary.json", "hops.md", "report.html"] {
+        assert!(files.contains(&f) && dir.join(f).is_file(), "{f}: {m}");
+    }
+}
+
 /// Each judged tax row's verdict agrees with the figures it was judged on: it holds
 /// only when every run was served at 97% of the offered rate, its interval excludes
 /// zero, and (on a busy machine) it says so; a maximum never holds; and no negative
@@ -157,6 +174,7 @@ fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
             assert_eq!(sweep["knees"].as_array().unwrap().len(), 2);
             let md = std::fs::read_to_string(dir.path().join("hops.md")).unwrap();
             assert!(md.contains("**Sweep**") && md.contains("| 100 |"), "{md}");
+            assert_hops_manifest(dir.path());
             let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
             assert!(
                 html.contains("Latency against load"),
@@ -390,6 +408,7 @@ fn ctrl_c_during_lab_hops_writes_what_finished() {
             "report.html says so"
         );
         assert!(dir.path().join("spans.otlp.json").is_file());
+        assert_hops_manifest(dir.path());
         assert_nothing_left(tmp.path(), "after Ctrl-C in lab hops");
     })
 }

@@ -76,8 +76,10 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
     let progress = Progress::new(runs);
     let (output, error) = hops::run_hops(&plan, &progress, &cancel);
     progress.finish();
-    // What finished is shown and written whatever stopped the runs.
+    // What finished is shown and written whatever stopped the runs: the tables, and
+    // with --out the files and the manifest through hops' one output path.
     if let Some(mut output) = output {
+        let outputs = ExportManager::hops(a.report);
         if let Some(out) = &a.out {
             let spans = hops::trace::otlp_document(&output.spans);
             write_to(
@@ -86,26 +88,8 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             )?;
             output.summary.spans_file = Some("spans.otlp.json".into());
         }
-        {
-            let stdout = &mut std::io::stdout().lock();
-            export::hops::markdown(&output.summary, stdout)?;
-            stdout.flush()?;
-        }
-        if let Some(out) = &a.out {
-            let doc = serde_json::json!({ "schema": SCHEMA, "hops": output.summary });
-            write_to(
-                &out.join("summary.json"),
-                (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
-            )?;
-            let mut md = Vec::new();
-            export::hops::markdown(&output.summary, &mut md)?;
-            write_to(&out.join("hops.md"), &md)?;
-            if a.report {
-                let html = loglag_lab::html::render_hops(&output.summary);
-                write_to(&out.join("report.html"), html.as_bytes())?;
-            }
-            eprintln!("loglag lab hops: results in {}", out.display());
-        }
+        outputs.show(&output.summary, &mut std::io::stdout().lock())?;
+        write_out(&outputs, &output.summary, a.out.as_deref(), "lab hops")?;
         if let Some(note) = &output.summary.interrupted {
             eprintln!("loglag lab hops: {note}; the completed runs are reported");
         }
