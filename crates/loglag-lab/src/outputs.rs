@@ -19,6 +19,9 @@ use crate::report::{
 
 type Boxed<R> = Box<dyn Exporter<R>>;
 
+/// A table of one kind of result, written as a function.
+type Table<R> = fn(&R, &mut dyn Write) -> io::Result<()>;
+
 /// The outputs of one kind of result: its table on stdout in the format asked, and its
 /// files (the JSON the result is read back from first, the manifest last).
 pub struct ExportManager<R: 'static> {
@@ -195,8 +198,8 @@ impl ExportManager<HopsSummary> {
 fn tables<R: Serialize + 'static>(
     kind: ResultKind,
     format: StdoutFormat,
-    md: fn(&R, &mut dyn Write) -> io::Result<()>,
-    csv: Option<fn(&R, &mut dyn Write) -> io::Result<()>>,
+    md: Table<R>,
+    csv: Option<Table<R>>,
 ) -> Result<ExportManager<R>, Unsupported> {
     let stdout: Boxed<R> = match (format, csv) {
         (StdoutFormat::Markdown, _) => boxed(md),
