@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loglag_lab::api::condition::RecordShape;
-use loglag_lab::hops::service::{Calls, Work};
 use loglag_lab::lab::LabRequest;
 use loglag_lab::load::Connection;
 use loglag_lab::sys::units::parse_duration;
@@ -156,78 +155,12 @@ pub enum LabCommand {
     Hops(HopsArgs),
 }
 
+/// `loglag lab hops`: what it runs is the lab's request type; here only where its
+/// results go.
 #[derive(Debug, Args)]
-#[command(after_help = "EXAMPLES:
-    loglag lab hops                                  # the reference's conditions: 200 req/s, new connections
-    loglag lab hops --duration 5s --out hops --report
-    loglag lab hops --users 500 --connection keepalive  # closed loop at capacity: queueing, not the hop
-    loglag lab hops --rate 2000 --calls concurrent
-    loglag lab hops --sweep --no-overhead --out hops --report   # latency against load: each knee
-
-WHAT IT RUNS:
-    monolith   order, payment and inventory as function calls in one process
-    services   order calls payment and inventory over HTTP (hyper), W3C traceparent
-               propagated; each process on loopback
-    Each step does --work-time of work (1 ms, as in the reference); both return the same
-    bytes. One request in --trace-every is traced: every handler and outgoing call is a
-    tracing span, written through a loglag pipeline; --out gets spans.otlp.json (OTLP/JSON,
-    one document: Jaeger 1.55+ imports it via the UI's upload; JSON Lines does not import).
-    Each topology also runs with tracing off, to show what collecting spans cost.")]
 pub struct HopsArgs {
-    /// Closed loop with this many users instead of --rate, each sending its next request
-    /// when the last is answered (no think time: each topology then runs at its
-    /// capacity, and the lab says so).
-    #[arg(long, conflicts_with = "rate", value_parser = clap::value_parser!(u64).range(1..))]
-    pub users: Option<u64>,
-    #[arg(long, help = format!(
-        "Open loop at this many requests per second [default: {}, below both topologies' capacity on 2 cores, as the reference's unsaturated service was]",
-        loglag_lab::hops::defaults::RATE
-    ))]
-    pub rate: Option<f64>,
-    /// How long each topology is loaded.
-    #[arg(long, default_value = loglag_lab::hops::defaults::DURATION, value_parser = parse_duration)]
-    pub duration: Duration,
-    /// order's two calls: sequential (the reference) or concurrent.
-    #[arg(long, default_value = "sequential")]
-    pub calls: Calls,
-    /// order's outgoing connections: new (one per call, as the reference's
-    /// `httpx.Client()` per request) or keepalive (pooled).
-    #[arg(long, default_value = "new")]
-    pub connection: Connection,
-    /// How a step works: sleep (async, the thread is free) or spin (busy).
-    #[arg(long, default_value = "sleep")]
-    pub work: Work,
-    /// Work per step.
-    #[arg(long, default_value = loglag_lab::hops::defaults::WORK_TIME, value_parser = parse_duration)]
-    pub work_time: Duration,
-    /// Bytes of each step's response body (the serialisation cost).
-    #[arg(long, default_value_t = loglag_lab::hops::defaults::BODY_BYTES)]
-    pub body_bytes: usize,
-    /// Worker threads per process [default: one per core].
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Trace one request in this many.
-    #[arg(long, default_value_t = loglag_lab::hops::defaults::TRACE_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
-    pub trace_every: u64,
-    /// Skip the untraced runs that measure tracing's own cost.
-    #[arg(long)]
-    pub no_overhead: bool,
-    /// Also load both topologies (untraced) at each of --sweep-rates, open loop: p50 and
-    /// p99 against offered load, the knee where each stops keeping up, its capacity,
-    /// and the tax at each load.
-    #[arg(long)]
-    pub sweep: bool,
-    /// The offered rates of --sweep, requests/s; it stops early once both topologies
-    /// serve under half the offer.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = loglag_lab::hops::defaults::SWEEP_RATES
-    )]
-    pub sweep_rates: Vec<f64>,
-    /// Load per --sweep point.
-    #[arg(long, default_value = loglag_lab::hops::defaults::SWEEP_DURATION, value_parser = parse_duration)]
-    pub sweep_duration: Duration,
+    #[command(flatten)]
+    pub request: loglag_lab::hops::HopsRequest,
     /// Write summary.json (its `hops` section), hops.md and spans.otlp.json here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -235,11 +168,6 @@ pub struct HopsArgs {
     /// waterfalls (needs --out).
     #[arg(long, requires = "out")]
     pub report: bool,
-    /// Give each service (and the monolith) its own network namespace, joined by veth
-    /// pairs, so every hop crosses a real network stack instead of loopback. Needs root
-    /// and `ip` (iproute2); every namespace is removed on exit.
-    #[arg(long)]
-    pub netns: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,40 +1,11 @@
-//! `loglag lab hops`: flags into a `HopsPlan`, the runs, the outputs.
+//! `loglag lab hops`: its request into a `HopsPlan`, the runs, the outputs.
 
 use super::*;
 
 pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
-    use loglag_lab::hops::{self, HopsPlan};
-    let users = a.users.map(|n| n as usize);
-    // The reference measured an unsaturated service: an open loop well below both
-    // topologies' capacity unless the user asks for something else.
-    let rate = users
-        .is_none()
-        .then(|| a.rate.unwrap_or(hops::defaults::RATE));
-    let plan = HopsPlan {
-        users,
-        rate,
-        duration: a.duration,
-        calls: a.calls,
-        connection: a.connection,
-        work: a.work,
-        work_time: a.work_time,
-        body_bytes: a.body_bytes,
-        threads: a
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        trace_every: a.trace_every,
-        overhead: !a.no_overhead,
-        warmup: hops::defaults::WARMUP,
-        exe: std::env::current_exe().context("cannot find the loglag executable")?,
-        netns: a.netns,
-        sweep: a.sweep.then(|| {
-            let mut rates = a.sweep_rates.clone();
-            rates.sort_by(f64::total_cmp);
-            rates.dedup();
-            (rates, a.sweep_duration)
-        }),
-    };
-    plan.validate()?;
+    use loglag_lab::hops;
+    let exe = std::env::current_exe().context("cannot find the loglag executable")?;
+    let plan = a.request.plan(exe)?;
     // Only once the plan is good, so that a refused one leaves nothing behind.
     if let Some(out) = &a.out {
         check_out_dir(out)?;
@@ -61,7 +32,7 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
         runs as f64 * plan.duration.as_secs_f64(),
         match (plan.users, plan.rate) {
             (Some(n), _) => format!("closed loop of {n} users"),
-            (None, Some(r)) if a.rate.is_none() => format!(
+            (None, Some(r)) if a.request.rate.is_none() => format!(
                 "open loop at {r} requests/s (the default: below both topologies' capacity, as the reference's service was)"
             ),
             (None, Some(r)) => format!("open loop at {r} requests/s"),

@@ -18,7 +18,6 @@ pub use self::json::Json;
 pub use self::load::{emit_table, requests_csv as load_requests_csv};
 pub use self::markdown::Markdown;
 
-
 /// Renders one kind of result (`R`) in one format, into the supplied `Write`. Which
 /// exporter writes which file, and which formats each kind offers on stdout, is
 /// chosen in one place: `outputs::ExportManager`'s constructors.

@@ -25,7 +25,7 @@ use crate::sys::child::ChildGuard;
 use crate::sys::clock::mono_ns;
 use crate::sys::procfs::{machine_cpu_ticks, CpuWait};
 use analyse::TopologyRun;
-pub use plan::{defaults, HopsPlan};
+pub use plan::{defaults, HopsPlan, HopsRequest};
 use service::{Calls, Downstream, HopConfig, Role};
 use trace::SpanLine;
 

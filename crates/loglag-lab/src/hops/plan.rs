@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::service::{Calls, Work};
 use crate::load::Connection;
 use crate::plan_error::PlanError;
+use crate::sys::units::parse_duration;
 
 /// What `lab hops` is asked to do.
 #[derive(Debug, Clone)]
@@ -91,6 +92,121 @@ impl HopsPlan {
             }
         }
         Ok(())
+    }
+}
+
+/// Every flag of `loglag lab hops` that shapes its runs (clap's derive: each flag's help
+/// beside the field it sets); [`HopsRequest::plan`] turns it into a checked plan.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "EXAMPLES:
+    loglag lab hops                                  # the reference's conditions: 200 req/s, new connections
+    loglag lab hops --duration 5s --out hops --report
+    loglag lab hops --users 500 --connection keepalive  # closed loop at capacity: queueing, not the hop
+    loglag lab hops --rate 2000 --calls concurrent
+    loglag lab hops --sweep --no-overhead --out hops --report   # latency against load: each knee
+
+WHAT IT RUNS:
+    monolith   order, payment and inventory as function calls in one process
+    services   order calls payment and inventory over HTTP (hyper), W3C traceparent
+               propagated; each process on loopback
+    Each step does --work-time of work (1 ms, as in the reference); both return the same
+    bytes. One request in --trace-every is traced: every handler and outgoing call is a
+    tracing span, written through a loglag pipeline; --out gets spans.otlp.json (OTLP/JSON,
+    one document: Jaeger 1.55+ imports it via the UI's upload; JSON Lines does not import).
+    Each topology also runs with tracing off, to show what collecting spans cost.")]
+pub struct HopsRequest {
+    /// Closed loop with this many users instead of --rate, each sending its next request
+    /// when the last is answered (no think time: each topology then runs at its
+    /// capacity, and the lab says so).
+    #[arg(long, conflicts_with = "rate", value_parser = clap::value_parser!(u64).range(1..))]
+    pub users: Option<u64>,
+    #[arg(long, help = format!(
+        "Open loop at this many requests per second [default: {}, below both topologies' capacity on 2 cores, as the reference's unsaturated service was]",
+        defaults::RATE
+    ))]
+    pub rate: Option<f64>,
+    /// How long each topology is loaded.
+    #[arg(long, default_value = defaults::DURATION, value_parser = parse_duration)]
+    pub duration: Duration,
+    /// order's two calls: sequential (the reference) or concurrent.
+    #[arg(long, default_value = "sequential")]
+    pub calls: Calls,
+    /// order's outgoing connections: new (one per call, as the reference's
+    /// `httpx.Client()` per request) or keepalive (pooled).
+    #[arg(long, default_value = "new")]
+    pub connection: Connection,
+    /// How a step works: sleep (async, the thread is free) or spin (busy).
+    #[arg(long, default_value = "sleep")]
+    pub work: Work,
+    /// Work per step.
+    #[arg(long, default_value = defaults::WORK_TIME, value_parser = parse_duration)]
+    pub work_time: Duration,
+    /// Bytes of each step's response body (the serialisation cost).
+    #[arg(long, default_value_t = defaults::BODY_BYTES)]
+    pub body_bytes: usize,
+    /// Worker threads per process [default: one per core].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Trace one request in this many.
+    #[arg(long, default_value_t = defaults::TRACE_EVERY, value_parser = clap::value_parser!(u64).range(1..))]
+    pub trace_every: u64,
+    /// Skip the untraced runs that measure tracing's own cost.
+    #[arg(long)]
+    pub no_overhead: bool,
+    /// Also load both topologies (untraced) at each of --sweep-rates, open loop: p50 and
+    /// p99 against offered load, the knee where each stops keeping up, its capacity,
+    /// and the tax at each load.
+    #[arg(long)]
+    pub sweep: bool,
+    /// The offered rates of --sweep, requests/s; it stops early once both topologies
+    /// serve under half the offer.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = defaults::SWEEP_RATES
+    )]
+    pub sweep_rates: Vec<f64>,
+    /// Load per --sweep point.
+    #[arg(long, default_value = defaults::SWEEP_DURATION, value_parser = parse_duration)]
+    pub sweep_duration: Duration,
+    /// Give each service (and the monolith) its own network namespace, joined by veth
+    /// pairs, so every hop crosses a real network stack instead of loopback. Needs root
+    /// and `ip` (iproute2); every namespace is removed on exit.
+    #[arg(long)]
+    pub netns: bool,
+}
+
+impl HopsRequest {
+    /// The checked plan: the reference's unsaturated open loop unless users or a rate
+    /// are given, a thread per core unless said; `exe` is the `loglag` the services run.
+    pub fn plan(&self, exe: PathBuf) -> Result<HopsPlan, PlanError> {
+        let users = self.users.map(|n| n as usize);
+        let plan = HopsPlan {
+            users,
+            rate: users.is_none().then(|| self.rate.unwrap_or(defaults::RATE)),
+            duration: self.duration,
+            calls: self.calls,
+            connection: self.connection,
+            work: self.work,
+            work_time: self.work_time,
+            body_bytes: self.body_bytes,
+            threads: self
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            trace_every: self.trace_every,
+            overhead: !self.no_overhead,
+            warmup: defaults::WARMUP,
+            exe,
+            netns: self.netns,
+            sweep: self.sweep.then(|| {
+                let mut rates = self.sweep_rates.clone();
+                rates.sort_by(f64::total_cmp);
+                rates.dedup();
+                (rates, self.sweep_duration)
+            }),
+        };
+        plan.validate()?;
+        Ok(plan)
     }
 }
 

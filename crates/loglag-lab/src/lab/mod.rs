@@ -420,8 +420,7 @@ fn run_one(
         c.flush()
             .map_err(|e| fail(format!("cannot ask the API to flush: {e}")))?;
     }
-    let mut caught_up =
-        CaughtUp::new(plan, &condition, Duration::from_millis(500), executor.now());
+    let mut caught_up = CaughtUp::new(plan, &condition, Duration::from_millis(500), executor.now());
     let warmed = wait_until(executor, cancel, plan.warmup_timeout, |now| {
         let read = reader.stats()?;
         Ok(caught_up.check(&read, api.stats()?.as_ref(), now))
