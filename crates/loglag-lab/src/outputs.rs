@@ -368,15 +368,17 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError
     serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.to_owned(), e.to_string()))
 }
 
-/// A table-only result's page: its Markdown, drawn.
+/// A table-only result's page: its Markdown table, as its manager shows it, drawn.
 fn table_page<R: serde::de::DeserializeOwned>(
     path: &Path,
     title: &str,
-    md: impl Fn(&R, &mut dyn Write) -> io::Result<()>,
+    outputs: &ExportManager<R>,
 ) -> Result<String, LoadError> {
     let result: R = read_json(path)?;
     let mut text = Vec::new();
-    md(&result, &mut text).map_err(|e| LoadError::Unreadable(path.to_owned(), e))?;
+    outputs
+        .show(&result, &mut text)
+        .map_err(|e| LoadError::Unreadable(path.to_owned(), e))?;
     Ok(html::tables::render_tables(
         title,
         &String::from_utf8_lossy(&text),
@@ -419,27 +421,35 @@ pub fn render_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, LoadError> {
         }
         ResultKind::Load => vec![(
             own,
-            table_page(&summary, "loglag load", |s: &LoadSummary, out| {
-                export::Markdown.export(s, out)
-            })?,
+            table_page(
+                &summary,
+                "loglag load",
+                &ExportManager::load(StdoutFormat::Markdown),
+            )?,
         )],
         ResultKind::Sink => vec![(
             own,
-            table_page(&summary, "loglag sink", |s: &SinkSummary, out| {
-                export::Markdown.export(s, out)
-            })?,
+            table_page(
+                &summary,
+                "loglag sink",
+                &ExportManager::sink(StdoutFormat::Markdown),
+            )?,
         )],
         ResultKind::Emit => vec![(
             own,
-            table_page(&summary, "loglag emit", |s: &EmitSummary, out| {
-                export::emit_table(s, false, out)
-            })?,
+            table_page(
+                &summary,
+                "loglag emit",
+                &ExportManager::emit(StdoutFormat::Markdown),
+            )?,
         )],
         ResultKind::Torture => vec![(
             own,
-            table_page(&summary, "loglag torture", |s: &TortureSummary, out| {
-                export::Markdown.export(s, out)
-            })?,
+            table_page(
+                &summary,
+                "loglag torture",
+                &ExportManager::torture(StdoutFormat::Markdown).expect("md is offered"),
+            )?,
         )],
     })
 }
