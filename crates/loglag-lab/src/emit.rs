@@ -223,9 +223,9 @@ pub fn emit(
     let sink = open_sink(plan)?;
     let mut builder = NonBlockingBuilder::default().overflow(plan.overflow);
     if let Some(spool) = &plan.spool {
-        builder = builder.spool(spool);
+        builder = builder.spool(spool).spool_required(true);
     }
-    let (writer, guard) = builder.try_finish_sink(sink)?;
+    let (writer, guard) = builder.build(sink)?;
     let started = Instant::now();
     // Syslog collectors expect RFC 5424 messages, OTLP reads fields from JSON: the
     // numbered record is then their message.

@@ -130,7 +130,8 @@ fn loglag_to_file(path: &std::path::Path) -> (loglag::NonBlocking, loglag::Worke
     loglag::NonBlockingBuilder::default()
         .mode(loglag::Mode::Async)
         .overflow(loglag::Overflow::Block)
-        .finish_sink(loglag::sink::FdSink::append(path).unwrap())
+        .build(loglag::sink::FdSink::append(path).unwrap())
+        .unwrap()
 }
 
 /// Logs `EVENTS` events through `subscriber` (the timed part).

@@ -239,7 +239,9 @@ fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGu
     {
         builder = builder.batch_bytes(bytes);
     }
-    builder.finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+    builder
+        .build(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+        .unwrap()
 }
 
 /// The benches' event (`support::event!`) through loglag's own macro.
@@ -294,7 +296,8 @@ fn child(name: &str, dir: &Path) {
             };
             let (writer, _guard) = loglag::NonBlockingBuilder::default()
                 .mode(mode)
-                .finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"));
+                .build(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+                .unwrap();
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             report(measure(|i| macro_event!(i)), 0);
         }
@@ -312,7 +315,8 @@ fn child(name: &str, dir: &Path) {
                 .mode(mode)
                 .capacity_bytes(256 << 20)
                 .thread_ring_bytes(64 << 20)
-                .finish_sink(loglag::sink::FdSink::append(file(dir, name)).expect("log file"));
+                .build(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+                .unwrap();
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             let big = "x".repeat(16 << 10);
             let (calls, call): (u64, &dyn Fn(u64)) = if name.ends_with("_16k") {
@@ -509,7 +513,8 @@ fn child(name: &str, dir: &Path) {
             let (writer, guard) = loglag::NonBlockingBuilder::default()
                 .mode(loglag::Mode::Async)
                 .capacity_bytes(64 << 20)
-                .finish_sink(loglag::sink::FdSink::append(file(dir, name)).unwrap());
+                .build(loglag::sink::FdSink::append(file(dir, name)).unwrap())
+                .unwrap();
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             let p = measure_with(
                 |_| loglag::info!(payload = big.as_str(), "big"),
@@ -627,10 +632,11 @@ fn throughput() {
             let (writer, guard) = loglag::NonBlockingBuilder::default()
                 .mode(loglag::Mode::Async)
                 .overflow(loglag::Overflow::Block)
-                .finish_sink(
+                .build(
                     loglag::sink::FdSink::append(file(dir.path(), &format!("{path}-{producers}")))
                         .unwrap(),
-                );
+                )
+                .unwrap();
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             let started = Instant::now();
             std::thread::scope(|s| {

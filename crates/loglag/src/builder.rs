@@ -32,12 +32,12 @@ use crate::worker;
 /// | [`flush_on_panic`](Self::flush_on_panic) | on | a panic hook flushes |
 /// | [`flush_on_signals`](Self::flush_on_signals) | off | SIGTERM/SIGINT flush, then take their default action |
 ///
-/// Settings that cannot work are refused by [`try_finish`](Self::try_finish) and
-/// [`try_finish_sink`](Self::try_finish_sink) with [`FinishError::Io`] of kind
-/// `InvalidInput`, naming the setting, the value and what is valid, before anything
-/// is allocated or spawned; [`finish`](Self::finish) and
-/// [`finish_sink`](Self::finish_sink), which cannot return an error, warn on stderr
-/// and use the default instead. These are a `capacity_bytes` under 256 bytes or above
+/// Two ways to start it, as in tracing-appender: [`finish`](Self::finish) over any
+/// writer (the drop-in, which never fails) and [`build`](Self::build) over a sink.
+/// Settings that cannot work are refused by `build` with [`BuildError::Setting`],
+/// naming the setting, the value and what is valid, before anything is allocated or
+/// spawned; `finish`, which cannot return an error, warns on stderr and uses the
+/// default instead. These are a `capacity_bytes` under 256 bytes or above
 /// the smaller of 16 GiB and the machine's physical memory, and a `thread_name` with a
 /// NUL byte. Other settings are raised or lowered to what works, as each setter says.
 ///
@@ -53,10 +53,11 @@ use crate::worker;
 /// # drop(guard);
 /// ```
 #[derive(Debug, Clone)]
-#[must_use = "call .finish(writer) to build the pipeline"]
+#[must_use = "call .finish(writer) or .build(sink) to start the pipeline"]
 pub struct NonBlockingBuilder {
     config: Config,
     mode_from_env: bool,
+    spool_required: bool,
     flush_on_panic: bool,
     flush_on_signals: bool,
 }
@@ -82,6 +83,7 @@ impl Default for NonBlockingBuilder {
                 thread_ring_bytes: None,
             },
             mode_from_env: true,
+            spool_required: false,
             flush_on_panic: true,
             flush_on_signals: false,
         }
@@ -97,7 +99,7 @@ impl NonBlockingBuilder {
 
     /// The byte budget for queued records, headers included: at least 256 bytes, at
     /// most 16 GiB or the machine's physical memory, whichever is less (the budget is
-    /// mapped and touched when the pipeline starts). Outside that, `try_finish` is an
+    /// mapped and touched when the pipeline starts). Outside that, `build` is an
     /// error and `finish` uses the default (8 MiB) with a warning on stderr.
     pub fn capacity_bytes(mut self, bytes: usize) -> Self {
         self.config.capacity_bytes = bytes;
@@ -156,7 +158,7 @@ impl NonBlockingBuilder {
 
     /// The writer thread's name (default `loglag-writer`), as tracing-appender's
     /// `thread_name`. Linux shows its first 15 bytes. A name with a NUL byte cannot
-    /// name a thread: `try_finish` is an error, `finish` uses the default with a
+    /// name a thread: `build` is an error, `finish` uses the default with a
     /// warning on stderr.
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.config.thread_name = name.into();
@@ -217,8 +219,8 @@ impl NonBlockingBuilder {
     /// ```no_run
     /// let (writer, _guard) = loglag::NonBlockingBuilder::default()
     ///     .spool("/var/spool/app.loglag")
-    ///     .finish_sink(loglag::sink::FdSink::append("/var/log/app.log")?);
-    /// # Ok::<(), std::io::Error>(())
+    ///     .build(loglag::sink::FdSink::append("/var/log/app.log")?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spool(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         let sync = self
@@ -236,6 +238,16 @@ impl NonBlockingBuilder {
         if let Some(spool) = &mut self.config.spool {
             spool.1 = sync;
         }
+        self
+    }
+
+    /// Whether [`build`](Self::build) fails when the spool cannot be used (default off:
+    /// the pipeline runs without it, warned about on stderr and in
+    /// [`Metrics::spool_refused`](crate::Metrics::spool_refused), so that a restart which
+    /// overlaps the old process, still holding the spool, logs all the same). Turn it
+    /// on where losing crash safety must stop the start.
+    pub fn spool_required(mut self, required: bool) -> Self {
+        self.spool_required = required;
         self
     }
 
@@ -259,76 +271,65 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// Builds the pipeline over any writer. Like [`finish_sink`](Self::finish_sink),
-    /// nothing about the environment, the spool or a setting that cannot work stops
-    /// the service: each is warned about on stderr and worked around.
+    /// Builds the pipeline over any writer: tracing-appender's `finish`, and like it,
+    /// it never fails. An invalid `LOGLAG_MODE` is warned about on stderr (naming the
+    /// value and the valid ones) and `async` is used; a setting that cannot work (see
+    /// [`NonBlockingBuilder`]) is warned about and its default used; a spool that cannot
+    /// be used is warned about and the pipeline runs without it.
+    ///
+    /// A writer is a plain writer: each batch is one `write_all` to it. A file passed
+    /// here is not known to be a file, so a spool delivers into it at least once; pass
+    /// it to [`build`](Self::build) instead for exactly-once delivery and one `write(2)`
+    /// per batch.
     ///
     /// # Panics
     /// Only if the writer thread cannot be spawned (the system is out of threads or
     /// memory).
-    ///
-    /// A `std::fs::File` becomes a file sink ([`FdSink`](crate::sink::FdSink)): one
-    /// `write(2)` per batch, and with a spool, exactly-once recovery into it. A
-    /// [`rolling::RollingFileAppender`](crate::rolling::RollingFileAppender) becomes its
-    /// [`RollingFile`](crate::sink::RollingFile) sink, with the same guarantees.
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
-        match self.build(writer_into_sink(writer), Strictness::CarryOn) {
+        match self.start(Box::new(WriterSink::new(writer)), Strictness::CarryOn) {
             Ok(pair) => pair,
             Err(e) => panic!("loglag: {e}"),
         }
     }
 
-    /// Builds the pipeline over a [`Sink`] (or anything [`IntoSink`](crate::sink::IntoSink)).
+    /// Builds the pipeline over a [`Sink`], or anything that becomes one
+    /// ([`IntoSink`](crate::sink::IntoSink)): a `std::fs::File` becomes an
+    /// [`FdSink`](crate::sink::FdSink), with exactly-once spool recovery into it; a
+    /// [`RollingFileAppender`](crate::rolling::RollingFileAppender) its
+    /// [`RollingFile`](crate::sink::RollingFile); a sink of yours stays itself.
     ///
-    /// Nothing about the environment or the spool stops the service: an invalid
-    /// `LOGLAG_MODE` is warned about on stderr (naming the value and the valid ones)
-    /// and `async` is used; a spool that is in use by another process, corrupt, or not
-    /// ours is warned about and the pipeline runs without it
-    /// ([`Metrics::spool_refused`](crate::Metrics::spool_refused) says so); a setting
-    /// that cannot work (see [`NonBlockingBuilder`]) is warned about and its default
-    /// used. Use [`try_finish_sink`](Self::try_finish_sink) to fail instead.
+    /// Fails, before anything is spawned, with [`BuildError::Setting`] for a setting
+    /// that cannot work (see [`NonBlockingBuilder`]), [`BuildError::Mode`] for an
+    /// invalid `LOGLAG_MODE`, and [`BuildError::Io`] when the writer thread or a signal
+    /// handler cannot be set up. A spool that cannot be used (in use by another process,
+    /// corrupt, not ours) is warned about on stderr and the pipeline runs without it
+    /// ([`Metrics::spool_refused`](crate::Metrics::spool_refused) says so), so that a
+    /// restart which overlaps the old process still logs; with
+    /// [`spool_required`](Self::spool_required) it is [`BuildError::Spool`] instead.
     ///
-    /// # Panics
-    /// Only if the writer thread cannot be spawned (the system is out of threads or
-    /// memory).
-    pub fn finish_sink(self, sink: impl crate::sink::IntoSink) -> (NonBlocking, WorkerGuard) {
-        match self.build(Box::new(sink.into_sink()), Strictness::CarryOn) {
-            Ok(pair) => pair,
-            Err(e) => panic!("loglag: {e}"),
-        }
-    }
-
-    /// Like [`finish_sink`](Self::finish_sink), but fails instead of carrying on: an
-    /// invalid `LOGLAG_MODE` is [`FinishError::Mode`], a spool that cannot be used is
-    /// [`FinishError::Spool`] (with its [`SpoolErrorKind`](crate::spool::SpoolErrorKind)),
-    /// a setting that cannot work (see [`NonBlockingBuilder`]) [`FinishError::Io`] of
-    /// kind `InvalidInput`, and a failure to start the writer thread [`FinishError::Io`].
-    pub fn try_finish_sink(
+    /// ```
+    /// let file = tempfile::tempfile()?;
+    /// let (writer, guard) = loglag::NonBlockingBuilder::default().build(file)?;
+    /// # drop((writer, guard));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(
         self,
         sink: impl crate::sink::IntoSink,
-    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
-        self.build(Box::new(sink.into_sink()), Strictness::Fail)
+    ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
+        self.start(Box::new(sink.into_sink()), Strictness::Fail)
     }
 
-    /// [`try_finish_sink`](Self::try_finish_sink) for any writer, recognising a file or
-    /// a rolling appender as [`finish`](Self::finish) does.
-    pub fn try_finish<W: io::Write + Send + 'static>(
-        self,
-        writer: W,
-    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
-        self.build(writer_into_sink(writer), Strictness::Fail)
-    }
-
-    fn build(
+    fn start(
         mut self,
         mut sink: Box<dyn Sink>,
         strictness: Strictness,
-    ) -> Result<(NonBlocking, WorkerGuard), FinishError> {
+    ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         self.check_settings(strictness)?;
         if self.mode_from_env {
             self.config.mode = match Mode::from_env() {
                 Ok(mode) => mode,
-                Err(e) if strictness == Strictness::Fail => return Err(FinishError::Mode(e)),
+                Err(e) if strictness == Strictness::Fail => return Err(BuildError::Mode(e)),
                 Err(e) => {
                     eprintln!("loglag: {e}; using async");
                     Mode::Async
@@ -346,10 +347,10 @@ impl NonBlockingBuilder {
         if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
             match crate::spool::open(&path, self.config.capacity_bytes, sink.as_mut(), sync) {
                 Ok(opened) => spooled = Some(opened),
-                Err(e) if strictness == Strictness::Fail => {
+                Err(e) if self.spool_required => {
                     return Err(match crate::spool::SpoolError::of(&e) {
-                        Some(spool) => FinishError::Spool(spool.clone()),
-                        None => FinishError::Io(e),
+                        Some(spool) => BuildError::Spool(spool.clone()),
+                        None => BuildError::Io(e),
                     })
                 }
                 Err(e) => {
@@ -372,7 +373,8 @@ impl NonBlockingBuilder {
             });
         let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
         self.config.batch_bytes = self.config.batch_bytes.min(never_reached);
-        let descriptor = sink.descriptor();
+        let descriptor = crate::sink::call_sink(|| Ok(sink.as_file().and_then(|f| f.descriptor())))
+            .unwrap_or(None);
         // The sink goes to the writer thread, or (sync mode) into the core itself.
         let (core, writer_sink) = if let Some((ring, header, recovered)) = spooled {
             if self.config.overflow == Overflow::DropOldest {
@@ -390,12 +392,12 @@ impl NonBlockingBuilder {
         let worker = writer_sink
             .map(|sink| worker::spawn(core.clone(), sink))
             .transpose()
-            .map_err(FinishError::Io)?;
+            .map_err(BuildError::Io)?;
         if self.flush_on_panic {
             hooks::flush_on_panic(&core);
         }
         let signals = if self.flush_on_signals {
-            Some(hooks::flush_on_signals(&core).map_err(FinishError::Io)?)
+            Some(hooks::flush_on_signals(&core).map_err(BuildError::Io)?)
         } else {
             None
         };
@@ -410,7 +412,7 @@ impl NonBlockingBuilder {
     /// The settings that would break the pipeline rather than merely be clamped by
     /// it: refused (`Fail`), or replaced by their defaults with a warning (`CarryOn`),
     /// before anything is allocated, mapped or spawned.
-    fn check_settings(&mut self, strictness: Strictness) -> Result<(), FinishError> {
+    fn check_settings(&mut self, strictness: Strictness) -> Result<(), BuildError> {
         use crate::units::{capacity_expected, describe_size, max_capacity_bytes};
         let defaults = NonBlockingBuilder::default().config;
         let max = max_capacity_bytes();
@@ -437,8 +439,8 @@ impl NonBlockingBuilder {
     }
 }
 
-/// Whether `finish` carries on past a bad `LOGLAG_MODE`, an unusable spool or a
-/// setting that cannot work (with a warning) or `try_finish` fails.
+/// Whether `finish` carries on past a bad `LOGLAG_MODE` or a setting that cannot work
+/// (with a warning) or `build` fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Strictness {
     CarryOn,
@@ -448,12 +450,9 @@ enum Strictness {
 impl Strictness {
     /// `problem` (a setting that cannot work) as an error, or warned about on stderr
     /// with the `default` used instead.
-    fn refuse(self, problem: String, default: &str) -> Result<(), FinishError> {
+    fn refuse(self, problem: String, default: &str) -> Result<(), BuildError> {
         match self {
-            Strictness::Fail => Err(FinishError::Io(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("loglag: {problem}"),
-            ))),
+            Strictness::Fail => Err(BuildError::Setting(problem)),
             Strictness::CarryOn => {
                 eprintln!("loglag: {problem}; using the default, {default}");
                 Ok(())
@@ -462,67 +461,52 @@ impl Strictness {
     }
 }
 
-/// The sink for a writer given to `finish`.
-fn writer_into_sink<W: io::Write + Send + 'static>(writer: W) -> Box<dyn Sink> {
-    use crate::sink::IntoSink;
-    // The drop-in signature takes any `io::Write`, and stable Rust cannot specialise on
-    // it: the two writer types that have a better sink of their own are recognised
-    // here and converted through `IntoSink`, like any type of the user's passed to
-    // `finish_sink`.
-    let mut writer = Some(writer);
-    let slot: &mut dyn std::any::Any = &mut writer;
-    #[cfg(feature = "rolling")]
-    if let Some(appender) = slot.downcast_mut::<Option<crate::rolling::RollingFileAppender>>() {
-        return Box::new(appender.take().expect("set above").into_sink());
-    }
-    if let Some(file) = slot.downcast_mut::<Option<std::fs::File>>() {
-        return Box::new(file.take().expect("set above").into_sink());
-    }
-    Box::new(WriterSink::new(writer.take().expect("set above")))
-}
-
-/// Why [`NonBlockingBuilder::try_finish_sink`] (or `try_finish`) could not build the
-/// pipeline. Converts into `io::Error` for `?` in functions that return one.
+/// Why [`NonBlockingBuilder::build`] could not build the pipeline. Converts into
+/// `io::Error` for `?` in functions that return one.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum FinishError {
+pub enum BuildError {
+    /// A setting cannot work: the message names it, its value and what is valid
+    /// (`capacity_bytes = 100 B: expected 256 B to 16 GiB`).
+    Setting(String),
     /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
     Mode(crate::mode::ParseModeError),
-    /// The spool cannot be used: in use by another process, corrupt, another
-    /// version, or not ours.
+    /// The spool cannot be used ([`spool_required`](NonBlockingBuilder::spool_required)):
+    /// in use by another process, corrupt, another version, or not ours.
     Spool(crate::spool::SpoolError),
-    /// The writer thread or a signal handler could not be set up; or, of kind
-    /// `InvalidInput`, a setting cannot work (the message names it, its value and
-    /// what is valid).
+    /// The writer thread or a signal handler could not be set up.
     Io(io::Error),
 }
 
-impl std::fmt::Display for FinishError {
+impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FinishError::Mode(e) => e.fmt(f),
-            FinishError::Spool(e) => e.fmt(f),
-            FinishError::Io(e) => e.fmt(f),
+            BuildError::Setting(problem) => write!(f, "loglag: {problem}"),
+            BuildError::Mode(e) => e.fmt(f),
+            BuildError::Spool(e) => e.fmt(f),
+            BuildError::Io(e) => e.fmt(f),
         }
     }
 }
 
-impl std::error::Error for FinishError {
+impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            FinishError::Mode(e) => Some(e),
-            FinishError::Spool(e) => Some(e),
-            FinishError::Io(e) => Some(e),
+            BuildError::Setting(_) => None,
+            BuildError::Mode(e) => Some(e),
+            BuildError::Spool(e) => Some(e),
+            BuildError::Io(e) => Some(e),
         }
     }
 }
 
-impl From<FinishError> for io::Error {
-    fn from(e: FinishError) -> io::Error {
+impl From<BuildError> for io::Error {
+    fn from(e: BuildError) -> io::Error {
         match e {
-            FinishError::Io(e) => e,
-            FinishError::Mode(e) => io::Error::new(io::ErrorKind::InvalidInput, e),
-            FinishError::Spool(spool) => spool.into(),
+            BuildError::Io(e) => e,
+            BuildError::Setting(_) => io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+            BuildError::Mode(e) => io::Error::new(io::ErrorKind::InvalidInput, e),
+            BuildError::Spool(spool) => spool.into(),
         }
     }
 }

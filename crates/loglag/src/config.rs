@@ -41,7 +41,7 @@
 //!     overflow = "drop-newest"
 //!     flush_interval = "50ms"
 //! "#)?;
-//! let (writer, guard) = config.finish()?;
+//! let (writer, guard) = config.build()?;
 //! # drop((writer, guard));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -402,9 +402,9 @@ impl Config {
 
     /// Builds the pipeline into the configured sink (standard output if none was
     /// given). Errors say what could not be opened, or why the spool was refused.
-    pub fn finish(self) -> Result<(NonBlocking, WorkerGuard), Box<dyn std::error::Error>> {
+    pub fn build(self) -> Result<(NonBlocking, WorkerGuard), Box<dyn std::error::Error>> {
         let sink = self.sink.unwrap_or(SinkSpec::Stdout).open()?;
-        Ok(self.builder.try_finish_sink(sink)?)
+        Ok(self.builder.build(sink)?)
     }
 }
 

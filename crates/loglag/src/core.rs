@@ -113,7 +113,7 @@ pub(crate) struct Core {
     /// flushers and the guard.
     pub(crate) handshake: Handshake,
     /// The sink itself in `sync` mode (there is no writer thread then).
-    pub(crate) sync_sink: Mutex<Option<Box<dyn Sink>>>,
+    pub(crate) sync_sink: Mutex<Option<crate::sink::HeldSink>>,
     /// Spool mode: the mapped file's header, and what recovery delivered at start.
     pub(crate) spool: Option<SpoolHeader>,
     recovered: Recovered,
@@ -288,7 +288,7 @@ impl Core {
             queued_records: AtomicU64::new(0),
             space: (Mutex::new(()), Condvar::new()),
             handshake: Handshake::default(),
-            sync_sink: Mutex::new(sync_sink),
+            sync_sink: Mutex::new(sync_sink.map(crate::sink::HeldSink::new)),
             report_format: std::sync::atomic::AtomicU8::new(
                 config_report.unwrap_or(Format::Compact).index(),
             ),
@@ -873,15 +873,15 @@ impl Core {
             return;
         };
         let _inside = ThreadMark::inside_sink(self.id);
-        if crate::sink::call_sink(|| sink.before_batch(record.len())).is_err() {
+        if crate::sink::call_sink(|| sink.sink().before_batch(record.len())).is_err() {
             self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
         }
         self.note_sink_fd(sink.descriptor());
         // Sync mode has no in-band report line; a sink's notice goes to stderr.
-        if let Ok(Some(notice)) = crate::sink::call_sink(|| Ok(sink.take_notice())) {
+        if let Some(notice) = sink.take_notice() {
             eprintln!("loglag: {notice}");
         }
-        match self.counters.measured_write(sink.as_mut(), record) {
+        match self.counters.measured_write(sink, record) {
             Ok(refused) if !refused.is_empty() => {
                 // The one record, refused by the peer (RELP's `500`).
                 self.counters.count_drop(DropReason::IoError, level, 1);
@@ -925,7 +925,7 @@ impl Core {
         };
         if let Some(mut guard) = sink {
             if let Some(sink) = guard.as_mut() {
-                let _ = crate::sink::call_sink(|| sink.flush());
+                let _ = crate::sink::call_sink(|| sink.sink().flush());
             }
         }
     }
@@ -995,7 +995,7 @@ impl Core {
                 .unwrap_or_else(|e| e.into_inner())
                 .take()
             {
-                let _ = crate::sink::call_sink(|| sink.flush());
+                let _ = crate::sink::call_sink(|| sink.sink().flush());
             }
             return self.metrics();
         }

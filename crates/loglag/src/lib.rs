@@ -31,22 +31,23 @@
 //! let (writer, _guard) = loglag::NonBlockingBuilder::default()
 //!     .capacity_bytes(4 << 20)
 //!     .overflow(loglag::Overflow::ShedByLevel)
-//!     .finish_sink(loglag::sink::FdSink::stderr());
+//!     .build(loglag::sink::FdSink::stderr())?;
 //! tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer)).try_init().ok();
+//! # Ok::<(), loglag::BuildError>(())
 //! ```
 //!
-//! # Which entry point
+//! # Two ways to build
 //!
-//! Every pipeline is one [`NonBlockingBuilder`] finished over a writer or a sink; the
-//! other entry points are shorthands for it.
+//! As in tracing-appender: one [`NonBlockingBuilder`], finished over a writer or built
+//! over a sink.
 //!
-//! | you want | call | on bad settings (`LOGLAG_MODE`, an unusable spool) |
+//! | you want | call | on a bad setting or `LOGLAG_MODE` |
 //! |---|---|---|
-//! | tracing-appender's two lines, defaults | [`non_blocking(writer)`](non_blocking()) | warns on stderr, carries on |
-//! | to choose the budget, policy, spool, signals | [`NonBlockingBuilder`]`::default()…`[`finish`](NonBlockingBuilder::finish)`(writer)` | warns, carries on |
-//! | the same, failing instead | [`try_finish`](NonBlockingBuilder::try_finish)`(writer)` | [`FinishError`] |
-//! | a sink loglag knows (syslog, RELP, OTLP, rolling files, a FIFO, a file descriptor) | [`finish_sink`](NonBlockingBuilder::finish_sink)`(sink)` / [`try_finish_sink`](NonBlockingBuilder::try_finish_sink)`(sink)`, or a [`SinkSpec`] URL | warns / fails |
-//! | every option from TOML or `LOGLAG_*` variables | [`Config`]`::…`[`finish`](Config::finish)`()` | [`ConfigError`] |
+//! | tracing-appender's drop-in: any `io::Write` | [`non_blocking(writer)`](non_blocking()), or [`NonBlockingBuilder`]`::default()…`[`finish`](NonBlockingBuilder::finish)`(writer)` | warns on stderr, carries on |
+//! | a sink: a `File` (exactly-once with a spool), rolling files, syslog, RELP, OTLP, a FIFO, a sink of yours | [`NonBlockingBuilder`]`::default()…`[`build`](NonBlockingBuilder::build)`(sink)` | [`BuildError`] |
+//!
+//! [`Config`] (TOML or `LOGLAG_*` variables) and [`SinkSpec`] URLs give you the builder
+//! and the sink: [`Config::build`] is `config.builder().build(sink)`.
 //!
 //! Then a front end: `tracing_subscriber::fmt().with_writer(writer)` (the drop-in),
 //! [`LoglagLayer`] (formats on the writer thread), [`Logger`] for `log`, or
@@ -156,7 +157,7 @@ pub mod spool;
 pub mod units;
 mod worker;
 
-pub use crate::builder::{FinishError, NonBlockingBuilder};
+pub use crate::builder::{BuildError, NonBlockingBuilder};
 #[cfg(feature = "config")]
 pub use crate::config::{Config, ConfigError};
 pub use crate::core::{FlushTimeout, Flushed};

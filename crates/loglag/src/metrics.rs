@@ -166,20 +166,20 @@ impl Counters {
     /// and any errors a fallback absorbed. Used by the writer thread and by `sync` mode.
     pub(crate) fn measured_write(
         &self,
-        sink: &mut dyn crate::sink::Sink,
+        sink: &mut crate::sink::HeldSink,
         bytes: &[u8],
     ) -> Result<Vec<u64>, (std::io::Error, usize)> {
         let started = std::time::Instant::now();
-        if let Err(e) = self.end_torn_line(sink) {
+        if let Err(e) = self.end_torn_line(sink.sink()) {
             return Err((e, 0));
         }
         // Offsets of refused records count from the first byte of `bytes`.
-        let _ = crate::sink::call_sink(|| Ok(sink.take_refused()));
-        let (calls, result) = crate::sink::write_all_counted(sink, bytes);
-        let refused = crate::sink::call_sink(|| Ok(sink.take_refused())).unwrap_or_default();
+        sink.start_counting_refusals();
+        let (calls, result) = crate::sink::write_all_counted(sink.sink(), bytes);
+        let refused = sink.take_refused();
         self.write_latency.record(started.elapsed());
         self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
-        let absorbed = crate::sink::call_sink(|| Ok(sink.take_absorbed_errors())).unwrap_or(0);
+        let absorbed = sink.take_absorbed_errors();
         self.io_errors.fetch_add(absorbed, Ordering::Relaxed);
         if let Err((_, partial)) = &result {
             self.note_partial(bytes, *partial);
@@ -330,7 +330,7 @@ pub struct Metrics {
     pub torn_records: u64,
     /// A spool was configured but refused at start (in use by another process,
     /// corrupt, or not ours), so this pipeline runs without one: records survive a
-    /// crash only as far as a pipeline without a spool does. `finish` warned on stderr.
+    /// crash only as far as a pipeline without a spool does. It was warned about on stderr.
     pub spool_refused: bool,
 }
 

@@ -2,17 +2,19 @@
 //! `tracing_appender::rolling` with `loglag::rolling` keeps a program compiling and
 //! naming its files the same way (`PREFIX.YYYY-MM-DD[-HH[-mm]][.SUFFIX]`).
 //!
-//! Passed to [`crate::non_blocking()`] or [`NonBlockingBuilder::finish`](crate::NonBlockingBuilder::finish),
-//! the appender becomes the pipeline's sink itself: it rotates only between batches
-//! and, with `.spool()`, gets exactly-once delivery. Used directly as an `io::Write` or
-//! a `MakeWriter`, it writes synchronously, as tracing-appender's does.
+//! Passed to [`NonBlockingBuilder::build`](crate::NonBlockingBuilder::build), the
+//! appender becomes the pipeline's sink itself ([`RollingFile`]): it rotates only
+//! between batches and, with `.spool()`, gets exactly-once delivery. Passed to
+//! [`crate::non_blocking()`] (tracing-appender's drop-in), used as an `io::Write` or as a
+//! `MakeWriter`, it is a writer like any other, as tracing-appender's is: each write
+//! rotates when one is due.
 //!
 //! ```
 //! let dir = tempfile::tempdir()?;
 //! let appender = loglag::rolling::hourly(dir.path(), "app.log");
-//! let (writer, _guard) = loglag::non_blocking(appender);
+//! let (writer, _guard) = loglag::NonBlockingBuilder::default().build(appender)?;
 //! # drop(writer);
-//! # Ok::<(), std::io::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! [`Builder`] is loglag's one rolling API: tracing-appender's knobs under their

@@ -163,9 +163,9 @@ impl SpoolHeader {
 }
 
 /// Why a spool could not be opened or recovered. It travels inside the `io::Error`
-/// that [`recover`] and `NonBlockingBuilder::try_finish_sink` return; get it back with
-/// [`SpoolError::of`] to tell the cases apart without matching on text.
-/// `NonBlockingBuilder::try_finish_sink` returns it as [`crate::FinishError::Spool`].
+/// that [`recover`] returns; get it back with [`SpoolError::of`] to tell the cases
+/// apart without matching on text. `NonBlockingBuilder::build` returns it as
+/// [`crate::BuildError::Spool`] when the spool is required.
 #[derive(Debug, Clone)]
 pub struct SpoolError {
     pub path: std::path::PathBuf,
@@ -488,7 +488,7 @@ fn recover_into(
                     records = &records[in_batch..];
                     header.end_batch(pending_end);
                 } else if now > sink_len_before {
-                    call_sink(|| sink.truncate_to(sink_len_before))?;
+                    crate::sink::truncate_to(sink, sink_len_before)?;
                     recovered.cut_bytes = now - sink_len_before;
                 }
             }
@@ -540,7 +540,7 @@ fn recover_into(
     }
     announce_unannounced(header, sink, &mut recovered)?;
     call_sink(|| sink.flush())?;
-    let _ = call_sink(|| sink.sync());
+    let _ = crate::sink::sync(sink);
     header.end_batch(scan.end.max(tail).max(delivered_to));
     Ok(recovered)
 }
@@ -636,7 +636,7 @@ pub fn recover_opening<S: Sink>(
     }
     let spool = check(path)?;
     let mut sink = open_sink()?;
-    if sink.identity() == Some((spool.dev(), spool.ino())) {
+    if crate::sink::place(&mut sink).1 == Some((spool.dev(), spool.ino())) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
@@ -808,7 +808,7 @@ fn existing_capacity(file: &std::fs::File, path: &Path, len: u64) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::FdSink;
+    use crate::sink::{FdSink, FileSink};
     use std::io::Write;
     use std::path::PathBuf;
 
@@ -851,7 +851,8 @@ mod tests {
             + (0..in_batch)
                 .map(|i| queue::footprint(record(i).len()))
                 .sum::<u64>();
-        header.begin_batch(end, sink.position(), sink.identity(), batch.len() as u64);
+        let (position, identity) = crate::sink::place(&mut sink);
+        header.begin_batch(end, position, identity, batch.len() as u64);
         std::fs::OpenOptions::new()
             .append(true)
             .open(sink_path)
@@ -947,6 +948,17 @@ mod tests {
             self.left -= 1;
             self.inner.write(buf)
         }
+        fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+            Some(self)
+        }
+    }
+    impl FileSink for DiesAfter {
+        fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+            None
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            self.inner.sync()
+        }
         fn position(&mut self) -> Option<u64> {
             self.inner.position()
         }
@@ -992,11 +1004,25 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Err(io::Error::other("killed"))
         }
+        fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+            Some(self)
+        }
+    }
+    impl FileSink for DiesAtFlush {
+        fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+            None
+        }
         fn position(&mut self) -> Option<u64> {
             self.0.position()
         }
         fn identity(&mut self) -> Option<(u64, u64)> {
             self.0.identity()
+        }
+        fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+            self.0.truncate_to(len)
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            self.0.sync()
         }
     }
 
@@ -1181,7 +1207,8 @@ mod tests {
         let (writer, guard) = crate::NonBlockingBuilder::default()
             .spool(&spool)
             .mode(crate::Mode::Async)
-            .finish_sink(FdSink::append(&log).unwrap());
+            .build(FdSink::append(&log).unwrap())
+            .unwrap();
         for i in 0..RECORDS {
             writer.submit(Level::Info, &record(i));
         }

@@ -12,7 +12,7 @@ use crate::core::{Core, ThreadMark};
 use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
 use crate::metrics::DropReason;
-use crate::sink::{call_sink, write_all_counted, Sink};
+use crate::sink::{call_sink, write_all_counted, HeldSink, Sink};
 
 pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHandle<()>> {
     let for_thread = core.clone();
@@ -58,7 +58,7 @@ fn writer_died(core: &Core) {
 
 struct Writer {
     core: Arc<Core>,
-    sink: Box<dyn Sink>,
+    sink: HeldSink,
     batch: Vec<u8>,
     /// (length, level) of each record in `batch`, to account for partial failures.
     records: Vec<(usize, Level)>,
@@ -96,7 +96,7 @@ impl Writer {
             batch: Vec::with_capacity(batch_bytes + core.config.max_record_bytes),
             records: Vec::with_capacity(1024),
             core,
-            sink,
+            sink: HeldSink::new(sink),
             reported: [[0; 5]; 4],
             failing: false,
             last_sync: Instant::now(),
@@ -261,7 +261,7 @@ impl Writer {
             // The sink's one chance to switch files (rotation), before the spool
             // records which file and offset this batch goes to.
             let batch_len = self.batch.len();
-            if call_sink(|| self.sink.before_batch(batch_len)).is_err() {
+            if call_sink(|| self.sink.sink().before_batch(batch_len)).is_err() {
                 // The batch still goes to the current file; the failure is counted.
                 self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
@@ -274,12 +274,12 @@ impl Writer {
                 // Recovery after a crash announces drops in the format the log had.
                 ledger.set_report_format(self.core.report_format());
             }
-            if let Ok(Some(notice)) = call_sink(|| Ok(self.sink.take_notice())) {
+            if let Some(notice) = self.sink.take_notice() {
                 let line = crate::metrics::own_line(self.core.report_format(), &notice, &[]);
                 self.write_line(&line);
             }
             if let Some(header) = spool {
-                let (position, identity) = crate::sink::place(self.sink.as_mut());
+                let (position, identity) = crate::sink::place(self.sink.sink());
                 header.begin_batch(end, position, identity, self.batch.len() as u64);
             }
             if !self.write_batch() {
@@ -300,7 +300,7 @@ impl Writer {
         }
         self.released(0, true);
         self.report_drops();
-        let _ = call_sink(|| self.sink.flush());
+        let _ = call_sink(|| self.sink.sink().flush());
         self.publish_progress();
         true
     }
@@ -314,7 +314,7 @@ impl Writer {
             SpoolSync::Every(d) => self.last_sync.elapsed() >= d,
         };
         if due {
-            let _ = call_sink(|| self.sink.sync());
+            let _ = crate::sink::sync(self.sink.sink());
             self.core.lanes.shared.sync_storage();
             self.last_sync = Instant::now();
         }
@@ -340,7 +340,7 @@ impl Writer {
     fn write_batch(&mut self) -> bool {
         let core = &self.core;
         let counters = &core.counters;
-        let result = counters.measured_write(self.sink.as_mut(), &self.batch);
+        let result = counters.measured_write(&mut self.sink, &self.batch);
 
         // Accounting happens inside the handshake so it cannot race with a guard that
         // gives up on us at the deadline and counts the batch as lost.
@@ -429,7 +429,7 @@ impl Writer {
         // lands, on the way out of the system call) must not announce it twice.
         let ledger = self.core.counters.ledger.get().copied();
         if let Some(ledger) = ledger {
-            let (position, identity) = crate::sink::place(self.sink.as_mut());
+            let (position, identity) = crate::sink::place(self.sink.sink());
             ledger.begin_report(&delta, line.len() as u64, position, identity);
         }
         let written = self.write_line(&line);
@@ -445,10 +445,10 @@ impl Writer {
     /// written.
     fn write_line(&mut self, line: &[u8]) -> bool {
         let counters = &self.core.counters;
-        if counters.end_torn_line(self.sink.as_mut()).is_err() {
+        if counters.end_torn_line(self.sink.sink()).is_err() {
             return false;
         }
-        let (calls, result) = write_all_counted(self.sink.as_mut(), line);
+        let (calls, result) = write_all_counted(self.sink.sink(), line);
         counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
         if let Err((_, partial)) = &result {
             counters.note_partial(line, *partial);
@@ -482,7 +482,7 @@ impl Writer {
             );
             self.report_drops();
         }
-        let _ = call_sink(|| self.sink.flush());
+        let _ = call_sink(|| self.sink.sink().flush());
         // Every batch was accounted for in `write_batch`: nothing is in flight here.
         self.core.handshake.exit(self.core.lanes.tail_sum(), |_| {});
     }

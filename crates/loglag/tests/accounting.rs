@@ -88,7 +88,7 @@ proptest! {
             // counted as `shutdown` drops, never lost silently.
             builder = builder.shutdown_timeout(Duration::from_millis(ms));
         }
-        let (writer, guard) = builder.finish_sink(sink);
+        let (writer, guard) = builder.build(sink).unwrap();
         let start = Arc::new(Barrier::new(producers));
         let threads: Vec<_> = (0..producers).map(|p| {
             let writer = writer.clone();

@@ -136,7 +136,8 @@ fn dropping_on_a_full_queue_does_not_allocate() {
         .capacity_bytes(4096)
         .overflow(loglag::Overflow::DropNewest)
         .mode(Mode::Async)
-        .finish_sink(Stalled(released, entered_tx));
+        .build(Stalled(released, entered_tx))
+        .unwrap();
     writer.submit(Level::Error, b"hold the writer\n");
     entered.recv().unwrap();
     let record = [b'd'; 120];

@@ -45,7 +45,10 @@ fn lines(out: &Arc<Mutex<Vec<u8>>>) -> Vec<String> {
 /// replaced.
 fn layer_lines(format: Format, mode: Mode, events: impl FnOnce()) -> Vec<String> {
     let (sink, out) = TestSink::new(Behaviour::Fast);
-    let (writer, guard) = NonBlockingBuilder::default().mode(mode).finish_sink(sink);
+    let (writer, guard) = NonBlockingBuilder::default()
+        .mode(mode)
+        .build(sink)
+        .unwrap();
     let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
     tracing::subscriber::with_default(subscriber, events);
     guard.shutdown();
@@ -142,7 +145,8 @@ fn span_context_is_the_same_rendered_on_either_thread() {
     let (sink, out) = TestSink::new(Behaviour::Fast);
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
     tracing::subscriber::with_default(subscriber, || {
         let span = tracing::info_span!("request", id = 42u64);
@@ -164,7 +168,8 @@ fn a_captured_timestamp_is_the_moment_of_the_call() {
     let (sink, out) = TestSink::new(Behaviour::Fast);
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
     let mut windows = Vec::new();
     tracing::subscriber::with_default(subscriber, || {
@@ -211,7 +216,8 @@ fn captured_records_over_the_limit_are_cut_and_counted() {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .max_record_bytes(1024)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
     tracing::subscriber::with_default(subscriber, || {
         tracing::info!(big = "x".repeat(10_000).as_str(), "captured too long");
@@ -240,7 +246,7 @@ fn a_spool_gets_lines_rendered_on_the_caller() {
         if spool {
             builder = builder.spool(dir.path().join("app.spool"));
         }
-        let (writer, guard) = builder.try_finish_sink(sink).unwrap();
+        let (writer, guard) = builder.build(sink).unwrap();
         let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer));
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(order = 7, user = "ann", "paid");
@@ -261,7 +267,8 @@ fn the_macros_write_what_the_layer_writes_for_the_same_event() {
         let (sink, out) = TestSink::new(Behaviour::Fast);
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         loglag::set_global(&writer, format, Level::Trace);
         let subscriber =
             tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
@@ -294,7 +301,8 @@ fn the_macros_log_only_at_and_above_the_maximum_level() {
     let (sink, out) = TestSink::new(Behaviour::Fast);
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     loglag::set_global(&writer, Format::Logfmt, Level::Warn);
     let evaluated = std::cell::Cell::new(0);
     let count = || {

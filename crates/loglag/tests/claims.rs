@@ -51,13 +51,32 @@ impl Sink for Recorder {
         Ok(n)
     }
 
-    fn sync(&mut self) -> io::Result<()> {
-        self.syncs.fetch_add(1, Ordering::Relaxed);
+    fn flush(&mut self) -> io::Result<()> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        self.flushes.fetch_add(1, Ordering::Relaxed);
+    fn as_file(&mut self) -> Option<&mut dyn loglag::sink::FileSink> {
+        Some(self)
+    }
+}
+
+/// A descriptor-less "file" that counts the syncs asked of it.
+impl loglag::sink::FileSink for Recorder {
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+        None
+    }
+    fn position(&mut self) -> Option<u64> {
+        None
+    }
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        None
+    }
+    fn truncate_to(&mut self, _len: u64) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -97,7 +116,8 @@ fn a_writers_debug_output_shows_its_settings_and_queue() {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .capacity_bytes(1 << 20)
-        .finish_sink(Recorder::default());
+        .build(Recorder::default())
+        .unwrap();
     let text = format!("{writer:?}");
     for expected in [
         "capacity_bytes: 1048576",
@@ -117,7 +137,8 @@ fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
         let (_recorder, gate, entered, sink) = gated_recorder();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold the writer\n");
         entered.recv().unwrap();
         // INFO records of 1 KiB until the default policy (ShedByLevel) sheds one.
@@ -167,7 +188,8 @@ fn records_over_64_kib_are_truncated_by_default_and_smaller_ones_are_not() {
         let recorder = Recorder::default();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(recorder.clone());
+            .build(recorder.clone())
+            .unwrap();
         let mut fits = vec![b'a'; (64 << 10) - 1];
         fits.push(b'\n');
         let mut over = vec![b'b'; 64 << 10];
@@ -203,7 +225,8 @@ fn batches_are_at_most_64_kib_and_1000_records_take_at_most_5_write_calls() {
         let (writer, guard) = NonBlockingBuilder::default()
             .overflow(Overflow::Block)
             .mode(Mode::Async)
-            .finish_sink(recorder.clone());
+            .build(recorder.clone())
+            .unwrap();
         const RECORDS: usize = 200_000;
         let mut record = format!("{{\"level\":\"INFO\",\"msg\":\"{}\"}}", "x".repeat(94));
         record.push('\n');
@@ -247,7 +270,8 @@ fn an_interrupted_write_is_retried_and_is_not_an_error() {
         };
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(recorder.clone());
+            .build(recorder.clone())
+            .unwrap();
         for i in 0..1000 {
             writer.submit(Level::Info, format!("record {i}\n").as_bytes());
             if i % 100 == 0 {
@@ -276,7 +300,8 @@ fn a_sink_that_writes_part_of_a_batch_then_fails_is_accounted_record_by_record()
         let (writer, guard) = NonBlockingBuilder::default()
             .flush_interval(Duration::from_secs(3600))
             .mode(Mode::Async)
-            .finish_sink(recorder.clone());
+            .build(recorder.clone())
+            .unwrap();
         for i in 0..9 {
             writer.submit(Level::Info, format!("record {i:02}\n").as_bytes());
         }
@@ -322,7 +347,8 @@ fn block_for_waits_its_bound_and_not_much_longer() {
             .overflow(Overflow::BlockFor(Duration::from_millis(200)))
             .flush_interval(Duration::from_secs(3600))
             .mode(Mode::Async)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold\n");
         entered.recv().unwrap();
         while writer.metrics().queue_full_events == 0 {
@@ -362,7 +388,8 @@ fn spool_sync_every_flush_syncs_after_each_batch_and_never_does_not() {
                 .spool(dir.path().join("app.spool"))
                 .spool_sync(sync)
                 .mode(Mode::Async)
-                .finish_sink(recorder.clone());
+                .build(recorder.clone())
+                .unwrap();
             // Opening a spool runs recovery, which syncs the sink once whatever the
             // setting: what it delivered must be durable before the spool forgets it.
             let at_open = recorder.syncs.load(Ordering::Relaxed);
@@ -393,7 +420,8 @@ fn drop_oldest_becomes_drop_newest_with_a_spool() {
             .flush_interval(Duration::from_secs(3600))
             .spool(dir.path().join("app.spool"))
             .mode(Mode::Async)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold\n");
         entered.recv().unwrap();
         let mut i = 0;
@@ -454,7 +482,8 @@ fn format_only_builds_the_record_and_off_does_not_and_neither_writes() {
         let recorder = Recorder::default();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(mode)
-            .finish_sink(recorder.clone());
+            .build(recorder.clone())
+            .unwrap();
         let subscriber =
             tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer.clone()));
         let formatted = Arc::new(AtomicU64::new(0));
@@ -483,7 +512,8 @@ fn the_default_shutdown_waits_5_s_for_a_hung_sink_then_counts_the_loss() {
     let (_recorder, _gate, entered, sink) = gated_recorder();
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     writer.submit(Level::Error, b"stuck in the sink\n");
     entered.recv().unwrap();
     writer.submit(Level::Info, b"queued behind it\n");
@@ -512,7 +542,7 @@ fn drop_reports_follow_the_layers_format_unless_set() {
             if let Some(f) = explicit {
                 builder = builder.report_format(f);
             }
-            let (writer, guard) = builder.finish_sink(sink);
+            let (writer, guard) = builder.build(sink).unwrap();
             let subscriber =
                 tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer.clone()));
             tracing::subscriber::with_default(subscriber, || {
@@ -571,7 +601,8 @@ fn tracing_appender_builder_calls_port_unchanged() {
             .buffered_lines_limit(1_000)
             .thread_name("my-log-writer")
             .mode(Mode::Async)
-            .finish_sink(NamesThread(name.clone()));
+            .build(NamesThread(name.clone()))
+            .unwrap();
         writer.submit(Level::Info, b"hello\n");
         guard.flush(Duration::from_secs(30)).unwrap();
         assert_eq!(name.lock().unwrap().as_deref(), Some("my-log-writer"));
@@ -598,7 +629,8 @@ fn a_full_batch_is_written_without_waiting_for_the_interval() {
         let (writer, _guard) = NonBlockingBuilder::default()
             .flush_interval(Duration::from_secs(3600))
             .mode(Mode::Async)
-            .finish_sink(Tell(recorder, tx));
+            .build(Tell(recorder, tx))
+            .unwrap();
         let record = [b'b'; 1023]
             .iter()
             .chain(b"\n")
@@ -620,7 +652,8 @@ fn each_flush_counts_the_records_written_while_it_waited() {
     within(LIMIT, "flush counts", || {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Recorder::default());
+            .build(Recorder::default())
+            .unwrap();
         for n in [3u64, 2] {
             for _ in 0..n {
                 writer.submit(Level::Info, b"r\n");
@@ -644,7 +677,8 @@ fn a_sync_flush_reaches_the_sink_even_while_another_thread_writes() {
         let (recorder, gate, entered, sink) = gated_recorder();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Sync)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let writing = {
             let writer = writer.clone();
             std::thread::spawn(move || writer.submit(Level::Info, b"held\n"))
@@ -681,7 +715,8 @@ fn a_producer_waiting_for_room_is_woken_when_room_is_made() {
             .capacity_bytes(4096)
             .overflow(Overflow::BlockFor(Duration::from_secs(3600)))
             .flush_interval(Duration::from_secs(3600))
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold the writer\n");
         entered.recv().unwrap();
         let record = [b'k'; 1023]
@@ -742,7 +777,8 @@ fn the_record_that_completes_a_batch_wakes_a_sleeping_writer() {
             .batch_bytes(4096)
             .flush_interval(Duration::from_secs(3600))
             .mode(Mode::Async)
-            .finish_sink(Tell(tx));
+            .build(Tell(tx))
+            .unwrap();
         let record = [b'w'; 1023]
             .iter()
             .chain(b"\n")
@@ -783,7 +819,8 @@ fn an_idle_writer_sleeps() {
             .thread_name("idle-writer")
             .flush_interval(Duration::from_millis(50))
             .mode(Mode::Async)
-            .finish_sink(Recorder::default());
+            .build(Recorder::default())
+            .unwrap();
         writer.submit(Level::Info, b"one record, then nothing\n");
         guard.flush(Duration::from_secs(30)).unwrap();
         let before = thread_cpu_seconds("idle-writer").expect("the writer thread");
@@ -817,7 +854,8 @@ fn the_writer_counts_what_a_slow_sink_leaves_at_the_deadline() {
             .overflow(Overflow::Block)
             .shutdown_timeout(Duration::from_millis(200))
             .mode(Mode::Async)
-            .finish_sink(Slow);
+            .build(Slow)
+            .unwrap();
         // 100 batches of 1 KiB at 20 ms each: 2 s of writing, 10 times the deadline.
         for i in 0..1000 {
             writer.submit(Level::Info, format!("{i:099}\n").as_bytes());
@@ -846,7 +884,8 @@ fn buffered_lines_limit_bounds_queued_records() {
                 .mode(Mode::Async)
                 .overflow(overflow)
                 .buffered_lines_limit(10)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             // Record 0, an ERROR, is written at once: the writer is now held in write.
             writer.submit(Level::Error, b"seq=0\n");
             entered.recv().unwrap();
@@ -885,7 +924,8 @@ fn a_blocking_lines_limit_waits_for_a_slot_and_loses_nothing() {
             .mode(Mode::Async)
             .lossy(false)
             .buffered_lines_limit(10)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"seq=0\n");
         entered.recv().unwrap();
         for seq in 1..=10u64 {
@@ -918,7 +958,8 @@ fn a_json_log_under_overload_stays_json_lines() {
             .capacity_bytes(16 << 10)
             .overflow(Overflow::DropNewest)
             .report_format(loglag::Format::Json)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let subscriber = tracing_subscriber::fmt()
             .json()
             .with_writer(writer.clone())
@@ -961,7 +1002,8 @@ fn a_batch_fills_to_exactly_batch_bytes_and_an_oversized_record_still_goes() {
             .mode(Mode::Async)
             .batch_bytes(300)
             .flush_interval(Duration::from_secs(3600))
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let record = |c: u8, len: usize| {
             let mut r = vec![c; len - 1];
             r.push(b'\n');

@@ -18,7 +18,7 @@ fn a_pipeline_from_toml_writes_where_the_file_says() {
         log.display()
     ))
     .unwrap();
-    let (writer, guard) = config.finish().unwrap();
+    let (writer, guard) = config.build().unwrap();
     writer.submit(loglag::Level::Info, b"configured\n");
     guard.flush(Duration::from_secs(30)).unwrap();
     let threads: Vec<String> = std::fs::read_dir("/proc/self/task")
@@ -39,6 +39,6 @@ fn a_pipeline_from_toml_writes_where_the_file_says() {
 #[test]
 fn a_sink_that_cannot_be_opened_is_a_clear_error() {
     let config = loglag::Config::from_toml(r#"sink = "file:///nonexistent-dir/app.log""#).unwrap();
-    let err = config.finish().unwrap_err().to_string();
+    let err = config.build().unwrap_err().to_string();
     assert!(err.contains("nonexistent-dir"), "{err}");
 }

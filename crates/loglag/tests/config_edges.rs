@@ -85,7 +85,7 @@ fn shutting_down_with_a_timeout_beyond_any_instant_does_not_panic() {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .shutdown_timeout(Duration::MAX)
-        .try_finish(sink)
+        .build(loglag::sink::WriterSink::new(sink))
         .unwrap();
     writer.submit(Level::Info, b"kept\n");
     let m = guard.shutdown();
@@ -121,7 +121,7 @@ fn a_producer_blocking_for_longer_than_any_instant_waits_instead_of_panicking() 
         .capacity_bytes(4096)
         .overflow(Overflow::BlockFor(Duration::MAX))
         .flush_on_panic(false)
-        .try_finish(sink)
+        .build(loglag::sink::WriterSink::new(sink))
         .unwrap();
     const RECORDS: usize = 200;
     let producer = {
@@ -158,13 +158,13 @@ fn a_capacity_above_the_limit_is_an_error_naming_the_value_and_the_limit() {
     assert!(Config::from_toml(r#"capacity_bytes = "1GiB""#).is_ok());
 }
 
-/// The builder's setter: `try_finish` refuses it (before allocating anything).
+/// The builder's setter: `build` refuses it (before allocating anything).
 #[test]
-fn try_finish_refuses_a_capacity_above_the_limit() {
+fn build_refuses_a_capacity_above_the_limit() {
     let e = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .capacity_bytes(64 << 30)
-        .try_finish(io::sink())
+        .build(loglag::sink::WriterSink::new(io::sink()))
         .unwrap_err()
         .to_string();
     assert!(
@@ -183,11 +183,11 @@ fn a_nul_in_the_thread_name_is_an_error_not_a_panic() {
 }
 
 #[test]
-fn try_finish_with_a_nul_in_the_thread_name_is_an_error_not_a_panic() {
+fn build_with_a_nul_in_the_thread_name_is_an_error_not_a_panic() {
     let e = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .thread_name("log\0writer")
-        .try_finish(io::sink())
+        .build(loglag::sink::WriterSink::new(io::sink()))
         .unwrap_err()
         .to_string();
     assert!(e.contains("thread_name") && e.contains("NUL"), "{e}");
@@ -230,11 +230,11 @@ fn a_zero_capacity_and_other_sizes_that_cannot_work_are_errors() {
 }
 
 #[test]
-fn try_finish_refuses_a_zero_capacity() {
+fn build_refuses_a_zero_capacity() {
     let e = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .capacity_bytes(0)
-        .try_finish(io::sink())
+        .build(loglag::sink::WriterSink::new(io::sink()))
         .unwrap_err()
         .to_string();
     assert!(
@@ -271,7 +271,7 @@ fn a_batch_larger_than_the_budget_allocates_nothing_of_its_size() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .batch_bytes(batch)
-            .try_finish(sink)
+            .build(loglag::sink::WriterSink::new(sink))
             .unwrap();
         writer.submit(Level::Info, b"kept\n");
         assert_eq!(guard.shutdown().written_records, 1);
@@ -600,7 +600,7 @@ proptest! {
             return Ok(());
         }
         let sink = std::fs::File::create(dir.path().join("sink.log")).unwrap();
-        match config.builder().try_finish(sink) {
+        match config.builder().spool_required(true).build(sink) {
             Ok((writer, guard)) => {
                 writer.submit(Level::Warn, b"at the edges\n");
                 let m = guard.shutdown();

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use loglag::spool::SpoolErrorKind;
-use loglag::{FinishError, Level, Mode, NonBlockingBuilder, Overflow};
+use loglag::{BuildError, Level, Mode, NonBlockingBuilder, Overflow};
 use support::{within, Behaviour, Gate, TestSink};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -49,8 +49,10 @@ fn edges_child_main() {
             let m = guard.shutdown();
             println!("written={}", m.written_records);
         }
-        "try_finish" => match NonBlockingBuilder::default().try_finish(std::io::sink()) {
-            Err(FinishError::Mode(e)) => println!("refused: {e}"),
+        "build" => match NonBlockingBuilder::default()
+            .build(loglag::sink::WriterSink::new(std::io::sink()))
+        {
+            Err(BuildError::Mode(e)) => println!("refused: {e}"),
             Err(other) => println!("wrong error: {other}"),
             Ok(_) => println!("accepted"),
         },
@@ -61,7 +63,8 @@ fn edges_child_main() {
             let (writer, _guard) = NonBlockingBuilder::default()
                 .spool(&out)
                 .capacity_bytes(64 << 10)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             writer.submit(Level::Error, b"seq=0\n");
             entered.recv().unwrap();
             for seq in 1..20_000u64 {
@@ -113,9 +116,9 @@ fn loglag_mode_is_case_insensitive() {
 }
 
 #[test]
-fn try_finish_refuses_a_bad_loglag_mode() {
+fn build_refuses_a_bad_loglag_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let out = child_with_mode("try_finish", "fast", &dir.path().join("unused"));
+    let out = child_with_mode("build", "fast", &dir.path().join("unused"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("refused: invalid LOGLAG_MODE \"fast\""),
@@ -130,24 +133,27 @@ fn a_spool_in_use_is_warned_about_and_the_pipeline_runs_without_it() {
         let spool = dir.path().join("app.spool");
         let (first, _first_guard) = NonBlockingBuilder::default()
             .spool(&spool)
-            .finish_sink(TestSink::new(Behaviour::Fast).0);
+            .build(TestSink::new(Behaviour::Fast).0)
+            .unwrap();
         assert!(!first.metrics().spool_refused);
         // A restart while the old instance is still exiting: the second must not panic.
         let (sink, out) = TestSink::new(Behaviour::Fast);
         let (second, guard) = NonBlockingBuilder::default()
             .spool(&spool)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         assert!(second.metrics().spool_refused, "Metrics say so");
         second.submit(Level::Info, b"still logging\n");
         let m = guard.shutdown();
         assert_eq!(m.written_records, 1);
         assert_eq!(out.lock().unwrap().as_slice(), b"still logging\n");
-        // try_finish_sink fails instead, with the typed error.
+        // With the spool required, build fails instead, with the typed error.
         match NonBlockingBuilder::default()
             .spool(&spool)
-            .try_finish_sink(TestSink::new(Behaviour::Fast).0)
+            .spool_required(true)
+            .build(TestSink::new(Behaviour::Fast).0)
         {
-            Err(FinishError::Spool(e)) => assert_eq!(e.kind, SpoolErrorKind::InUse, "{e}"),
+            Err(BuildError::Spool(e)) => assert_eq!(e.kind, SpoolErrorKind::InUse, "{e}"),
             Err(other) => panic!("wrong error: {other}"),
             Ok(_) => panic!("a spool in use was accepted"),
         }
@@ -168,7 +174,8 @@ fn a_corrupt_spool_is_warned_about_and_the_pipeline_runs_without_it() {
         let (sink, out) = TestSink::new(Behaviour::Fast);
         let (writer, guard) = NonBlockingBuilder::default()
             .spool(&spool)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         assert!(writer.metrics().spool_refused);
         writer.submit(Level::Info, b"x\n");
         guard.shutdown();
@@ -180,9 +187,10 @@ fn a_corrupt_spool_is_warned_about_and_the_pipeline_runs_without_it() {
         );
         let err = NonBlockingBuilder::default()
             .spool(&spool)
-            .try_finish_sink(TestSink::new(Behaviour::Fast).0)
+            .spool_required(true)
+            .build(TestSink::new(Behaviour::Fast).0)
             .expect_err("refused");
-        assert!(matches!(err, FinishError::Spool(_)), "{err:?}");
+        assert!(matches!(err, BuildError::Spool(_)), "{err:?}");
         // And it still converts into an io::Error for `?`.
         let io: std::io::Error = err.into();
         assert!(loglag::spool::SpoolError::of(&io).is_some());
@@ -197,7 +205,8 @@ fn writeln_makes_one_record_per_line() {
         let (mut writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .overflow(Overflow::Block)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let n = 10_000u64;
         for seq in 0..n {
             let part = "part";
@@ -247,7 +256,8 @@ fn lines_stay_whole_under_drops_and_rotation() {
             // Batches smaller than a file: whatever the timing, the 8 KiB accepted
             // before the first drop are written in several batches, so files rotate.
             .batch_bytes(512)
-            .finish(appender);
+            .build(appender)
+            .unwrap();
         let n = 40_000u64;
         for seq in 0..n {
             // Three writes per line, as `writeln!` does with arguments.
@@ -296,7 +306,8 @@ fn json_records_get_json_drop_reports_without_being_asked() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .capacity_bytes(16 << 10)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let subscriber = tracing_subscriber::fmt()
             .json()
             .with_writer(writer.clone())
@@ -333,7 +344,8 @@ fn recover_refuses_the_spool_itself_as_its_output() {
     {
         let (_w, guard) = NonBlockingBuilder::default()
             .spool(&spool)
-            .finish_sink(TestSink::new(Behaviour::Fast).0);
+            .build(TestSink::new(Behaviour::Fast).0)
+            .unwrap();
         guard.shutdown();
     }
     let before = std::fs::read(&spool).unwrap();

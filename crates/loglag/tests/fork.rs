@@ -76,7 +76,7 @@ fn parent_and_children_log(spool: bool, mode: Mode) {
     if spool {
         builder = builder.spool(dir.path().join("app.spool"));
     }
-    let (writer, guard) = builder.finish_sink(FdSink::append(&log).unwrap());
+    let (writer, guard) = builder.build(FdSink::append(&log).unwrap()).unwrap();
     // The parent logs under load the whole time.
     let stop = Arc::new(AtomicBool::new(false));
     let (started_tx, started) = mpsc::channel();
@@ -172,7 +172,8 @@ fn a_forked_child_logging_through_the_macros_writes_whole_rendered_lines() {
         let path = dir.path().join("app.log");
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(FdSink::append(&path).unwrap());
+            .build(FdSink::append(&path).unwrap())
+            .unwrap();
         loglag::set_global(&writer, loglag::Format::Json, Level::Info);
         loglag::info!(who = "parent", "before the fork");
         // The child writes to the descriptor the writer last used.

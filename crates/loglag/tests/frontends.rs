@@ -18,7 +18,8 @@ fn drop_in_for_tracing_appender_with_fmt_json() {
             let (sink, out) = TestSink::new(Behaviour::Fast);
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let subscriber = tracing_subscriber::fmt()
                 .json()
                 .with_writer(writer.clone())
@@ -53,7 +54,8 @@ fn own_layer_escapes_injection_and_keeps_one_record_per_line() {
                 let (sink, out) = TestSink::new(Behaviour::Fast);
                 let (writer, guard) = NonBlockingBuilder::default()
                     .mode(Mode::Async)
-                    .finish_sink(sink);
+                    .build(sink)
+                    .unwrap();
                 let layer = LoglagLayer::new(writer).format(format);
                 let probe = layer.clone();
                 let subscriber = tracing_subscriber::registry().with(layer);
@@ -97,7 +99,8 @@ fn log_crate_front_end() {
             let (sink, out) = TestSink::new(Behaviour::Fast);
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let logger = loglag::Logger::new(writer)
                 .format(Format::Logfmt)
                 .max_level(log::LevelFilter::Info);
@@ -142,7 +145,10 @@ fn modes_separate_building_from_writing() {
                 (Mode::Async, 3),
             ] {
                 let (sink, out) = TestSink::new(Behaviour::Fast);
-                let (writer, guard) = NonBlockingBuilder::default().mode(mode).finish_sink(sink);
+                let (writer, guard) = NonBlockingBuilder::default()
+                    .mode(mode)
+                    .build(sink)
+                    .unwrap();
                 let subscriber =
                     tracing_subscriber::registry().with(LoglagLayer::new(writer.clone()));
                 tracing::subscriber::with_default(subscriber, || {
@@ -175,7 +181,8 @@ fn flush_works_from_async_code() {
             let (writer, _guard) = NonBlockingBuilder::default()
                 .flush_interval(Duration::from_secs(3600))
                 .mode(Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             writer.submit(Level::Info, b"one\n");
             let flushed = futures_lite_block_on(writer.flush_async(Duration::from_secs(30)))
                 .expect("flushed");
@@ -234,7 +241,8 @@ fn events_carry_their_spans_like_tracing_subscriber_json() {
                 let (sink, out) = TestSink::new(Behaviour::Fast);
                 let (writer, guard) = NonBlockingBuilder::default()
                     .mode(Mode::Async)
-                    .finish_sink(sink);
+                    .build(sink)
+                    .unwrap();
                 let subscriber =
                     tracing_subscriber::registry().with(LoglagLayer::new(writer).format(format));
                 tracing::subscriber::with_default(subscriber, || {

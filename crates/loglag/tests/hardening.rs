@@ -62,7 +62,8 @@ fn a_sink_that_logs_never_deadlocks_a_blocking_pipeline() {
             .overflow(Overflow::Block)
             .capacity_bytes(4096)
             .batch_bytes(256)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let _ = log.set(writer.clone());
         let threads: Vec<_> = (0..4)
             .map(|p| {
@@ -96,7 +97,8 @@ fn a_sink_that_logs_in_sync_mode_drops_as_reentrant_instead_of_self_deadlocking(
         let (sink, log, out) = logging_sink();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Sync)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let _ = log.set(writer.clone());
         for i in 0..100 {
             writer.submit(Level::Info, format!("p {i}\n").as_bytes());
@@ -143,12 +145,13 @@ fn the_writer_survives_a_panicking_sink_and_reports_the_batch() {
             .capacity_bytes(8192)
             .batch_bytes(512)
             .flush_on_panic(false)
-            .finish_sink(BadSink {
+            .build(BadSink {
                 calls: 0,
                 panic_on: 3,
                 overclaim: false,
                 out: out.clone(),
-            });
+            })
+            .unwrap();
         for i in 0..10_000 {
             writer.submit(Level::Info, format!("p {i}\n").as_bytes());
         }
@@ -175,12 +178,13 @@ fn a_sink_claiming_more_bytes_than_given_is_an_io_error_not_a_panic() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .flush_on_panic(false)
-            .finish_sink(BadSink {
+            .build(BadSink {
                 calls: 0,
                 panic_on: 0,
                 overclaim: true,
                 out,
-            });
+            })
+            .unwrap();
         for round in 0..3 {
             writer.submit(Level::Info, format!("r {round}\n").as_bytes());
             guard.flush(LIMIT).expect("flush");
@@ -215,7 +219,8 @@ fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
             .mode(Mode::Async)
             .overflow(Overflow::Block)
             .capacity_bytes(256 << 10)
-            .finish_sink(FdSink::from_file(write_end));
+            .build(FdSink::from_file(write_end))
+            .unwrap();
         let line = format!("{}\n", "z".repeat(99));
         // 100 KB: fits the ring (256 KiB), not the pipe (64 KiB).
         for _ in 0..1_000 {
@@ -399,15 +404,15 @@ fn hardening_child_main() {
         // not wait for the sink lock this very thread holds.
         "sync-panicking-sink" => {
             let out = Arc::new(Mutex::new(Vec::new()));
-            let (writer, guard) =
-                NonBlockingBuilder::default()
-                    .mode(Mode::Sync)
-                    .finish_sink(BadSink {
-                        calls: 0,
-                        panic_on: 2,
-                        overclaim: false,
-                        out,
-                    });
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Sync)
+                .build(BadSink {
+                    calls: 0,
+                    panic_on: 2,
+                    overclaim: false,
+                    out,
+                })
+                .unwrap();
             for i in 0..10 {
                 writer.submit(Level::Info, format!("r {i}\n").as_bytes());
             }
@@ -421,7 +426,8 @@ fn hardening_child_main() {
                 .mode(Mode::Async)
                 .capacity_bytes(8 << 20)
                 .spool(&spool)
-                .try_finish_sink(FdSink::stderr());
+                .spool_required(true)
+                .build(FdSink::stderr());
             match result {
                 Ok(_) => println!("opened"),
                 Err(e) => println!("error: {e}"),
@@ -444,7 +450,8 @@ fn hardening_child_main() {
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
                 .flush_interval(Duration::from_secs(3600))
-                .finish_sink(Scripted);
+                .build(Scripted)
+                .unwrap();
             for i in 0..6 {
                 writer.submit(Level::Info, format!("batch {i}\n").as_bytes());
                 guard.flush(Duration::from_secs(60)).unwrap();
@@ -456,7 +463,8 @@ fn hardening_child_main() {
         "deadline-messages" => {
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(FdSink::from_file(tempfile::tempfile().unwrap()));
+                .build(FdSink::from_file(tempfile::tempfile().unwrap()))
+                .unwrap();
             writer.submit(Level::Info, b"clean\n");
             guard.shutdown();
             eprintln!("--- hung ---");
@@ -471,7 +479,8 @@ fn hardening_child_main() {
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
                 .shutdown_timeout(Duration::from_millis(50))
-                .finish_sink(Hung);
+                .build(Hung)
+                .unwrap();
             for i in 0..3 {
                 writer.submit(Level::Error, format!("stuck {i}\n").as_bytes());
             }
@@ -590,8 +599,11 @@ impl Sink for HangsOnItsNotice {
         Ok(buf.len())
     }
 
-    fn take_notice(&mut self) -> Option<String> {
-        (!std::mem::replace(&mut self.said, true)).then(|| "reopened the file".to_owned())
+    fn take_report(&mut self) -> loglag::sink::SinkReport {
+        if std::mem::replace(&mut self.said, true) {
+            return loglag::sink::SinkReport::default();
+        }
+        loglag::sink::SinkReport::notice("reopened the file")
     }
 }
 
@@ -606,11 +618,12 @@ fn a_sink_hanging_on_its_notice_leaves_no_record_counted_by_nobody() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .shutdown_timeout(Duration::from_millis(300))
-            .finish_sink(HangsOnItsNotice {
+            .build(HangsOnItsNotice {
                 release,
                 hung,
                 said: false,
-            });
+            })
+            .unwrap();
         for i in 0..100 {
             writer.submit(Level::Info, format!("record {i}\n").as_bytes());
         }
@@ -647,13 +660,14 @@ fn a_sync_sink_logging_through_another_pipeline_is_written_there() {
         let (sink, out) = TestSink::new(Behaviour::Fast);
         let (other, other_guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(sink);
-        let (writer, guard) =
-            NonBlockingBuilder::default()
-                .mode(Mode::Sync)
-                .finish_sink(LogsElsewhere {
-                    other: other.clone(),
-                });
+            .build(sink)
+            .unwrap();
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Sync)
+            .build(LogsElsewhere {
+                other: other.clone(),
+            })
+            .unwrap();
         writer.submit(Level::Info, b"to the sync pipeline\n");
         let m = guard.shutdown();
         assert_accounted(&m);

@@ -17,7 +17,8 @@ fn pipeline(thread_ring_bytes: usize) -> (Arc<Mutex<Vec<u8>>>, loglag::WorkerGua
         .capacity_bytes(4 << 20)
         .overflow(loglag::Overflow::Block)
         .thread_ring_bytes(thread_ring_bytes)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     loglag::set_global(&writer, Format::Json, Level::Info);
     (out, guard)
 }

@@ -83,7 +83,8 @@ fn pipelines_publish_their_totals_through_the_facade() {
         .finish(std::io::sink());
     let (audit, audit_guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(Failing);
+        .build(Failing)
+        .unwrap();
     for _ in 0..7 {
         app.submit(Level::Info, b"ok\n");
     }

@@ -215,7 +215,8 @@ fn events_arrive_as_log_records_with_fields_resource_and_trace_ids() {
             }
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let subscriber = tracing_subscriber::registry().with(LoglagLayer::new(writer.clone()));
             tracing::subscriber::with_default(subscriber, || {
                 let span = tracing::info_span!(
@@ -335,7 +336,8 @@ fn a_collector_answering_503_then_429_gets_every_record_once() {
             .then(Answer::Ok);
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         for i in 0..50 {
             writer.submit(
                 Level::Info,
@@ -360,7 +362,8 @@ fn a_bad_request_is_not_retried_and_its_batch_is_counted() {
         collector.then(Answer::Status(400, None));
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"refused\"}}\n");
         guard.flush(Duration::from_secs(30)).unwrap();
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"taken\"}}\n");
@@ -391,7 +394,8 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
             .retry_for(Duration::from_millis(300));
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         let mut sent = 0;
         for _ in 0..20 {
             writer.submit(
@@ -446,7 +450,8 @@ fn a_slow_collector_never_blocks_the_caller() {
             .mode(Mode::Async)
             .capacity_bytes(64 << 10)
             .overflow(Overflow::DropNewest)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         writer.submit(Level::Error, b"{\"fields\":{\"message\":\"first\"}}\n");
         // 5,000 records of ~60 bytes: more than the 64 KiB budget holds.
         for i in 0..5_000 {
@@ -479,7 +484,8 @@ fn records_the_collector_rejects_are_reported_in_band() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .report_format(loglag::Format::Json)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"a\"}}\n");
         guard.flush(Duration::from_secs(30)).unwrap();
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"b\"}}\n");
@@ -503,7 +509,8 @@ fn a_sink_that_logs_into_its_own_pipeline_does_not_deadlock() {
         let collector = Collector::start();
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         loglag::Logger::new(writer.clone())
             .max_level(log::LevelFilter::Trace)
             .init()
@@ -575,7 +582,8 @@ fn a_redirecting_collector_is_a_failed_batch_not_a_delivery() {
         });
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Otlp::http(&format!("http://127.0.0.1:{port}/v1/logs")).unwrap());
+            .build(Otlp::http(&format!("http://127.0.0.1:{port}/v1/logs")).unwrap())
+            .unwrap();
         for i in 0..200 {
             writer.submit(
                 Level::Info,
@@ -607,7 +615,8 @@ fn a_retry_after_at_the_end_of_its_type_ends_the_retries_without_a_panic() {
         collector.then(Answer::Status(503, Some(u64::MAX)));
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
-            .finish_sink(Otlp::http(&collector.endpoint()).unwrap());
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"refused\"}}\n");
         guard.flush(Duration::from_secs(30)).unwrap();
         let m = guard.metrics();

@@ -39,7 +39,8 @@ fn stalled(
         .overflow(overflow)
         .flush_interval(Duration::from_secs(3600))
         .mode(loglag::Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     // An ERROR wakes the writer at once; it takes this record and blocks in the sink.
     writer.submit(Level::Error, b"first\n");
     entered.recv().unwrap();
@@ -146,7 +147,8 @@ fn a_record_longer_than_half_a_small_budget_is_truncated_to_fit() {
                 .max_record_bytes(1 << 20)
                 .overflow(Overflow::Block)
                 .mode(loglag::Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let mut big = vec![b'x'; 3000];
             big.push(b'\n');
             writer.submit(Level::Info, &big);
@@ -294,7 +296,8 @@ fn an_error_flushes_the_context_before_it_without_waiting_for_the_interval() {
             let (writer, _guard) = NonBlockingBuilder::default()
                 .flush_interval(Duration::from_secs(3600))
                 .mode(loglag::Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             writer.submit(Level::Info, b"context 1\n");
             writer.submit(Level::Warn, b"context 2\n");
             writer.submit(Level::Error, b"the error\n");
@@ -324,7 +327,8 @@ fn shutdown_deadline_counts_what_it_cuts_off() {
             let (writer, guard) = NonBlockingBuilder::default()
                 .shutdown_timeout(Duration::from_millis(50))
                 .mode(loglag::Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             writer.submit(Level::Error, b"stuck in the sink\n");
             entered.recv().unwrap();
             for i in 0..10 {
@@ -357,7 +361,8 @@ fn oversized_records_are_truncated_with_a_marker_and_counted() {
             let (writer, guard) = NonBlockingBuilder::default()
                 .max_record_bytes(1000)
                 .mode(loglag::Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let mut big = "é".repeat(10_000).into_bytes();
             big.push(b'\n');
             writer.submit(Level::Info, &big);
@@ -394,7 +399,8 @@ fn the_interval_fires_under_constant_load_below_the_batch_size() {
                 .max_record_bytes(1 << 10)
                 .flush_interval(Duration::from_millis(5))
                 .mode(loglag::Mode::Async)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let producer = {
                 let writer = writer.clone();

@@ -54,7 +54,7 @@ fn child_main() {
             .flush_interval(Duration::from_secs(3600))
             .batch_bytes(1 << 20)
             .flush_on_signals(role == "sigterm");
-        let (writer, guard) = builder.finish_sink(FdSink::append(&log).unwrap());
+        let (writer, guard) = builder.build(FdSink::append(&log).unwrap()).unwrap();
         for i in 0..RECORDS {
             writer.submit(Level::Info, format!("record {i}\n").as_bytes());
         }
@@ -167,7 +167,8 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
             // Without a fallback: every record is an io_error drop, and the writer reports it.
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(FdSink::append("/dev/full").unwrap());
+                .build(FdSink::append("/dev/full").unwrap())
+                .unwrap();
             for i in 0..50 {
                 writer.submit(Level::Info, format!("record {i}\n").as_bytes());
             }
@@ -181,7 +182,8 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
             let chain = Fallback::new(FdSink::append("/dev/full").unwrap()).then(capture);
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(chain);
+                .build(chain)
+                .unwrap();
             for i in 0..50 {
                 writer.submit(Level::Info, format!("record {i}\n").as_bytes());
             }
@@ -218,7 +220,8 @@ fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
                 .flush_interval(Duration::from_millis(1))
-                .finish_sink(FdSink::fifo(&fifo, None).unwrap());
+                .build(FdSink::fifo(&fifo, None).unwrap())
+                .unwrap();
             writer.submit(Level::Info, &[b'x'; 99]);
             writer.submit(Level::Info, b"\n");
             let mut got = Vec::new();
@@ -262,7 +265,8 @@ fn a_fifo_is_reopened_when_a_new_reader_arrives() {
                 .unwrap();
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(FdSink::fifo_reopening(&fifo, None).unwrap());
+                .build(FdSink::fifo_reopening(&fifo, None).unwrap())
+                .unwrap();
             writer.submit(Level::Info, b"hello\n");
             writer.flush(Duration::from_secs(30)).unwrap();
             first.wait().unwrap();
@@ -341,7 +345,8 @@ fn enospc_uses_the_fallback_and_the_primary_comes_back_when_space_returns() {
                 .backoff(Duration::from_millis(1), Duration::from_millis(5));
             let (writer, guard) = NonBlockingBuilder::default()
                 .mode(Mode::Async)
-                .finish_sink(chain);
+                .build(chain)
+                .unwrap();
             let record = [b'z'; 999]; // 1000-byte records: not a divisor of the page size
             let mut i = 0;
             while writer.metrics().io_errors == 0 {

@@ -125,7 +125,8 @@ fn the_exposition_parses_back_with_every_family_whole() {
     let (b, guard_b) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .overflow(Overflow::Block)
-        .finish_sink(Failing);
+        .build(Failing)
+        .unwrap();
     for _ in 0..100 {
         a.submit(Level::Info, b"ok\n");
     }

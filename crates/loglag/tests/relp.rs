@@ -137,7 +137,8 @@ fn pipeline(spool: &Path, port: u16) -> (loglag::NonBlocking, loglag::WorkerGuar
         .capacity_bytes(1 << 20)
         .overflow(Overflow::Block)
         .spool(spool)
-        .finish_sink(sink)
+        .build(sink)
+        .unwrap()
 }
 
 /// Not a test of its own: the sender process. Logs `trial=T seq=N` records until

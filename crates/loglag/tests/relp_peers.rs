@@ -271,7 +271,8 @@ fn a_server_that_dribbles_spaces_cannot_hold_a_batch_past_its_deadline() {
         // Longer than any deadline the sink may take: the guard must not be what ends
         // the batch (today's code held it until this passed and the guard gave up).
         .shutdown_timeout(Duration::from_secs(100))
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     for i in 0..3 {
         writer.submit(Level::Info, format!("dribbled {i}\n").as_bytes());
     }
@@ -401,7 +402,8 @@ fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .shutdown_timeout(Duration::from_secs(60))
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     const RECORDS: usize = 6_000;
     for i in 0..RECORDS {
         let mark = if i == 10 { " refuse-me" } else { "" };

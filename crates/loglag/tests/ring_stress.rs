@@ -20,7 +20,8 @@ fn stress(overflow: Overflow) {
         .overflow(overflow)
         .capacity_bytes(4096)
         .batch_bytes(512)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(THREADS));
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {

@@ -67,7 +67,8 @@ fn flood(builder: Builder, dir: &Path, n: u64) -> std::io::Result<()> {
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
         .batch_bytes(8 << 10)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     for seq in 0..n {
         writer.submit(
             Level::Info,
@@ -200,7 +201,8 @@ fn time_rotation_under_load_loses_nothing() {
         .unwrap();
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     // Log until two rotations have happened: the test waits on the files, not a clock.
     let mut seq = 0;
     loop {
@@ -238,7 +240,8 @@ fn a_sighup_reopen_under_load_loses_nothing() {
         .unwrap();
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let n = 40_000u64;
     for seq in 0..n {
         writer.submit(Level::Info, format!("record seq={seq}\n").as_bytes());

@@ -519,7 +519,8 @@ const FLUSH: Duration = Duration::from_secs(60);
 fn through_pipeline(sink: RollingFile, n: u64, m: u64, fault: impl FnOnce()) -> loglag::Metrics {
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     for seq in 0..n {
         writer.submit(Level::Info, &record(seq));
     }

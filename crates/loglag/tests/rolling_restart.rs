@@ -87,7 +87,8 @@ fn process_main() {
     };
     let (writer, guard) = NonBlockingBuilder::default()
         .overflow(Overflow::Block)
-        .finish(appender);
+        .build(appender)
+        .unwrap();
     for i in 0..RECORDS / 2 {
         writer.submit(Level::Info, format!("{tag} {i:07}\n").as_bytes());
     }
@@ -290,8 +291,8 @@ fn a_second_sink_on_held_dated_names_writes_its_own_file_and_says_so() {
         .unwrap();
     let second_path = second.current_path();
     assert_ne!(first_path, second_path, "never one file for two writers");
-    let (first_writer, first_guard) = NonBlockingBuilder::default().finish(first);
-    let (second_writer, second_guard) = NonBlockingBuilder::default().finish(second);
+    let (first_writer, first_guard) = NonBlockingBuilder::default().build(first).unwrap();
+    let (second_writer, second_guard) = NonBlockingBuilder::default().build(second).unwrap();
     first_writer.submit(Level::Info, b"first 1\n");
     second_writer.submit(Level::Info, b"second 1\n");
     drop((first_writer, second_writer));
@@ -327,13 +328,15 @@ fn a_fixed_name_taken_while_its_writer_was_moved_away_loses_nothing() {
                 std::time::UNIX_EPOCH + Duration::from_secs(clock.load(Ordering::SeqCst) as u64)
             })
     };
-    let (old, old_guard) =
-        NonBlockingBuilder::default().finish(builder().build(dir.path()).unwrap());
+    let (old, old_guard) = NonBlockingBuilder::default()
+        .build(builder().build(dir.path()).unwrap())
+        .unwrap();
     old.submit(Level::Info, b"old 1\n");
     old_guard.flush(Duration::from_secs(30)).unwrap();
     std::fs::rename(dir.path().join("app.log"), dir.path().join("app.log.moved")).unwrap();
-    let (new, new_guard) =
-        NonBlockingBuilder::default().finish(builder().build(dir.path()).unwrap());
+    let (new, new_guard) = NonBlockingBuilder::default()
+        .build(builder().build(dir.path()).unwrap())
+        .unwrap();
     new.submit(Level::Info, b"new 1\n");
     new_guard.flush(Duration::from_secs(30)).unwrap();
     old.submit(Level::Info, b"old 2\n");

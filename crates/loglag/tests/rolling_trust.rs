@@ -593,7 +593,7 @@ fn a_live_file_compressed_by_someone_else_is_not_overwritten() {
     std::fs::remove_file(&live).unwrap();
     write_batch(&mut sink, &mut next, 3);
     assert_ne!(sink.current_path(), live.as_path(), "a new name");
-    assert!(sink.take_notice().is_some(), "said in-band");
+    assert!(sink.take_report().notice.is_some(), "said in-band");
     clock.advance(86_400);
     write_batch(&mut sink, &mut next, 3);
     sink.wait_housekeeping();

@@ -35,7 +35,8 @@ fn a_signal_handler_that_logs_never_deadlocks_or_aborts_and_is_accounted_for() {
         let (writer, guard) = NonBlockingBuilder::default()
             .mode(Mode::Async)
             .overflow(Overflow::Block)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         assert!(WRITER.set(writer.clone()).is_ok(), "set once");
         // SAFETY: installs a handler for SIGUSR1 in this test binary, which uses the
         // signal for nothing else; the handler only logs and counts.

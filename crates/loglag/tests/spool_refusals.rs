@@ -131,8 +131,9 @@ fn a_pipeline_refuses_a_fifo_as_its_spool_without_blocking() {
     let result = within_deadline(move || {
         NonBlockingBuilder::default()
             .spool(&path)
+            .spool_required(true)
             .mode(Mode::Async)
-            .try_finish_sink(TestSink::new(Behaviour::Fast).0)
+            .build(TestSink::new(Behaviour::Fast).0)
             .map(drop)
     });
     let Some(result) = result else {
@@ -140,7 +141,7 @@ fn a_pipeline_refuses_a_fifo_as_its_spool_without_blocking() {
         panic!("opening a FIFO as a spool blocked");
     };
     match result {
-        Err(loglag::FinishError::Spool(e)) => {
+        Err(loglag::BuildError::Spool(e)) => {
             let e = io::Error::from(e);
             assert_refused_as(&e, &fifo, "a FIFO");
         }
@@ -166,7 +167,7 @@ fn a_spool_with_records_queued(dir: &Path) -> Vec<u8> {
         .spool(&live)
         .mode(Mode::Async)
         .capacity_bytes(64 << 10)
-        .try_finish_sink(sink)
+        .build(sink)
         .unwrap();
     writer.submit(Level::Info, &record(0));
     entered

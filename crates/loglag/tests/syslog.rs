@@ -45,7 +45,8 @@ fn sd<'a>(m: &'a SyslogMessage, param: &str) -> &'a str {
 fn log_events(sink: loglag::sink::Syslog, n: u64) -> loglag::Metrics {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let subscriber =
         tracing_subscriber::registry().with(LoglagLayer::new(writer).format(Format::Syslog));
     tracing::subscriber::with_default(subscriber, || {
@@ -168,7 +169,8 @@ fn a_syslog_record_over_the_limit_stays_valid() {
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
         .max_record_bytes(1024)
-        .finish_sink(loglag::sink::Syslog::tcp(addr).unwrap());
+        .build(loglag::sink::Syslog::tcp(addr).unwrap())
+        .unwrap();
     let subscriber =
         tracing_subscriber::registry().with(LoglagLayer::new(writer).format(Format::Syslog));
     let long = "y".repeat(5000);
@@ -206,7 +208,8 @@ fn a_collector_that_closes_between_batches_loses_nothing() {
     let addr = listener.local_addr().unwrap();
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(loglag::sink::Syslog::tcp(addr).unwrap());
+        .build(loglag::sink::Syslog::tcp(addr).unwrap())
+        .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let collector = std::thread::spawn(move || {
         let mut got = Vec::new();
@@ -351,7 +354,8 @@ fn a_real_rsyslog_receives_every_record_and_a_restart_loses_only_what_is_counted
     let rsyslog = start();
     let (writer, guard) = NonBlockingBuilder::default()
         .mode(Mode::Async)
-        .finish_sink(loglag::sink::Syslog::tcp(("127.0.0.1", port)).unwrap());
+        .build(loglag::sink::Syslog::tcp(("127.0.0.1", port)).unwrap())
+        .unwrap();
     let subscriber = tracing_subscriber::registry()
         .with(LoglagLayer::new(writer.clone()).format(Format::Syslog));
     let _default = tracing::subscriber::set_default(subscriber);

@@ -43,7 +43,8 @@ fn every_record_once_in_each_threads_order(threads: usize, per_thread: usize) {
         .capacity_bytes(256 << 10)
         .thread_ring_bytes(8 << 10)
         .overflow(Overflow::Block)
-        .finish_sink(sink);
+        .build(sink)
+        .unwrap();
     let start = Arc::new(Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
         .map(|t| {
@@ -101,7 +102,8 @@ fn records_of_two_threads_come_out_in_the_order_they_were_logged() {
             .mode(Mode::Async)
             .capacity_bytes(1 << 20)
             .overflow(Overflow::Block)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         const TURNS: usize = 2_000;
         let (to_b, from_a) = mpsc::channel::<()>();
         let (to_a, from_b) = mpsc::channel::<()>();
@@ -146,7 +148,8 @@ fn a_flush_waits_for_the_records_in_every_threads_ring() {
             .capacity_bytes(1 << 20)
             .overflow(Overflow::Block)
             .flush_interval(Duration::from_secs(3600))
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         for round in 1..=20usize {
             let handles: Vec<_> = (0..3)
                 .map(|t| {
@@ -183,7 +186,8 @@ fn one_thread_alone_can_fill_the_whole_budget() {
             .capacity_bytes(BUDGET)
             .thread_ring_bytes(8 << 10)
             .overflow(Overflow::DropNewest)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold the writer\n");
         entered.recv().unwrap();
         let mut sent = 0;
@@ -217,7 +221,8 @@ fn the_byte_budget_holds_while_every_thread_ring_fills() {
             .capacity_bytes(BUDGET)
             .thread_ring_bytes(8 << 10)
             .overflow(Overflow::DropNewest)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold the writer\n");
         entered.recv().unwrap();
         // Each thread logs once (taking a ring while the budget is empty), then all
@@ -276,7 +281,8 @@ fn an_exited_threads_ring_goes_to_the_next_thread() {
             .mode(Mode::Async)
             .capacity_bytes(1 << 20)
             .overflow(Overflow::Block)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         for t in 0..1_000 {
             let writer = writer.clone();
             std::thread::spawn(move || writer.submit(Level::Info, &record(t, 0)))
@@ -303,7 +309,8 @@ fn drop_oldest_across_a_thread_ring_and_the_shared_ring_keeps_the_newest_in_orde
             .capacity_bytes(128 << 10)
             .thread_ring_bytes(8 << 10)
             .overflow(Overflow::DropOldest)
-            .finish_sink(sink);
+            .build(sink)
+            .unwrap();
         writer.submit(Level::Error, b"hold the writer\n");
         entered.recv().unwrap();
         const SENT: usize = 5_000;
@@ -344,7 +351,8 @@ fn drop_oldest_keeps_each_threads_order_across_its_ring_and_the_shared_ring() {
                 .mode(Mode::Async)
                 .capacity_bytes(64 << 10)
                 .overflow(Overflow::DropOldest)
-                .finish_sink(sink);
+                .build(sink)
+                .unwrap();
             let start = Arc::new(Barrier::new(THREADS));
             let handles: Vec<_> = (0..THREADS)
                 .map(|t| {

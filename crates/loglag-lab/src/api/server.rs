@@ -390,8 +390,7 @@ impl App {
                 if let Some(interval) = config.loglag_flush_interval {
                     builder = builder.flush_interval(interval);
                 }
-                let (nb, guard) =
-                    builder.try_finish_sink(loglag::sink::WriterSink::new(sink()?))?;
+                let (nb, guard) = builder.build(loglag::sink::WriterSink::new(sink()?))?;
                 Logger::Loglag(nb, Mutex::new(Some(guard)))
             }
             Condition::TracingAppender => {
@@ -438,7 +437,7 @@ impl App {
                 if let Some(interval) = config.loglag_flush_interval {
                     builder = builder.flush_interval(interval);
                 }
-                let (nb, guard) = builder.try_finish_sink(net)?;
+                let (nb, guard) = builder.build(net)?;
                 collector = Some(started);
                 Logger::Loglag(nb, Mutex::new(Some(guard)))
             }

@@ -442,7 +442,7 @@ pub fn serve(config: HopConfig, ready: impl FnOnce(SocketAddr)) -> io::Result<()
             // Spans leave the request path through loglag itself.
             let (nb, guard) = loglag::NonBlockingBuilder::default()
                 .thread_name("span-writer")
-                .finish(file);
+                .build(file)?;
             let subscriber = tracing_subscriber::registry().with(super::trace::SpanExporter::new(
                 config.role.as_str(),
                 nb.clone(),

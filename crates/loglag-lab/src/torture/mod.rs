@@ -159,7 +159,9 @@ pub fn flood(
     policy: FloodPolicy,
 ) -> std::io::Result<()> {
     let progress = Arc::new(Progress(unsafe_map(progress)?));
-    let (writer, _guard) = builder(spool, policy).try_finish_sink(sink(out, rotate_bytes)?)?;
+    let (writer, _guard) = builder(spool, policy)
+        .spool_required(true)
+        .build(sink(out, rotate_bytes)?)?;
     let threads: Vec<_> = (0..PRODUCERS)
         .map(|p| {
             let writer = writer.clone();
@@ -241,8 +243,9 @@ pub fn kill9(
         let returned: Vec<u64> = (0..PRODUCERS)
             .map(|p| progress.slot(p).load(Ordering::Acquire))
             .collect();
-        let (_writer, recovery) =
-            builder(&spool, policy).try_finish_sink(sink(&out, rotate_bytes)?)?;
+        let (_writer, recovery) = builder(&spool, policy)
+            .spool_required(true)
+            .build(sink(&out, rotate_bytes)?)?;
         let m = recovery.shutdown();
         let trial = check(&out, &returned, m.recovered_records, m.torn_records)?;
         each(i, &trial);
@@ -419,9 +422,10 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         .overflow(overflow)
         .shutdown_timeout(Duration::from_millis(200))
         .flush_on_panic(false)
-        .finish_sink(loglag::sink::WriterSink::new(ThrottledWriter {
+        .build(loglag::sink::WriterSink::new(ThrottledWriter {
             rate: sink_rate,
-        }));
+        }))
+        .expect("valid settings");
     let o = offer(duration, sink_rate, baseline, |i, record| {
         writer.submit(
             if i % 10 == 0 {
@@ -473,7 +477,8 @@ pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
         .overflow(overflow)
         .shutdown_timeout(Duration::from_millis(50))
         .flush_on_panic(false)
-        .finish_sink(Hung);
+        .build(Hung)
+        .expect("valid settings");
     let record = [b'y'; 255];
     let mut waits = Vec::with_capacity(calls as usize);
     for i in 0..(calls + 1024) {
@@ -595,7 +600,7 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
             .flush_on_panic(false)
     };
 
-    let (writer, guard) = build().try_finish_sink(FdSink::append("/dev/full")?)?;
+    let (writer, guard) = build().build(FdSink::append("/dev/full")?)?;
     let max = timed_calls(&writer, calls);
     out.push(fault_result(
         "ENOSPC (/dev/full), no fallback",
@@ -605,7 +610,7 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
     ));
 
     let chain = Fallback::new(FdSink::append("/dev/full")?).then(WriterSink::new(std::io::sink()));
-    let (writer, guard) = build().try_finish_sink(chain)?;
+    let (writer, guard) = build().build(chain)?;
     let max = timed_calls(&writer, calls);
     out.push(fault_result(
         "ENOSPC (/dev/full) → fallback",
@@ -623,7 +628,7 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
         .arg(&fifo)
         .stdout(Stdio::null())
         .spawn()?;
-    let (writer, guard) = build().try_finish_sink(FdSink::fifo(&fifo, None)?)?;
+    let (writer, guard) = build().build(FdSink::fifo(&fifo, None)?)?;
     let max = timed_calls(&writer, calls);
     let m = guard.shutdown();
     let _ = reader.wait();
@@ -636,7 +641,7 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
     let (writer, guard) = build()
         .overflow(Overflow::Block)
         .capacity_bytes(4096)
-        .try_finish_sink(sink)?;
+        .build(sink)?;
     let _ = log.set(writer.clone());
     let max = timed_calls(&writer, calls);
     let m = guard.shutdown();
@@ -649,9 +654,7 @@ pub fn sink_faults(calls: u64) -> std::io::Result<Vec<FaultResult>> {
 
     // A sink that panics on every 100th write: each panic costs its batch (io_error),
     // never the writer thread.
-    let (writer, guard) = build()
-        .overflow(Overflow::Block)
-        .try_finish_sink(PanickingSink(0))?;
+    let (writer, guard) = build().overflow(Overflow::Block).build(PanickingSink(0))?;
     let max = timed_calls(&writer, calls);
     out.push(fault_result(
         "sink panics every 100th write (Block)",

@@ -1,7 +1,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{write_all_counted, Sink};
+use super::{write_all_counted, Sink, SinkReport};
 
 /// A chain of sinks: when one fails, the batch goes to the next. A failed sink is
 /// skipped (circuit open) and re-probed after a backoff that doubles from
@@ -10,17 +10,17 @@ use super::{write_all_counted, Sink};
 /// ```
 /// use loglag::sink::{Fallback, FdSink};
 /// let chain = Fallback::new(FdSink::append("/dev/full")?).then(FdSink::stderr());
-/// let (writer, _guard) = loglag::NonBlockingBuilder::default().finish_sink(chain);
+/// let (writer, _guard) = loglag::NonBlockingBuilder::default().build(chain).expect("a valid pipeline");
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct Fallback {
     links: Vec<Link>,
     initial_backoff: Duration,
     max_backoff: Duration,
-    absorbed_errors: u64,
-    /// What the link that took the last batches refused in them, from the chain's own
-    /// count of bytes (see [`Sink::take_refused`]).
-    refused_at: Vec<u64>,
+    /// What the chain will say at the next [`Sink::take_report`]: its own absorbed
+    /// errors, and the links' reports, with the refused offsets of the link that took
+    /// each batch shifted to the chain's own count of bytes (`passed`).
+    pending: SinkReport,
     passed: u64,
 }
 
@@ -49,8 +49,7 @@ impl Fallback {
             }],
             initial_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(5),
-            absorbed_errors: 0,
-            refused_at: Vec::new(),
+            pending: SinkReport::default(),
             passed: 0,
         }
     }
@@ -85,19 +84,26 @@ impl Sink for Fallback {
             if i != last && link.retry_at.is_some_and(|t| now < t) {
                 continue;
             }
-            let before = link.sink.position();
-            // Offsets a link reports are its own: counted from this write.
-            let _ = link.sink.take_refused();
+            let before = link.sink.as_file().and_then(|f| f.position());
+            // Offsets a link reports are its own: counted from this write. What else
+            // it had to report is kept for the chain's own report.
+            let stale = link.sink.take_report();
+            self.pending.notice = merged_notice(self.pending.notice.take(), stale.notice);
+            self.pending.absorbed_errors += stale.absorbed_errors;
             match write_all_counted(link.sink.as_mut(), buf).1 {
                 Ok(()) => {
                     let base = self.passed;
-                    self.refused_at
-                        .extend(link.sink.take_refused().into_iter().map(|at| base + at));
+                    let report = link.sink.take_report();
+                    self.pending.notice = merged_notice(self.pending.notice.take(), report.notice);
+                    self.pending.absorbed_errors += report.absorbed_errors;
+                    self.pending
+                        .refused
+                        .extend(report.refused.into_iter().map(|at| base + at));
                     self.passed += buf.len() as u64;
                     link.retry_at = None;
                     link.backoff = Duration::ZERO;
                     if last_err.is_some() {
-                        self.absorbed_errors += 1;
+                        self.pending.absorbed_errors += 1;
                     }
                     return Ok(buf.len());
                 }
@@ -105,7 +111,7 @@ impl Sink for Fallback {
                     // Cut a half-written batch back out of a file, so the records the
                     // next sink takes are not also left torn in this one.
                     if let (Some(len), true) = (before, partial > 0) {
-                        let _ = link.sink.truncate_to(len);
+                        let _ = super::truncate_to(link.sink.as_mut(), len);
                     }
                     link.backoff = (link.backoff * 2).clamp(self.initial_backoff, self.max_backoff);
                     // A backoff too long for the clock means: not before the end.
@@ -136,30 +142,25 @@ impl Sink for Fallback {
         Ok(())
     }
 
-    /// The chain's own (batches a later link took) and each link's (records a
-    /// collector refused inside an accepted batch: RELP, OTLP).
-    fn take_absorbed_errors(&mut self) -> u64 {
-        let links: u64 = self
-            .links
-            .iter_mut()
-            .map(|l| l.sink.take_absorbed_errors())
-            .sum();
-        std::mem::take(&mut self.absorbed_errors) + links
-    }
-
-    fn take_refused(&mut self) -> Vec<u64> {
+    /// The chain's own absorbed errors (batches a later link took) and each link's
+    /// report (a refusal, a reopened file), notices in chain order; refused offsets
+    /// count from the chain's first byte since the last report.
+    fn take_report(&mut self) -> SinkReport {
+        let mut report = std::mem::take(&mut self.pending);
+        for link in &mut self.links {
+            let more = link.sink.take_report();
+            report.notice = merged_notice(report.notice.take(), more.notice);
+            report.absorbed_errors += more.absorbed_errors;
+        }
         self.passed = 0;
-        std::mem::take(&mut self.refused_at)
+        report
     }
+}
 
-    /// What each link has to say in-band (a refusal, a reopened file), in chain order.
-    fn take_notice(&mut self) -> Option<String> {
-        let notices: Vec<String> = self
-            .links
-            .iter_mut()
-            .filter_map(|l| l.sink.take_notice())
-            .collect();
-        (!notices.is_empty()).then(|| notices.join("; "))
+fn merged_notice(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     }
 }
 
@@ -208,7 +209,7 @@ mod tests {
         .then(WriterSink::new(Shared(backup.clone())))
         .backoff(Duration::ZERO, Duration::ZERO);
         assert_eq!(chain.write(b"a\n").unwrap(), 2);
-        assert_eq!(chain.take_absorbed_errors(), 1);
+        assert_eq!(chain.take_report().absorbed_errors, 1);
         *fail.lock().unwrap() = false;
         chain.write(b"b\n").unwrap();
         assert_eq!(*backup.lock().unwrap(), b"a\n");
@@ -263,28 +264,28 @@ mod tests {
         );
     }
 
-    /// A link that took the batch but reports records refused inside it, a notice, and
-    /// counts the rotations it was offered.
+    /// A link that took the batch but refuses the record at offset 4 of each write,
+    /// counting it as an absorbed error with a notice, and counts the rotations it was
+    /// offered.
     struct Refusing {
         offered: Arc<Mutex<usize>>,
+        pending: SinkReport,
     }
 
     impl Sink for Refusing {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            // The chain asks before each write, so an offset counts from this one.
+            self.pending.refused.push(4);
+            self.pending.absorbed_errors += 1;
+            self.pending.notice = Some("the collector refused a record".into());
             Ok(buf.len())
         }
         fn before_batch(&mut self, _batch_len: usize) -> io::Result<()> {
             *self.offered.lock().unwrap() += 1;
             Ok(())
         }
-        fn take_absorbed_errors(&mut self) -> u64 {
-            2
-        }
-        fn take_notice(&mut self) -> Option<String> {
-            Some("the collector refused 2 records".into())
-        }
-        fn take_refused(&mut self) -> Vec<u64> {
-            vec![4]
+        fn take_report(&mut self) -> SinkReport {
+            std::mem::take(&mut self.pending)
         }
     }
 
@@ -293,20 +294,29 @@ mod tests {
         let offered = Arc::new(Mutex::new(0));
         let mut chain = Fallback::new(Refusing {
             offered: offered.clone(),
+            pending: SinkReport::default(),
         })
         .then(WriterSink::new(io::sink()));
         chain.before_batch(10).unwrap();
         assert_eq!(chain.write(b"0123456789").unwrap(), 10);
         assert_eq!(*offered.lock().unwrap(), 1, "a rolling link gets to rotate");
-        assert_eq!(chain.take_absorbed_errors(), 2);
+        let report = chain.take_report();
+        assert_eq!(report.absorbed_errors, 1);
         assert_eq!(
-            chain.take_notice().as_deref(),
-            Some("the collector refused 2 records")
+            report.notice.as_deref(),
+            Some("the collector refused a record")
         );
+        assert_eq!(report.refused, [4]);
         // Offsets count from the chain's first byte since it was last asked.
-        assert_eq!(chain.take_refused(), [4]);
         chain.write(b"0123456789").unwrap();
-        chain.write(b"abc").unwrap();
-        assert_eq!(chain.take_refused(), [4, 14]);
+        chain.write(b"abcdefg").unwrap();
+        let report = chain.take_report();
+        assert_eq!(report.refused, [4, 14]);
+        assert_eq!(report.absorbed_errors, 2);
+        assert_eq!(
+            chain.take_report(),
+            SinkReport::default(),
+            "each is said once"
+        );
     }
 }

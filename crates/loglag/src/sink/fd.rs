@@ -4,7 +4,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::Sink;
+use super::{FileSink, Sink};
 
 /// A sink that is a file descriptor: each `write` is exactly one `write(2)`.
 ///
@@ -143,9 +143,16 @@ impl FdSink {
 }
 
 /// Sets a pipe's capacity with `F_SETPIPE_SZ`; returns the capacity the kernel chose.
-pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
+pub(crate) fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
+    // A size past c_int is one the kernel would refuse anyway; say so rather than wrap.
+    let size = libc::c_int::try_from(size).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("pipe size {size} is larger than a pipe can be"),
+        )
+    })?;
     // SAFETY: fcntl on a valid descriptor with an integer argument.
-    let got = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, size as libc::c_int) };
+    let got = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, size) };
     if got < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -160,7 +167,7 @@ impl FdSink {
     }
 }
 
-impl Sink for FdSink {
+impl FileSink for FdSink {
     fn descriptor(&self) -> Option<(RawFd, (u64, u64))> {
         Some((self.fd, self.id))
     }
@@ -204,6 +211,12 @@ impl Sink for FdSink {
             Some(f) => f.sync_data(),
             None => Ok(()),
         }
+    }
+}
+
+impl Sink for FdSink {
+    fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+        Some(self)
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

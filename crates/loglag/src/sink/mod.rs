@@ -6,6 +6,8 @@
 //! | a file, appended to | [`FdSink::append`] |
 //! | a FIFO or pipe | [`FdSink::fifo`] |
 //! | any `io::Write + Send` | [`WriterSink::new`] (or pass the writer to `finish`) |
+//!
+//! A sink of your own implements [`Sink`]: `write`, and `flush` if it buffers.
 //! | rolling files: size/time rotation, retention, gzip | [`crate::rolling::Builder`] |
 //! | a chain with a circuit breaker | [`Fallback`] |
 //! | a syslog collector: TCP (RFC 6587 framing), UDP, `/dev/log` | [`Syslog`] |
@@ -25,7 +27,7 @@ mod syslog;
 use std::io;
 
 pub use fallback::Fallback;
-pub use fd::{set_pipe_size, FdSink};
+pub use fd::FdSink;
 #[cfg(feature = "otlp")]
 pub use otlp::{Otlp, OtlpEncoding};
 pub use relp::Relp;
@@ -36,9 +38,31 @@ pub use syslog::Syslog;
 
 /// A destination for batches of whole records.
 ///
+/// A sink of your own implements [`write`](Sink::write), and [`flush`](Sink::flush) if
+/// it buffers. The other methods have defaults that do nothing; they are for sinks that
+/// rotate ([`before_batch`](Sink::before_batch)), that have something to say in the log
+/// or refuse records ([`take_report`](Sink::take_report)), or that are one file
+/// descriptor ([`as_file`](Sink::as_file), which gives a spool exactly-once delivery and
+/// a forked child somewhere to write).
+///
 /// The writer thread calls `write` until the batch is gone, retrying on
 /// `ErrorKind::Interrupted` and continuing after short writes; each call is counted as
-/// one write syscall.
+/// one write syscall. A panic in any method costs the batch, not the writer thread.
+///
+/// ```
+/// use std::io;
+/// struct Lines(Vec<String>);
+/// impl loglag::sink::Sink for Lines {
+///     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+///         self.0.extend(String::from_utf8_lossy(buf).lines().map(String::from));
+///         Ok(buf.len())
+///     }
+/// }
+/// let (mut writer, guard) = loglag::NonBlockingBuilder::default().build(Lines(Vec::new()))?;
+/// io::Write::write_all(&mut writer, b"one record\n")?;
+/// assert_eq!(guard.shutdown().written_records, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Sink: Send + 'static {
     /// Writes some prefix of `buf`, like [`io::Write::write`]: one system call.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
@@ -55,62 +79,88 @@ pub trait Sink: Send + 'static {
         Ok(())
     }
 
+    /// What the sink has to report since the last call: errors it absorbed, records
+    /// its peer refused, something to say in the log. Asked after `before_batch` and
+    /// after each batch's writes.
+    fn take_report(&mut self) -> SinkReport {
+        SinkReport::default()
+    }
+
+    /// The sink as one file descriptor, if it is one: see [`FileSink`].
+    fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+        None
+    }
+}
+
+/// What a [`Sink`] reports to the writer between batches ([`Sink::take_report`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SinkReport {
+    /// Something to say in the log itself, as a WARN record from `loglag` in the
+    /// pipeline's report format, before the next batch (a rolling file that found its
+    /// file deleted and reopened it).
+    pub notice: Option<String>,
     /// Errors the sink absorbed itself (a fallback that succeeded after its primary
-    /// failed) since the last call. They are added to `Metrics::io_errors`.
-    fn take_absorbed_errors(&mut self) -> u64 {
-        0
-    }
-
+    /// failed; a record a collector refused). They are added to
+    /// [`Metrics::io_errors`](crate::Metrics::io_errors).
+    pub absorbed_errors: u64,
     /// Records the peer refused inside what `write` reported written (a RELP
-    /// collector's `500`), since the last call: where each starts, as a byte offset
-    /// counted from the first byte passed to `write` since the last call. The writer
-    /// counts each as dropped (`io_error`) instead of written. Most sinks refuse
-    /// nothing record by record.
-    fn take_refused(&mut self) -> Vec<u64> {
-        Vec::new()
+    /// collector's `500`): where each starts, as a byte offset counted from the first
+    /// byte passed to `write` since the last report. The writer counts each as dropped
+    /// (`io_error`) instead of written.
+    pub refused: Vec<u64>,
+}
+
+impl SinkReport {
+    /// A report that says `notice` in the log.
+    pub fn notice(notice: impl Into<String>) -> SinkReport {
+        SinkReport {
+            notice: Some(notice.into()),
+            ..SinkReport::default()
+        }
     }
 
-    /// Something the sink wants said in the log itself, as a WARN record from
-    /// `loglag` in the pipeline's report format, before the next batch (a rolling file
-    /// that found its file deleted and reopened it). Asked after `before_batch`.
-    fn take_notice(&mut self) -> Option<String> {
-        None
+    /// Adds `later` to this report: notices joined in order, errors summed, refused
+    /// offsets appended as they are (the caller shifts them if they count from
+    /// elsewhere).
+    pub fn merge(&mut self, later: SinkReport) {
+        self.notice = match (self.notice.take(), later.notice) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        self.absorbed_errors += later.absorbed_errors;
+        self.refused.extend(later.refused);
     }
+}
 
+/// What a sink that is one file descriptor offers besides writing, through
+/// [`Sink::as_file`].
+///
+/// With a regular file behind it (`position` and `identity` answer), a spool delivers
+/// an interrupted batch exactly once after a crash: recovery cuts the file back to
+/// where the batch began, in that very file, and writes it again. Any other sink gets
+/// the batch again (at least once). `descriptor` is where a forked child writes.
+pub trait FileSink {
     /// The descriptor this sink writes to right now and what it refers to (device,
-    /// inode), for sinks that are one file descriptor. A forked child, which has no
-    /// writer thread, writes its records to it directly (see `RELIABILITY.md`,
-    /// "fork"). Asked after every `before_batch`, and on the caller's thread in `sync`
-    /// mode: it must answer from what the sink knows, without a system call.
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
-        None
-    }
+    /// inode). A forked child, which has no writer thread, writes its records to it
+    /// directly (see `RELIABILITY.md`, "fork"). Asked after every `before_batch`, on
+    /// the writer's thread or the caller's in `sync` mode: it must answer from what the
+    /// sink knows, without a system call.
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))>;
 
-    /// The sink's current length, for sinks that have one (regular files). Spool
-    /// recovery uses it to deliver an interrupted batch exactly once.
-    fn position(&mut self) -> Option<u64> {
-        None
-    }
+    /// The file's current length, if it is a regular file.
+    fn position(&mut self) -> Option<u64>;
 
-    /// Cuts the sink back to `len` bytes (removes a partially written batch).
-    fn truncate_to(&mut self, _len: u64) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this sink cannot be truncated",
-        ))
-    }
+    /// The identity of the file (device, inode), if it is a regular file. Spool
+    /// recovery cuts or skips an interrupted batch only in the very file it was being
+    /// written to.
+    fn identity(&mut self) -> Option<(u64, u64)>;
 
-    /// Forces written data to stable storage, where that means something.
-    fn sync(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+    /// Cuts the file back to `len` bytes (removes a partially written batch).
+    fn truncate_to(&mut self, len: u64) -> io::Result<()>;
 
-    /// The identity of the file behind the sink (device, inode), for sinks that are
-    /// regular files. Spool recovery cuts or skips an interrupted batch only in the very
-    /// file it was being written to; any other sink gets the batch again (at least once).
-    fn identity(&mut self) -> Option<(u64, u64)> {
-        None
-    }
+    /// Forces written data to stable storage.
+    fn sync(&mut self) -> io::Result<()>;
 
     /// After a write failed with `WouldBlock` (a non-blocking descriptor that is full),
     /// waits up to `timeout` for room. Returns whether a retry makes sense. The default
@@ -120,11 +170,10 @@ pub trait Sink: Send + 'static {
     }
 }
 
-/// What can become a [`Sink`]: every sink, a `std::fs::File` (as an [`FdSink`], with
-/// exactly-once spool recovery), a [`crate::rolling::RollingFileAppender`] (as its
-/// [`RollingFile`]), and any type of yours that implements it (a file type of your
-/// own that knows its length and identity, say). Pass it to
-/// [`NonBlockingBuilder::finish_sink`](crate::NonBlockingBuilder::finish_sink).
+/// What can become a [`Sink`]: every sink; a `std::fs::File` (as an [`FdSink`], with
+/// exactly-once spool recovery); a [`crate::rolling::RollingFileAppender`] (as its
+/// [`RollingFile`]); any type of yours that implements it. Pass it to
+/// [`NonBlockingBuilder::build`](crate::NonBlockingBuilder::build).
 pub trait IntoSink {
     type Sink: Sink;
     fn into_sink(self) -> Self::Sink;
@@ -154,50 +203,35 @@ impl Sink for Box<dyn Sink> {
     fn before_batch(&mut self, batch_len: usize) -> io::Result<()> {
         (**self).before_batch(batch_len)
     }
-    fn take_absorbed_errors(&mut self) -> u64 {
-        (**self).take_absorbed_errors()
+    fn take_report(&mut self) -> SinkReport {
+        (**self).take_report()
     }
-    fn take_notice(&mut self) -> Option<String> {
-        (**self).take_notice()
-    }
-    fn take_refused(&mut self) -> Vec<u64> {
-        (**self).take_refused()
-    }
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
-        (**self).descriptor()
-    }
-    fn position(&mut self) -> Option<u64> {
-        (**self).position()
-    }
-    fn truncate_to(&mut self, len: u64) -> io::Result<()> {
-        (**self).truncate_to(len)
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        (**self).sync()
-    }
-    fn identity(&mut self) -> Option<(u64, u64)> {
-        (**self).identity()
-    }
-    fn wait_writable(&mut self, timeout: std::time::Duration) -> bool {
-        (**self).wait_writable(timeout)
+    fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+        (**self).as_file()
     }
 }
 
-/// Adapts any [`io::Write`] into a [`Sink`].
+/// Adapts any [`io::Write`] into a [`Sink`]: each `write` is the writer's `write`.
 ///
 /// ```
 /// use loglag::sink::{Sink, WriterSink};
 /// let mut sink = WriterSink::new(Vec::new());
 /// assert_eq!(sink.write(b"x\n")?, 2);
+/// assert_eq!(sink.into_inner(), b"x\n");
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct WriterSink<W>(pub W);
+pub struct WriterSink<W>(W);
 
 impl<W: io::Write + Send + 'static> WriterSink<W> {
     /// Wraps `writer`.
     pub fn new(writer: W) -> Self {
         WriterSink(writer)
+    }
+
+    /// The writer back.
+    pub fn into_inner(self) -> W {
+        self.0
     }
 }
 
@@ -207,6 +241,64 @@ impl<W: io::Write + Send + 'static> Sink for WriterSink<W> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
+    }
+}
+
+/// The pipeline's sink as the writer holds it: with what the sink reported but no one
+/// has asked for yet. The sink reports everything at once ([`Sink::take_report`]); the
+/// writer wants the notice before a batch, the refused offsets right after its writes,
+/// and the absorbed errors whenever they come, so the rest of a report waits here.
+pub(crate) struct HeldSink {
+    sink: Box<dyn Sink>,
+    pending: SinkReport,
+}
+
+impl HeldSink {
+    pub(crate) fn new(sink: Box<dyn Sink>) -> HeldSink {
+        HeldSink {
+            sink,
+            pending: SinkReport::default(),
+        }
+    }
+
+    fn collect(&mut self) {
+        if let Ok(report) = call_sink(|| Ok(self.sink.take_report())) {
+            self.pending.merge(report);
+        }
+    }
+
+    /// The notice to write before the next batch.
+    pub(crate) fn take_notice(&mut self) -> Option<String> {
+        self.collect();
+        self.pending.notice.take()
+    }
+
+    /// Errors the sink absorbed, to be added to `io_errors`.
+    pub(crate) fn take_absorbed_errors(&mut self) -> u64 {
+        self.collect();
+        std::mem::take(&mut self.pending.absorbed_errors)
+    }
+
+    /// Forgets refused offsets that count from writes before this moment: the next
+    /// `take_refused` counts from the next write.
+    pub(crate) fn start_counting_refusals(&mut self) {
+        self.collect();
+        self.pending.refused.clear();
+    }
+
+    /// Offsets of the records the peer refused since `start_counting_refusals`.
+    pub(crate) fn take_refused(&mut self) -> Vec<u64> {
+        self.collect();
+        std::mem::take(&mut self.pending.refused)
+    }
+
+    /// The sink's descriptor, for a forked child (see [`FileSink::descriptor`]).
+    pub(crate) fn descriptor(&mut self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+        call_sink(|| Ok(self.sink.as_file().and_then(|f| f.descriptor()))).unwrap_or(None)
+    }
+
+    pub(crate) fn sink(&mut self) -> &mut dyn Sink {
+        self.sink.as_mut()
     }
 }
 
@@ -266,7 +358,9 @@ pub(crate) fn write_all_counted(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let since = *blocked_since.get_or_insert_with(std::time::Instant::now);
                 let left = WOULD_BLOCK_WAIT.saturating_sub(since.elapsed());
-                if left.is_zero() || !call_sink(|| Ok(sink.wait_writable(left))).unwrap_or(false) {
+                let waited =
+                    call_sink(|| Ok(sink.as_file().is_some_and(|f| f.wait_writable(left))));
+                if left.is_zero() || !waited.unwrap_or(false) {
                     return (calls, Err((e, written)));
                 }
             }
@@ -279,7 +373,26 @@ pub(crate) fn write_all_counted(
 /// Where the next byte written to `sink` lands: its length and file identity, for the
 /// spool's exactly-once record of a batch. Both are `None` for sinks that are not files.
 pub(crate) fn place(sink: &mut dyn Sink) -> (Option<u64>, Option<(u64, u64)>) {
-    let position = call_sink(|| Ok(sink.position())).unwrap_or(None);
-    let identity = call_sink(|| Ok(sink.identity())).unwrap_or(None);
-    (position, identity)
+    call_sink(|| {
+        Ok(sink
+            .as_file()
+            .map_or((None, None), |f| (f.position(), f.identity())))
+    })
+    .unwrap_or((None, None))
+}
+
+/// Forces what `sink` wrote to stable storage, if it is a file.
+pub(crate) fn sync(sink: &mut dyn Sink) -> io::Result<()> {
+    call_sink(|| sink.as_file().map_or(Ok(()), |f| f.sync()))
+}
+
+/// Cuts `sink` back to `len` bytes, if it is a file that can be.
+pub(crate) fn truncate_to(sink: &mut dyn Sink, len: u64) -> io::Result<()> {
+    call_sink(|| match sink.as_file() {
+        Some(f) => f.truncate_to(len),
+        None => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this sink cannot be truncated",
+        )),
+    })
 }

@@ -45,7 +45,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::Sink;
+use super::{Sink, SinkReport};
 
 /// How requests are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub enum OtlpEncoding {
 /// let sink = Otlp::http("http://127.0.0.1:4318/v1/logs")?
 ///     .service_name("checkout")
 ///     .resource_attribute("deployment.environment", "prod");
-/// let (writer, guard) = loglag::NonBlockingBuilder::default().finish_sink(sink);
+/// let (writer, guard) = loglag::NonBlockingBuilder::default().build(sink)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct Otlp {
@@ -342,12 +342,12 @@ impl Sink for Otlp {
         Ok(whole)
     }
 
-    fn take_notice(&mut self) -> Option<String> {
-        self.notice.take()
-    }
-
-    fn take_absorbed_errors(&mut self) -> u64 {
-        std::mem::take(&mut self.rejected)
+    fn take_report(&mut self) -> SinkReport {
+        SinkReport {
+            notice: self.notice.take(),
+            absorbed_errors: std::mem::take(&mut self.rejected),
+            ..SinkReport::default()
+        }
     }
 }
 

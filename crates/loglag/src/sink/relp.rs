@@ -46,7 +46,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::Sink;
+use super::{Sink, SinkReport};
 use crate::units::deadline_after;
 
 /// Commands in flight before the sink waits for answers (librelp's default window).
@@ -81,7 +81,7 @@ const MAX_REFUSAL_CHARS: usize = 200;
 /// let sink = loglag::sink::Relp::tcp("127.0.0.1:2514")?;
 /// let (writer, guard) = loglag::NonBlockingBuilder::default()
 ///     .spool("/var/lib/app/log.spool")
-///     .finish_sink(sink);
+///     .build(sink)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -491,18 +491,15 @@ impl Sink for Relp {
         written
     }
 
-    fn take_refused(&mut self) -> Vec<u64> {
+    /// Refused records (see [`Relp`]): where each starts, one absorbed error each,
+    /// and what the collector said.
+    fn take_report(&mut self) -> SinkReport {
         self.passed = 0;
-        std::mem::take(&mut self.refused_at)
-    }
-
-    fn take_notice(&mut self) -> Option<String> {
-        self.notice()
-    }
-
-    /// Refused records (see [`Relp`]): one error each.
-    fn take_absorbed_errors(&mut self) -> u64 {
-        std::mem::take(&mut self.refusals_unabsorbed)
+        SinkReport {
+            refused: std::mem::take(&mut self.refused_at),
+            absorbed_errors: std::mem::take(&mut self.refusals_unabsorbed),
+            notice: self.notice(),
+        }
     }
 }
 
@@ -742,12 +739,12 @@ mod tests {
         sink.refuse(b"500 first");
         sink.refuse(b"500 second\r\nline");
         sink.resent = 3;
-        let notice = sink.take_notice().unwrap();
+        let report = sink.take_report();
+        let notice = report.notice.unwrap();
         assert!(notice.contains("refused 2 records"), "{notice}");
         assert!(notice.contains("500 second  line"), "{notice}");
         assert!(notice.contains("up to 3 records sent again"), "{notice}");
-        assert_eq!(sink.take_notice(), None);
-        assert_eq!(sink.take_absorbed_errors(), 2);
-        assert_eq!(sink.take_absorbed_errors(), 0);
+        assert_eq!(report.absorbed_errors, 2);
+        assert_eq!(sink.take_report(), SinkReport::default(), "said once");
     }
 }

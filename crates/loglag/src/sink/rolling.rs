@@ -46,7 +46,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Sink;
+use super::{FileSink, Sink, SinkReport};
 
 /// How often a file is rotated by time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1302,10 +1302,19 @@ impl Sink for RollingFile {
         Ok(())
     }
 
-    fn take_notice(&mut self) -> Option<String> {
-        self.notice.take()
+    fn take_report(&mut self) -> SinkReport {
+        SinkReport {
+            notice: self.notice.take(),
+            ..SinkReport::default()
+        }
     }
 
+    fn as_file(&mut self) -> Option<&mut dyn FileSink> {
+        Some(self)
+    }
+}
+
+impl FileSink for RollingFile {
     fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
         use std::os::fd::AsRawFd;
         Some((self.file.as_ref()?.as_raw_fd(), self.live_id))

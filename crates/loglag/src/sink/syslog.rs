@@ -46,7 +46,7 @@ enum Connection {
 /// ```no_run
 /// use tracing_subscriber::prelude::*;
 /// let sink = loglag::sink::Syslog::tcp("127.0.0.1:514")?;
-/// let (writer, _guard) = loglag::NonBlockingBuilder::default().finish_sink(sink);
+/// let (writer, _guard) = loglag::NonBlockingBuilder::default().build(sink)?;
 /// let layer = loglag::LoglagLayer::new(writer).format(loglag::Format::Syslog);
 /// tracing_subscriber::registry().with(layer).try_init().ok();
 /// tracing::warn!(disk = "sda", "low space");
