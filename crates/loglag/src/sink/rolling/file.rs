@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::fs::try_lock_exclusive;
 use super::names::{gz, DateFormat};
 use super::{Naming, RollingFile};
 
@@ -34,10 +35,10 @@ impl RollingFile {
     /// meanwhile: opening it again sees theirs.
     fn create_locked(&self, path: &Path) -> io::Result<File> {
         let (file, tmp) = self.locked_temporary(path)?;
-        match rename_noreplace(&tmp, path) {
+        match self.fs.rename_noreplace(&tmp, path) {
             Ok(()) => Ok(file),
             Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = self.fs.remove(&tmp);
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     Err(io::Error::new(
                         io::ErrorKind::Interrupted,
@@ -76,7 +77,7 @@ impl RollingFile {
             }
         };
         if let Err(e) = try_lock_exclusive(&file) {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = self.fs.remove(&tmp);
             return Err(e);
         }
         Ok((file, tmp))
@@ -272,14 +273,14 @@ impl RollingFile {
                 fixed.clone()
             }
             Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = self.fs.remove(&tmp);
                 return Err(e);
             }
         };
         let mut renamed = None;
         for _ in 0..10_000 {
             let target = self.settings.dir.join(self.names.name(&stamp, counter));
-            match rename_noreplace(&rotated_from, &target) {
+            match self.fs.rename_noreplace(&rotated_from, &target) {
                 Ok(()) => {
                     renamed = Some(target);
                     break;
@@ -299,17 +300,17 @@ impl RollingFile {
                         );
                         break;
                     }
-                    let _ = std::fs::remove_file(&tmp);
+                    let _ = self.fs.remove(&tmp);
                     return Err(e);
                 }
             }
         }
         if rotated_from == fixed {
-            if let Err(e) = rename_noreplace(&tmp, &fixed) {
+            if let Err(e) = self.fs.rename_noreplace(&tmp, &fixed) {
                 // Someone made the name in the moment it was free: this writer keeps
                 // writing its file, now under its rotated name, and tries the fixed
                 // name again at the next batch.
-                let _ = std::fs::remove_file(&tmp);
+                let _ = self.fs.remove(&tmp);
                 drop(live);
                 self.notice = Some(format!(
                     "{} was taken by another writer as it rotated ({e}); this writer keeps writing {}",
@@ -410,35 +411,6 @@ impl RollingFile {
     }
 }
 
-/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`.
-pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: both are valid NUL-terminated paths.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        // A file system without RENAME_NOREPLACE: link(2) refuses to replace too.
-        Some(libc::EINVAL | libc::ENOSYS) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
-        }
-        _ => Err(e),
-    }
-}
-
 /// Swaps two names in one step (`renameat2(RENAME_EXCHANGE)`); `EINVAL` or `ENOSYS`
 /// where the platform or file system cannot.
 #[cfg(target_os = "linux")]
@@ -477,28 +449,6 @@ pub(super) enum Open {
     Continue,
     /// Continue it only if it exists.
     Existing,
-}
-
-/// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a
-/// housekeeper) holds it.
-pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock on a descriptor the caller owns.
-        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if r == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            // A file system without flock (some network mounts) can protect nothing;
-            // the sink logs as it did before locks rather than refusing to.
-            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS) => return Ok(true),
-            _ => return Err(e),
-        }
-    }
 }
 
 /// The error for a file another writer (or its housekeeper, compressing it) holds,

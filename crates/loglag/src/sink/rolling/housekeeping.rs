@@ -3,15 +3,14 @@
 //! It touches only files the grammar calls rotated, never the live one, and each only
 //! under its `flock`.
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::file::{rename_noreplace, try_lock_exclusive, Live};
+use super::file::Live;
+use super::fs::{Fs, Meta};
 use super::names::{gz, Names, Parsed};
 use super::{Naming, Settings, TimeSource};
 
@@ -20,40 +19,38 @@ use super::{Naming, Settings, TimeSource};
 pub enum Compression {
     Gzip,
 }
+
 /// Deletes a rotated file unless another writer holds it. Whether it was deleted.
-fn remove_unless_held(path: &Path) -> bool {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
+fn remove_unless_held(fs: &dyn Fs, path: &Path) -> bool {
+    let file = match fs.open_read(path) {
         Ok(file) => file,
         // Not readable by this process (left by a run as another user): no writer of
         // this user holds it; deleting needs only the directory, as before locks.
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            return std::fs::remove_file(path).is_ok()
-        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return fs.remove(path).is_ok(),
         Err(_) => return false,
     };
     // The lock is held across the unlink, so no writer takes the file up meanwhile.
-    matches!(try_lock_exclusive(&file), Ok(true)) && std::fs::remove_file(path).is_ok()
+    matches!(file.try_lock_exclusive(), Ok(true)) && fs.remove(path).is_ok()
 }
+
 /// What the housekeeper needs to know about the files.
 #[derive(Debug)]
 pub(super) struct Rules {
-    dir: PathBuf,
-    names: Names,
-    keep_files: Option<usize>,
-    keep_bytes: Option<u64>,
-    keep_age: Option<Duration>,
-    compression: Option<Compression>,
-    file_mode: Option<u32>,
-    clock: TimeSource,
-    live: Arc<Live>,
+    pub(super) dir: PathBuf,
+    pub(super) names: Names,
+    pub(super) keep_files: Option<usize>,
+    pub(super) keep_bytes: Option<u64>,
+    pub(super) keep_age: Option<Duration>,
+    pub(super) compression: Option<Compression>,
+    pub(super) file_mode: Option<u32>,
+    pub(super) clock: TimeSource,
+    pub(super) live: Arc<Live>,
+    /// Every file operation goes through it: the real file system, or a test's.
+    pub(super) fs: Arc<dyn Fs>,
 }
 
 impl Rules {
-    pub(super) fn of(s: &Settings, live: Arc<Live>) -> Rules {
+    pub(super) fn of(s: &Settings, live: Arc<Live>, fs: Arc<dyn Fs>) -> Rules {
         Rules {
             dir: s.dir.clone(),
             names: s.names(),
@@ -64,49 +61,44 @@ impl Rules {
             file_mode: s.file_mode,
             clock: s.clock.clone(),
             live,
+            fs,
         }
     }
 
     /// Rotated files (compressed or not), oldest first: regular files whose whole name
     /// parses, never the live file.
-    fn rotated(&self) -> Vec<(PathBuf, Parsed, std::fs::Metadata)> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+    fn rotated(&self) -> Vec<(PathBuf, Parsed, Meta)> {
+        let Ok(entries) = self.fs.list(&self.dir) else {
             return Vec::new();
         };
         let live = *self.live.lock();
         let mut files: Vec<_> = entries
-            .flatten()
+            .into_iter()
             .filter_map(|e| {
-                let parsed = self.names.parse(e.file_name().to_str()?)?;
-                let path = e.path();
-                let meta = std::fs::symlink_metadata(&path).ok()?;
-                let is_live = live == Some((meta.dev(), meta.ino()));
-                (meta.is_file() && !is_live).then_some((path, parsed, meta))
+                let parsed = self.names.parse(e.name.to_str()?)?;
+                let is_live = live == Some(e.meta.id);
+                (e.meta.is_file() && !is_live).then_some((e.path, parsed, e.meta))
             })
             .collect();
         // Modification time to the nanosecond (a compressed file keeps its original's),
         // then the name (zero-padded counters sort in rotation order).
-        files.sort_by(|a, b| {
-            let t = |m: &std::fs::Metadata| (m.mtime(), m.mtime_nsec());
-            t(&a.2).cmp(&t(&b.2)).then(a.0.cmp(&b.0))
-        });
+        files.sort_by(|a, b| a.2.modified.cmp(&b.2.modified).then(a.0.cmp(&b.0)));
         files
     }
 
     /// Removes this sink's own stale compression temporaries.
-    fn sweep_temporaries(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+    pub(super) fn sweep_temporaries(&self) {
+        let Ok(entries) = self.fs.list(&self.dir) else {
             return;
         };
-        for e in entries.flatten() {
-            let is_ours = e
-                .file_name()
-                .to_str()
-                .is_some_and(|n| self.names.is_temporary(n));
-            if is_ours {
-                let _ = std::fs::remove_file(e.path());
-            } else if let Some(name) = e.file_name().to_str() {
-                self.adopt_rotation_leftover(name, &e.path());
+        for e in entries {
+            let Some(name) = e.name.to_str() else {
+                continue;
+            };
+            if self.names.is_temporary(name) {
+                let _ = self.fs.remove(&e.path);
+            } else {
+                self.adopt_rotation_leftover(name, &e.path);
             }
         }
     }
@@ -139,28 +131,24 @@ impl Rules {
         if alive {
             return;
         }
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-        else {
+        let Ok(file) = self.fs.open_read(path) else {
             return;
         };
-        if !matches!(try_lock_exclusive(&file), Ok(true)) {
+        if !matches!(file.try_lock_exclusive(), Ok(true)) {
             return;
         }
-        let Ok(meta) = file.metadata() else { return };
+        let Ok(meta) = file.meta() else { return };
         if !meta.is_file() {
             return;
         }
-        if meta.len() == 0 {
-            let _ = std::fs::remove_file(path);
+        if meta.len == 0 {
+            let _ = self.fs.remove(path);
             return;
         }
-        let stamp = self.names.format.format(meta.mtime());
+        let stamp = self.names.format.format(meta.mtime_s());
         for counter in 0..100_000 {
             let target = self.dir.join(self.names.name(&stamp, Some(counter)));
-            match rename_noreplace(path, &target) {
+            match self.fs.rename_noreplace(path, &target) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 _ => return,
             }
@@ -169,7 +157,7 @@ impl Rules {
 
     /// Compresses every rotated file not compressed yet, then applies retention to
     /// what is on disk. Returns whether a compression failed (and is to be retried).
-    fn pass(&self) -> bool {
+    pub(super) fn pass(&self) -> bool {
         let mut failed = false;
         // Listed here but left uncompressed: counted at their size by retention.
         let mut stuck = Vec::new();
@@ -182,11 +170,10 @@ impl Rules {
                 // the listing above is not the one we hold here.
                 let still_rotated = {
                     let live = self.live.lock();
-                    std::fs::symlink_metadata(&path)
-                        .is_ok_and(|m| *live != Some((m.dev(), m.ino())))
+                    self.fs.stat(&path).is_ok_and(|m| *live != Some(m.id))
                 };
                 if still_rotated {
-                    match compress(&path, c, self.file_mode) {
+                    match compress(&*self.fs, &path, c, self.file_mode) {
                         Ok(()) => {}
                         // Another writer's live file: tried again later, quietly.
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -222,19 +209,15 @@ impl Rules {
     fn retain(&self, compressing: bool, stuck: &[PathBuf]) {
         let mut files = self.rotated();
         let now = self.clock.now();
-        let too_old = |meta: &std::fs::Metadata| {
-            self.keep_age.is_some_and(|age| {
-                meta.modified()
-                    .ok()
-                    .and_then(|m| now.duration_since(m).ok())
-                    .is_some_and(|a| a > age)
-            })
+        let too_old = |meta: &Meta| {
+            self.keep_age
+                .is_some_and(|age| now.duration_since(meta.modified).is_ok_and(|a| a > age))
         };
-        let on_disk = |path: &PathBuf, parsed: &Parsed, meta: &std::fs::Metadata| {
+        let on_disk = |path: &PathBuf, parsed: &Parsed, meta: &Meta| {
             if compressing && !parsed.gz && !stuck.contains(path) {
                 0
             } else {
-                meta.len()
+                meta.len
             }
         };
         let mut total: u64 = files.iter().map(|(f, p, m)| on_disk(f, p, m)).sum();
@@ -245,9 +228,8 @@ impl Rules {
                 break;
             }
             let live = self.live.lock();
-            let is_live =
-                std::fs::symlink_metadata(path).is_ok_and(|m| *live == Some((m.dev(), m.ino())));
-            if !is_live && remove_unless_held(path) {
+            let is_live = self.fs.stat(path).is_ok_and(|m| *live == Some(m.id));
+            if !is_live && remove_unless_held(&*self.fs, path) {
                 total -= on_disk(path, parsed, meta);
             }
             drop(live);
@@ -344,18 +326,19 @@ impl Drop for Housekeeper {
 /// Compresses `path` to `path.gz`: into a temporary that is created, never followed,
 /// synced and renamed; only then is the original removed. On failure the temporary
 /// is removed and the original kept.
-fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Result<()> {
+fn compress(
+    fs: &dyn Fs,
+    path: &Path,
+    compression: Compression,
+    mode: Option<u32>,
+) -> io::Result<()> {
     match compression {
         Compression::Gzip => {
             let target = gz(path);
             let mut tmp = target.as_os_str().to_owned();
             tmp.push(".tmp");
             let tmp = PathBuf::from(tmp);
-            let mut input = match OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(path)
-            {
+            let mut input = match fs.open_read(path) {
                 Ok(f) => f,
                 // Retention got to it first.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -363,26 +346,20 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
             };
             // Under the file's lock, so a writer cannot take it up while it is
             // compressed, and a file another writer holds is left alone.
-            if !try_lock_exclusive(&input)? {
+            if !input.try_lock_exclusive()? {
                 return Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
                     "held by a writer",
                 ));
             }
-            let meta = input.metadata()?;
-            if !meta.is_file() || meta.nlink() == 0 {
+            let meta = input.meta()?;
+            if !meta.is_file() || meta.nlink == 0 {
                 return Ok(());
             }
             // Whatever is at the temporary's name (ours from a crash, or a planted
             // link) is removed, not followed; the new one must not exist.
-            let _ = std::fs::remove_file(&tmp);
-            let mut options = OpenOptions::new();
-            options
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .mode(mode.unwrap_or(meta.mode() & 0o777));
-            let out = options.open(&tmp)?;
+            let _ = fs.remove(&tmp);
+            let out = fs.create_new(&tmp, mode.unwrap_or(meta.mode & 0o777))?;
             let written = (|| {
                 let mut encoder =
                     flate2::write::GzEncoder::new(out, flate2::Compression::default());
@@ -390,19 +367,19 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
                 let out = encoder.finish()?;
                 // Keep the original's time: retention orders files by it, and a
                 // compressed file must not look newer than files rotated after it.
-                out.set_modified(meta.modified()?)?;
-                out.sync_all()?;
-                rename_noreplace(&tmp, &target)
+                out.set_modified(meta.modified)?;
+                out.sync()?;
+                fs.rename_noreplace(&tmp, &target)
             })();
             match written {
-                Ok(()) => std::fs::remove_file(path),
+                Ok(()) => fs.remove(path),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    let _ = std::fs::remove_file(&tmp);
+                    let _ = fs.remove(&tmp);
                     // `NAME.gz` is there already: a crash between the rename and the
                     // removal leaves a complete one, whose gzip trailer holds the
                     // original's length. Anything else is not ours to replace.
-                    if gzip_length(&target).is_some_and(|n| n == meta.len() as u32) {
-                        std::fs::remove_file(path)
+                    if gzip_length(fs, &target).is_some_and(|n| n == meta.len as u32) {
+                        fs.remove(path)
                     } else {
                         Err(io::Error::new(
                             io::ErrorKind::AlreadyExists,
@@ -414,7 +391,7 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
                     }
                 }
                 Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
+                    let _ = fs.remove(&tmp);
                     Err(e)
                 }
             }
@@ -423,10 +400,9 @@ fn compress(path: &Path, compression: Compression, mode: Option<u32>) -> io::Res
 }
 
 /// The uncompressed length (mod 2^32) a gzip file's trailer records.
-fn gzip_length(path: &Path) -> Option<u32> {
-    use std::os::unix::fs::FileExt;
-    let file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
+fn gzip_length(fs: &dyn Fs, path: &Path) -> Option<u32> {
+    let file = fs.open_read(path).ok()?;
+    let len = file.meta().ok()?.len;
     let mut tail = [0u8; 4];
     file.read_exact_at(&mut tail, len.checked_sub(4)?).ok()?;
     Some(u32::from_le_bytes(tail))

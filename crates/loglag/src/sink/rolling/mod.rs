@@ -36,6 +36,7 @@
 //! rotated file is compressed into `NAME.gz.tmp` (created with `O_EXCL|O_NOFOLLOW`),
 //! synced, renamed to `NAME.gz`, and only then is `NAME` removed; a crash or a full
 mod file;
+mod fs;
 mod housekeeping;
 mod names;
 
@@ -49,6 +50,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Sink;
 use file::{Live, Open};
+use fs::{Fs, OsFs};
 pub use housekeeping::Compression;
 use housekeeping::{Housekeeper, Job, Rules};
 pub use names::Naming;
@@ -161,6 +163,8 @@ pub struct RollingFile {
     /// What `live` holds, readable without its lock: the open file's (device, inode).
     live_id: (u64, u64),
     housekeeper: Housekeeper,
+    /// What renames and removes names (the housekeeper shares it).
+    fs: Arc<dyn Fs>,
     hup: Option<Arc<AtomicBool>>,
     /// Something to say in-band before the next batch (a file reopened).
     notice: Option<String>,
@@ -245,6 +249,7 @@ impl RollingFile {
             live: live.clone(),
             live_id: (0, 0),
             housekeeper: Housekeeper::idle(),
+            fs: Arc::new(OsFs),
             hup,
             notice: None,
             locked_out: false,
@@ -252,7 +257,7 @@ impl RollingFile {
         };
         file.open_at_start()?;
         file.update_latest_link()?;
-        file.housekeeper = Housekeeper::start(Rules::of(&file.settings, live))?;
+        file.housekeeper = Housekeeper::start(Rules::of(&file.settings, live, file.fs.clone()))?;
         file.housekeeper.send(Job::Pass);
         Ok(file)
     }
