@@ -545,3 +545,8 @@ impl Sink for RollingFile {
         Some((meta.dev(), meta.ino()))
     }
 }
+
+#[cfg(test)]
+mod housekeeping_tests;
+#[cfg(test)]
+mod mem_fs;
