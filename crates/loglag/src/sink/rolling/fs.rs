@@ -1,0 +1,249 @@
+//! The file-system seam: the few operations housekeeping performs (and the writer's
+//! renames and removals of names), as a trait, so a test can run them on a file system
+//! in memory and stop them at any step. `OsFs` is the real one, over `std::fs` and
+//! libc; nothing else in the crate sees the trait.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What kind of thing a name is (as `lstat` sees it: a link is not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    File,
+    Symlink,
+    Other,
+}
+
+/// What `lstat` (or `fstat`, for an open handle) says about a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Meta {
+    pub(super) kind: Kind,
+    /// (device, inode): what `Live` publishes.
+    pub(super) id: (u64, u64),
+    pub(super) len: u64,
+    pub(super) modified: SystemTime,
+    /// Permission bits, which a compressed file inherits.
+    pub(super) mode: u32,
+    /// 0 once the file has no name left.
+    pub(super) nlink: u64,
+}
+
+impl Meta {
+    pub(super) fn is_file(&self) -> bool {
+        self.kind == Kind::File
+    }
+
+    /// The modification time in seconds since the epoch (negative before it).
+    pub(super) fn mtime_s(&self) -> i64 {
+        match self.modified.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_secs() as i64,
+            Err(e) => -(e.duration().as_secs_f64().ceil() as i64),
+        }
+    }
+
+    fn of(m: &std::fs::Metadata) -> Meta {
+        let kind = if m.file_type().is_symlink() {
+            Kind::Symlink
+        } else if m.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        // From the raw fields: `modified()` can fail where `st_mtime` cannot.
+        let modified = if m.mtime() >= 0 {
+            UNIX_EPOCH + Duration::new(m.mtime() as u64, m.mtime_nsec() as u32)
+        } else {
+            UNIX_EPOCH - Duration::from_secs(m.mtime().unsigned_abs())
+                + Duration::from_nanos(m.mtime_nsec() as u64)
+        };
+        Meta {
+            kind,
+            id: (m.dev(), m.ino()),
+            len: m.len(),
+            modified,
+            mode: m.mode(),
+            nlink: m.nlink(),
+        }
+    }
+}
+
+/// One name in a directory, with what `lstat` said about it when it was listed.
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub(super) name: OsString,
+    pub(super) path: PathBuf,
+    pub(super) meta: Meta,
+}
+
+/// What housekeeping does to the disk, and no more. No call follows a symbolic link.
+pub(super) trait Fs: Send + Sync + std::fmt::Debug {
+    /// The directory's entries (a name that vanished while listing is left out).
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>>;
+    /// `lstat`.
+    fn stat(&self, path: &Path) -> io::Result<Meta>;
+    /// Opens a file for reading; a symbolic link fails (`O_NOFOLLOW`).
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>>;
+    /// Creates a file for writing that must not exist (`O_EXCL|O_NOFOLLOW`).
+    fn create_new(&self, path: &Path, mode: u32) -> io::Result<Box<dyn Handle>>;
+    /// Renames, failing with `AlreadyExists` rather than replacing `to`.
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Unlinks a name.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+}
+
+/// An open file. Its lock, if taken, is let go when it is dropped.
+pub(super) trait Handle: Read + Write + Send {
+    /// The exclusive `flock`, without waiting. `Ok(false)`: someone else holds it.
+    fn try_lock_exclusive(&self) -> io::Result<bool>;
+    fn meta(&self) -> io::Result<Meta>;
+    fn set_modified(&self, t: SystemTime) -> io::Result<()>;
+    /// Data and metadata to disk (`fsync`).
+    fn sync(&self) -> io::Result<()>;
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct OsFs;
+
+impl Fs for OsFs {
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
+        Ok(std::fs::read_dir(dir)?
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let meta = Meta::of(&std::fs::symlink_metadata(&path).ok()?);
+                Some(Entry {
+                    name: e.file_name(),
+                    path,
+                    meta,
+                })
+            })
+            .collect())
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Meta> {
+        std::fs::symlink_metadata(path).map(|m| Meta::of(&m))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        Ok(Box::new(OsFile(file)))
+    }
+
+    fn create_new(&self, path: &Path, mode: u32) -> io::Result<Box<dyn Handle>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(mode)
+            .open(path)?;
+        Ok(Box::new(OsFile(file)))
+    }
+
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        rename_noreplace(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+}
+
+struct OsFile(File);
+
+impl Read for OsFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for OsFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Handle for OsFile {
+    fn try_lock_exclusive(&self) -> io::Result<bool> {
+        try_lock_exclusive(&self.0)
+    }
+
+    fn meta(&self) -> io::Result<Meta> {
+        self.0.metadata().map(|m| Meta::of(&m))
+    }
+
+    fn set_modified(&self, t: SystemTime) -> io::Result<()> {
+        self.0.set_modified(t)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        FileExt::read_exact_at(&self.0, buf, offset)
+    }
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`.
+pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // A file system without RENAME_NOREPLACE: link(2) refuses to replace too.
+        Some(libc::EINVAL | libc::ENOSYS) => {
+            std::fs::hard_link(from, to)?;
+            std::fs::remove_file(from)
+        }
+        _ => Err(e),
+    }
+}
+
+/// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a
+/// housekeeper) holds it.
+pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor the caller owns.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            // A file system without flock (some network mounts) can protect nothing;
+            // the sink logs as it did before locks rather than refusing to.
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS) => return Ok(true),
+            _ => return Err(e),
+        }
+    }
+}
