@@ -4,7 +4,8 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::{Config, Core};
+use crate::core::Core;
+use crate::settings::Settings;
 use crate::format::Format;
 use crate::handle::{NonBlocking, WorkerGuard};
 use crate::hooks;
@@ -37,9 +38,10 @@ use crate::worker;
 /// Settings that cannot work are refused by `build` with [`BuildError::Setting`],
 /// naming the setting, the value and what is valid, before anything is allocated or
 /// spawned; `finish`, which cannot return an error, warns on stderr and uses the
-/// default instead. These are a `capacity_bytes` under 256 bytes or above
-/// the smaller of 16 GiB and the machine's physical memory, and a `thread_name` with a
-/// NUL byte. Other settings are raised or lowered to what works, as each setter says.
+/// default of each such setting instead. What is valid is [`Settings::validate`]'s one
+/// rule, the same for a TOML file, a `LOGLAG_*` variable and a sink URL
+/// ([`SETTINGS`](crate::settings::SETTINGS) lists them all); nothing is raised or
+/// lowered behind your back.
 ///
 /// ```
 /// use std::time::Duration;
@@ -55,46 +57,35 @@ use crate::worker;
 #[derive(Debug, Clone)]
 #[must_use = "call .finish(writer) or .build(sink) to start the pipeline"]
 pub struct NonBlockingBuilder {
-    config: Config,
-    mode_from_env: bool,
-    spool_required: bool,
-    flush_on_panic: bool,
-    flush_on_signals: bool,
+    settings: Settings,
 }
 
 impl Default for NonBlockingBuilder {
     fn default() -> Self {
         NonBlockingBuilder {
-            config: Config {
-                capacity_bytes: 8 << 20,
-                max_record_bytes: 64 << 10,
-                overflow: Overflow::default(),
-                reserve_fraction: 1.0 / 8.0,
-                batch_bytes: 64 << 10,
-                flush_interval: Duration::from_millis(100),
-                flush_level: Level::Error,
-                shutdown_timeout: Duration::from_secs(5),
-                report_format: None,
-                mode: Mode::Async,
-                spool: None,
-                spool_refused: false,
-                thread_name: "loglag-writer".into(),
-                max_records: None,
-                thread_ring_bytes: None,
-            },
-            mode_from_env: true,
-            spool_required: false,
-            flush_on_panic: true,
-            flush_on_signals: false,
+            settings: Settings::default(),
         }
     }
 }
 
+/// A builder that starts from `settings` (from a [`Config`](crate::Config), or
+/// [`Settings::set`] key by key).
+impl From<Settings> for NonBlockingBuilder {
+    fn from(settings: Settings) -> Self {
+        NonBlockingBuilder { settings }
+    }
+}
+
 impl NonBlockingBuilder {
+    /// What the builder holds so far (not yet validated: see [`Settings::validate`]).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// What the builder decided, for unit tests that build a `Core` by hand.
     #[cfg(test)]
-    pub(crate) fn config(&self) -> Config {
-        self.config.clone()
+    pub(crate) fn config(&self) -> Settings {
+        self.settings.clone()
     }
 
     /// The byte budget for queued records, headers included: at least 256 bytes, at
@@ -102,7 +93,7 @@ impl NonBlockingBuilder {
     /// mapped and touched when the pipeline starts). Outside that, `build` is an
     /// error and `finish` uses the default (8 MiB) with a warning on stderr.
     pub fn capacity_bytes(mut self, bytes: usize) -> Self {
-        self.config.capacity_bytes = bytes;
+        self.settings.capacity_bytes = bytes;
         self
     }
 
@@ -118,21 +109,22 @@ impl NonBlockingBuilder {
     /// Default: 1/32 of the budget, between 4 KiB and 1 MiB (8 rings of 256 KiB for
     /// 8 MiB); none under a budget of 64 KiB. A spool always uses one shared ring.
     pub fn thread_ring_bytes(mut self, bytes: usize) -> Self {
-        self.config.thread_ring_bytes = Some(bytes);
+        self.settings.thread_ring_bytes = Some(bytes);
         self
     }
 
-    /// The largest record kept whole; clamped to half of what the shared ring may
-    /// hold with every thread ring taken (half the budget without thread rings, 3/8
-    /// with the default ones), and raised to 64 bytes if less.
+    /// The largest record kept whole, at least 64 bytes (less is an error). A longer
+    /// record is cut with a marker. A record must also fit half of what the shared
+    /// ring holds with every thread ring taken (half the budget without thread rings,
+    /// 3/8 with the default ones): records are cut there too.
     pub fn max_record_bytes(mut self, bytes: usize) -> Self {
-        self.config.max_record_bytes = bytes;
+        self.settings.max_record_bytes = bytes;
         self
     }
 
     /// What to do when the budget is full.
     pub fn overflow(mut self, overflow: Overflow) -> Self {
-        self.config.overflow = overflow;
+        self.settings.overflow = overflow;
         self
     }
 
@@ -150,9 +142,9 @@ impl NonBlockingBuilder {
     /// the byte budget ([`capacity_bytes`](Self::capacity_bytes), 8 MiB by default);
     /// whichever is reached first makes the queue full, and the overflow policy
     /// decides. A line count alone does not bound memory, which is why the byte budget
-    /// stays. 0 is taken as 1 (no record could ever be queued).
+    /// stays. At least 1 (0 is an error: no record could ever be queued).
     pub fn buffered_lines_limit(mut self, lines: usize) -> Self {
-        self.config.max_records = Some(lines.max(1) as u64);
+        self.settings.max_records = Some(lines as u64);
         self
     }
 
@@ -161,36 +153,37 @@ impl NonBlockingBuilder {
     /// name a thread: `build` is an error, `finish` uses the default with a
     /// warning on stderr.
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
-        self.config.thread_name = name.into();
+        self.settings.thread_name = name.into();
         self
     }
 
-    /// The share of the budget only WARN and ERROR may use under `ShedByLevel`
-    /// (clamped to 0..=0.45; DEBUG and TRACE are kept out of twice this share).
+    /// The share of the budget only WARN and ERROR may use under `ShedByLevel`, from 0
+    /// to 0.45 (outside that is an error); DEBUG and TRACE are kept out of twice this
+    /// share.
     pub fn reserve_fraction(mut self, fraction: f64) -> Self {
-        self.config.reserve_fraction = fraction;
+        self.settings.reserve_fraction = fraction;
         self
     }
 
-    /// Write as soon as this many bytes are queued (0 is taken as 1: every record at
-    /// once). More than the budget is never reached: then only the interval writes
-    /// (and the pipeline takes it as the budget + 1, which is the same).
+    /// Write as soon as this many bytes are queued, at least 1 (every record at once;
+    /// 0 is an error). More than the budget is never reached: then only the interval
+    /// writes.
     pub fn batch_bytes(mut self, bytes: usize) -> Self {
-        self.config.batch_bytes = bytes.max(1);
+        self.settings.batch_bytes = bytes;
         self
     }
 
-    /// Write at least this often while anything is queued (at least every 100 µs: less
-    /// is raised to that).
+    /// Write at least this often while anything is queued: from 100 µs to a year
+    /// (outside that is an error).
     pub fn flush_interval(mut self, interval: Duration) -> Self {
-        self.config.flush_interval = interval.max(Duration::from_micros(100));
+        self.settings.flush_interval = interval;
         self
     }
 
     /// Records at or above this level are written at once, together with everything
     /// queued before them. The caller does not wait for that write.
     pub fn flush_level(mut self, level: Level) -> Self {
-        self.config.flush_level = level;
+        self.settings.flush_level = level;
         self
     }
 
@@ -199,22 +192,22 @@ impl NonBlockingBuilder {
     /// what an `Instant` can reach (`Duration::MAX`) means no deadline: the guard
     /// waits until everything queued is written.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.config.shutdown_timeout = timeout;
+        self.settings.shutdown_timeout = timeout;
         self
     }
 
     /// The format of the in-band "dropped N records" record. Without it, reports take
     /// the front-end's format, or follow the records they sit between.
     pub fn report_format(mut self, format: Format) -> Self {
-        self.config.report_format = Some(format);
+        self.settings.report_format = Some(format);
         self
     }
 
     /// Keeps the queue in a memory-mapped file at `path` (created if missing), so records
     /// whose log call returned survive SIGKILL; the next start delivers them first. See
-    /// [`spool`](crate::spool) for what is and is not covered. `Overflow::DropOldest`
-    /// becomes `DropNewest` in spool mode: records the writer is delivering cannot be
-    /// evicted.
+    /// [`spool`](crate::spool) for what is and is not covered. Not with
+    /// `Overflow::DropOldest` (an error: records the writer is delivering from the
+    /// spool cannot be evicted); use `DropNewest` or `ShedByLevel`.
     ///
     /// ```no_run
     /// let (writer, _guard) = loglag::NonBlockingBuilder::default()
@@ -223,21 +216,14 @@ impl NonBlockingBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spool(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        let sync = self
-            .config
-            .spool
-            .as_ref()
-            .map_or_else(Default::default, |s| s.1);
-        self.config.spool = Some((path.into(), sync));
+        self.settings.spool = Some(path.into());
         self
     }
 
     /// When the spool and the sink are forced to stable storage (default: never, which
     /// survives SIGKILL but not power loss).
     pub fn spool_sync(mut self, sync: crate::spool::SpoolSync) -> Self {
-        if let Some(spool) = &mut self.config.spool {
-            spool.1 = sync;
-        }
+        self.settings.spool_sync = sync;
         self
     }
 
@@ -247,27 +233,27 @@ impl NonBlockingBuilder {
     /// overlaps the old process, still holding the spool, logs all the same). Turn it
     /// on where losing crash safety must stop the start.
     pub fn spool_required(mut self, required: bool) -> Self {
-        self.spool_required = required;
+        self.settings.spool_required = required;
         self
     }
 
     /// Fixes the mode and ignores `LOGLAG_MODE`.
     pub fn mode(mut self, mode: Mode) -> Self {
-        self.config.mode = mode;
-        self.mode_from_env = false;
+        self.settings.mode = mode;
+        self.settings.mode_from_env = false;
         self
     }
 
     /// Whether a panic hook flushes the queue (default on).
     pub fn flush_on_panic(mut self, on: bool) -> Self {
-        self.flush_on_panic = on;
+        self.settings.flush_on_panic = on;
         self
     }
 
     /// Whether SIGTERM and SIGINT flush (within `shutdown_timeout`) and then take their
     /// default action (default off: it installs process-wide signal handlers).
     pub fn flush_on_signals(mut self, on: bool) -> Self {
-        self.flush_on_signals = on;
+        self.settings.flush_on_signals = on;
         self
     }
 
@@ -326,8 +312,8 @@ impl NonBlockingBuilder {
         strictness: Strictness,
     ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         self.check_settings(strictness)?;
-        if self.mode_from_env {
-            self.config.mode = match Mode::from_env() {
+        if self.settings.mode_from_env {
+            self.settings.mode = match Mode::from_env() {
                 Ok(mode) => mode,
                 Err(e) if strictness == Strictness::Fail => return Err(BuildError::Mode(e)),
                 Err(e) => {
@@ -336,18 +322,19 @@ impl NonBlockingBuilder {
                 }
             };
         }
-        let mode = self.config.mode;
-        if let (true, Some((path, _))) = (mode != Mode::Async, &self.config.spool) {
+        let mode = self.settings.mode;
+        if let (true, Some(path)) = (mode != Mode::Async, &self.settings.spool) {
             eprintln!(
                 "loglag: mode {mode:?} has no queue, so the spool {} is not used",
                 path.display()
             );
         }
         let mut spooled = None;
-        if let (Mode::Async, Some((path, sync))) = (mode, self.config.spool.clone()) {
-            match crate::spool::open(&path, self.config.capacity_bytes, sink.as_mut(), sync) {
+        if let (Mode::Async, Some(path)) = (mode, self.settings.spool.clone()) {
+            let sync = self.settings.spool_sync;
+            match crate::spool::open(&path, self.settings.capacity_bytes, sink.as_mut(), sync) {
                 Ok(opened) => spooled = Some(opened),
-                Err(e) if self.spool_required => {
+                Err(e) if self.settings.spool_required => {
                     return Err(match crate::spool::SpoolError::of(&e) {
                         Some(spool) => BuildError::Spool(spool.clone()),
                         None => BuildError::Io(e),
@@ -358,8 +345,8 @@ impl NonBlockingBuilder {
                         "loglag: cannot use the spool {}: {e}; logging without it (records do not survive a crash)",
                         path.display()
                     );
-                    self.config.spool = None;
-                    self.config.spool_refused = true;
+                    self.settings.spool = None;
+                    self.settings.spool_refused = true;
                 }
             }
         }
@@ -368,24 +355,23 @@ impl NonBlockingBuilder {
         // without a buffer of any size asked for (`batch_bytes = "8760GiB"`).
         let budget = spooled
             .as_ref()
-            .map_or(self.config.capacity_bytes as u64, |(ring, ..)| {
+            .map_or(self.settings.capacity_bytes as u64, |(ring, ..)| {
                 ring.capacity()
             });
         let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
-        self.config.batch_bytes = self.config.batch_bytes.min(never_reached);
+        self.settings.batch_bytes = self.settings.batch_bytes.min(never_reached);
         let descriptor = crate::sink::call_sink(|| Ok(sink.as_file().and_then(|f| f.descriptor())))
             .unwrap_or(None);
+        let (flush_on_panic, flush_on_signals) =
+            (self.settings.flush_on_panic, self.settings.flush_on_signals);
         // The sink goes to the writer thread, or (sync mode) into the core itself.
         let (core, writer_sink) = if let Some((ring, header, recovered)) = spooled {
-            if self.config.overflow == Overflow::DropOldest {
-                self.config.overflow = Overflow::DropNewest;
-            }
-            let core = Core::with_ring(self.config, ring, None, Some(header), recovered);
+            let core = Core::with_ring(self.settings, ring, None, Some(header), recovered);
             (core, Some(sink))
         } else if mode == Mode::Async {
-            (Core::new(self.config, None), Some(sink))
+            (Core::new(self.settings, None), Some(sink))
         } else {
-            (Core::new(self.config, Some(sink)), None)
+            (Core::new(self.settings, Some(sink)), None)
         };
         let core = Arc::new(core);
         core.note_sink_fd(descriptor);
@@ -393,10 +379,10 @@ impl NonBlockingBuilder {
             .map(|sink| worker::spawn(core.clone(), sink))
             .transpose()
             .map_err(BuildError::Io)?;
-        if self.flush_on_panic {
+        if flush_on_panic {
             hooks::flush_on_panic(&core);
         }
-        let signals = if self.flush_on_signals {
+        let signals = if flush_on_signals {
             Some(hooks::flush_on_signals(&core).map_err(BuildError::Io)?)
         } else {
             None
@@ -409,31 +395,18 @@ impl NonBlockingBuilder {
 }
 
 impl NonBlockingBuilder {
-    /// The settings that would break the pipeline rather than merely be clamped by
-    /// it: refused (`Fail`), or replaced by their defaults with a warning (`CarryOn`),
-    /// before anything is allocated, mapped or spawned.
+    /// The settings that cannot work: refused (`Fail`), or each replaced by its
+    /// default with a warning (`CarryOn`), before anything is allocated, mapped or
+    /// spawned.
     fn check_settings(&mut self, strictness: Strictness) -> Result<(), BuildError> {
-        use crate::units::{capacity_expected, describe_size, max_capacity_bytes};
-        let defaults = NonBlockingBuilder::default().config;
-        let max = max_capacity_bytes();
-        let capacity = self.config.capacity_bytes;
-        if !(crate::units::MIN_CAPACITY_BYTES..=max).contains(&capacity) {
-            let problem = format!(
-                "capacity_bytes = {}: expected {}",
-                describe_size(capacity as u64),
-                capacity_expected(max)
-            );
-            let default = defaults.capacity_bytes.min(max);
-            strictness.refuse(problem, &describe_size(default as u64))?;
-            self.config.capacity_bytes = default;
+        if strictness == Strictness::Fail {
+            return self.settings.validate().map_err(BuildError::Setting);
         }
-        if self.config.thread_name.contains('\0') {
-            let problem = format!(
-                "thread_name = {:?}: expected a name without NUL bytes",
-                self.config.thread_name
+        for problem in self.settings.repair() {
+            eprintln!(
+                "{problem}; using the default, {}",
+                Settings::default_text(&problem.key)
             );
-            strictness.refuse(problem, &defaults.thread_name)?;
-            self.config.thread_name = defaults.thread_name;
         }
         Ok(())
     }
@@ -447,28 +420,14 @@ enum Strictness {
     Fail,
 }
 
-impl Strictness {
-    /// `problem` (a setting that cannot work) as an error, or warned about on stderr
-    /// with the `default` used instead.
-    fn refuse(self, problem: String, default: &str) -> Result<(), BuildError> {
-        match self {
-            Strictness::Fail => Err(BuildError::Setting(problem)),
-            Strictness::CarryOn => {
-                eprintln!("loglag: {problem}; using the default, {default}");
-                Ok(())
-            }
-        }
-    }
-}
-
 /// Why [`NonBlockingBuilder::build`] could not build the pipeline. Converts into
 /// `io::Error` for `?` in functions that return one.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// A setting cannot work: the message names it, its value and what is valid
-    /// (`capacity_bytes = 100 B: expected 256 B to 16 GiB`).
-    Setting(String),
+    /// A setting cannot work: the error names it, its value and what is valid, as
+    /// [`Settings::validate`] does (and as a TOML file or a URL with that value would).
+    Setting(crate::settings::SettingError),
     /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
     Mode(crate::mode::ParseModeError),
     /// The spool cannot be used ([`spool_required`](NonBlockingBuilder::spool_required)):
@@ -481,7 +440,7 @@ pub enum BuildError {
 impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BuildError::Setting(problem) => write!(f, "loglag: {problem}"),
+            BuildError::Setting(e) => e.fmt(f),
             BuildError::Mode(e) => e.fmt(f),
             BuildError::Spool(e) => e.fmt(f),
             BuildError::Io(e) => e.fmt(f),
@@ -492,7 +451,7 @@ impl std::fmt::Display for BuildError {
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            BuildError::Setting(_) => None,
+            BuildError::Setting(e) => Some(e),
             BuildError::Mode(e) => Some(e),
             BuildError::Spool(e) => Some(e),
             BuildError::Io(e) => Some(e),
@@ -504,7 +463,7 @@ impl From<BuildError> for io::Error {
     fn from(e: BuildError) -> io::Error {
         match e {
             BuildError::Io(e) => e,
-            BuildError::Setting(_) => io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+            BuildError::Setting(e) => io::Error::new(io::ErrorKind::InvalidInput, e),
             BuildError::Mode(e) => io::Error::new(io::ErrorKind::InvalidInput, e),
             BuildError::Spool(spool) => spool.into(),
         }

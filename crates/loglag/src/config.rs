@@ -1,32 +1,25 @@
-//! Every builder option, and the sink, from a TOML table or from `LOGLAG_*` variables.
+//! Every option, and the sink, from a TOML table, from `LOGLAG_*` variables, or from a
+//! sink URL's query.
 //!
-//! | key (TOML) | variable | value |
-//! |---|---|---|
-//! | `sink` | `LOGLAG_SINK` | `stdout`, `stderr`, `file:///PATH`, `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`, `syslog+unix:///PATH`, `relp://HOST:PORT`, `otlp+http://HOST:PORT/PATH`, `otlp+http+json://HOST:PORT/PATH`; no NUL bytes |
-//! | `capacity_bytes` | `LOGLAG_CAPACITY_BYTES` | a size: `8MiB`, `65536`, `64KiB`; from 256 bytes to 16 GiB or the machine's physical memory, whichever is less |
-//! | `max_record_bytes` | `LOGLAG_MAX_RECORD_BYTES` | a size, at least 64 bytes (more than half the budget is cut to fit it) |
-//! | `thread_ring_bytes` | `LOGLAG_THREAD_RING_BYTES` | `0`: no thread rings; or a size from 4 KiB to the largest budget (over a quarter of the budget: none) |
-//! | `batch_bytes` | `LOGLAG_BATCH_BYTES` | a size, at least 1 byte (more than the budget: only the interval writes) |
-//! | `buffered_lines_limit` | `LOGLAG_BUFFERED_LINES_LIMIT` | a count, at least 1 |
-//! | `overflow` | `LOGLAG_OVERFLOW` | `block`, `block-for=5ms` (at most `8760h`), `drop-newest`, `drop-oldest`, `shed-by-level` |
-//! | `reserve_fraction` | `LOGLAG_RESERVE_FRACTION` | 0 to 0.45 |
-//! | `flush_interval` | `LOGLAG_FLUSH_INTERVAL` | a duration: `100ms`, `2s`, `500us`, `1m`, `1h`; at most `8760h` (a year); under 100 µs is raised to 100 µs |
-//! | `flush_level` | `LOGLAG_FLUSH_LEVEL` | `trace` … `error` |
-//! | `shutdown_timeout` | `LOGLAG_SHUTDOWN_TIMEOUT` | a duration, `0s` to `8760h` (a year) |
-//! | `report_format` | `LOGLAG_REPORT_FORMAT` | `json`, `compact`, `logfmt`, `syslog` |
-//! | `spool` | `LOGLAG_SPOOL` | a path, not empty, no NUL bytes |
-//! | `thread_name` | `LOGLAG_THREAD_NAME` | a name, not empty, no NUL bytes (Linux shows 15 bytes) |
-//! | `mode` | `LOGLAG_MODE` | `off`, `format-only`, `sync`, `async` |
-//! | `flush_on_panic`, `flush_on_signals` | `LOGLAG_FLUSH_ON_PANIC`, `LOGLAG_FLUSH_ON_SIGNALS` | `true` or `false` |
+//! The keys are [`SETTINGS`](crate::settings::SETTINGS) (the table is in
+//! `docs/settings.md`): each is a TOML key, a URL query parameter and, in capitals after
+//! `LOGLAG_`, a variable, read by [`Settings::set`] and checked by
+//! [`Settings::validate`], the rule the builder's methods meet too. A sink URL carries
+//! the sink's own options and may carry any other, so one string can say it all:
+//!
+//! ```text
+//! LOGLAG_SINK=file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip&capacity_bytes=16MiB
+//! ```
 //!
 //! A duration is a number (a fraction is fine: `1.5s`) and a unit: `ns`, `us` (`µs`),
-//! `ms`, `s`, `m`, `h`; a size is a whole number of bytes, or of `KiB` (`K`), `MiB`
-//! (`M`), `GiB` (`G`). The limits are where a value stops being a setting and
-//! becomes a typo: a budget the machine cannot hold, a timeout of centuries (to wait
-//! for ever, there is `overflow = "block"`), a size of 0.
+//! `ms`, `s`, `m`, `h`, `d`; a size is a whole number of bytes, or of `KiB` (`K`),
+//! `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::units`]). The
+//! limits are where a value stops being a setting and becomes a typo: a budget the
+//! machine cannot hold, a timeout of centuries (to wait for ever, there is
+//! `overflow = "block"`), a size of 0.
 //!
-//! A bad key or value in a file is an error that names the key, the value and what
-//! is valid. A bad variable, read by a running service, warns once on stderr and
+//! A bad key or value in a file or a URL is an error that names the key, the value and
+//! what is valid. A bad variable, read by a running service, warns once on stderr and
 //! leaves that option as it was (the file's value, or the default): a typo in the
 //! environment must not stop a service (as with `LOGLAG_MODE`). So does a `LOGLAG_*`
 //! variable that is not one of these (`LOGLAG_CAPACITY=1`): it is ignored, with a
@@ -45,74 +38,51 @@
 //! # drop((writer, guard));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Rolling files, from a file or a URL, and the settings of a file with the
+//! environment on top:
+//!
+//! ```no_run
+//! let config = loglag::Config::from_url(
+//!     "file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip",
+//! )?;
+//! let same = loglag::Config::from_toml(r#"
+//!     sink = "file:///var/log/app.log"
+//!     rotate = "daily"
+//!     max_file_size = "64MiB"
+//!     keep = 7
+//!     compress = "gzip"
+//! "#)?;
+//! assert_eq!(config.sink(), same.sink());
+//! let (writer, _guard) = loglag::Config::from_file("/etc/app/loglag.toml")?
+//!     .with_env()
+//!     .build()?;
+//! # drop(writer);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::sync::Mutex;
 
 use crate::builder::NonBlockingBuilder;
-use crate::format::Format;
 use crate::handle::{NonBlocking, WorkerGuard};
-use crate::level::Level;
-use crate::mode::Mode;
-use crate::overflow::Overflow;
-use crate::sink::SinkSpec;
-use crate::units::{
-    capacity_expected, max_capacity_bytes, parse_duration, parse_size, MAX_CONFIGURED_DURATION,
-    MIN_CAPACITY_BYTES, MIN_RECORD_BYTES,
-};
+use crate::settings::{edit_distance, SettingError, Settings, FILE_KEYS, SETTINGS};
+use crate::sink::{FileOptions, SinkSpec};
 
-/// A key or value that is not valid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The key (TOML) or variable.
-    pub key: String,
-    /// The value as given.
-    pub value: String,
-    /// What is valid.
-    pub expected: String,
-}
+/// What [`Config`] returns for a key or value that is not valid: the one settings
+/// error ([`SettingError`]).
+pub type ConfigError = SettingError;
 
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "loglag configuration: {} = {:?}: {}",
-            self.key, self.value, self.expected
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// A pipeline's settings and sink, read from a file or the environment.
+/// A pipeline's settings and sink, read from a file, a URL or the environment.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    builder: NonBlockingBuilder,
+    settings: Settings,
     sink: Option<SinkSpec>,
+    /// A `file://` sink's own keys given on their own (`rotate = "daily"`), applied to
+    /// the sink whatever the order of the keys.
+    file: FileOptions,
 }
-
-/// Every key, in the table's order (public for the edge-value property test).
-#[doc(hidden)]
-pub const KEYS: [&str; 17] = [
-    "sink",
-    "capacity_bytes",
-    "max_record_bytes",
-    "thread_ring_bytes",
-    "batch_bytes",
-    "buffered_lines_limit",
-    "overflow",
-    "reserve_fraction",
-    "flush_interval",
-    "flush_level",
-    "shutdown_timeout",
-    "report_format",
-    "spool",
-    "thread_name",
-    "mode",
-    "flush_on_panic",
-    "flush_on_signals",
-];
 
 /// `LOGLAG_*` variables that are not the pipeline's, which [`Config::with_env`] does
 /// not warn about: loglag's own elsewhere, and those of its tests, CI and lab.
@@ -138,11 +108,6 @@ const OTHER_PREFIXES: [&str; 3] = ["LOGLAG_REQUIRE_", "LOGLAG_TEST_", "LOGLAG_LA
 /// The unknown variables warned about so far: each once per process.
 static WARNED_UNKNOWN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
-/// The variable of `key`: `LOGLAG_CAPACITY_BYTES`.
-fn variable(key: &str) -> String {
-    format!("LOGLAG_{}", key.to_ascii_uppercase())
-}
-
 /// A warning from reading variables.
 struct Warning {
     text: String,
@@ -151,24 +116,18 @@ struct Warning {
 }
 
 impl Config {
-    /// Defaults, then the `[loglag]`-less TOML table `text` (keys in the module's table).
+    /// Defaults, then the `[loglag]`-less TOML table `text` (keys: [`SETTINGS`]).
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             // TOML's own errors (an integer no i64 holds, a string not closed) name
             // the key of the line they are on, if they are on one.
             match e.span().and_then(|span| key_at(text, span.start)) {
-                Some(key) => ConfigError {
-                    key,
-                    value: e.message().to_owned(),
-                    expected:
-                        "a TOML value; sizes and durations may be strings: \"8MiB\", \"100ms\""
-                            .into(),
-                },
-                None => ConfigError {
-                    key: "(file)".into(),
-                    value: e.message().to_owned(),
-                    expected: "a TOML table".into(),
-                },
+                Some(key) => SettingError::with_expected(
+                    &key,
+                    e.message(),
+                    "a TOML value; sizes and durations may be strings: \"8MiB\", \"100ms\"",
+                ),
+                None => SettingError::with_expected("(file)", e.message(), "a TOML table"),
             }
         })?;
         let mut config = Config::default();
@@ -179,19 +138,39 @@ impl Config {
                 toml::Value::Float(f) => f.to_string(),
                 toml::Value::Boolean(b) => b.to_string(),
                 _ => {
-                    return Err(ConfigError {
-                        key: key.clone(),
-                        value: format!("{value:?}"),
-                        expected: "a string, a number or a boolean".into(),
-                    })
+                    return Err(SettingError::with_expected(
+                        key,
+                        format!("{value:?}"),
+                        "a string, a number or a boolean",
+                    ))
                 }
             };
-            config = config.set(key, &text)?;
+            config.set(key, &text)?;
         }
         Ok(config)
     }
 
-    /// Defaults, then every `LOGLAG_*` variable that is set (see the module's table).
+    /// Defaults, then the TOML file at `path` ([`from_toml`](Self::from_toml)). A file
+    /// that cannot be read is an error naming it.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Config, Box<dyn std::error::Error>> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+        })?;
+        Config::from_toml(&text).map_err(|e| {
+            format!("{}: {e}", path.display()).into()
+        })
+    }
+
+    /// Defaults, then a sink URL and the settings in its query
+    /// (`stderr?capacity_bytes=16MiB`, `file:///var/log/app.log?rotate=daily`).
+    pub fn from_url(url: &str) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        config.set("sink", url)?;
+        Ok(config)
+    }
+
+    /// Defaults, then every `LOGLAG_*` variable that is set (see [`SETTINGS`]).
     /// A bad value warns once on stderr and leaves its option at the default.
     pub fn from_env() -> Config {
         Config::default().with_env()
@@ -228,13 +207,13 @@ impl Config {
         vars: impl Iterator<Item = (OsString, OsString)>,
     ) -> (Config, Vec<Warning>) {
         let mut warnings = Vec::new();
-        let mut values: [Option<OsString>; KEYS.len()] = Default::default();
+        let mut values: Vec<Option<OsString>> = vec![None; SETTINGS.len()];
         for (name, value) in vars {
             let name = name.to_string_lossy().into_owned();
             if !name.starts_with("LOGLAG_") {
                 continue;
             }
-            if let Some(i) = KEYS.iter().position(|key| variable(key) == name) {
+            if let Some(i) = SETTINGS.iter().position(|s| s.variable() == name) {
                 values[i] = Some(value);
             } else if !OTHER_VARIABLES.contains(&name.as_str())
                 && !OTHER_PREFIXES.iter().any(|p| name.starts_with(p))
@@ -249,9 +228,9 @@ impl Config {
             }
         }
         // In the table's order, whatever the environment's.
-        for (key, value) in KEYS.iter().zip(values) {
+        for (setting, value) in SETTINGS.iter().zip(values) {
             let Some(value) = value else { continue };
-            let var = variable(key);
+            let var = setting.variable();
             let Some(value) = value.to_str() else {
                 warnings.push(Warning {
                     text: format!(
@@ -262,149 +241,89 @@ impl Config {
                 });
                 continue;
             };
-            match self.clone().set(key, value) {
-                Ok(c) => self = c,
-                Err(e) => warnings.push(Warning {
-                    text: format!(
-                        "loglag: {var}={:?} is not valid ({}); ignored, the option keeps its value (the file's, or the default)",
-                        e.value, e.expected
-                    ),
-                    unknown: None,
-                }),
+            let mut next = self.clone();
+            match next.set(setting.key, value) {
+                Ok(()) => self = next,
+                Err(e) => {
+                    let e = e.as_variable();
+                    warnings.push(Warning {
+                        text: format!(
+                            "loglag: {}={:?} is not valid (expected {}); ignored, the option keeps its value (the file's, or the default)",
+                            e.key, e.value, e.expected
+                        ),
+                        unknown: None,
+                    })
+                }
             }
         }
         (self, warnings)
     }
 
-    fn set(mut self, key: &str, value: &str) -> Result<Config, ConfigError> {
-        let err = |expected: &str| ConfigError {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            expected: expected.to_owned(),
-        };
-        // A size within `range`, else `expected`.
-        let size = |range: std::ops::RangeInclusive<usize>, expected: &str| {
-            parse_size(value)
-                .ok()
-                .and_then(|n| usize::try_from(n).ok())
-                .filter(|n| range.contains(n))
-                .ok_or_else(|| err(&format!("a size: 65536, 64KiB, 8MiB, 1GiB; {expected}")))
-        };
-        let duration = || {
-            parse_duration(value)
-                .ok()
-                .filter(|d| *d <= MAX_CONFIGURED_DURATION)
-                .ok_or_else(|| {
-                    err("a duration from 0s to 8760h (a year): 500us, 100ms, 5s, 1m, 2h")
-                })
-        };
-        let name = |what: &str| {
-            let name = value.trim();
-            if name.is_empty() || name.contains('\0') {
-                Err(err(&format!("{what}, not empty, without NUL bytes")))
-            } else {
-                Ok(name)
+    /// Sets one key of [`SETTINGS`] from its text. `sink` takes a URL whose query may
+    /// hold the sink's options and any other setting; a `file://` sink's options may
+    /// also come on their own keys.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if key == "sink" {
+            if value.contains('\0') {
+                return Err(SettingError::with_expected(
+                    key,
+                    value,
+                    "a sink without NUL bytes",
+                ));
             }
-        };
-        let boolean = || match value.trim() {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err(err("true or false")),
-        };
-        let b = self.builder;
-        self.builder = match key {
-            "sink" => {
-                if value.contains('\0') {
-                    return Err(err("a sink without NUL bytes"));
-                }
-                self.sink = Some(value.parse().map_err(|e: String| err(&e))?);
-                b
+            let (spec, rest) = SinkSpec::parse_with_query(value)
+                .map_err(|e| SettingError::with_expected(key, value, e))?;
+            let mut next = self.clone();
+            for (k, v) in rest {
+                next.set(&k, &v)?;
             }
-            "capacity_bytes" => {
-                let max = max_capacity_bytes();
-                b.capacity_bytes(size(MIN_CAPACITY_BYTES..=max, &capacity_expected(max))?)
-            }
-            "max_record_bytes" => b.max_record_bytes(size(
-                MIN_RECORD_BYTES..=usize::MAX,
-                "at least 64 bytes (more than half the budget is cut to fit it)",
-            )?),
-            "thread_ring_bytes" => {
-                let max = max_capacity_bytes();
-                let bytes = match parse_size(value) {
-                    Ok(0) => 0,
-                    _ => size(
-                        4096..=max,
-                        &format!(
-                            "0 for no thread rings, or at least 4 KiB and at most {}",
-                            crate::units::describe_size(max as u64)
-                        ),
-                    )?,
-                };
-                b.thread_ring_bytes(bytes)
-            }
-            "batch_bytes" => b.batch_bytes(size(
-                1..=usize::MAX,
-                "at least 1 byte (more than the budget: only the interval writes)",
-            )?),
-            "buffered_lines_limit" => {
-                b.buffered_lines_limit(value.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(
-                    || {
-                        err(&format!(
-                            "a number of records, at least 1 and at most {}",
-                            usize::MAX
-                        ))
-                    },
-                )?)
-            }
-            "overflow" => b.overflow(value.parse::<Overflow>().map_err(|e| err(&e.to_string()))?),
-            "reserve_fraction" => {
-                let f: f64 = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|f| (0.0..=0.45).contains(f))
-                    .ok_or_else(|| err("a fraction from 0 to 0.45"))?;
-                b.reserve_fraction(f)
-            }
-            "flush_interval" => b.flush_interval(duration()?),
-            "flush_level" => {
-                b.flush_level(value.parse::<Level>().map_err(|e| err(&e.to_string()))?)
-            }
-            "shutdown_timeout" => b.shutdown_timeout(duration()?),
-            "report_format" => {
-                b.report_format(value.parse::<Format>().map_err(|e| err(&e.to_string()))?)
-            }
-            "spool" => b.spool(name("a path")?),
-            "thread_name" => b.thread_name(name("a thread name")?),
-            "mode" => b.mode(value.parse::<Mode>().map_err(|e| err(&e.to_string()))?),
-            "flush_on_panic" => b.flush_on_panic(boolean()?),
-            "flush_on_signals" => b.flush_on_signals(boolean()?),
-            _ => {
-                return Err(ConfigError {
-                    key: key.to_owned(),
-                    value: value.to_owned(),
-                    expected: format!("an unknown key; the keys are {}", KEYS.join(", ")),
-                })
-            }
-        };
-        Ok(self)
+            next.sink = Some(spec);
+            *self = next;
+            return Ok(());
+        }
+        if FILE_KEYS.contains(&key) {
+            return self.file.set(key, value);
+        }
+        self.settings.set(key, value)
     }
 
-    /// The builder these settings make, to finish with a sink of your own.
+    /// The builder these settings make, to build with a sink of your own.
     pub fn builder(&self) -> NonBlockingBuilder {
-        self.builder.clone()
+        NonBlockingBuilder::from(self.settings.clone())
     }
 
-    /// The configured sink, if `sink` was given.
-    pub fn sink(&self) -> Option<&SinkSpec> {
-        self.sink.as_ref()
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The configured sink, if `sink` was given, with the file options given on their
+    /// own keys applied to it. Those need a `file://` sink.
+    pub fn sink(&self) -> Option<SinkSpec> {
+        let spec = self.sink.clone()?;
+        Some(if self.file.is_empty() {
+            spec
+        } else {
+            spec.with_file_options(&self.file).unwrap_or_else(|spec| spec)
+        })
     }
 
     /// Builds the pipeline into the configured sink (standard output if none was
-    /// given). Errors say what could not be opened, or why the spool was refused.
+    /// given). Errors say what could not be opened or which setting cannot work.
     pub fn build(self) -> Result<(NonBlocking, WorkerGuard), Box<dyn std::error::Error>> {
-        let sink = self.sink.unwrap_or(SinkSpec::Stdout).open()?;
-        Ok(self.builder.build(sink)?)
+        let spec = self.sink.clone().unwrap_or(SinkSpec::Stdout);
+        let spec = if self.file.is_empty() {
+            spec
+        } else {
+            spec.with_file_options(&self.file).map_err(|spec| {
+                format!(
+                    "loglag: {} are options of a file sink (sink = \"file:///PATH\"), and the sink is {spec}",
+                    self.file.keys().join(", ")
+                )
+            })?
+        };
+        let sink = spec.open()?;
+        Ok(self.builder().build(sink)?)
     }
 }
 
@@ -436,27 +355,12 @@ fn key_at(text: &str, at: usize) -> Option<String> {
 /// The valid variable nearest `name` by edit distance (case aside).
 fn nearest_variable(name: &str) -> String {
     let name = name.to_ascii_uppercase();
-    KEYS.iter()
-        .map(|key| variable(key))
+    SETTINGS
+        .iter()
+        .map(|s| s.variable())
         .chain(std::iter::once(crate::clock::CLOCK_ENV.to_owned()))
         .min_by_key(|valid| edit_distance(&name, valid))
         .unwrap_or_default()
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -504,7 +408,7 @@ mod tests {
         assert_eq!(k.shutdown_timeout, Duration::from_secs(2));
         assert_eq!(k.report_format, Some(Format::Logfmt));
         assert_eq!(
-            k.spool.as_ref().map(|s| s.0.clone()),
+            k.spool.clone(),
             Some("/var/lib/app/app.spool".into())
         );
         assert_eq!(k.thread_name, "app-log");

@@ -20,34 +20,8 @@ use crate::queue::{footprint, Full, Ring};
 use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
 
-/// Everything the builder decided.
-#[derive(Debug, Clone)]
-pub(crate) struct Config {
-    pub(crate) capacity_bytes: usize,
-    pub(crate) max_record_bytes: usize,
-    pub(crate) overflow: Overflow,
-    pub(crate) reserve_fraction: f64,
-    pub(crate) batch_bytes: usize,
-    pub(crate) flush_interval: Duration,
-    pub(crate) flush_level: Level,
-    pub(crate) shutdown_timeout: Duration,
-    /// `None`: the in-band reports follow the front-end's format (compact text until
-    /// a `LoglagLayer` or `Logger` says otherwise).
-    pub(crate) report_format: Option<Format>,
-    pub(crate) mode: Mode,
-    pub(crate) spool: Option<(std::path::PathBuf, crate::spool::SpoolSync)>,
-    /// A spool was asked for and refused (in use, corrupt, not ours): the pipeline
-    /// runs without it.
-    pub(crate) spool_refused: bool,
-    /// The writer thread's name.
-    pub(crate) thread_name: String,
-    /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
-    /// top of the byte budget. `None` (the default) costs the producer path nothing.
-    pub(crate) max_records: Option<u64>,
-    /// Each logging thread's own ring (`lanes.rs`); `None`: the default for the
-    /// budget, 0: none, every thread uses the shared ring.
-    pub(crate) thread_ring_bytes: Option<usize>,
-}
+/// Everything the builder decided, validated: the pipeline adjusts none of it.
+pub(crate) type Config = crate::settings::Settings;
 
 /// What `flush` achieved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,7 +223,7 @@ impl Core {
         let cap = lanes.min_shared_capacity();
         let max_fit = (cap / 2).saturating_sub(crate::queue::HEADER) as usize;
         config.max_record_bytes = config.max_record_bytes.clamp(64.min(max_fit), max_fit);
-        let reserve = config.reserve_fraction.clamp(0.0, 0.45);
+        let reserve = config.reserve_fraction;
         let level_reserve = match config.overflow {
             Overflow::ShedByLevel => [2.0 * reserve, 2.0 * reserve, reserve, 0.0, 0.0],
             _ => [0.0; 5],

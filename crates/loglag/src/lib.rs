@@ -150,6 +150,7 @@ pub mod non_blocking {
 mod overflow;
 pub mod prometheus;
 mod queue;
+pub mod settings;
 #[cfg(feature = "rolling")]
 pub mod rolling;
 pub mod sink;
@@ -172,6 +173,7 @@ pub use crate::macros::{set_global, set_max_level};
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
 pub use crate::overflow::{Overflow, ParseOverflowError};
+pub use crate::settings::{SettingError, Settings};
 pub use crate::sink::SinkSpec;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].

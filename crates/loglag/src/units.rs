@@ -38,14 +38,6 @@ pub(crate) fn max_capacity_bytes() -> usize {
     usize::try_from(physical.min(MAX_CAPACITY_BYTES)).unwrap_or(usize::MAX)
 }
 
-/// What a byte budget may be, for messages; `max` is [`max_capacity_bytes`].
-pub(crate) fn capacity_expected(max: usize) -> String {
-    format!(
-        "a budget of at least {MIN_CAPACITY_BYTES} bytes and at most {}, the smaller of 16 GiB and this machine's physical memory",
-        describe_size(max as u64)
-    )
-}
-
 /// `d` after `now`, or, when no `Instant` is that far (a configured or peer-provided
 /// `d` from now, or `None` (no deadline) where that is past what an `Instant` holds:
 /// a peer's or a user's duration never overflows the clock.

@@ -33,7 +33,7 @@ pub use otlp::{Otlp, OtlpEncoding};
 pub use relp::Relp;
 #[cfg(feature = "rolling")]
 pub use rolling::RollingFile;
-pub use spec::SinkSpec;
+pub use spec::{FileOptions, SinkSpec};
 pub use syslog::Syslog;
 
 /// A destination for batches of whole records.

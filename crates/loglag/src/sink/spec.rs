@@ -13,7 +13,13 @@ use super::{FdSink, Relp, Sink, Syslog};
 /// `otlp+json://`); the OTLP
 /// sinks need the `otlp` feature.
 ///
+/// A `file://` URL may carry the options of a rolling file in its query: `rotate`,
+/// `max_file_size`, `keep`, `compress` ([`FileOptions`]). In a
+/// [`Config`](crate::Config), the query may also hold any other setting.
+///
 /// ```
+/// let spec: loglag::SinkSpec = "file:///var/log/app.log?rotate=daily&keep=7".parse()?;
+/// assert_eq!(spec.to_string(), "file:///var/log/app.log?rotate=daily&keep=7");
 /// let spec: loglag::SinkSpec = "syslog+tcp://127.0.0.1:514".parse()?;
 /// assert_eq!(spec.to_string(), "syslog+tcp://127.0.0.1:514");
 /// # Ok::<(), String>(())
@@ -24,6 +30,13 @@ pub enum SinkSpec {
     Stdout,
     Stderr,
     File(PathBuf),
+    /// A file that rotates (`file:///var/log/app.log?rotate=daily&keep=7`): the live
+    /// file keeps the name, rotated ones get a date and counter (`app.log.2026-12-01`,
+    /// [`Naming::Fixed`](crate::rolling::Naming::Fixed)). Needs the `rolling` feature.
+    RollingFile {
+        path: PathBuf,
+        options: FileOptions,
+    },
     Fifo(PathBuf),
     /// RFC 5424 over TCP with octet counting.
     SyslogTcp(String),
@@ -71,6 +84,7 @@ impl SinkSpec {
             SinkSpec::Stdout => Box::new(FdSink::stdout()),
             SinkSpec::Stderr => Box::new(FdSink::stderr()),
             SinkSpec::File(p) => Box::new(FdSink::append(p)?),
+            SinkSpec::RollingFile { path, options } => options.open(path)?,
             SinkSpec::Fifo(p) => Box::new(FdSink::fifo(p, None)?),
             SinkSpec::SyslogTcp(a) => Box::new(Syslog::tcp(a.as_str())?),
             SinkSpec::SyslogUdp(a) => Box::new(Syslog::udp(a.as_str())?),
@@ -94,7 +108,70 @@ impl SinkSpec {
 
 impl std::str::FromStr for SinkSpec {
     type Err = String;
+    /// A sink URL; a query may hold only the sink's own options (a `file://` sink's).
     fn from_str(s: &str) -> Result<SinkSpec, String> {
+        let (spec, rest) = SinkSpec::parse_with_query(s)?;
+        match rest.first() {
+            None => Ok(spec),
+            Some((key, _)) => Err(format!(
+                "{s:?}: {key} is not an option of this sink; a pipeline setting in a URL is read by loglag::Config::from_url"
+            )),
+        }
+    }
+}
+
+impl SinkSpec {
+    /// The sink of `url` with its own options taken from the query, and the query's
+    /// other `key=value` pairs, in order, for the caller to apply (a
+    /// [`Config`](crate::Config)'s settings).
+    pub(crate) fn parse_with_query(url: &str) -> Result<(SinkSpec, Vec<(String, String)>), String> {
+        let url = url.trim();
+        let (base, query) = match url.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (url, None),
+        };
+        let mut spec = SinkSpec::parse_base(base)?;
+        let mut rest = Vec::new();
+        let mut file = FileOptions::default();
+        for pair in query.into_iter().flat_map(|q| q.split('&')).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = pair.split_once('=') else {
+                return Err(format!("{url:?}: {pair:?} in the query is not key=value"));
+            };
+            if crate::settings::FILE_KEYS.contains(&key) {
+                file.set(key, value).map_err(|e| e.to_string())?;
+            } else {
+                rest.push((key.to_owned(), value.to_owned()));
+            }
+        }
+        if !file.is_empty() {
+            spec = spec.with_file_options(&file).map_err(|spec| {
+                format!(
+                    "{url:?}: {} are options of a file:// sink, not of {spec}",
+                    file.keys().join(", ")
+                )
+            })?;
+        }
+        Ok((spec, rest))
+    }
+
+    /// This sink with `options` applied: a file becomes a rolling file, a rolling file
+    /// takes the options given on top of its own. Any other sink comes back as the
+    /// error: it has no such options.
+    pub(crate) fn with_file_options(self, options: &FileOptions) -> Result<SinkSpec, SinkSpec> {
+        match self {
+            SinkSpec::File(path) => Ok(SinkSpec::RollingFile {
+                path,
+                options: options.clone(),
+            }),
+            SinkSpec::RollingFile { path, options: mut own } => {
+                own.merge(options);
+                Ok(SinkSpec::RollingFile { path, options: own })
+            }
+            other => Err(other),
+        }
+    }
+
+    fn parse_base(s: &str) -> Result<SinkSpec, String> {
         let s = s.trim();
         let path = |p: &str| {
             if p.is_empty() {
@@ -155,6 +232,9 @@ impl std::fmt::Display for SinkSpec {
             SinkSpec::Stdout => f.write_str("stdout"),
             SinkSpec::Stderr => f.write_str("stderr"),
             SinkSpec::File(p) => write!(f, "file://{}", p.display()),
+            SinkSpec::RollingFile { path, options } => {
+                write!(f, "file://{}?{}", path.display(), options.query())
+            }
             SinkSpec::Fifo(p) => write!(f, "fifo://{}", p.display()),
             SinkSpec::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
             SinkSpec::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
@@ -165,5 +245,191 @@ impl std::fmt::Display for SinkSpec {
                 write!(f, "{scheme}://{address}")
             }
         }
+    }
+}
+
+/// A rolling file's options as a URL query or `Config` keys give them. Each is a row
+/// of [`SETTINGS`](crate::settings::SETTINGS).
+///
+/// | key | means | builder |
+/// |---|---|---|
+/// | `rotate` | `never`, `minutely`, `hourly`, `daily`, `weekly`, or any period (`15m`, `6h`) | [`Builder::rotation`](crate::rolling::Builder::rotation) |
+/// | `max_file_size` | also rotate before a batch would take the file past this size | [`Builder::max_file_size`](crate::rolling::Builder::max_file_size) |
+/// | `keep` | rotated files kept besides the live one (logrotate's `rotate N`) | [`Builder::max_log_files`](crate::rolling::Builder::max_log_files)`(keep + 1)` |
+/// | `compress` | `gzip` or `none` | [`Builder::compression`](crate::rolling::Builder::compression) |
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileOptions {
+    /// `None`: not given; `Some(None)`: `never`; else the period.
+    rotate: Option<Option<std::time::Duration>>,
+    max_file_size: Option<u64>,
+    keep: Option<usize>,
+    gzip: Option<bool>,
+}
+
+impl FileOptions {
+    /// Sets one option from its text, checked: the error names the key and what is
+    /// valid, as every setting's does.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), crate::SettingError> {
+        let bad = || crate::SettingError::new(key, value);
+        let text = value.trim();
+        match key {
+            "rotate" => {
+                const DAY: u64 = 86_400;
+                let period = match text.to_ascii_lowercase().as_str() {
+                    "never" => None,
+                    "minutely" => Some(60),
+                    "hourly" => Some(3600),
+                    "daily" => Some(DAY),
+                    "weekly" => Some(7 * DAY),
+                    _ => {
+                        let d = crate::units::parse_duration(text).map_err(|_| bad())?;
+                        // A rotation is at least a second and at most a year: names
+                        // carry seconds at the finest.
+                        if d < std::time::Duration::from_secs(1)
+                            || d > crate::units::MAX_CONFIGURED_DURATION
+                        {
+                            return Err(bad());
+                        }
+                        Some(d.as_secs())
+                    }
+                };
+                self.rotate = Some(period.map(std::time::Duration::from_secs));
+            }
+            "max_file_size" => {
+                let n = crate::units::parse_size(text).map_err(|_| bad())?;
+                if n == 0 {
+                    return Err(bad());
+                }
+                self.max_file_size = Some(n);
+            }
+            "keep" => {
+                let n: usize = text.parse().map_err(|_| bad())?;
+                if n == 0 || n == usize::MAX {
+                    return Err(bad());
+                }
+                self.keep = Some(n);
+            }
+            "compress" => {
+                self.gzip = Some(match text.to_ascii_lowercase().as_str() {
+                    "gzip" | "gz" => true,
+                    "none" | "no" | "false" => false,
+                    _ => return Err(bad()),
+                })
+            }
+            _ => return Err(crate::SettingError::unknown(key, value)),
+        }
+        Ok(())
+    }
+
+    /// Whether no option was given.
+    pub fn is_empty(&self) -> bool {
+        self == &FileOptions::default()
+    }
+
+    /// The keys given.
+    pub(crate) fn keys(&self) -> Vec<&'static str> {
+        let given = [
+            self.rotate.is_some(),
+            self.max_file_size.is_some(),
+            self.keep.is_some(),
+            self.gzip.is_some(),
+        ];
+        crate::settings::FILE_KEYS
+            .iter()
+            .zip(given)
+            .filter_map(|(k, g)| g.then_some(*k))
+            .collect()
+    }
+
+    /// `other`'s options over these.
+    fn merge(&mut self, other: &FileOptions) {
+        self.rotate = other.rotate.or(self.rotate);
+        self.max_file_size = other.max_file_size.or(self.max_file_size);
+        self.keep = other.keep.or(self.keep);
+        self.gzip = other.gzip.or(self.gzip);
+    }
+
+    /// The options as a URL query, in the table's order.
+    fn query(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(rotate) = self.rotate {
+            out.push(format!(
+                "rotate={}",
+                match rotate.map(|d| d.as_secs()) {
+                    None => "never".to_owned(),
+                    Some(60) => "minutely".to_owned(),
+                    Some(3600) => "hourly".to_owned(),
+                    Some(86_400) => "daily".to_owned(),
+                    Some(604_800) => "weekly".to_owned(),
+                    Some(s) => format!("{s}s"),
+                }
+            ));
+        }
+        if let Some(n) = self.max_file_size {
+            out.push(format!("max_file_size={}", crate::units::format_size(n)));
+        }
+        if let Some(n) = self.keep {
+            out.push(format!("keep={n}"));
+        }
+        if let Some(gzip) = self.gzip {
+            out.push(format!("compress={}", if gzip { "gzip" } else { "none" }));
+        }
+        out.join("&")
+    }
+
+    /// Opens the rolling file at `path`.
+    #[cfg(feature = "rolling")]
+    fn open(&self, path: &std::path::Path) -> io::Result<Box<dyn Sink>> {
+        use crate::rolling::{Builder, Compression, Naming, Rotation};
+        use crate::sink::IntoSink;
+        let name = path
+            .file_name()
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{}: a rolling file needs a file name", path.display()),
+                )
+            })?
+            .to_string_lossy()
+            .into_owned();
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let rotation = match self.rotate.flatten().map(|d| d.as_secs()) {
+            None => Rotation::NEVER,
+            Some(60) => Rotation::MINUTELY,
+            Some(3600) => Rotation::HOURLY,
+            Some(86_400) => Rotation::DAILY,
+            Some(604_800) => Rotation::WEEKLY,
+            Some(s) => Rotation::every(std::time::Duration::from_secs(s)),
+        };
+        let mut b = Builder::new()
+            .naming(Naming::Fixed)
+            .filename_prefix(name)
+            .rotation(rotation);
+        if let Some(n) = self.max_file_size {
+            b = b.max_file_size(n);
+        }
+        if let Some(keep) = self.keep {
+            b = b.max_log_files(keep + 1);
+        }
+        if self.gzip == Some(true) {
+            b = b.compression(Compression::Gzip);
+        }
+        let appender = b.build(&dir).map_err(io::Error::other)?;
+        Ok(Box::new(appender.into_sink()))
+    }
+
+    #[cfg(not(feature = "rolling"))]
+    fn open(&self, path: &std::path::Path) -> io::Result<Box<dyn Sink>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "file://{}?{}: loglag was built without its `rolling` feature",
+                path.display(),
+                self.query()
+            ),
+        ))
     }
 }
