@@ -150,7 +150,9 @@ pub(super) fn validate_positions(header: &SpoolHeader, capacity: u64) -> Result<
         ));
     }
     if pending_end != 0 {
-        if pending_end % 8 != 0 || pending_end <= tail || pending_end - tail > capacity {
+        // A pending end at the tail itself is a batch whose `end_batch` was killed
+        // between its two stores: delivered, and no contradiction.
+        if pending_end % 8 != 0 || pending_end < tail || pending_end - tail > capacity {
             return Err(format!(
                 "corrupt spool: a pending batch ends at {pending_end}, outside the ring after tail {tail}"
             ));

@@ -36,10 +36,12 @@ impl SpoolHeader {
         self.word(PENDING_END).store(0, Ordering::Release);
     }
 
-    /// The batch a kill interrupted between `begin_batch` and `end_batch`, if any.
+    /// The batch a kill interrupted between `begin_batch` and `end_batch`, if any. One
+    /// that ends at the tail is none: `end_batch` had advanced the tail over it when
+    /// the kill came, before it could clear it.
     pub(super) fn pending_batch(&self) -> Option<PendingBatch> {
         let end = self.word(PENDING_END).load(Ordering::Acquire);
-        (end != 0).then(|| PendingBatch {
+        (end != 0 && end > self.tail()).then(|| PendingBatch {
             end,
             sink_len_before: self.word(SINK_LEN_BEFORE).load(Ordering::Acquire),
             bytes: self.word(BATCH_BYTES).load(Ordering::Acquire),
