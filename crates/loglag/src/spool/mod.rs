@@ -64,6 +64,10 @@ use std::time::Duration;
 
 mod header;
 mod journal;
+#[cfg(test)]
+mod mem_file;
+#[cfg(test)]
+mod model;
 mod open;
 mod recovery;
 #[cfg(test)]
