@@ -77,7 +77,7 @@ impl SpoolHeader {
 /// A spool's memory, the header then the ring, as recovery sees it: in the mapped file
 /// (`open.rs`) or, for the model test, on the heap. Recovery needs nothing else of the
 /// spool, so its crash points can be tested without a file.
-pub(crate) struct SpoolRegion<'a> {
+pub(super) struct SpoolRegion<'a> {
     header: SpoolHeader,
     ring: NonNull<AtomicU64>,
     capacity: u64,
@@ -87,7 +87,7 @@ pub(crate) struct SpoolRegion<'a> {
 
 impl<'a> SpoolRegion<'a> {
     /// `words`: the header's 512 words, then the ring's (at least 8).
-    pub(crate) fn new(words: &'a mut [AtomicU64]) -> SpoolRegion<'a> {
+    pub(super) fn new(words: &'a mut [AtomicU64]) -> SpoolRegion<'a> {
         assert!(
             words.len() >= HEADER_WORDS + 8,
             "a spool region holds a header and a ring"
@@ -105,12 +105,12 @@ impl<'a> SpoolRegion<'a> {
         }
     }
 
-    pub(crate) fn header(&self) -> &SpoolHeader {
+    pub(super) fn header(&self) -> &SpoolHeader {
         &self.header
     }
 
     /// The ring's size in bytes.
-    pub(crate) fn capacity(&self) -> u64 {
+    pub(super) fn capacity(&self) -> u64 {
         self.capacity
     }
 

@@ -56,7 +56,9 @@
 //!
 //! The code: `header.rs` (the layout and its check), `journal.rs` (what is recorded
 //! around a batch), `recovery.rs` (delivering what a spool holds, over memory and a
-//! sink), `open.rs` (the file: locking, ownership, allocation, mapping).
+//! sink), `open.rs` (the file: locking, ownership, allocation, mapping); the tests in
+//! `tests.rs` (real spool files) and `model.rs` (every crash point, in memory, over the
+//! sink in `mem_file.rs`).
 
 use std::io;
 use std::path::Path;
