@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::Core;
-use crate::settings::Settings;
 use crate::format::Format;
 use crate::handle::{NonBlocking, WorkerGuard};
 use crate::hooks;
 use crate::level::Level;
 use crate::mode::Mode;
 use crate::overflow::Overflow;
+use crate::settings::Settings;
 use crate::sink::{Sink, WriterSink};
 use crate::worker;
 
@@ -54,18 +54,10 @@ use crate::worker;
 /// tracing_subscriber::fmt().with_writer(writer).try_init().ok();
 /// # drop(guard);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "call .finish(writer) or .build(sink) to start the pipeline"]
 pub struct NonBlockingBuilder {
     settings: Settings,
-}
-
-impl Default for NonBlockingBuilder {
-    fn default() -> Self {
-        NonBlockingBuilder {
-            settings: Settings::default(),
-        }
-    }
 }
 
 /// A builder that starts from `settings` (from a [`Config`](crate::Config), or

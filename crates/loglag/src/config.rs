@@ -152,14 +152,14 @@ impl Config {
 
     /// Defaults, then the TOML file at `path` ([`from_toml`](Self::from_toml)). A file
     /// that cannot be read is an error naming it.
-    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Config, Box<dyn std::error::Error>> {
+    pub fn from_file(
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Config, Box<dyn std::error::Error>> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
         })?;
-        Config::from_toml(&text).map_err(|e| {
-            format!("{}: {e}", path.display()).into()
-        })
+        Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()).into())
     }
 
     /// Defaults, then a sink URL and the settings in its query
@@ -245,7 +245,7 @@ impl Config {
             match next.set(setting.key, value) {
                 Ok(()) => self = next,
                 Err(e) => {
-                    let e = e.as_variable();
+                    let e = e.into_variable();
                     warnings.push(Warning {
                         text: format!(
                             "loglag: {}={:?} is not valid (expected {}); ignored, the option keeps its value (the file's, or the default)",
@@ -271,8 +271,7 @@ impl Config {
                     "a sink without NUL bytes",
                 ));
             }
-            let (spec, rest) = SinkSpec::parse_with_query(value)
-                .map_err(|e| SettingError::with_expected(key, value, e))?;
+            let (spec, rest) = SinkSpec::parse_with_query(value)?;
             let mut next = self.clone();
             for (k, v) in rest {
                 next.set(&k, &v)?;
@@ -304,7 +303,8 @@ impl Config {
         Some(if self.file.is_empty() {
             spec
         } else {
-            spec.with_file_options(&self.file).unwrap_or_else(|spec| spec)
+            spec.with_file_options(&self.file)
+                .unwrap_or_else(|spec| spec)
         })
     }
 
@@ -366,6 +366,7 @@ fn nearest_variable(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Format, Level, Mode, Overflow};
     use std::time::Duration;
 
     /// Every key of the table lands in the builder, sizes and durations with units.
@@ -393,7 +394,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(c.sink(), Some(&SinkSpec::SyslogTcp("127.0.0.1:514".into())));
+        assert_eq!(c.sink(), Some(SinkSpec::SyslogTcp("127.0.0.1:514".into())));
         let k = c.builder().config();
         assert_eq!(
             (k.capacity_bytes, k.max_record_bytes, k.batch_bytes),
@@ -407,10 +408,7 @@ mod tests {
         assert_eq!(k.flush_level, Level::Warn);
         assert_eq!(k.shutdown_timeout, Duration::from_secs(2));
         assert_eq!(k.report_format, Some(Format::Logfmt));
-        assert_eq!(
-            k.spool.clone(),
-            Some("/var/lib/app/app.spool".into())
-        );
+        assert_eq!(k.spool.clone(), Some("/var/lib/app/app.spool".into()));
         assert_eq!(k.thread_name, "app-log");
         assert_eq!(k.mode, Mode::Sync);
     }
@@ -424,7 +422,7 @@ mod tests {
         let e = Config::from_toml("capacity_bytes = \"8 lots\"").unwrap_err();
         assert!(
             e.to_string()
-                .contains("capacity_bytes = \"8 lots\": a size"),
+                .contains("capacity_bytes = \"8 lots\" is not valid: expected a size"),
             "{e}"
         );
         let e = Config::from_toml("overflow = \"dorp\"").unwrap_err();
@@ -460,7 +458,7 @@ mod tests {
             "{first:?}"
         );
         assert!(
-            first[1].contains("LOGLAG_BATCH_BYTES=\"0\" is not valid (a size"),
+            first[1].contains("LOGLAG_BATCH_BYTES=\"0\" is not valid (expected a size"),
             "{first:?}"
         );
         let (_, again) = Config::default().apply_vars(vars());

@@ -150,9 +150,9 @@ pub mod non_blocking {
 mod overflow;
 pub mod prometheus;
 mod queue;
-pub mod settings;
 #[cfg(feature = "rolling")]
 pub mod rolling;
+pub mod settings;
 pub mod sink;
 pub mod spool;
 pub mod units;

@@ -351,10 +351,11 @@ impl Builder {
 
     /// Also rotates before a batch would take the current file past `bytes` (loglag
     /// only). A batch is never split, so a file exceeds it by at most one batch when it
-    /// was empty. Every name then carries a counter (`app.2026-12-01.003.log`).
+    /// was empty. Every name then carries a counter (`app.2026-12-01.003.log`). At
+    /// least 1 byte: 0 makes [`build`](Self::build) fail, naming it.
     pub fn max_file_size(self, bytes: u64) -> Builder {
         Builder {
-            max_bytes: Some(bytes.max(1)),
+            max_bytes: Some(bytes),
             ..self
         }
     }
@@ -456,6 +457,10 @@ impl Builder {
     /// Creates the directory if needed and opens (and locks) the current file.
     pub fn build(&self, directory: impl AsRef<Path>) -> Result<RollingFileAppender, InitError> {
         let b = self.clone();
+        if b.max_bytes == Some(0) {
+            let e = crate::SettingError::new("max_file_size", "0");
+            return Err(InitError(io::Error::new(io::ErrorKind::InvalidInput, e)));
+        }
         let settings = Settings {
             dir: directory.as_ref().to_owned(),
             prefix: b.prefix,

@@ -27,8 +27,8 @@ use crate::mode::Mode;
 use crate::overflow::Overflow;
 use crate::spool::SpoolSync;
 use crate::units::{
-    describe_size, max_capacity_bytes, parse_duration, parse_size, MAX_CONFIGURED_DURATION, MIN_CAPACITY_BYTES,
-    MIN_RECORD_BYTES,
+    describe_size, max_capacity_bytes, parse_duration, parse_size, MAX_CONFIGURED_DURATION,
+    MIN_CAPACITY_BYTES, MIN_RECORD_BYTES,
 };
 
 /// One option in every place it can be set.
@@ -234,7 +234,11 @@ impl SettingError {
     }
 
     /// An error with its own text of what is valid (TOML's own errors).
-    pub(crate) fn with_expected(key: &str, value: impl Into<String>, expected: impl Into<String>) -> SettingError {
+    pub(crate) fn with_expected(
+        key: &str,
+        value: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> SettingError {
         SettingError {
             key: key.to_owned(),
             value: value.into(),
@@ -249,7 +253,11 @@ impl SettingError {
             value: value.to_owned(),
             expected: format!(
                 "one of {}",
-                SETTINGS.iter().map(|s| s.key).collect::<Vec<_>>().join(", ")
+                SETTINGS
+                    .iter()
+                    .map(|s| s.key)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             unknown_key: true,
         }
@@ -261,7 +269,7 @@ impl SettingError {
     }
 
     /// The same error under the variable's name (`LOGLAG_CAPACITY_BYTES`).
-    pub(crate) fn as_variable(mut self) -> SettingError {
+    pub(crate) fn into_variable(mut self) -> SettingError {
         self.key = variable(&self.key);
         self
     }
@@ -391,7 +399,12 @@ impl Settings {
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         let bad = || SettingError::new(key, value);
         let text = value.trim();
-        let size = || parse_size(text).ok().and_then(|n| usize::try_from(n).ok()).ok_or_else(bad);
+        let size = || {
+            parse_size(text)
+                .ok()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(bad)
+        };
         let duration = || parse_duration(text).map_err(|_| bad());
         let boolean = || match text {
             "true" | "1" | "yes" => Ok(true),
@@ -440,7 +453,10 @@ impl Settings {
             _ => return Err(SettingError::unknown(key, value)),
         }
         if let Some(e) = next.problems().into_iter().find(|e| e.key == key) {
-            return Err(SettingError { value: value.to_owned(), ..e });
+            return Err(SettingError {
+                value: value.to_owned(),
+                ..e
+            });
         }
         *self = next;
         Ok(())
@@ -481,7 +497,11 @@ impl Settings {
                 describe_size(bytes as u64),
             );
         }
-        check(self.batch_bytes >= 1, "batch_bytes", describe_size(self.batch_bytes as u64));
+        check(
+            self.batch_bytes >= 1,
+            "batch_bytes",
+            describe_size(self.batch_bytes as u64),
+        );
         if let Some(n) = self.max_records {
             check(n >= 1, "buffered_lines_limit", n.to_string());
         }

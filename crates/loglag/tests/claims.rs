@@ -1,7 +1,7 @@
 //! The documented defaults and sink contracts, each checked by what the pipeline does:
 //! the 8 MiB budget with 1/8 reserved, 64 KiB records and batches, few write calls per
 //! record, EINTR retried, partial writes accounted, the 5 s shutdown, `SpoolSync`,
-//! `DropOldest` becoming `DropNewest` with a spool, and `LOGLAG_MODE`.
+//! `DropOldest` refused with a spool, and `LOGLAG_MODE`.
 //! Every wait is bounded by `support::within`.
 
 mod support;
@@ -409,41 +409,29 @@ fn spool_sync_every_flush_syncs_after_each_batch_and_never_does_not() {
     }
 }
 
+/// A spool cannot evict records the writer is delivering from it: `DropOldest` with a
+/// spool is refused by `build`, naming the setting, and `finish` (which cannot fail)
+/// says so and uses the default policy, never another one silently.
 #[test]
-fn drop_oldest_becomes_drop_newest_with_a_spool() {
-    within(LIMIT, "DropOldest in spool mode", || {
-        let dir = tempfile::tempdir().unwrap();
-        let (recorder, gate, entered, sink) = gated_recorder();
-        let (writer, guard) = NonBlockingBuilder::default()
-            .capacity_bytes(4096)
+fn drop_oldest_with_a_spool_is_refused_not_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || {
+        NonBlockingBuilder::default()
             .overflow(Overflow::DropOldest)
-            .flush_interval(Duration::from_secs(3600))
             .spool(dir.path().join("app.spool"))
             .mode(Mode::Async)
-            .build(sink)
-            .unwrap();
-        writer.submit(Level::Error, b"hold\n");
-        entered.recv().unwrap();
-        let mut i = 0;
-        while writer.metrics().dropped_records < 10 {
-            writer.submit(Level::Info, format!("record {i:05}\n").as_bytes());
-            i += 1;
-            assert!(i < 10_000);
+    };
+    match builder().build(loglag::sink::WriterSink::new(std::io::sink())) {
+        Err(loglag::BuildError::Setting(e)) => {
+            assert_eq!(e.key, "overflow");
+            assert!(e.expected.contains("not with a spool"), "{e}");
         }
-        gate.open();
-        guard.flush(Duration::from_secs(30)).unwrap();
-        let out = recorder.out.lock().unwrap().clone();
-        let lines = record_lines(&out);
-        // The spool's records are already in the file: dropping the oldest would
-        // break its ring, so the newest are the ones dropped.
-        assert_eq!(lines[0], "hold");
-        assert_eq!(lines[1], "record 00000", "the oldest were kept");
-        let last: usize = lines.last().unwrap()[7..].parse().unwrap();
-        assert!(
-            last < i - 1,
-            "the newest were dropped (last kept {last} of {i})"
-        );
-    });
+        Err(other) => panic!("wrong error: {other}"),
+        Ok(_) => panic!("DropOldest with a spool was accepted"),
+    }
+    let (writer, guard) = builder().finish(std::io::sink());
+    writer.submit(Level::Info, b"kept\n");
+    assert_eq!(guard.shutdown().written_records, 1);
 }
 
 #[test]

@@ -378,8 +378,10 @@ fn variables_that_are_not_the_pipelines_are_not_warned_about() {
 
 // ---- every key and variable at the edges of its type
 
-/// Every key of the module's table.
-use loglag::config::KEYS;
+/// Every key of the settings table.
+fn keys() -> Vec<&'static str> {
+    loglag::settings::SETTINGS.iter().map(|s| s.key).collect()
+}
 
 fn number() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -538,7 +540,7 @@ proptest! {
     /// accepted starts, takes a record and shuts down, none of it panicking.
     #[test]
     fn every_config_key_and_variable_at_the_edges_is_ok_or_a_clear_error(
-        entries in prop::collection::btree_map(prop::sample::select(KEYS.to_vec()), edge_value(), 1..=3),
+        entries in prop::collection::btree_map(prop::sample::select(keys()), edge_value(), 1..=3),
         bare in any::<bool>(),
         stray in proptest::option::of("[A-Z_]{0,24}"),
     ) {

@@ -110,7 +110,10 @@ impl std::str::FromStr for SinkSpec {
     type Err = String;
     /// A sink URL; a query may hold only the sink's own options (a `file://` sink's).
     fn from_str(s: &str) -> Result<SinkSpec, String> {
-        let (spec, rest) = SinkSpec::parse_with_query(s)?;
+        let (spec, rest) = SinkSpec::parse_with_query(s).map_err(|e| match e.key.as_str() {
+            "sink" => e.expected,
+            _ => e.to_string(),
+        })?;
         match rest.first() {
             None => Ok(spec),
             Some((key, _)) => Err(format!(
@@ -124,31 +127,40 @@ impl SinkSpec {
     /// The sink of `url` with its own options taken from the query, and the query's
     /// other `key=value` pairs, in order, for the caller to apply (a
     /// [`Config`](crate::Config)'s settings).
-    pub(crate) fn parse_with_query(url: &str) -> Result<(SinkSpec, Vec<(String, String)>), String> {
+    pub(crate) fn parse_with_query(
+        url: &str,
+    ) -> Result<(SinkSpec, Vec<(String, String)>), crate::SettingError> {
         let url = url.trim();
+        let sink_error = |e: String| crate::SettingError::with_expected("sink", url, e);
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, Some(query)),
             None => (url, None),
         };
-        let mut spec = SinkSpec::parse_base(base)?;
+        let mut spec = SinkSpec::parse_base(base).map_err(sink_error)?;
         let mut rest = Vec::new();
         let mut file = FileOptions::default();
-        for pair in query.into_iter().flat_map(|q| q.split('&')).filter(|p| !p.is_empty()) {
+        for pair in query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter(|p| !p.is_empty())
+        {
             let Some((key, value)) = pair.split_once('=') else {
-                return Err(format!("{url:?}: {pair:?} in the query is not key=value"));
+                return Err(sink_error(format!(
+                    "{pair:?} in the query is not key=value"
+                )));
             };
             if crate::settings::FILE_KEYS.contains(&key) {
-                file.set(key, value).map_err(|e| e.to_string())?;
+                file.set(key, value)?;
             } else {
                 rest.push((key.to_owned(), value.to_owned()));
             }
         }
         if !file.is_empty() {
             spec = spec.with_file_options(&file).map_err(|spec| {
-                format!(
-                    "{url:?}: {} are options of a file:// sink, not of {spec}",
+                sink_error(format!(
+                    "{} are options of a file:// sink, not of {spec}",
                     file.keys().join(", ")
-                )
+                ))
             })?;
         }
         Ok((spec, rest))
@@ -163,7 +175,10 @@ impl SinkSpec {
                 path,
                 options: options.clone(),
             }),
-            SinkSpec::RollingFile { path, options: mut own } => {
+            SinkSpec::RollingFile {
+                path,
+                options: mut own,
+            } => {
                 own.merge(options);
                 Ok(SinkSpec::RollingFile { path, options: own })
             }

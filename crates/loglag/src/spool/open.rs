@@ -1,0 +1,400 @@
+//! Opening a spool file: never through a symlink, created `0600`, owned by this user,
+//! `flock`ed against a second live process, its blocks allocated and its capacity read
+//! and checked against its length; then mapped and handed to recovery. What is no
+//! regular file, or empty, is refused without waiting on it.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, VERSION};
+use super::recovery::{resume, Recovered};
+use super::{invalid, spool_error, SpoolErrorKind, SpoolSync, MAX_CAPACITY};
+use crate::queue::Ring;
+use crate::sink::Sink;
+
+/// Opens (or creates) the spool at `path`, delivers whatever a previous process left in
+/// it to `sink`, and returns a ring over it, ready for new records.
+pub(crate) fn open(
+    path: &Path,
+    capacity: usize,
+    sink: &mut dyn Sink,
+    sync: SpoolSync,
+) -> io::Result<(Ring, SpoolHeader, Recovered)> {
+    open_with(path, Some(capacity), sink, sync)
+}
+
+/// `create`: the capacity of a new spool; `None` only opens an existing one.
+pub(super) fn open_with(
+    path: &Path,
+    create: Option<usize>,
+    sink: &mut dyn Sink,
+    sync: SpoolSync,
+) -> io::Result<(Ring, SpoolHeader, Recovered)> {
+    let (file, len) = open_locked(
+        path,
+        Access::Write {
+            create: create.is_some(),
+        },
+    )?;
+    let fresh = len == 0;
+    let capacity = match (fresh, create) {
+        (true, Some(capacity)) => {
+            let capacity = new_capacity(capacity)?;
+            check_ownership(&file, path)?;
+            capacity
+        }
+        (true, None) => return Err(empty_spool(path)),
+        (false, _) => existing_capacity(&file, path, len)?,
+    };
+    // A pipeline allocates every block now: a mapped file that cannot get a block later
+    // kills the process with SIGBUS on a full disk. An error here is an ordinary error.
+    // Recovery alone does not: it writes only the header and the words of the records
+    // it finds, which are in blocks the file already has, so a sparse spool (copied
+    // with its holes, or from a file system without fallocate) keeps its holes rather
+    // than filling up to its full capacity on disk.
+    if create.is_some() {
+        allocate(&file, HEADER_BYTES + capacity).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot allocate {} bytes for spool {}: {e}",
+                    HEADER_BYTES + capacity,
+                    path.display()
+                ),
+            )
+        })?;
+    }
+    // SAFETY: the spool file is ours (flocked); the header documents that it must not
+    // be shared by two live processes.
+    let mut map = unsafe { memmap2::MmapMut::map_mut(&file)? };
+    let base = NonNull::new(map.as_mut_ptr() as *mut AtomicU64).expect("mapping is non-null");
+    let (position, recovered) = {
+        // SAFETY: the header and the ring, `HEADER_BYTES + capacity` bytes of the
+        // mapping (the file is at least that long), page-aligned; nothing else touches
+        // them until the region is dropped.
+        let words = unsafe {
+            std::slice::from_raw_parts_mut(base.as_ptr(), ((HEADER_BYTES + capacity) / 8) as usize)
+        };
+        let mut region = SpoolRegion::new(words);
+        if fresh {
+            region.header().init(capacity);
+        }
+        resume(&mut region, sink, path)?
+    };
+    map.flush_async()?;
+    // SAFETY: the mapping outlives the header: the `Core` holds both it and the ring
+    // that owns the mapping.
+    let header = unsafe { SpoolHeader::at(base, sync) };
+    // SAFETY: the ring area follows the header inside the mapping.
+    let ring_base = unsafe { NonNull::new_unchecked(base.as_ptr().add(HEADER_BYTES as usize / 8)) };
+    // SAFETY: the ring area is zeroed (by `resume`) and belongs to this ring only.
+    let ring = unsafe { Ring::mapped(ring_base, capacity, position, map, file) };
+    Ok((ring, header, recovered))
+}
+
+/// The ring capacity of a new spool asked for `requested` bytes: whole 8-byte words,
+/// at least one, at most [`MAX_CAPACITY`].
+pub(super) fn new_capacity(requested: usize) -> io::Result<u64> {
+    let capacity = ((requested as u64) / 8).max(8) * 8;
+    if capacity > MAX_CAPACITY {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("spool capacity {capacity} bytes is above the maximum of {MAX_CAPACITY}"),
+        ));
+    }
+    Ok(capacity)
+}
+
+/// Refuses a spool owned by someone else or open to other users.
+fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Permissions,
+            "a spool must be a regular file",
+        ));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::Permissions,
+            format!(
+                "spool {} is owned by uid {}, not by this user (uid {me}); refusing to trust it. Recover it as its owner, or `chown` it",
+                path.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::Permissions,
+            format!(
+                "spool {} has mode {mode:04o}: other users can read the queued records. Run `chmod 600 {}`",
+                path.display(),
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reserves the file's blocks (`posix_fallocate`), growing it to `len` if shorter.
+fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "spool too large"))?;
+    // SAFETY: fallocate on a descriptor we own.
+    let rc = unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(file), 0, len) };
+    match rc {
+        0 => Ok(()),
+        // A file system without fallocate: fall back to a sparse file (and SIGBUS risk).
+        libc::EOPNOTSUPP | libc::EINVAL => file.set_len(len as u64),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 24];
+    file.read_exact_at(&mut head, 0).map_err(|e| {
+        invalid(
+            path,
+            SpoolErrorKind::NotASpool,
+            format!("not a loglag spool (cannot read a spool header: {e})"),
+        )
+    })?;
+    let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    if word(0) != MAGIC {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::NotASpool,
+            "not a loglag spool (bad magic); refusing to overwrite it",
+        ));
+    }
+    if word(1) != VERSION {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Version,
+            format!(
+                "spool layout version {} is not supported (expected {VERSION})",
+                word(1)
+            ),
+        ));
+    }
+    let capacity = word(2);
+    if capacity < 64 || capacity % 8 != 0 || capacity > MAX_CAPACITY {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Corrupt,
+            format!("corrupt spool: implausible capacity {capacity}"),
+        ));
+    }
+    Ok(capacity)
+}
+
+/// Checks, read-only, that `path` is a spool no live process holds, whose header
+/// and length agree. Returns its metadata.
+pub(super) fn check(path: &Path) -> io::Result<std::fs::Metadata> {
+    let (file, len) = open_locked(path, Access::Look)?;
+    if len == 0 {
+        return Err(empty_spool(path));
+    }
+    existing_capacity(&file, path, len)?;
+    file.metadata()
+}
+
+/// How a spool file is opened: to write it (one process at a time), or to look.
+#[derive(Clone, Copy)]
+enum Access {
+    Write { create: bool },
+    Look,
+}
+
+/// Opens the spool (never through a symlink; created `0600`: it holds every queued
+/// record, secrets included) and locks it: exclusively to write it, shared to look, so
+/// that a live writer makes either fail. The lock goes with the process, however it
+/// ends. Returns the file and its length.
+fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (write, create, lock) = match access {
+        Access::Write { create } => (true, create, libc::LOCK_EX),
+        Access::Look => (false, false, libc::LOCK_SH),
+    };
+    // What is no regular file is refused before it is opened: opening a FIFO for
+    // reading waits for a writer, and opening a device can act on it. A symlink is
+    // left to O_NOFOLLOW below, which says so.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() && !meta.file_type().is_symlink() {
+            return Err(not_a_regular_file(path, &meta));
+        }
+    }
+    // O_NONBLOCK: should the path become a FIFO after that look, the open returns at
+    // once rather than waiting for a writer, and what was opened is checked again.
+    let file = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                " (it is a symlink; a spool must be a regular file)"
+            } else {
+                ""
+            };
+            io::Error::new(
+                e.kind(),
+                format!("cannot open spool {}: {e}{hint}", path.display()),
+            )
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_regular_file(path, &meta));
+    }
+    // A regular file, so O_NONBLOCK changes nothing; cleared all the same, so that the
+    // descriptor is the ordinary one the rest of the code expects.
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    // SAFETY: fcntl on a descriptor we own.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) != -1
+    };
+    if !cleared {
+        return Err(io::Error::last_os_error());
+    }
+    // A lock this process released a moment ago can still be held by a child another
+    // thread forked in between, until that child calls exec (its copy of the
+    // descriptor is close-on-exec, and a flock belongs to the shared open file): a
+    // multi-threaded program that spawns processes sees this. So a held lock is
+    // retried for up to ~250 ms before the spool is called in use.
+    let try_lock = || {
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), lock | libc::LOCK_NB) }
+    };
+    let mut pause = Duration::from_millis(1);
+    let mut locked = try_lock() == 0;
+    while !locked && pause <= Duration::from_millis(128) {
+        std::thread::sleep(pause);
+        pause *= 2;
+        locked = try_lock() == 0;
+    }
+    if !locked {
+        let e = io::Error::last_os_error();
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::InUse,
+            format!(
+                "spool {} is in use by another process ({e}); recover it after that process ends",
+                path.display()
+            ),
+        ));
+    }
+    // The length once locked: another process may have created the spool meanwhile.
+    let len = file.metadata()?.len();
+    Ok((file, len))
+}
+
+/// The refusal of a path that is no regular file, saying what it is.
+fn not_a_regular_file(path: &Path, meta: &std::fs::Metadata) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "of an unknown kind"
+    };
+    invalid(
+        path,
+        SpoolErrorKind::Permissions,
+        format!("{what}, not a regular file; a spool must be a regular file"),
+    )
+}
+
+fn empty_spool(path: &Path) -> io::Error {
+    invalid(
+        path,
+        SpoolErrorKind::NotASpool,
+        "not a loglag spool (the file is empty); nothing to recover",
+    )
+}
+
+/// The ring capacity of an existing spool of `len` bytes, once its header, owner and
+/// length agree. The header first, so that a file that is no spool at all says so.
+fn existing_capacity(file: &std::fs::File, path: &Path, len: u64) -> io::Result<u64> {
+    let capacity = read_capacity(file, path)?;
+    check_ownership(file, path)?;
+    if len < HEADER_BYTES + capacity {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Corrupt,
+            format!(
+                "spool is {len} bytes, shorter than its header says ({})",
+                HEADER_BYTES + capacity
+            ),
+        ));
+    }
+    Ok(capacity)
+}
+
+/// Recovers a spool without the application: writes every record it still holds to
+/// `sink`, in order, and marks them delivered. What `loglag recover` runs.
+///
+/// ```no_run
+/// let report = loglag::spool::recover("/var/spool/app.loglag", loglag::sink::FdSink::stdout())?;
+/// eprintln!("{} records recovered, {} torn regions skipped", report.records, report.torn);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn recover(path: impl AsRef<Path>, sink: impl Sink) -> io::Result<Recovered> {
+    recover_opening(path, || Ok(sink))
+}
+
+/// [`recover`], with the sink opened only once the spool has been found valid (so that
+/// recovering a path that is no spool creates no empty output file), and refused when
+/// the sink is the spool file itself.
+pub fn recover_opening<S: Sink>(
+    path: impl AsRef<Path>,
+    open_sink: impl FnOnce() -> io::Result<S>,
+) -> io::Result<Recovered> {
+    use std::os::unix::fs::MetadataExt;
+    let path = path.as_ref();
+    if !path.exists() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no spool at {}", path.display()),
+        ));
+    }
+    let spool = check(path)?;
+    let mut sink = open_sink()?;
+    if crate::sink::place(&mut sink).1 == Some((spool.dev(), spool.ino())) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the output is the spool {} itself; recover into another file",
+                path.display()
+            ),
+        ));
+    }
+    let (_ring, _header, recovered) = open_with(path, None, &mut sink, SpoolSync::Never)?;
+    Ok(recovered)
+}
