@@ -124,12 +124,14 @@ fn events() {
 }
 
 type Job = Box<dyn FnOnce() + Send>;
+/// A job and where to say it is done.
+type Request = (Job, mpsc::Sender<()>);
 
 /// Runs `job` on one unnamed thread, the same for the whole test binary, and waits.
 fn on_unnamed_thread(job: Job) {
-    static HELPER: OnceLock<Mutex<mpsc::Sender<(Job, mpsc::Sender<()>)>>> = OnceLock::new();
+    static HELPER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
     let helper = HELPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<(Job, mpsc::Sender<()>)>();
+        let (tx, rx) = mpsc::channel::<Request>();
         std::thread::spawn(move || {
             for (job, done) in rx {
                 job();

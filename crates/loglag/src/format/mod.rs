@@ -15,7 +15,9 @@ pub(crate) mod time;
 
 use std::time::SystemTime;
 
-pub(crate) use line::{write_field, LineBuilder, Shape, Value};
+#[cfg(feature = "tracing")]
+pub(crate) use line::write_field;
+pub(crate) use line::{LineBuilder, Shape, Value};
 
 /// How the tracing [`Layer`](crate::LoglagLayer), the [`log`] front-end and in-band
 /// drop reports render a record.
