@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loglag::format::{LineBuilder, Value};
+use loglag::__lab::{LineBuilder, Value};
 use loglag::{Format, Level};
 
 fuzz_target!(|data: &[u8]| {

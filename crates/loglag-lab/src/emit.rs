@@ -235,7 +235,7 @@ pub fn emit(
         let mut message = Vec::new();
         Box::new(move |line: &[u8]| {
             if let Some(format) = record_format {
-                use loglag::format::{LineBuilder, Value};
+                use loglag::__lab::{LineBuilder, Value};
                 message.clear();
                 let text =
                     std::str::from_utf8(line.strip_suffix(b"\n").unwrap_or(line)).unwrap_or("");

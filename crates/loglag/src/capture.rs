@@ -9,12 +9,15 @@
 //! Layout (native-endian, unaligned):
 //!
 //! ```text
-//! header  raw timestamp u64 | flags u8 | format u8 | 6 zero bytes | site pointer u64
+//! header  raw timestamp u64 | flags u8 | format u8 | shape 6 bytes | site pointer u64
 //! field   tag u8 | index u8 | value
 //!         I64, U64, F64: 8 bytes; BOOL: 1 byte; STR: u32 length + bytes (UTF-8);
 //!         STATIC: pointer u64 + length u64 of a &'static str
 //! extra   EXTRA | u32 length + bytes, rendered (span context), appended at the end
 //! ```
+//!
+//! The shape ([`Shape::encode`]: option bits, timer, offset) is all zeros for the
+//! default record; the layer writes it only when one of its options is set.
 //!
 //! Pointers in a record are only ever `&'static` and only read by the process that
 //! wrote them: a captured record lives only in a heap ring, never in a spool (which
@@ -24,7 +27,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 use crate::clock::{Raw, WallClock};
-use crate::format::{Format, LineBuilder, Value};
+use crate::format::{Format, LineBuilder, Shape, Value};
 use crate::level::Level;
 
 const HEADER: usize = 24;
@@ -76,6 +79,14 @@ impl Site {
         }
     }
 
+    fn source(self) -> (Option<&'static str>, Option<u32>) {
+        match self {
+            Site::Loglag(c) => (Some(c.file), Some(c.line)),
+            #[cfg(feature = "tracing")]
+            Site::Tracing(m) => (m.file(), m.line()),
+        }
+    }
+
     fn name(self, index: u8) -> &'static str {
         if index == MESSAGE {
             return "message";
@@ -96,6 +107,8 @@ impl Site {
 /// front-end; the macros reach it through `loglag::__private`.
 pub struct Encoder<'a> {
     buf: &'a mut Vec<u8>,
+    /// Where this record's header starts in `buf`.
+    start: usize,
 }
 
 impl fmt::Debug for Encoder<'_> {
@@ -119,8 +132,16 @@ impl<'a> Encoder<'a> {
         header[8] = flags;
         header[9] = format.index();
         header[16..].copy_from_slice(&site_ptr.to_ne_bytes());
+        let start = buf.len();
         buf.extend_from_slice(&header);
-        Encoder { buf }
+        Encoder { buf, start }
+    }
+
+    /// Sets the record's shape (the layer's options), which the header otherwise
+    /// leaves at the default.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn shape(&mut self, shape: Shape) {
+        self.buf[self.start + 10..self.start + 16].copy_from_slice(&shape.encode());
     }
 
     #[inline]
@@ -286,7 +307,12 @@ fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out:
         }
     };
     let format = Format::from_index(header[9]);
-    let mut line = LineBuilder::begin(out, format, time, level, site.target());
+    let shape = Shape::decode(&header[10..16]);
+    let mut line = LineBuilder::begin_shaped(out, format, shape, time, level, site.target());
+    if shape.bits & (Shape::FILE | Shape::LINE) != 0 {
+        let (file, number) = site.source();
+        line.source(file, number);
+    }
     let mut extra: &[u8] = &[];
     while let Some(&[tag, index]) = take(&mut rec, 2) {
         let value = match tag {

@@ -7,7 +7,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 use crate::capture::{Encoder, Site};
-use crate::format::{escape, write_field, Format, Value};
+use crate::format::{escape, write_field, Format, Shape, Timer, TimerKind, Value};
 use crate::handle::NonBlocking;
 use crate::level::Level;
 use crate::mode::Mode;
@@ -29,10 +29,50 @@ use crate::mode::Mode;
 /// tracing_subscriber::registry().with(layer).try_init().ok();
 /// tracing::warn!(disk = "sda", free_mb = 12, "low space");
 /// ```
+///
+/// # tracing-subscriber's JSON options
+///
+/// The layer takes the options of `tracing_subscriber::fmt().json()` under the same
+/// names, and writes what `fmt().json()` writes with the same options, byte for byte
+/// (`crates/loglag/tests/layer_fmt_options.rs` compares every combination):
+/// [`flatten_event`](LoglagLayer::flatten_event),
+/// [`with_current_span`](LoglagLayer::with_current_span),
+/// [`with_span_list`](LoglagLayer::with_span_list),
+/// [`with_target`](LoglagLayer::with_target), [`with_file`](LoglagLayer::with_file),
+/// [`with_line_number`](LoglagLayer::with_line_number),
+/// [`with_thread_ids`](LoglagLayer::with_thread_ids),
+/// [`with_thread_names`](LoglagLayer::with_thread_names),
+/// [`with_timer`](LoglagLayer::with_timer) (a [`Timer`]) and
+/// [`without_time`](LoglagLayer::without_time). An option that is off costs nothing.
+///
+/// ```
+/// use tracing_subscriber::prelude::*;
+/// let (writer, guard) = loglag::non_blocking(Vec::<u8>::new());
+/// // was: tracing_subscriber::fmt().json().flatten_event(true).with_line_number(true)
+/// let layer = loglag::LoglagLayer::new(writer)
+///     .flatten_event(true)
+///     .with_line_number(true);
+/// let subscriber = tracing_subscriber::registry().with(layer);
+/// tracing::subscriber::with_default(subscriber, || {
+///     // {"timestamp":"…","level":"INFO","message":"listening","port":8080,"target":"…","line_number":…}
+///     tracing::info!(port = 8080, "listening");
+/// });
+/// assert_eq!(guard.shutdown().written_records, 1);
+/// ```
 #[derive(Debug, Clone)]
 pub struct LoglagLayer {
     writer: NonBlocking,
     format: Format,
+    /// The options the writer needs (a captured record carries them).
+    shape: Shape,
+    /// The timer `with_timer` set; `without_time` hides it as fmt does, without
+    /// forgetting it.
+    timer: Timer,
+    display_timestamp: bool,
+    current_span: bool,
+    span_list: bool,
+    thread_ids: bool,
+    thread_names: bool,
 }
 
 impl LoglagLayer {
@@ -42,6 +82,13 @@ impl LoglagLayer {
         LoglagLayer {
             writer,
             format: Format::Json,
+            shape: Shape::default(),
+            timer: Timer::system_time(),
+            display_timestamp: true,
+            current_span: true,
+            span_list: true,
+            thread_ids: false,
+            thread_names: false,
         }
     }
 
@@ -51,6 +98,100 @@ impl LoglagLayer {
         self.writer.core.adopt_report_format(format);
         self.format = format;
         self
+    }
+
+    fn set_bit(mut self, bit: u8, on: bool) -> LoglagLayer {
+        if on {
+            self.shape.bits |= bit;
+        } else {
+            self.shape.bits &= !bit;
+        }
+        self
+    }
+
+    /// Writes the event's fields at the top level of the JSON object, after `"level"`,
+    /// instead of under `"fields"` (`fmt().json().flatten_event(true)`). Off by
+    /// default. Other formats are flat already: no effect.
+    pub fn flatten_event(self, flatten_event: bool) -> LoglagLayer {
+        self.set_bit(Shape::FLATTEN, flatten_event)
+    }
+
+    /// Whether JSON records carry `"span"`, the event's span with its fields
+    /// (`fmt().json().with_current_span(false)`). On by default. Other formats write
+    /// their `span=root>leaf` context unless this and
+    /// [`with_span_list`](LoglagLayer::with_span_list) are both off.
+    pub fn with_current_span(mut self, display_current_span: bool) -> LoglagLayer {
+        self.current_span = display_current_span;
+        self
+    }
+
+    /// Whether JSON records carry `"spans"`, the entered spans from the root
+    /// (`fmt().json().with_span_list(false)`). On by default. Other formats: see
+    /// [`with_current_span`](LoglagLayer::with_current_span).
+    pub fn with_span_list(mut self, display_span_list: bool) -> LoglagLayer {
+        self.span_list = display_span_list;
+        self
+    }
+
+    /// Whether records carry the event's target (`"target"`, `target=`, `app:`). On
+    /// by default, in every format.
+    pub fn with_target(self, display_target: bool) -> LoglagLayer {
+        self.set_bit(Shape::NO_TARGET, !display_target)
+    }
+
+    /// Whether records carry the source file of the event's call site (`"filename"`,
+    /// after `"target"`), read from its static metadata on the writer. Off by default.
+    /// Other formats write a field `filename=` at the end (in syslog, a parameter).
+    pub fn with_file(self, display_filename: bool) -> LoglagLayer {
+        self.set_bit(Shape::FILE, display_filename)
+    }
+
+    /// Whether records carry the line of the event's call site (`"line_number"`, after
+    /// `"filename"`). Off by default. Other formats: a field `line_number=` at the end.
+    pub fn with_line_number(self, display_line_number: bool) -> LoglagLayer {
+        self.set_bit(Shape::LINE, display_line_number)
+    }
+
+    /// Whether records carry the logging thread's id, `"threadId":"ThreadId(7)"`, last
+    /// (`fmt().json().with_thread_ids(true)`). Off by default. Read once per thread.
+    /// Other formats: a field `threadId=` at the end.
+    pub fn with_thread_ids(mut self, display_thread_id: bool) -> LoglagLayer {
+        self.thread_ids = display_thread_id;
+        self
+    }
+
+    /// Whether records carry the logging thread's name, `"threadName":"main"`, before
+    /// its id (an unnamed thread: its id, unless ids are on, as fmt does)
+    /// (`fmt().json().with_thread_names(true)`). Off by default. Read once per thread.
+    /// Other formats: a field `threadName=` at the end.
+    pub fn with_thread_names(mut self, display_thread_name: bool) -> LoglagLayer {
+        self.thread_names = display_thread_name;
+        self
+    }
+
+    /// How the timestamp is written (`fmt().with_timer(…)`'s counterparts: see
+    /// [`Timer`]). Like fmt's, it does not bring back a timestamp that
+    /// [`without_time`](LoglagLayer::without_time) took away.
+    pub fn with_timer(mut self, timer: Timer) -> LoglagLayer {
+        self.timer = timer;
+        self.shape.timer = self.timer_kind();
+        self
+    }
+
+    /// No timestamp (`fmt().without_time()`): JSON leaves out `"timestamp"`, compact
+    /// text and logfmt their time; syslog writes RFC 5424's NILVALUE `-`.
+    pub fn without_time(mut self) -> LoglagLayer {
+        self.display_timestamp = false;
+        self.shape.timer = self.timer_kind();
+        self
+    }
+
+    fn timer_kind(&self) -> TimerKind {
+        if self.display_timestamp {
+            self.timer.0
+        } else {
+            TimerKind::None
+        }
     }
 
     /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
@@ -70,6 +211,7 @@ impl LoglagLayer {
 /// A span's fields, each rendered once in the layer's format (`,"k":v` for JSON,
 /// ` k=v` otherwise), and their concatenation, which events copy. A field recorded
 /// again replaces its old value, so the buffer is bounded by the span's field set.
+/// In JSON they are in name order, as tracing-subscriber keeps them (a map).
 #[derive(Default)]
 struct SpanFields {
     entries: Vec<(&'static str, Vec<u8>)>,
@@ -77,7 +219,10 @@ struct SpanFields {
 }
 
 impl SpanFields {
-    fn rebuild(&mut self) {
+    fn rebuild(&mut self, format: Format) {
+        if format == Format::Json {
+            self.entries.sort_by(|a, b| a.0.cmp(b.0));
+        }
         self.rendered.clear();
         for (_, bytes) in &self.entries {
             self.rendered.extend_from_slice(bytes);
@@ -92,7 +237,10 @@ struct SpanVisitor<'a> {
 
 impl SpanVisitor<'_> {
     fn put(&mut self, field: &Field, value: Value<'_>) {
-        let name = field.name();
+        self.put_named(field.name(), value);
+    }
+
+    fn put_named(&mut self, name: &'static str, value: Value<'_>) {
         let index = match self.fields.entries.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
             None => {
@@ -108,7 +256,12 @@ impl SpanVisitor<'_> {
 
 impl Visit for SpanVisitor<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.put(field, Value::Debug(value));
+        // tracing-subscriber's JSON drops a raw identifier's `r#` from a `Debug`
+        // value's name (only there).
+        match field.name().strip_prefix("r#") {
+            Some(name) if self.format == Format::Json => self.put_named(name, Value::Debug(value)),
+            _ => self.put(field, Value::Debug(value)),
+        }
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         self.put(field, Value::Str(value));
@@ -143,39 +296,110 @@ fn span_json<S: for<'a> LookupSpan<'a>>(out: &mut Vec<u8>, span: &SpanRef<'_, S>
 }
 
 impl LoglagLayer {
-    /// Appends the event's span context: `leaf` and its ancestors, looked up once.
-    fn write_spans<S>(&self, out: &mut Vec<u8>, leaf: &SpanRef<'_, S>)
-    where
+    /// Appends the event's span context as tracing-subscriber's JSON finds it: `"span"`
+    /// is the event's explicit parent, else the current span (`current`); `"spans"`
+    /// lists the current span's scope (`list`, the same span unless the parent is
+    /// explicit). Text formats write `current`'s scope.
+    fn write_spans<S>(
+        &self,
+        out: &mut Vec<u8>,
+        current: &SpanRef<'_, S>,
+        list: Option<&SpanRef<'_, S>>,
+    ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         match self.format {
             Format::Json => {
-                out.extend_from_slice(b",\"span\":");
-                span_json(out, leaf);
-                out.extend_from_slice(b",\"spans\":[");
-                for (i, span) in leaf.scope().from_root().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    span_json(out, &span);
+                if self.current_span {
+                    out.extend_from_slice(b",\"span\":");
+                    span_json(out, current);
                 }
-                out.push(b']');
+                if self.span_list {
+                    out.extend_from_slice(b",\"spans\":[");
+                    if let Some(leaf) = list {
+                        for (i, span) in leaf.scope().from_root().enumerate() {
+                            if i > 0 {
+                                out.push(b',');
+                            }
+                            span_json(out, &span);
+                        }
+                    }
+                    out.push(b']');
+                }
             }
             // Syslog: the span context follows the message text.
             Format::Compact | Format::Logfmt | Format::Syslog => {
                 out.extend_from_slice(b" span=");
-                for (i, span) in leaf.scope().from_root().enumerate() {
+                for (i, span) in current.scope().from_root().enumerate() {
                     if i > 0 {
                         out.push(b'>');
                     }
                     escape::text_str(out, span.name(), true);
                 }
-                for span in leaf.scope().from_root() {
+                for span in current.scope().from_root() {
                     if let Some(fields) = span.extensions().get::<SpanFields>() {
                         out.extend_from_slice(&fields.rendered);
                     }
                 }
             }
+        }
+    }
+
+    /// Appends the calling thread's name and id, as the options ask, in fmt's order.
+    fn write_thread(&self, out: &mut Vec<u8>) {
+        with_thread(|name, id| {
+            if self.thread_names {
+                // An unnamed thread is named by its id, unless the id follows anyway.
+                match name {
+                    Some(name) => {
+                        write_field(out, self.format, true, "threadName", Value::Str(name))
+                    }
+                    None if !self.thread_ids => {
+                        write_field(out, self.format, true, "threadName", Value::Str(id))
+                    }
+                    None => {}
+                }
+            }
+            if self.thread_ids {
+                write_field(out, self.format, true, "threadId", Value::Str(id));
+            }
+        });
+    }
+}
+
+/// The calling thread's name and `ThreadId(N)`, read once per thread.
+struct ThreadLabel {
+    name: Option<Box<str>>,
+    id: Box<str>,
+}
+
+impl ThreadLabel {
+    fn current() -> ThreadLabel {
+        let thread = std::thread::current();
+        ThreadLabel {
+            name: thread.name().map(Into::into),
+            id: format!("{:?}", thread.id()).into(),
+        }
+    }
+}
+
+thread_local! {
+    static THREAD_LABEL: std::cell::OnceCell<ThreadLabel> = const { std::cell::OnceCell::new() };
+}
+
+/// Runs `f` with the calling thread's name and id (from the per-thread cache; read
+/// afresh during thread teardown, when the cache is gone).
+fn with_thread<R>(f: impl FnOnce(Option<&str>, &str) -> R) -> R {
+    let mut f = Some(f);
+    let cached = THREAD_LABEL.try_with(|cell| {
+        let label = cell.get_or_init(ThreadLabel::current);
+        (f.take().expect("called once"))(label.name.as_deref(), &label.id)
+    });
+    match cached {
+        Ok(r) => r,
+        Err(_) => {
+            let label = ThreadLabel::current();
+            (f.take().expect("not yet called"))(label.name.as_deref(), &label.id)
         }
     }
 }
@@ -191,7 +415,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
             fields: &mut fields,
             format: self.format,
         });
-        fields.rebuild();
+        fields.rebuild(self.format);
         span.extensions_mut().insert(fields);
     }
 
@@ -203,7 +427,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
                 fields,
                 format: self.format,
             });
-            fields.rebuild();
+            fields.rebuild(self.format);
         }
     }
 
@@ -216,9 +440,35 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LoglagLayer {
         self.writer
             .core
             .submit_captured(level, site, self.format, |captured| {
+                if self.shape != Shape::default() {
+                    captured.shape(self.shape);
+                }
                 event.record(&mut CaptureVisitor(captured));
-                if let Some(leaf) = ctx.event_span(event) {
-                    captured.extra(|out| self.write_spans(out, &leaf));
+                // As tracing-subscriber's JSON: the explicit parent, else the current
+                // span; the list is always the current span's.
+                let (current, list) = if self.current_span || self.span_list {
+                    match event.parent().and_then(|id| ctx.span(id)) {
+                        Some(parent) => (Some(parent), Some(ctx.lookup_current())),
+                        None => (ctx.lookup_current(), None),
+                    }
+                } else {
+                    (None, None)
+                };
+                let threads = self.thread_ids || self.thread_names;
+                if current.is_some() || threads {
+                    captured.extra(|out| {
+                        if let Some(span) = &current {
+                            // `None`: the list is the current span's scope.
+                            let list = match &list {
+                                Some(other) => other.as_ref(),
+                                None => Some(span),
+                            };
+                            self.write_spans(out, span, list);
+                        }
+                        if threads {
+                            self.write_thread(out);
+                        }
+                    });
                 }
             });
     }

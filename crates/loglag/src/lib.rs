@@ -122,6 +122,12 @@ pub mod config;
 mod core;
 mod fork;
 pub mod format;
+/// The line builder, for the lab and the fuzz target: not an API, free to change.
+#[doc(hidden)]
+pub mod __lab {
+    pub use crate::format::time::rfc3339;
+    pub use crate::format::line::{LineBuilder, Value};
+}
 mod handle;
 mod handshake;
 mod hooks;

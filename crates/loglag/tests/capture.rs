@@ -7,7 +7,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use loglag::format::{LineBuilder, Value};
+use loglag::__lab::{LineBuilder, Value};
 use loglag::{Format, Level, LoglagLayer, Mode, NonBlockingBuilder};
 use support::{macros_lock as global_lock, record_lines, Behaviour, TestSink};
 use tracing_subscriber::prelude::*;

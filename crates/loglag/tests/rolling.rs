@@ -264,7 +264,7 @@ fn a_sighup_reopen_under_load_loses_nothing() {
 fn dated_names_match_tracing_appender() {
     let dir = tempfile::tempdir().unwrap();
     let hour = |t: std::time::SystemTime| {
-        let s = loglag::format::rfc3339(t);
+        let s = loglag::__lab::rfc3339(t);
         format!("{}-{}", &s[..10], &s[11..13])
     };
     let before = hour(std::time::SystemTime::now());

@@ -647,7 +647,7 @@ impl App {
                     // A collector takes RFC 5424 messages or OTLP records: the line the
                     // reader checks is their message.
                     Some(format) => {
-                        use loglag::format::{LineBuilder, Value};
+                        use loglag::__lab::{LineBuilder, Value};
                         let text =
                             std::str::from_utf8(record.strip_suffix(b"\n").unwrap_or(&record))
                                 .unwrap_or("");

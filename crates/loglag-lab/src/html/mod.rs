@@ -457,7 +457,7 @@ pub fn render(s: &Summary) -> String {
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab report</title><style>{CSS}</style></head><body><h1>loglag lab report</h1>"
     );
-    let started = loglag::format::rfc3339(
+    let started = loglag::__lab::rfc3339(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),
     );
     let _ = write!(

@@ -1,22 +1,23 @@
-//! Record formats: JSON lines (tracing-subscriber's field names), compact text, logfmt.
+//! Record formats: JSON lines (tracing-subscriber's field names), compact text, logfmt,
+//! RFC 5424 syslog.
 //!
 //! Every format escapes control characters, so one record is always one line.
 //!
-//! `escape`, `Value`, `LineBuilder` and `write_field` are public for the lab (which
-//! builds lines with them) and the fuzz target, not as an API: `#[doc(hidden)]`, free
-//! to change.
+//! Public: [`Format`], [`ParseFormatError`] and [`Timer`]. The line builder itself
+//! (`line.rs`) is crate-private; the lab and the fuzz target reach it through
+//! `loglag::__lab`, which is not an API.
 
-#[doc(hidden)]
-pub mod escape;
+pub(crate) mod escape;
+pub(crate) mod line;
 mod number;
 mod syslog;
 pub(crate) mod time;
 
-use std::fmt;
 use std::time::SystemTime;
 
-use crate::level::Level;
-use escape::{Escaper, Style};
+#[cfg(feature = "tracing")]
+pub(crate) use line::write_field;
+pub(crate) use line::{LineBuilder, Shape, Value};
 
 /// How the tracing [`Layer`](crate::LoglagLayer), the [`log`] front-end and in-band
 /// drop reports render a record.
@@ -97,16 +98,78 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// RFC 3339 UTC with microseconds, e.g. `2026-10-29T12:00:00.000123Z`.
+/// How [`LoglagLayer`](crate::LoglagLayer) writes a record's timestamp: the
+/// counterparts of the `tracing_subscriber::fmt::time` timers that can be computed from
+/// the instant alone, each byte for byte. Set with
+/// [`LoglagLayer::with_timer`](crate::LoglagLayer::with_timer);
+/// [`LoglagLayer::without_time`](crate::LoglagLayer::without_time) leaves it out.
+///
+/// | `Timer` | tracing-subscriber | example |
+/// |---|---|---|
+/// | [`Timer::system_time`] (the default) | `fmt::time::SystemTime` (its default) | `2026-10-29T12:00:00.000123Z` |
+/// | [`Timer::rfc3339_offset`]`(2, 0)` | `OffsetTime::new(UtcOffset::from_hms(2, 0, 0)?, Rfc3339)` | `2026-10-29T14:00:00.000123456+02:00` |
+/// | [`Timer::rfc3339_offset`]`(0, 0)` | `UtcTime::rfc_3339()` | `2026-10-29T12:00:00.000123456Z` |
+///
+/// The RFC 3339 timers are the `time` crate's `well_known::Rfc3339`: nanoseconds with
+/// trailing zeros cut (none at all on a whole second), `Z` at offset zero. A local time
+/// (`OffsetTime::local_rfc_3339()`) is a fixed offset read once; read it yourself
+/// and pass it. In [`Format::Syslog`] the header keeps RFC 5424's UTC microseconds
+/// whatever the timer (`-`, the NILVALUE, without time).
 ///
 /// ```
-/// let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
-/// assert_eq!(loglag::format::rfc3339(t), "1970-01-02T00:00:00.000000Z");
+/// let timer = loglag::format::Timer::rfc3339_offset(-3, -30).expect("a valid offset");
+/// assert_eq!(loglag::format::Timer::rfc3339_offset(24, 0), None);
+/// # let _ = timer;
 /// ```
-pub fn rfc3339(t: SystemTime) -> String {
-    let mut out = Vec::with_capacity(27);
-    time::rfc3339_micros(&mut out, t);
-    String::from_utf8(out).expect("ASCII")
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Timer(pub(crate) TimerKind);
+
+/// What a [`Timer`] writes; `None` is `without_time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum TimerKind {
+    #[default]
+    SystemTime,
+    None,
+    /// RFC 3339 at an offset of this many minutes east of UTC.
+    Rfc3339 {
+        offset_minutes: i16,
+    },
+}
+
+impl Timer {
+    /// RFC 3339 UTC with microseconds, as tracing-subscriber's default
+    /// `fmt::time::SystemTime` writes it: `2026-10-29T12:00:00.000123Z`.
+    pub const fn system_time() -> Timer {
+        Timer(TimerKind::SystemTime)
+    }
+
+    /// RFC 3339 at a fixed offset from UTC, as tracing-subscriber's
+    /// `OffsetTime::new(offset, time::format_description::well_known::Rfc3339)` writes
+    /// it: `2026-10-29T14:00:00.000123456+02:00` (`…Z` at offset zero, as `UtcTime::rfc_3339()`).
+    ///
+    /// `None` unless the offset is one `time::UtcOffset::from_hms(hours, minutes, 0)`
+    /// accepts and RFC 3339 can write: `hours` in -23..=23, `minutes` in -59..=59, both
+    /// of the same sign (or zero).
+    pub const fn rfc3339_offset(hours: i8, minutes: i8) -> Option<Timer> {
+        if hours < -23 || hours > 23 || minutes < -59 || minutes > 59 {
+            return None;
+        }
+        if (hours > 0 && minutes < 0) || (hours < 0 && minutes > 0) {
+            return None;
+        }
+        Some(Timer(TimerKind::Rfc3339 {
+            offset_minutes: hours as i16 * 60 + minutes as i16,
+        }))
+    }
+}
+
+/// Appends `t` as `timer` writes it (nothing for `TimerKind::None`).
+pub(crate) fn write_time(out: &mut Vec<u8>, timer: TimerKind, t: SystemTime) {
+    match timer {
+        TimerKind::SystemTime => time::rfc3339_micros(out, t),
+        TimerKind::None => {}
+        TimerKind::Rfc3339 { offset_minutes } => time::rfc3339_offset(out, t, offset_minutes),
+    }
 }
 
 thread_local! {
@@ -145,309 +208,6 @@ fn with_buffer<R>(
     match result {
         Ok(Some(r)) => r,
         _ => (f.take().expect("not yet called"))(&mut Vec::new()),
-    }
-}
-
-#[doc(hidden)]
-/// A field value.
-#[derive(Debug, Clone, Copy)]
-pub enum Value<'a> {
-    /// Text, escaped for the format.
-    Str(&'a str),
-    /// Bytes that may not be UTF-8: invalid sequences become U+FFFD.
-    Bytes(&'a [u8]),
-    /// A signed integer.
-    I64(i64),
-    /// An unsigned integer.
-    U64(u64),
-    /// A float.
-    F64(f64),
-    /// A boolean.
-    Bool(bool),
-    /// Anything with `Debug`, escaped as text.
-    Debug(&'a dyn fmt::Debug),
-    /// Preformatted arguments (the `log` crate's message).
-    Args(fmt::Arguments<'a>),
-}
-
-/// Builds one record, in place, into a caller-supplied buffer.
-///
-/// ```
-/// use loglag::format::{LineBuilder, Value};
-/// use loglag::{Format, Level};
-/// let mut buf = Vec::new();
-/// let mut line = LineBuilder::begin(&mut buf, Format::Logfmt, std::time::SystemTime::UNIX_EPOCH, Level::Warn, "app");
-/// line.field("message", Value::Str("disk \"almost\" full\nFORGED"));
-/// line.field("free_mb", Value::U64(12));
-/// line.finish();
-/// assert_eq!(buf, b"ts=1970-01-01T00:00:00.000000Z level=warn target=app msg=\"disk \\\"almost\\\" full\\nFORGED\" free_mb=12\n");
-/// ```
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct LineBuilder<'a> {
-    out: &'a mut Vec<u8>,
-    format: Format,
-    target: &'a str,
-    first_field: bool,
-    /// Syslog: where the message was written, to be moved after the structured data.
-    message: Option<(usize, usize)>,
-}
-
-impl<'a> LineBuilder<'a> {
-    /// Starts a record: appends the timestamp, level and (for text formats) target.
-    pub fn begin(
-        out: &'a mut Vec<u8>,
-        format: Format,
-        time: SystemTime,
-        level: Level,
-        target: &'a str,
-    ) -> Self {
-        match format {
-            Format::Json => {
-                out.extend_from_slice(b"{\"timestamp\":\"");
-                time::rfc3339_micros(out, time);
-                out.extend_from_slice(b"\",\"level\":\"");
-                out.extend_from_slice(level.as_str().as_bytes());
-                out.extend_from_slice(b"\",\"fields\":{");
-            }
-            Format::Compact => {
-                time::rfc3339_micros(out, time);
-                out.extend_from_slice(if level.as_str().len() == 4 {
-                    b"  "
-                } else {
-                    b" "
-                });
-                out.extend_from_slice(level.as_str().as_bytes());
-                out.push(b' ');
-                escape::text_str(out, target, false);
-                out.push(b':');
-            }
-            Format::Syslog => {
-                // <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID [SD-ID target="…"
-                let severity = match level {
-                    Level::Error => 3,
-                    Level::Warn => 4,
-                    Level::Info => 6,
-                    Level::Debug | Level::Trace => 7,
-                };
-                let _ = std::io::Write::write_fmt(out, format_args!("<{}>1 ", 8 + severity));
-                time::rfc3339_micros(out, time);
-                out.push(b' ');
-                out.extend_from_slice(syslog::host_and_app().as_bytes());
-                // SAFETY: getpid has no preconditions; read per record, since a forked
-                // child renders its own records.
-                let pid = unsafe { libc::getpid() };
-                let _ = std::io::Write::write_fmt(
-                    out,
-                    format_args!(" {pid} - [{} target=\"", syslog::SD_ID),
-                );
-                escape::sd_value(out, target);
-                out.push(b'"');
-            }
-            Format::Logfmt => {
-                out.extend_from_slice(b"ts=");
-                time::rfc3339_micros(out, time);
-                out.extend_from_slice(b" level=");
-                out.extend_from_slice(level.as_lower_str().as_bytes());
-                out.extend_from_slice(b" target=");
-                logfmt_value(
-                    out,
-                    |e| escape::text_str(e.out, target, true),
-                    target.is_empty() || target.contains([' ', '=', '"']),
-                );
-            }
-        }
-        LineBuilder {
-            out,
-            format,
-            target,
-            first_field: true,
-            message: None,
-        }
-    }
-
-    /// Appends a field. A field named `message` is the record's message.
-    pub fn field(&mut self, name: &str, value: Value<'_>) {
-        let start = self.out.len();
-        if self.format == Format::Syslog && name == "message" && self.message.is_some() {
-            // Syslog has one MSG: a second message is a parameter like any field.
-            self.out.extend_from_slice(b" message=\"");
-            write_escaped(self.out, value, Style::SdValue);
-            self.out.push(b'"');
-        } else {
-            write_field(self.out, self.format, !self.first_field, name, value);
-            if self.format == Format::Syslog && name == "message" {
-                self.message = Some((start, self.out.len()));
-            }
-        }
-        self.first_field = false;
-    }
-
-    /// Ends the record with a newline.
-    pub fn finish(self) {
-        self.finish_with(|_| {});
-    }
-
-    /// Ends the record, letting `extra` append top-level content first: after
-    /// `"target"` in JSON (as `,"key":value`), before the newline in text formats.
-    pub fn finish_with(self, extra: impl FnOnce(&mut Vec<u8>)) {
-        match self.format {
-            Format::Json => {
-                self.out.extend_from_slice(b"},\"target\":\"");
-                escape::json_str(self.out, self.target);
-                self.out.push(b'"');
-                extra(self.out);
-                self.out.extend_from_slice(b"}\n");
-            }
-            Format::Compact | Format::Logfmt => {
-                extra(self.out);
-                self.out.push(b'\n');
-            }
-            Format::Syslog => {
-                self.out.push(b']');
-                // MSG comes after the structured data, wherever the message field was.
-                if let Some((start, end)) = self.message {
-                    self.out[start..].rotate_left(end - start);
-                }
-                extra(self.out);
-                self.out.push(b'\n');
-            }
-        }
-    }
-}
-
-/// Appends one field in `format`'s syntax; `separated` puts a comma first in JSON. A
-/// field named `message` is the record's message. Also used for span fields.
-#[doc(hidden)]
-pub fn write_field(
-    out: &mut Vec<u8>,
-    format: Format,
-    separated: bool,
-    name: &str,
-    value: Value<'_>,
-) {
-    let is_message = name == "message";
-    match format {
-        Format::Json => {
-            if separated {
-                out.push(b',');
-            }
-            out.push(b'"');
-            escape::json_str(out, name);
-            out.extend_from_slice(b"\":");
-            json_value(out, value);
-        }
-        Format::Compact => {
-            out.push(b' ');
-            if !is_message {
-                escape::text_str(out, name, false);
-                out.push(b'=');
-            }
-            write_escaped(out, value, Style::Text);
-        }
-        Format::Syslog => {
-            out.push(b' ');
-            if is_message {
-                write_escaped(out, value, Style::Text);
-            } else {
-                syslog::param_name(out, name);
-                out.extend_from_slice(b"=\"");
-                write_escaped(out, value, Style::SdValue);
-                out.push(b'"');
-            }
-        }
-        Format::Logfmt => {
-            out.push(b' ');
-            if is_message {
-                out.extend_from_slice(b"msg");
-            } else {
-                key(out, name);
-            }
-            out.push(b'=');
-            let quoted = !matches!(
-                value,
-                Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Bool(_)
-            );
-            logfmt_value(out, |e| write_escaped(e.out, value, Style::Quoted), quoted);
-        }
-    }
-}
-
-fn key(out: &mut Vec<u8>, name: &str) {
-    for c in name.chars() {
-        out.extend_from_slice(
-            if c.is_alphanumeric() || "_.-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-            .encode_utf8(&mut [0; 4])
-            .as_bytes(),
-        );
-    }
-}
-
-fn logfmt_value(out: &mut Vec<u8>, write: impl FnOnce(&mut Escaper<'_>), quoted: bool) {
-    if quoted {
-        out.push(b'"');
-    }
-    write(&mut Escaper {
-        out,
-        style: Style::Quoted,
-    });
-    if quoted {
-        out.push(b'"');
-    }
-}
-
-/// Writes `value` if it is a number JSON can hold (integers, finite floats), as
-/// `Display` would, and says whether it did: numbers have nothing to escape.
-#[inline]
-fn push_number(out: &mut Vec<u8>, value: &Value<'_>) -> bool {
-    match *value {
-        Value::I64(v) => number::push_i64(out, v),
-        Value::U64(v) => number::push_u64(out, v),
-        Value::F64(v) if v.is_finite() => number::push_f64(out, v),
-        _ => return false,
-    }
-    true
-}
-
-fn write_escaped(out: &mut Vec<u8>, value: Value<'_>, style: Style) {
-    use fmt::Write as _;
-    if push_number(out, &value) {
-        return;
-    }
-    let mut e = Escaper { out, style };
-    let _ = match value {
-        Value::Str(s) => e.write_str(s),
-        Value::Bytes(b) => {
-            escape::lossy(b, |s| {
-                let _ = e.write_str(s);
-            });
-            Ok(())
-        }
-        // Written by `push_number` above.
-        Value::I64(_) | Value::U64(_) => Ok(()),
-        // Infinite or NaN.
-        Value::F64(v) => write!(e, "{v}"),
-        Value::Bool(v) => write!(e, "{v}"),
-        Value::Debug(v) => write!(e, "{v:?}"),
-        Value::Args(a) => e.write_fmt(a),
-    };
-}
-
-fn json_value(out: &mut Vec<u8>, value: Value<'_>) {
-    if push_number(out, &value) {
-        return;
-    }
-    match value {
-        Value::Bool(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
-        other => {
-            out.push(b'"');
-            write_escaped(out, other, Style::Json);
-            out.push(b'"');
-        }
     }
 }
 
@@ -658,6 +418,7 @@ fn json_string_values(body: &[u8]) -> Option<Vec<(usize, usize)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::level::Level;
 
     #[test]
     fn truncated_json_stays_valid_json() {

@@ -36,6 +36,67 @@ pub(crate) fn rfc3339_micros(out: &mut Vec<u8>, t: SystemTime) {
     out.extend_from_slice(&digits);
 }
 
+/// RFC 3339 UTC with microseconds, e.g. `2026-10-29T12:00:00.000123Z`, as a `String`
+/// (for the lab: `loglag::__lab::rfc3339`).
+///
+/// ```
+/// let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
+/// assert_eq!(loglag::__lab::rfc3339(t), "1970-01-02T00:00:00.000000Z");
+/// ```
+pub fn rfc3339(t: SystemTime) -> String {
+    let mut out = Vec::with_capacity(27);
+    rfc3339_micros(&mut out, t);
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// Appends `t` as the `time` crate's `well_known::Rfc3339` writes it at an offset of
+/// `offset_minutes` east of UTC: `2026-10-29T14:00:00.000123456+02:00`, nanoseconds with
+/// trailing zeros cut (none on a whole second), `Z` at offset zero. Years past 9999,
+/// which `time` refuses to write, are written as 9999.
+pub(crate) fn rfc3339_offset(out: &mut Vec<u8>, t: SystemTime, offset_minutes: i16) {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let local = d.as_secs() as i64 + i64::from(offset_minutes) * 60;
+    let (days, rem) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+    let (y, m, day) = civil_from_days(days);
+    let _ = std::io::Write::write_fmt(
+        out,
+        format_args!(
+            "{:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}",
+            y.clamp(0, 9999),
+            rem / 3600,
+            rem / 60 % 60,
+            rem % 60
+        ),
+    );
+    let nanos = d.subsec_nanos();
+    if nanos != 0 {
+        let mut digits = [b'0'; 9];
+        let mut n = nanos;
+        for slot in digits.iter_mut().rev() {
+            *slot = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        // Not zero, so some digit is not '0'.
+        let len = digits.iter().rposition(|&b| b != b'0').map_or(9, |i| i + 1);
+        out.push(b'.');
+        out.extend_from_slice(&digits[..len]);
+    }
+    if offset_minutes == 0 {
+        out.push(b'Z');
+        return;
+    }
+    let abs = offset_minutes.unsigned_abs();
+    let _ = std::io::Write::write_fmt(
+        out,
+        format_args!(
+            "{}{:02}:{:02}",
+            if offset_minutes < 0 { '-' } else { '+' },
+            abs / 60,
+            abs % 60
+        ),
+    );
+}
+
 thread_local! {
     static SECOND: std::cell::RefCell<(u64, [u8; 19])> = const { std::cell::RefCell::new((0, [0; 19])) };
 }
@@ -105,5 +166,51 @@ mod tests {
         let mut v = Vec::new();
         rfc3339_micros(&mut v, UNIX_EPOCH + Duration::from_secs(951_782_400)); // leap day 2000
         assert_eq!(String::from_utf8(v).unwrap(), "2000-02-29T00:00:00.000000Z");
+    }
+
+    /// The `time` crate's `well_known::Rfc3339` (tracing-subscriber's `OffsetTime` and
+    /// `UtcTime`), for instants that exercise the trimmed nanoseconds, day and year
+    /// boundaries, and offsets of each sign.
+    #[test]
+    fn rfc3339_offset_is_what_the_time_crate_writes() {
+        use time::format_description::well_known::Rfc3339;
+        let instants_ns: [u128; 9] = [
+            0,
+            1_000_000_000,
+            1_793_016_000_000_123_000,
+            1_793_016_000_123_456_789,
+            1_793_016_000_100_000_000,
+            1_793_016_000_000_000_001,
+            951_868_799_999_999_999,
+            946_684_799_500_000_000,
+            253_402_300_000_000_000 - 86_400_000_000_000,
+        ];
+        let offsets: [(i8, i8); 8] = [
+            (0, 0),
+            (2, 0),
+            (-5, 0),
+            (5, 30),
+            (-3, -30),
+            (0, -30),
+            (23, 59),
+            (-23, -59),
+        ];
+        for ns in instants_ns {
+            let t = UNIX_EPOCH + Duration::from_nanos(ns as u64);
+            for (h, m) in offsets {
+                let offset = time::UtcOffset::from_hms(h, m, 0).unwrap();
+                let expected = time::OffsetDateTime::from(t)
+                    .to_offset(offset)
+                    .format(&Rfc3339)
+                    .unwrap();
+                let mut ours = Vec::new();
+                rfc3339_offset(&mut ours, t, i16::from(h) * 60 + i16::from(m));
+                assert_eq!(
+                    String::from_utf8(ours).unwrap(),
+                    expected,
+                    "{ns} ns at {h}:{m}"
+                );
+            }
+        }
     }
 }
