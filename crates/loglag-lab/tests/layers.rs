@@ -260,8 +260,89 @@ fn the_cycle_check_finds_a_cycle_when_there_is_one() {
     assert!(!paths.iter().any(|p| p.starts_with("x")), "{paths:?}");
 }
 
-/// ARCHITECTURE.md's code map names every source file (by its file name), so the map
-/// cannot fall behind the tree unnoticed.
+/// The bullets of each crate's section of ARCHITECTURE.md's code map: the section's
+/// heading (`crates/loglag`) and each bullet's text, continuation lines included.
+fn code_map_bullets(map: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut section: Option<String> = None;
+    for line in map.lines() {
+        if let Some(heading) = line.strip_prefix("### ") {
+            section = Some(
+                heading
+                    .trim()
+                    .trim_matches('`')
+                    .trim_end_matches('/')
+                    .to_owned(),
+            );
+            continue;
+        }
+        if line.starts_with("## ") {
+            section = None;
+            continue;
+        }
+        let Some(section) = &section else { continue };
+        let bullets = out.entry(section.clone()).or_default();
+        if let Some(text) = line.strip_prefix("- ") {
+            bullets.push(text.to_owned());
+        } else if let Some(last) = bullets.last_mut() {
+            if !line.trim().is_empty() {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        }
+    }
+    out
+}
+
+/// Whether `rel` (a path under a crate's `src/`) is named in that crate's bullets: by
+/// its whole path in any bullet (`` `sink/rolling/names.rs` ``), or by the rest of its
+/// path inside the bullet of one of its folders (`` `fd.rs` `` in the `` `sink/` ``
+/// bullet, `` `rolling/names.rs` `` there too). A file name alone elsewhere in the map
+/// does not count: the map is checked by paths.
+fn named_in(bullets: &[String], rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    for split in 0..parts.len() {
+        let folder = parts[..split].join("/");
+        let rest = parts[split..].join("/");
+        let rest = if rest == "mod.rs" {
+            // A folder's mod.rs is named by the folder's own bullet.
+            if split == 0 {
+                continue;
+            }
+            String::new()
+        } else {
+            rest
+        };
+        for bullet in bullets {
+            let in_folder = if rest.is_empty() {
+                bullet.starts_with(&format!("`{folder}/`"))
+                    || bullet.starts_with(&format!("`{folder}/mod.rs`"))
+            } else if split == 0 {
+                // A crate-root file: in a bullet of its own, not a folder's.
+                !bullet
+                    .split('`')
+                    .nth(1)
+                    .is_some_and(|first| first.contains('/'))
+            } else {
+                bullet.starts_with(&format!("`{folder}/"))
+            };
+            if !in_folder {
+                continue;
+            }
+            if rest.is_empty() || bullet.contains(&format!("`{rest}`")) {
+                return true;
+            }
+            // A bullet that starts with the whole path names it.
+            if split > 0 && bullet.starts_with(&format!("`{folder}/{rest}`")) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// ARCHITECTURE.md's code map names every source file by its path, so the map cannot
+/// fall behind the tree, or name a file in the wrong folder, unnoticed.
 #[test]
 fn the_code_map_names_every_source_file() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -270,24 +351,54 @@ fn the_code_map_names_every_source_file() {
         .parent()
         .unwrap();
     let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let sections = code_map_bullets(&map);
     let mut missing = Vec::new();
     for krate in ["loglag", "loglag-lab", "loglag-cli"] {
         let src = root.join("crates").join(krate).join("src");
+        let bullets = sections
+            .get(&format!("crates/{krate}"))
+            .unwrap_or_else(|| panic!("no `crates/{krate}` section in the code map"));
         let mut files = Vec::new();
         rust_files(&src, &mut files);
         for f in files {
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            // `mod.rs` and `lib.rs` are named by their folder and crate.
-            if name == "mod.rs" || name == "lib.rs" {
+            let rel = f
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel == "lib.rs" || rel == "main.rs" {
                 continue;
             }
-            if !map.contains(&format!("`{name}`")) && !map.contains(&format!("/{name}`")) {
-                missing.push(f.strip_prefix(root).unwrap().display().to_string());
+            if !named_in(bullets, &rel) {
+                missing.push(format!("crates/{krate}/src/{rel}"));
             }
         }
     }
     assert!(
         missing.is_empty(),
-        "not in ARCHITECTURE.md's code map: {missing:?}"
+        "not in ARCHITECTURE.md's code map (by path, in its crate's section): {missing:?}"
+    );
+}
+
+#[test]
+fn the_code_map_check_wants_the_path_not_the_name() {
+    let bullets = vec![
+        "`sink/` — the trait; fd sinks (`fd.rs`), `rolling/names.rs` is `rolling/names.rs`"
+            .to_owned(),
+        "`other/` — mentions `stray.rs`".to_owned(),
+        "`spool/open.rs` — opening".to_owned(),
+    ];
+    assert!(named_in(&bullets, "sink/fd.rs"));
+    assert!(named_in(&bullets, "sink/mod.rs"));
+    assert!(named_in(&bullets, "sink/rolling/names.rs"));
+    assert!(named_in(&bullets, "spool/open.rs"));
+    assert!(
+        !named_in(&bullets, "sink/stray.rs"),
+        "named only in another folder's bullet"
+    );
+    assert!(!named_in(&bullets, "spool/mod.rs"), "no `spool/` bullet");
+    assert!(
+        !named_in(&bullets, "fd.rs"),
+        "a top-level fd.rs is not sink/fd.rs"
     );
 }

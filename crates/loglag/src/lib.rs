@@ -125,8 +125,8 @@ pub mod format;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.
 #[doc(hidden)]
 pub mod __lab {
-    pub use crate::format::time::rfc3339;
     pub use crate::format::line::{LineBuilder, Value};
+    pub use crate::format::time::rfc3339;
 }
 mod handle;
 mod handshake;

@@ -387,7 +387,15 @@ pub fn serve_with(
     pipelines: Vec<(String, NonBlocking)>,
     limits: Limits,
 ) -> io::Result<MetricsServer> {
-    let listener = TcpListener::bind(addr)?;
+    // The address in the error: "address in use" alone does not say which one.
+    let wanted: Vec<std::net::SocketAddr> = addr.to_socket_addrs()?.collect();
+    let listener = TcpListener::bind(&wanted[..]).map_err(|e| {
+        let at: Vec<String> = wanted.iter().map(|a| a.to_string()).collect();
+        io::Error::new(
+            e.kind(),
+            format!("cannot serve metrics on {}: {e}", at.join(", ")),
+        )
+    })?;
     let addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();

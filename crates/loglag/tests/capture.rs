@@ -332,16 +332,33 @@ fn the_macros_log_only_at_and_above_the_maximum_level() {
     );
 }
 
-/// With no global pipeline the macros do nothing (and do not crash).
+/// With no global pipeline the macros do nothing: no output anywhere, no crash. Run in
+/// a child process, where no test has set a global pipeline before.
 #[test]
 fn the_macros_before_any_pipeline_do_nothing() {
-    let _global = global_lock();
-    loglag::set_max_level(Some(Level::Trace));
-    loglag::info!(
-        x = 1,
-        "nowhere to go, or to the last test's closed pipeline"
-    );
-    loglag::set_max_level(None);
+    if std::env::var_os("LOGLAG_TEST_CHILD_NO_PIPELINE").is_some() {
+        loglag::set_max_level(Some(Level::Trace));
+        loglag::info!(x = 1, "nowhere to go");
+        loglag::error!(x = 2, "nowhere either");
+        println!("survived");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "the_macros_before_any_pipeline_do_nothing",
+            "--nocapture",
+        ])
+        .env("LOGLAG_TEST_CHILD_NO_PIPELINE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("survived"), "{stdout}");
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("nowhere"), "a record went somewhere: {text}");
+    }
 }
 
 /// The migrating user's one-line change: `LoglagLayer` (JSON) writes what

@@ -302,3 +302,17 @@ fn url_encode(s: &str) -> String {
         })
         .collect()
 }
+
+/// A port in use is an error that says which address, not only `AddrInUse`.
+#[test]
+fn a_port_in_use_names_the_address() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let (writer, _guard) = NonBlockingBuilder::default().finish(std::io::sink());
+    let e = loglag::prometheus::serve(addr, vec![("app".into(), writer)])
+        .err()
+        .expect("the port is taken");
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+    let text = e.to_string();
+    assert!(text.contains(&addr.to_string()), "{text}");
+}

@@ -17,10 +17,10 @@
 mod fallback;
 mod fd;
 #[cfg(feature = "otlp")]
-pub mod otlp;
+mod otlp;
 mod relp;
 #[cfg(feature = "rolling")]
-pub mod rolling;
+pub(crate) mod rolling;
 mod spec;
 mod syslog;
 
