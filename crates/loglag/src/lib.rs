@@ -200,6 +200,11 @@ pub fn non_blocking<W: std::io::Write + Send + 'static>(writer: W) -> (NonBlocki
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// docs/library.md's examples, compiled (and run, unless `no_run`) as doctests.
+#[cfg(all(doctest, feature = "rolling", feature = "tracing"))]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryDoctests;
+
 /// MIGRATING.md's examples, compiled and run as doctests.
 #[cfg(all(doctest, feature = "rolling", feature = "tracing"))]
 #[doc = include_str!("../../../MIGRATING.md")]

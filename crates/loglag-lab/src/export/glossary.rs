@@ -1,8 +1,8 @@
 //! What every column of the lab's tables means, defined once: the pairs and runs tables
 //! (Markdown, HTML, CSV), the findings, the presets', and those of `loglag load`,
-//! `loglag sink` and `loglag emit`. The report's pages, the README's "Columns"
+//! `loglag sink` and `loglag emit`. The report's pages, docs/lab.md's "Columns"
 //! section and `loglag lab --help` all print this list; the tests below fail when a
-//! table gains a column this list does not define, or when the README's copy drifts.
+//! table gains a column this list does not define, or when docs/lab.md's copy drifts.
 
 /// One column, however many tables show it.
 #[derive(Debug, Clone, Copy)]
@@ -206,7 +206,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// The glossary as the README's "Columns" section prints it: one Markdown table per
+/// The glossary as docs/lab.md's "Columns" section prints it: one Markdown table per
 /// group of tables.
 pub fn glossary_markdown() -> String {
     let mut out = String::new();
@@ -294,15 +294,15 @@ mod tests {
         }
     }
 
-    /// The README's "Columns" section is this glossary, word for word: edit the
-    /// glossary, then paste what this test prints into the README.
+    /// docs/lab.md's "Columns" section is this glossary, word for word: edit the
+    /// glossary, then paste what this test prints into docs/lab.md.
     #[test]
     fn the_readme_carries_the_glossary() {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../../docs/lab.md");
         let section = glossary_markdown();
         assert!(
             readme.contains(&section),
-            "README.md's \"Columns\" section differs from export/glossary.rs; it should read:\n\n{section}"
+            "docs/lab.md's \"Columns\" section differs from export/glossary.rs; it should read:\n\n{section}"
         );
         for t in terms() {
             assert!(readme.contains(t.definition), "{}", column_name(t));

@@ -172,7 +172,7 @@ pub(crate) fn marked_column_table<'a, T: 'a>(
 }
 
 /// The definitions of a table's `titles`, folded under it (the glossary in
-/// `export/glossary.rs`, which the README and `--help` print too).
+/// `export/glossary.rs`, which docs/lab.md and `--help` print too).
 fn glossary<'a>(titles: impl IntoIterator<Item = &'a str>) -> String {
     let mut h =
         String::from("<details class=\"glossary\"><summary>What the columns mean</summary><dl>");
