@@ -1,6 +1,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use super::backoff::Backoff;
 use super::{write_all_counted, Sink, SinkReport};
 
 /// A chain of sinks: when one fails, the batch goes to the next. A failed sink is
@@ -26,8 +27,8 @@ pub struct Fallback {
 
 struct Link {
     sink: Box<dyn Sink>,
-    retry_at: Option<Instant>,
-    backoff: Duration,
+    /// Skipped (circuit open) while it waits after a failure.
+    backoff: Backoff,
 }
 
 impl std::fmt::Debug for Fallback {
@@ -41,14 +42,14 @@ impl std::fmt::Debug for Fallback {
 impl Fallback {
     /// A chain that starts with `primary`.
     pub fn new(primary: impl Sink) -> Fallback {
+        let (initial_backoff, max_backoff) = (Duration::from_millis(50), Duration::from_secs(5));
         Fallback {
             links: vec![Link {
                 sink: Box::new(primary),
-                retry_at: None,
-                backoff: Duration::ZERO,
+                backoff: Backoff::new(initial_backoff, max_backoff),
             }],
-            initial_backoff: Duration::from_millis(50),
-            max_backoff: Duration::from_secs(5),
+            initial_backoff,
+            max_backoff,
             pending: SinkReport::default(),
             passed: 0,
         }
@@ -58,8 +59,7 @@ impl Fallback {
     pub fn then(mut self, next: impl Sink) -> Fallback {
         self.links.push(Link {
             sink: Box::new(next),
-            retry_at: None,
-            backoff: Duration::ZERO,
+            backoff: Backoff::new(self.initial_backoff, self.max_backoff),
         });
         self
     }
@@ -68,6 +68,9 @@ impl Fallback {
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Fallback {
         self.initial_backoff = initial;
         self.max_backoff = max.max(initial);
+        for link in &mut self.links {
+            link.backoff = Backoff::new(initial, self.max_backoff);
+        }
         self
     }
 }
@@ -81,7 +84,7 @@ impl Sink for Fallback {
         let last = self.links.len() - 1;
         for (i, link) in self.links.iter_mut().enumerate() {
             // The last link is always tried: skipping everything would lose the batch.
-            if i != last && link.retry_at.is_some_and(|t| now < t) {
+            if i != last && link.backoff.waiting(now) {
                 continue;
             }
             let before = link.sink.as_file().and_then(|f| f.position());
@@ -100,8 +103,7 @@ impl Sink for Fallback {
                         .refused
                         .extend(report.refused.into_iter().map(|at| base + at));
                     self.passed += buf.len() as u64;
-                    link.retry_at = None;
-                    link.backoff = Duration::ZERO;
+                    link.backoff.reset();
                     if last_err.is_some() {
                         self.pending.absorbed_errors += 1;
                     }
@@ -113,12 +115,8 @@ impl Sink for Fallback {
                     if let (Some(len), true) = (before, partial > 0) {
                         let _ = super::truncate_to(link.sink.as_mut(), len);
                     }
-                    link.backoff = (link.backoff * 2).clamp(self.initial_backoff, self.max_backoff);
                     // A backoff too long for the clock means: not before the end.
-                    link.retry_at = now
-                        .checked_add(link.backoff)
-                        .or_else(|| now.checked_add(FAR))
-                        .or(Some(now));
+                    link.backoff.failed(now);
                     last_err = Some(e);
                 }
             }
@@ -163,9 +161,6 @@ fn merged_notice(a: Option<String>, b: Option<String>) -> Option<String> {
         (a, b) => a.or(b),
     }
 }
-
-/// "Later than any backoff", where `now + backoff` would overflow the clock.
-const FAR: Duration = Duration::from_secs(365 * 86_400);
 
 #[cfg(test)]
 mod tests {
@@ -236,12 +231,12 @@ mod tests {
         let mut seen = Vec::new();
         for _ in 0..10 {
             chain.write(b"x\n").unwrap();
-            seen.push(chain.links[0].backoff);
+            seen.push(chain.links[0].backoff.delay());
             // Inside the backoff the primary is not tried: the batch goes straight on.
             chain.write(b"y\n").unwrap();
-            assert_eq!(chain.links[0].backoff, *seen.last().unwrap());
+            assert_eq!(chain.links[0].backoff.delay(), *seen.last().unwrap());
             // Let the backoff expire, as time would.
-            chain.links[0].retry_at = Some(Instant::now() - Duration::from_millis(1));
+            chain.links[0].backoff.expire();
         }
         let ms: Vec<u128> = seen.iter().map(|d| d.as_millis()).collect();
         assert_eq!(
@@ -258,7 +253,7 @@ mod tests {
         chain.write(b"z\n").unwrap();
         assert_eq!(*primary.lock().unwrap(), b"z\n");
         assert_eq!(
-            chain.links[0].backoff,
+            chain.links[0].backoff.delay(),
             Duration::ZERO,
             "a success resets it"
         );

@@ -14,6 +14,8 @@
 //! | rsyslog's RELP (`imrelp`), acknowledged: at least once, with a spool across a kill -9 | [`Relp`] |
 //! | an OTLP/HTTP receiver (feature `otlp`): OpenTelemetry Collector, Vector, Alloy | `Otlp` |
 
+mod backoff;
+mod endpoint;
 mod fallback;
 mod fd;
 #[cfg(feature = "otlp")]
@@ -26,6 +28,7 @@ mod syslog;
 
 use std::io;
 
+pub use endpoint::Endpoint;
 pub use fallback::Fallback;
 pub use fd::FdSink;
 #[cfg(feature = "otlp")]

@@ -45,7 +45,8 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::{Sink, SinkReport};
+use super::backoff::Backoff;
+use super::{Endpoint, Sink, SinkReport};
 
 /// How requests are encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,13 +69,12 @@ pub enum OtlpEncoding {
 /// ```
 pub struct Otlp {
     agent: ureq::Agent,
-    endpoint: String,
+    endpoint: Endpoint,
     encoding: OtlpEncoding,
     resource: Vec<KeyValue>,
     retry_for: Duration,
-    /// While set and in the future, batches fail at once: the collector was down.
-    down_until: Option<Instant>,
-    backoff: Duration,
+    /// While it waits, batches fail at once: the collector was down.
+    down: Backoff,
     notice: Option<String>,
     rejected: u64,
 }
@@ -82,7 +82,7 @@ pub struct Otlp {
 impl std::fmt::Debug for Otlp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Otlp")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.to_string())
             .field("encoding", &self.encoding)
             .finish_non_exhaustive()
     }
@@ -90,6 +90,8 @@ impl std::fmt::Debug for Otlp {
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The first pause between a batch's retries (doubling to `MAX_BACKOFF`).
+const FIRST_RETRY: Duration = Duration::from_millis(100);
 /// A `Retry-After` beyond this (seconds) is read as this: it only has to end the
 /// retries, and must not overflow the clock.
 const MAX_RETRY_AFTER_S: u64 = 24 * 3600;
@@ -104,10 +106,16 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 impl Otlp {
     /// A sink posting to `endpoint`, e.g. `http://127.0.0.1:4318/v1/logs` (a URL
     /// without a path gets `/v1/logs`). `service.name` defaults to the executable's
-    /// name. Fails on a URL that is not `http://HOST:PORT[/PATH]`.
+    /// name. Fails on a URL that is not `http://HOST:PORT[/PATH]` (see [`Endpoint`]).
     pub fn http(endpoint: &str) -> io::Result<Otlp> {
-        let endpoint =
-            endpoint_url(endpoint).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let endpoint: Endpoint = endpoint
+            .parse()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        Ok(Otlp::new(endpoint))
+    }
+
+    /// A sink posting to `endpoint`, parsed already (a [`SinkSpec`](super::SinkSpec)'s).
+    pub(crate) fn new(endpoint: Endpoint) -> Otlp {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // A redirect followed as a bodiless GET would answer 200 for a batch the
@@ -121,17 +129,16 @@ impl Otlp {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "unknown_service".to_owned());
-        Ok(Otlp {
+        Otlp {
             agent,
             endpoint,
             encoding: OtlpEncoding::Protobuf,
             resource: vec![string_attribute("service.name", &service)],
             retry_for: Duration::from_secs(10),
-            down_until: None,
-            backoff: FIRST_BACKOFF,
+            down: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
             notice: None,
             rejected: 0,
-        })
+        }
     }
 
     /// Sends OTLP's JSON encoding instead of protobuf.
@@ -205,13 +212,11 @@ impl Otlp {
 
     /// Posts `body`, retrying what may succeed later, until `retry_for` has passed.
     fn export(&mut self, body: &[u8], records: usize) -> io::Result<()> {
-        if let Some(until) = self.down_until {
-            if Instant::now() < until {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    format!("OTLP collector at {} is down", self.endpoint),
-                ));
-            }
+        if self.down.waiting(Instant::now()) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("OTLP collector at {} is down", self.endpoint),
+            ));
         }
         let content_type = match self.encoding {
             OtlpEncoding::Protobuf => "application/x-protobuf",
@@ -223,7 +228,8 @@ impl Otlp {
             .checked_add(self.retry_for)
             .or_else(|| started.checked_add(FOREVER))
             .unwrap_or(started);
-        let mut wait = Duration::from_millis(100);
+        let url = self.endpoint.to_string();
+        let mut waits = Backoff::new(FIRST_RETRY, MAX_BACKOFF);
         loop {
             // No peer can stretch a batch past `retry_for`: each request gets what
             // is left of it (and at least a moment, to be tried at all).
@@ -232,7 +238,7 @@ impl Otlp {
                 .clamp(Duration::from_millis(100), REQUEST_TIMEOUT);
             let failure = match self
                 .agent
-                .post(&self.endpoint)
+                .post(&url)
                 .header("Content-Type", content_type)
                 .config()
                 .timeout_global(Some(left))
@@ -260,8 +266,7 @@ impl Otlp {
                         .read_to_vec()
                         .unwrap_or_default();
                     if (200..300).contains(&status) {
-                        self.down_until = None;
-                        self.backoff = FIRST_BACKOFF;
+                        self.down.reset();
                         self.note_partial_success(&answer, records);
                         return Ok(());
                     }
@@ -284,11 +289,13 @@ impl Otlp {
                     if !matches!(status, 429 | 502 | 503 | 504) {
                         return Err(error);
                     }
+                    // The back-off doubles on every retry, Retry-After or not.
+                    let wait = waits.next();
                     (error, retry_after.unwrap_or(wait))
                 }
                 Err(e) => (
                     io::Error::other(format!("OTLP collector at {}: {e}", self.endpoint)),
-                    wait,
+                    waits.next(),
                 ),
             };
             let (error, pause) = failure;
@@ -296,12 +303,10 @@ impl Otlp {
                 .checked_add(pause)
                 .is_none_or(|t| t > give_up)
             {
-                self.down_until = Instant::now().checked_add(self.backoff);
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                self.down.failed(Instant::now());
                 return Err(error);
             }
             std::thread::sleep(pause);
-            wait = (wait * 2).min(MAX_BACKOFF);
         }
     }
 
@@ -349,39 +354,6 @@ impl Sink for Otlp {
             ..SinkReport::default()
         }
     }
-}
-
-/// `http://HOST:PORT[/PATH]`, with `/v1/logs` for a missing path.
-fn endpoint_url(endpoint: &str) -> Result<String, String> {
-    let endpoint = endpoint.trim();
-    if endpoint.starts_with("https://") {
-        return Err(format!(
-            "{endpoint:?}: TLS is not built in; send to a collector or agent on this host (http://127.0.0.1:4318), which forwards over TLS"
-        ));
-    }
-    let Some(rest) = endpoint.strip_prefix("http://") else {
-        return Err(format!(
-            "{endpoint:?} is not an OTLP/HTTP endpoint: write http://HOST:PORT/v1/logs"
-        ));
-    };
-    let (hostport, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if hostport
-        .rsplit_once(':')
-        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-    {
-        return Err(format!(
-            "{endpoint:?}: needs HOST:PORT, e.g. http://127.0.0.1:4318/v1/logs"
-        ));
-    }
-    let path = if path.is_empty() || path == "/" {
-        "/v1/logs"
-    } else {
-        path
-    };
-    Ok(format!("http://{hostport}{path}"))
 }
 
 fn string_attribute(key: &str, value: &str) -> KeyValue {
@@ -674,25 +646,6 @@ mod tests {
             r.body.unwrap().value,
             Some(any_value::Value::StringValue("plain text INFO line".into()))
         );
-    }
-
-    #[test]
-    fn endpoints_are_checked_and_get_the_logs_path() {
-        assert_eq!(
-            endpoint_url("http://127.0.0.1:4318").unwrap(),
-            "http://127.0.0.1:4318/v1/logs"
-        );
-        assert_eq!(
-            endpoint_url("http://collector:4318/custom/logs").unwrap(),
-            "http://collector:4318/custom/logs"
-        );
-        assert!(endpoint_url("https://x:4318").unwrap_err().contains("TLS"));
-        assert!(endpoint_url("127.0.0.1:4318")
-            .unwrap_err()
-            .contains("http://"));
-        assert!(endpoint_url("http://host/v1/logs")
-            .unwrap_err()
-            .contains("HOST:PORT"));
     }
 
     fn hex_string(b: &[u8]) -> String {

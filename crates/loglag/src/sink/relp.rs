@@ -46,6 +46,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use super::backoff::Backoff;
 use super::{Sink, SinkReport};
 use crate::units::deadline_after;
 
@@ -90,9 +91,8 @@ pub struct Relp {
     conn: Option<Conn>,
     txnr: u64,
     retry_for: Duration,
-    backoff: Duration,
-    /// While set and in the future, batches fail at once: the collector was down.
-    down_until: Option<Instant>,
+    /// While it waits, batches fail at once: the collector was down.
+    down: Backoff,
     /// Records sent again after a reconnect (possible duplicates), since the last notice.
     resent: u64,
     /// Records the collector refused since the last notice, and the last refusal's text.
@@ -233,8 +233,7 @@ impl Relp {
             conn: None,
             txnr: 0,
             retry_for: Duration::from_secs(30),
-            backoff: FIRST_BACKOFF,
-            down_until: None,
+            down: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
             resent: 0,
             refused: 0,
             last_refusal: String::new(),
@@ -524,20 +523,18 @@ impl Relp {
         if records.is_empty() {
             return Ok(buf.len());
         }
-        if let Some(until) = self.down_until {
-            if Instant::now() < until {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    "the RELP collector is down",
-                ));
-            }
+        if self.down.waiting(Instant::now()) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the RELP collector is down",
+            ));
         }
         // No new attempt starts after `give_up`; nothing at all goes on after
         // `deadline`. `None`: a `retry_for` past what an `Instant` holds, no bound.
         let give_up = deadline_after(self.retry_for);
         let deadline = deadline_after(self.retry_for.max(ANSWER_TIMEOUT));
         let mut answered = 0;
-        let mut pause = FIRST_BACKOFF;
+        let mut pauses = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         let mut reconnected = false;
         loop {
             let failure = if self.conn.is_none() {
@@ -565,8 +562,7 @@ impl Relp {
                     }
                     answered += n;
                     if answered == records.len() {
-                        self.down_until = None;
-                        self.backoff = FIRST_BACKOFF;
+                        self.down.reset();
                         return Ok(buf.len());
                     }
                     error
@@ -577,17 +573,16 @@ impl Relp {
             };
             self.conn = None;
             reconnected = true;
+            let pause = pauses.next();
             let next_try = deadline_after(pause);
             if give_up.is_some_and(|g| next_try.is_none_or(|t| t > g)) {
-                self.down_until = deadline_after(self.backoff);
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                self.down.failed(Instant::now());
                 return match answered {
                     0 => Err(failure),
                     n => Ok(ends[n - 1]),
                 };
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(MAX_BACKOFF);
         }
     }
 

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::{FdSink, Relp, Sink, Syslog};
+use super::{Endpoint, FdSink, Relp, Sink, Syslog};
 
 /// Where records go, as a URL: `stdout` (or `-`), `stderr`, `file:///PATH`,
 /// `fifo:///PATH`, `syslog+tcp://HOST:PORT`, `syslog+udp://HOST:PORT`,
@@ -46,9 +46,10 @@ pub enum SinkSpec {
     SyslogUnix(PathBuf),
     /// RFC 5424 over RELP, acknowledged.
     Relp(String),
-    /// OTLP/HTTP logs to `http://{address}` (`HOST:PORT[/PATH]`), protobuf or JSON.
+    /// OTLP/HTTP logs to `endpoint` (`HOST:PORT[/PATH]` in the URL), protobuf or
+    /// JSON.
     Otlp {
-        address: String,
+        endpoint: Endpoint,
         json: bool,
     },
 }
@@ -91,8 +92,8 @@ impl SinkSpec {
             SinkSpec::SyslogUnix(p) => Box::new(Syslog::unix(p)),
             SinkSpec::Relp(a) => Box::new(Relp::tcp(a.as_str())?),
             #[cfg(feature = "otlp")]
-            SinkSpec::Otlp { address, json } => {
-                let sink = super::Otlp::http(&format!("http://{address}"))?;
+            SinkSpec::Otlp { endpoint, json } => {
+                let sink = super::Otlp::new(endpoint.clone());
                 Box::new(if *json { sink.json() } else { sink })
             }
             #[cfg(not(feature = "otlp"))]
@@ -218,17 +219,8 @@ impl SinkSpec {
                     })
                 }
                 Some((scheme @ ("otlp+http" | "otlp+http+json" | "otlp+json"), address)) => {
-                    let hostport = address.split('/').next().unwrap_or("");
-                    if hostport
-                        .rsplit_once(':')
-                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-                    {
-                        return Err(format!(
-                            "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:4318/v1/logs"
-                        ));
-                    }
                     Ok(SinkSpec::Otlp {
-                        address: address.to_owned(),
+                        endpoint: Endpoint::parse_address(address, scheme, s)?,
                         json: scheme != "otlp+http",
                     })
                 }
@@ -255,9 +247,9 @@ impl std::fmt::Display for SinkSpec {
             SinkSpec::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
             SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
             SinkSpec::Relp(a) => write!(f, "relp://{a}"),
-            SinkSpec::Otlp { address, json } => {
+            SinkSpec::Otlp { endpoint, json } => {
                 let scheme = if *json { "otlp+http+json" } else { "otlp+http" };
-                write!(f, "{scheme}://{address}")
+                write!(f, "{scheme}://{}", endpoint.address())
             }
         }
     }

@@ -20,6 +20,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::backoff::Backoff;
 use super::Sink;
 
 const FIRST_RETRY: Duration = Duration::from_millis(50);
@@ -56,8 +57,8 @@ enum Connection {
 pub struct Syslog {
     transport: Transport,
     connection: Option<Connection>,
-    retry_delay: Duration,
-    next_attempt: Option<Instant>,
+    /// Connection attempts wait after a failure.
+    backoff: Backoff,
     /// The TCP batch, framed.
     framed: Vec<u8>,
     /// SO_SNDBUF for TCP connections, when set.
@@ -69,8 +70,7 @@ impl Syslog {
         Syslog {
             transport,
             connection: None,
-            retry_delay: FIRST_RETRY,
-            next_attempt: None,
+            backoff: Backoff::new(FIRST_RETRY, LAST_RETRY),
             framed: Vec::new(),
             send_buffer: None,
         }
@@ -154,16 +154,14 @@ impl Syslog {
             }
         }
         if self.connection.is_none() {
-            if let Some(at) = self.next_attempt {
-                if Instant::now() < at {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotConnected,
-                        format!(
-                            "syslog collector {:?} unreachable; retrying",
-                            self.transport
-                        ),
-                    ));
-                }
+            if self.backoff.waiting(Instant::now()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    format!(
+                        "syslog collector {:?} unreachable; retrying",
+                        self.transport
+                    ),
+                ));
             }
             match self.connect() {
                 Ok(c) => self.connection = Some(c),
@@ -178,16 +176,11 @@ impl Syslog {
 
     fn failed(&mut self) {
         self.connection = None;
-        self.next_attempt = Some(crate::units::instant_after(
-            Instant::now(),
-            self.retry_delay,
-        ));
-        self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
+        self.backoff.failed(Instant::now());
     }
 
     fn succeeded(&mut self) {
-        self.retry_delay = FIRST_RETRY;
-        self.next_attempt = None;
+        self.backoff.reset();
     }
 }
 
@@ -265,11 +258,7 @@ impl Sink for Syslog {
                             .last()
                             .map_or(0, |&(_, buf_end)| buf_end);
                         self.connection = None;
-                        self.next_attempt = Some(crate::units::instant_after(
-                            Instant::now(),
-                            self.retry_delay,
-                        ));
-                        self.retry_delay = (self.retry_delay * 2).min(LAST_RETRY);
+                        self.backoff.failed(Instant::now());
                         if whole > 0 {
                             self.framed = framed;
                             return Ok(whole);
