@@ -309,9 +309,9 @@ fn a_port_in_use_names_the_address() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
     let (writer, _guard) = NonBlockingBuilder::default().finish(std::io::sink());
-    let e = loglag::prometheus::serve(addr, vec![("app".into(), writer)])
-        .err()
-        .expect("the port is taken");
+    let Err(e) = loglag::prometheus::serve(addr, vec![("app".into(), writer)]) else {
+        panic!("served on a port that is taken");
+    };
     assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
     let text = e.to_string();
     assert!(text.contains(&addr.to_string()), "{text}");
