@@ -46,8 +46,12 @@
 //! | tracing-appender's drop-in: any `io::Write` | [`non_blocking(writer)`](non_blocking()), or [`NonBlockingBuilder`]`::default()…`[`finish`](NonBlockingBuilder::finish)`(writer)` | warns on stderr, carries on |
 //! | a sink: a `File` (exactly-once with a spool), rolling files, syslog, RELP, OTLP, a FIFO, a sink of yours | [`NonBlockingBuilder`]`::default()…`[`build`](NonBlockingBuilder::build)`(sink)` | [`BuildError`] |
 //!
-//! [`Config`] (TOML or `LOGLAG_*` variables) and [`SinkSpec`] URLs give you the builder
-//! and the sink: [`Config::build`] is `config.builder().build(sink)`.
+//! Every option is one row of [`settings::SETTINGS`]: a builder method, a TOML key, a
+//! `LOGLAG_*` variable and a URL query parameter, read by one parser
+//! ([`Settings::set`]) and checked by one rule ([`Settings::validate`]). [`Config`]
+//! (a TOML file, the environment, a sink URL such as
+//! `file:///var/log/app.log?rotate=daily&keep=7`) gives you the builder and the sink:
+//! [`Config::build`] is `config.builder().build(sink)`.
 //!
 //! Then a front end: `tracing_subscriber::fmt().with_writer(writer)` (the drop-in),
 //! [`LoglagLayer`] (formats on the writer thread), [`Logger`] for `log`, or

@@ -103,7 +103,7 @@ pub struct Relp {
     /// Indices, within the window being sent, of the records refused there.
     refused_in_window: Vec<usize>,
     /// Where refused records start, counted from `passed`'s zero (see
-    /// [`Sink::take_refused`]), and the bytes `write` took since the last take.
+    /// [`SinkReport::refused`]), and the bytes `write` took since the last report.
     refused_at: Vec<u64>,
     passed: u64,
 }
