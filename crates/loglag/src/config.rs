@@ -1,65 +1,4 @@
-//! Every option, and the sink, from a TOML table, from `LOGLAG_*` variables, or from a
-//! sink URL's query.
-//!
-//! The keys are [`SETTINGS`](crate::settings::SETTINGS) (the table is in
-//! `docs/settings.md`): each is a TOML key, a URL query parameter and, in capitals after
-//! `LOGLAG_`, a variable, read by [`Settings::set`] and checked by
-//! [`Settings::validate`], the rule the builder's methods meet too. A sink URL carries
-//! the sink's own options and may carry any other, so one string can say it all:
-//!
-//! ```text
-//! LOGLAG_SINK=file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip&capacity_bytes=16MiB
-//! ```
-//!
-//! A duration is a number (a fraction is fine: `1.5s`) and a unit: `ns`, `us` (`µs`),
-//! `ms`, `s`, `m`, `h`, `d`; a size is a whole number of bytes, or of `KiB` (`K`),
-//! `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::units`]). The
-//! limits are where a value stops being a setting and becomes a typo: a budget the
-//! machine cannot hold, a timeout of centuries (to wait for ever, there is
-//! `overflow = "block"`), a size of 0.
-//!
-//! A bad key or value in a file or a URL is an error that names the key, the value and
-//! what is valid. A bad variable, read by a running service, warns once on stderr and
-//! leaves that option as it was (the file's value, or the default): a typo in the
-//! environment must not stop a service (as with `LOGLAG_MODE`). So does a `LOGLAG_*`
-//! variable that is not one of these (`LOGLAG_CAPACITY=1`): it is ignored, with a
-//! warning, once per process, that names the nearest valid variable. The variables
-//! loglag reads elsewhere (`LOGLAG_CLOCK`) and those of its tests and lab are not
-//! warned about.
-//!
-//! ```
-//! let config = loglag::Config::from_toml(r#"
-//!     sink = "stderr"
-//!     capacity_bytes = "16MiB"
-//!     overflow = "drop-newest"
-//!     flush_interval = "50ms"
-//! "#)?;
-//! let (writer, guard) = config.build()?;
-//! # drop((writer, guard));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! Rolling files, from a file or a URL, and the settings of a file with the
-//! environment on top:
-//!
-//! ```no_run
-//! let config = loglag::Config::from_url(
-//!     "file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip",
-//! )?;
-//! let same = loglag::Config::from_toml(r#"
-//!     sink = "file:///var/log/app.log"
-//!     rotate = "daily"
-//!     max_file_size = "64MiB"
-//!     keep = 7
-//!     compress = "gzip"
-//! "#)?;
-//! assert_eq!(config.sink(), same.sink());
-//! let (writer, _guard) = loglag::Config::from_file("/etc/app/loglag.toml")?
-//!     .with_env()
-//!     .build()?;
-//! # drop(writer);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! `Config`: settings and a sink from TOML, a file, a URL or the environment.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -75,6 +14,69 @@ use crate::sink::{FileOptions, SinkSpec};
 pub type ConfigError = SettingError;
 
 /// A pipeline's settings and sink, read from a file, a URL or the environment.
+///
+/// Every option, and the sink, from a TOML table, from `LOGLAG_*` variables, or from a
+/// sink URL's query.
+///
+/// The keys are [`SETTINGS`](crate::settings::SETTINGS) (the table is in
+/// `docs/settings.md`): each is a TOML key, a URL query parameter and, in capitals after
+/// `LOGLAG_`, a variable, read by [`Settings::set`] and checked by
+/// [`Settings::validate`], the rule the builder's methods meet too. A sink URL carries
+/// the sink's own options and may carry any other, so one string can say it all:
+///
+/// ```text
+/// LOGLAG_SINK=file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip&capacity_bytes=16MiB
+/// ```
+///
+/// A duration is a number (a fraction is fine: `1.5s`) and a unit: `ns`, `us` (`µs`),
+/// `ms`, `s`, `m`, `h`, `d`; a size is a whole number of bytes, or of `KiB` (`K`),
+/// `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::units`]). The
+/// limits are where a value stops being a setting and becomes a typo: a budget the
+/// machine cannot hold, a timeout of centuries (to wait for ever, there is
+/// `overflow = "block"`), a size of 0.
+///
+/// A bad key or value in a file or a URL is an error that names the key, the value and
+/// what is valid. A bad variable, read by a running service, warns once on stderr and
+/// leaves that option as it was (the file's value, or the default): a typo in the
+/// environment must not stop a service (as with `LOGLAG_MODE`). So does a `LOGLAG_*`
+/// variable that is not one of these (`LOGLAG_CAPACITY=1`): it is ignored, with a
+/// warning, once per process, that names the nearest valid variable. The variables
+/// loglag reads elsewhere (`LOGLAG_CLOCK`) and those of its tests and lab are not
+/// warned about.
+///
+/// ```
+/// let config = loglag::Config::from_toml(r#"
+///     sink = "stderr"
+///     capacity_bytes = "16MiB"
+///     overflow = "drop-newest"
+///     flush_interval = "50ms"
+/// "#)?;
+/// let (writer, guard) = config.build()?;
+/// # drop((writer, guard));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Rolling files, from a file or a URL, and the settings of a file with the
+/// environment on top:
+///
+/// ```no_run
+/// let config = loglag::Config::from_url(
+///     "file:///var/log/app.log?rotate=daily&max_file_size=64MiB&keep=7&compress=gzip",
+/// )?;
+/// let same = loglag::Config::from_toml(r#"
+///     sink = "file:///var/log/app.log"
+///     rotate = "daily"
+///     max_file_size = "64MiB"
+///     keep = 7
+///     compress = "gzip"
+/// "#)?;
+/// assert_eq!(config.sink(), same.sink());
+/// let (writer, _guard) = loglag::Config::from_file("/etc/app/loglag.toml")?
+///     .with_env()
+///     .build()?;
+/// # drop(writer);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     settings: Settings,

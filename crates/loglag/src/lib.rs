@@ -122,7 +122,7 @@ mod builder;
 mod capture;
 mod clock;
 #[cfg(feature = "config")]
-pub mod config;
+mod config;
 mod core;
 mod fork;
 pub mod format;

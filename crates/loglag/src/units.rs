@@ -165,7 +165,7 @@ pub fn format_size(bytes: u64) -> String {
 /// The one duration grammar: a number, optionally fractional, with `ns`, `us`/`µs`,
 /// `ms`, `s`, `m`/`min`, `h` or `d`; the unit is required. An error for anything else
 /// and for a duration no `Duration` holds (it never panics); callers that read
-/// configuration also hold it to [`MAX_CONFIGURED_DURATION`].
+/// configuration also hold it to a year (`8760h`).
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let error = || UnitError {
         input: s.to_owned(),

@@ -1,36 +1,4 @@
-//! OTLP/HTTP logs: each batch of JSON records becomes one `ExportLogsServiceRequest`,
-//! protobuf (default) or JSON, posted to an OpenTelemetry Collector, Vector, Grafana
-//! Alloy or any OTLP receiver.
-//!
-//! The pipeline is the batch processor: the writer hands the sink a batch (up to
-//! `batch_bytes`), and the sink turns it into one request. Records are read back from
-//! the JSON lines that `LoglagLayer`, `loglag::info!` and `fmt().json()` write:
-//!
-//! | JSON | LogRecord |
-//! |---|---|
-//! | `timestamp` (RFC 3339) | `time_unix_nano`; `observed_time_unix_nano` is when the batch is sent |
-//! | `level` | `severity_number` (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17), `severity_text` |
-//! | `fields.message` | `body` |
-//! | other `fields`, and the current `span`'s fields | `attributes` (typed: string, int, double, bool, array, map) |
-//! | `trace_id` and `span_id` (32 and 16 hex digits) or `traceparent`, in the fields or any span | `trace_id`, `span_id` |
-//! | `target` | the instrumentation scope's name (records are grouped by it) |
-//!
-//! A line that is not a JSON object is sent as its text in `body`. The pipeline's own
-//! reports ("dropped N records") are JSON records too, from target `loglag`.
-//!
-//! Delivery: a request is retried on 429, 502, 503, 504 and on connection errors, with
-//! back-off from 100 ms doubling to 5 s, honouring `Retry-After` (seconds), for up to
-//! [`Otlp::retry_for`] (10 s); then the batch is lost, counted as `io_error`, and
-//! until a back-off (50 ms doubling to 5 s) has passed further batches are not tried
-//! (also `io_error`), so a collector that is down costs the writer no time. Any other
-//! status (400, 401, 404, 413 …) fails the batch at once. A collector that accepts a
-//! request but rejects some records (`partial_success`) is reported in-band; those
-//! records count as written. OTLP/HTTP is acknowledged: a 2xx means the collector
-//! has the batch.
-//!
-//! TLS is not built in: point the sink at a collector or agent on the host or in the
-//! pod (`http://127.0.0.1:4318`), which forwards over TLS.
-
+//! `Otlp`: the OTLP/HTTP logs sink (its documentation is on the type).
 use std::io;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -57,7 +25,40 @@ pub enum OtlpEncoding {
     Json,
 }
 
-/// An OTLP/HTTP logs sink. See the [module docs](self) for the mapping and retries.
+/// An OTLP/HTTP logs sink.
+///
+/// OTLP/HTTP logs: each batch of JSON records becomes one `ExportLogsServiceRequest`,
+/// protobuf (default) or JSON, posted to an OpenTelemetry Collector, Vector, Grafana
+/// Alloy or any OTLP receiver.
+///
+/// The pipeline is the batch processor: the writer hands the sink a batch (up to
+/// `batch_bytes`), and the sink turns it into one request. Records are read back from
+/// the JSON lines that `LoglagLayer`, `loglag::info!` and `fmt().json()` write:
+///
+/// | JSON | LogRecord |
+/// |---|---|
+/// | `timestamp` (RFC 3339) | `time_unix_nano`; `observed_time_unix_nano` is when the batch is sent |
+/// | `level` | `severity_number` (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17), `severity_text` |
+/// | `fields.message` | `body` |
+/// | other `fields`, and the current `span`'s fields | `attributes` (typed: string, int, double, bool, array, map) |
+/// | `trace_id` and `span_id` (32 and 16 hex digits) or `traceparent`, in the fields or any span | `trace_id`, `span_id` |
+/// | `target` | the instrumentation scope's name (records are grouped by it) |
+///
+/// A line that is not a JSON object is sent as its text in `body`. The pipeline's own
+/// reports ("dropped N records") are JSON records too, from target `loglag`.
+///
+/// Delivery: a request is retried on 429, 502, 503, 504 and on connection errors, with
+/// back-off from 100 ms doubling to 5 s, honouring `Retry-After` (seconds), for up to
+/// [`Otlp::retry_for`] (10 s); then the batch is lost, counted as `io_error`, and
+/// until a back-off (50 ms doubling to 5 s) has passed further batches are not tried
+/// (also `io_error`), so a collector that is down costs the writer no time. Any other
+/// status (400, 401, 404, 413 …) fails the batch at once. A collector that accepts a
+/// request but rejects some records (`partial_success`) is reported in-band; those
+/// records count as written. OTLP/HTTP is acknowledged: a 2xx means the collector
+/// has the batch.
+///
+/// TLS is not built in: point the sink at a collector or agent on the host or in the
+/// pod (`http://127.0.0.1:4318`), which forwards over TLS.
 ///
 /// ```no_run
 /// use loglag::sink::Otlp;
