@@ -380,7 +380,7 @@ fn an_answer_announcing_a_huge_frame_is_a_protocol_error_not_an_allocation() {
 }
 
 /// Finding 3 (issue 32): one record answered `500` stalled the pipeline for
-/// `retry_for` per refusal. It is that record's refusal: counted (in `io_errors`),
+/// `retry_for` per refusal. It is that record's refusal: counted (in `write_errors`),
 /// said in-band with the collector's text, not sent again, and the records after it
 /// flow on in the same session.
 #[test]
@@ -436,7 +436,7 @@ fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
         .filter(|m| m.contains("loglag") && m.contains("refused"))
         .collect();
     eprintln!(
-        "refusal: flushed {}; written {} of {}, dropped {}, io_errors {}; {sessions} sessions; {} distinct messages at the collector; notices {notices:?}",
+        "refusal: flushed {}; written {} of {}, dropped {}, write_errors {}; {sessions} sessions; {} distinct messages at the collector; notices {notices:?}",
         flushed.is_ok(), m.written_records, m.accepted, m.dropped_records(), m.write_errors, copies.len()
     );
     support::assert_accounted(&m);
