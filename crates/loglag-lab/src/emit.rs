@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use loglag::rolling::{self, Compression, Naming};
 use loglag::sink::{IntoSink, Sink, SinkSpec};
-use loglag::{Level, Metrics, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, Metrics, NonBlockingBuilder, Overflow};
 
 use crate::plan_error::PlanError;
 use crate::report::{EmitMetrics, EmitSummary};
@@ -414,14 +414,15 @@ fn metrics(m: &Metrics) -> EmitMetrics {
         accepted: m.accepted,
         written_records: m.written_records,
         written_bytes: m.written_bytes,
-        dropped_records: m.dropped_records,
-        dropped_queue_full: m.queue_full,
-        dropped_io_error: m.io_error,
-        dropped_shutdown: m.shutdown,
-        dropped_reentrant: m.reentrant,
+        dropped_records: m.dropped_records(),
+        dropped_queue_full: m.dropped_for(DropReason::QueueFull),
+        dropped_io_error: m.dropped_for(DropReason::IoError),
+        dropped_shutdown: m.dropped_for(DropReason::Shutdown),
+        dropped_reentrant: m.dropped_for(DropReason::Reentrant),
         truncated: m.truncated,
         write_syscalls: m.write_syscalls,
-        io_errors: m.io_errors,
+        // The key is older than `Metrics::write_errors`; readers of the JSON know it so.
+        io_errors: m.write_errors,
         max_backlog_bytes: m.max_backlog_bytes,
         write_p50_us: m.write_latency.p50.as_secs_f64() * 1e6,
         write_p99_us: m.write_latency.p99.as_secs_f64() * 1e6,

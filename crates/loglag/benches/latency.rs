@@ -336,7 +336,7 @@ fn child(name: &str, dir: &Path) {
                     .flush(Duration::from_secs(10))
                     .expect("the loop drains");
             }
-            report([best; 4], guard.shutdown().dropped_records);
+            report([best; 4], guard.shutdown().dropped_records());
         }
         // The floor for `loop_macro_16k`: each 16 KiB copied into the next slot of a
         // 64 MiB region (the thread ring it writes), so the destination is beyond the
@@ -364,7 +364,7 @@ fn child(name: &str, dir: &Path) {
             let (writer, guard) = loglag_file(dir, name);
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             let p = measure(|i| macro_event!(i));
-            report(p, guard.shutdown().dropped_records);
+            report(p, guard.shutdown().dropped_records());
         }
         "loglag_macro_2_threads" => {
             // A second producer logs the same bursts meanwhile (untimed): the two
@@ -393,13 +393,13 @@ fn child(name: &str, dir: &Path) {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 p
             });
-            report(p, guard.shutdown().dropped_records);
+            report(p, guard.shutdown().dropped_records());
         }
         "loglag_layer" => {
             let (writer, guard) = loglag_file(dir, name);
             let sub = tracing_subscriber::registry().with(loglag::LoglagLayer::new(writer));
             let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
-            report(p, guard.shutdown().dropped_records);
+            report(p, guard.shutdown().dropped_records());
         }
         "loglag_fmt_writer" => {
             let (writer, guard) = loglag_file(dir, name);
@@ -408,7 +408,7 @@ fn child(name: &str, dir: &Path) {
                 .with_writer(writer)
                 .finish();
             let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
-            report(p, guard.shutdown().dropped_records);
+            report(p, guard.shutdown().dropped_records());
         }
         "tracing_appender" => {
             let f = std::fs::File::create(file(dir, name)).unwrap();
@@ -521,7 +521,7 @@ fn child(name: &str, dir: &Path) {
                 BIG_PAUSE,
                 BIG_BURSTS,
             );
-            report(p, guard.shutdown().dropped_records);
+            report(p, guard.shutdown().dropped_records());
         }
         "memcpy_16k" => {
             let big = vec![b'x'; 16 << 10];
@@ -667,7 +667,7 @@ fn throughput() {
             println!(
                 "| {path} | {producers} | {events} | {secs:.3} | {:.2} M | {} |",
                 events as f64 / secs / 1e6,
-                m.dropped_records
+                m.dropped_records()
             );
             loglag::set_max_level(None);
         }

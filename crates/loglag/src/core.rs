@@ -523,7 +523,7 @@ impl Core {
                 .fetch_add(record.len() as u64, Ordering::Relaxed);
             self.counters.written_records.fetch_add(1, Ordering::AcqRel);
         } else {
-            self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
             self.counters.count_drop(DropReason::IoError, level, 1);
         }
         if !self.child_warned.swap(true, Ordering::Relaxed) {
@@ -848,7 +848,7 @@ impl Core {
         };
         let _inside = ThreadMark::inside_sink(self.id);
         if crate::sink::call_sink(|| sink.sink().before_batch(record.len())).is_err() {
-            self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
         }
         self.note_sink_fd(sink.descriptor());
         // Sync mode has no in-band report line; a sink's notice goes to stderr.
@@ -867,7 +867,7 @@ impl Core {
                 self.counters.written_records.fetch_add(1, Ordering::AcqRel);
             }
             Err(_) => {
-                self.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
                 self.counters.count_drop(DropReason::IoError, level, 1);
             }
         }
@@ -1000,7 +1000,7 @@ impl Core {
         let m = self.metrics();
         if end == WriterEnd::Abandoned {
             if self.spool.is_none() {
-                eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)", m.shutdown);
+                eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records lost (shutdown)", m.dropped_for(DropReason::Shutdown));
             } else {
                 eprintln!("loglag: the sink did not finish within the shutdown deadline; {} records stay in the spool for the next start", m.in_flight_records);
             }
@@ -1100,7 +1100,11 @@ mod tests {
             open.send(()).unwrap();
             for m in [first.join().unwrap(), second.join().unwrap()] {
                 assert_eq!(
-                    (m.written_records, m.in_flight_records, m.shutdown),
+                    (
+                        m.written_records,
+                        m.in_flight_records,
+                        m.dropped_for(DropReason::Shutdown)
+                    ),
                     (2, 0, 0),
                     "{m:?}"
                 );

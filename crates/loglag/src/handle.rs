@@ -127,7 +127,7 @@ pub struct ErrorCounter(Arc<Core>);
 
 impl ErrorCounter {
     pub fn dropped_lines(&self) -> usize {
-        self.0.metrics().dropped_records as usize
+        self.0.metrics().dropped_records() as usize
     }
 }
 

@@ -106,7 +106,7 @@ pub(crate) struct Counters {
     pub(crate) dropped: [[AtomicU64; 5]; 4],
     pub(crate) truncated: AtomicU64,
     pub(crate) write_syscalls: AtomicU64,
-    pub(crate) io_errors: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
     pub(crate) max_backlog_bytes: AtomicU64,
     pub(crate) queue_full_events: AtomicU64,
     pub(crate) write_latency: LatencyBuckets,
@@ -180,7 +180,7 @@ impl Counters {
         self.write_latency.record(started.elapsed());
         self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
         let absorbed = sink.take_absorbed_errors();
-        self.io_errors.fetch_add(absorbed, Ordering::Relaxed);
+        self.write_errors.fetch_add(absorbed, Ordering::Relaxed);
         if let Err((_, partial)) = &result {
             self.note_partial(bytes, *partial);
         }
@@ -201,30 +201,23 @@ impl Counters {
         oldest_age: Option<Duration>,
     ) -> Metrics {
         let written_records = self.written_records.load(Ordering::Acquire);
-        let by: [[u64; 5]; 4] = std::array::from_fn(|r| {
+        let dropped: [[u64; 5]; 4] = std::array::from_fn(|r| {
             std::array::from_fn(|l| self.dropped[r][l].load(Ordering::Acquire))
         });
         let accepted = accepted();
-        let dropped_records: u64 = by.iter().flatten().sum();
-        let reason = |r: DropReason| by[r as usize].iter().sum();
+        let dropped_records: u64 = dropped.iter().flatten().sum();
         Metrics {
             accepted,
             written_records,
             written_bytes: self.written_bytes.load(Ordering::Relaxed),
-            dropped_records,
+            dropped,
             in_flight_records: accepted.saturating_sub(written_records + dropped_records),
             in_flight_bytes,
             max_backlog_bytes: self.max_backlog_bytes.load(Ordering::Relaxed),
             write_syscalls: self.write_syscalls.load(Ordering::Relaxed),
-            io_errors: self.io_errors.load(Ordering::Relaxed),
-            queue_full: reason(DropReason::QueueFull),
-            io_error: reason(DropReason::IoError),
-            shutdown: reason(DropReason::Shutdown),
-            reentrant: reason(DropReason::Reentrant),
+            write_errors: self.write_errors.load(Ordering::Relaxed),
             truncated: self.truncated.load(Ordering::Relaxed),
             queue_full_events: self.queue_full_events.load(Ordering::Relaxed),
-            dropped_by_level: std::array::from_fn(|l| by.iter().map(|r| r[l]).sum()),
-            dropped_by_reason_and_level: by,
             oldest_queued_age: oldest_age,
             write_latency: self.write_latency.snapshot(),
             recovered_records: 0,
@@ -269,15 +262,28 @@ impl Default for WriteLatency {
 
 /// A snapshot of a pipeline's accounting.
 ///
-/// At every snapshot `written_records + dropped_records + in_flight_records == accepted`.
+/// At every snapshot `written_records + dropped_records() + in_flight_records == accepted`.
+///
+/// Drops are kept once, in [`dropped`](Metrics::dropped), by reason and level; the
+/// totals overall, by reason and by level are methods that sum it
+/// ([`dropped_records`](Metrics::dropped_records), [`dropped_for`](Metrics::dropped_for),
+/// [`dropped_at`](Metrics::dropped_at), [`dropped_of`](Metrics::dropped_of)), so they
+/// always agree. The records dropped because a write failed (records_dropped_io,
+/// `dropped_for(DropReason::IoError)`) are not [`write_errors`](Metrics::write_errors),
+/// the failed write calls: one failed write can cost a batch of records, and an error
+/// a fallback absorbed costs none.
 ///
 /// ```
+/// use loglag::{DropReason, Level};
 /// let (mut writer, guard) = loglag::non_blocking(std::io::sink());
 /// std::io::Write::write_all(&mut writer, b"hello\n")?;
 /// guard.flush(std::time::Duration::from_secs(5))?;
 /// let m = writer.metrics();
 /// assert_eq!(m.accepted, 1);
-/// assert_eq!(m.written_records + m.dropped_records + m.in_flight_records, m.accepted);
+/// assert_eq!(m.written_records + m.dropped_records() + m.in_flight_records, m.accepted);
+/// assert_eq!(m.dropped_for(DropReason::QueueFull), 0);
+/// assert_eq!(m.dropped_at(Level::Info), 0);
+/// assert_eq!(m.dropped_of(DropReason::IoError, Level::Error), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -289,8 +295,9 @@ pub struct Metrics {
     pub written_records: u64,
     /// Bytes written to a sink, in-band drop reports included.
     pub written_bytes: u64,
-    /// Records dropped, for any reason.
-    pub dropped_records: u64,
+    /// Records dropped, by reason and level: `dropped[DropReason as usize][Level as usize]`.
+    /// The one record of drops; the methods below sum it.
+    pub dropped: [[u64; 5]; 4],
     /// Records accepted but neither written nor dropped yet.
     pub in_flight_records: u64,
     /// Bytes queued or being written, ring headers included.
@@ -299,25 +306,14 @@ pub struct Metrics {
     pub max_backlog_bytes: u64,
     /// `write(2)` calls (or `Sink::write` calls) made.
     pub write_syscalls: u64,
-    /// Failed writes, including ones a fallback sink absorbed.
-    pub io_errors: u64,
-    /// Drops because the budget was full.
-    pub queue_full: u64,
-    /// Drops because every sink failed.
-    pub io_error: u64,
-    /// Drops because the shutdown deadline passed.
-    pub shutdown: u64,
-    /// Drops of records logged from inside the sink that could not be queued without
-    /// waiting (see [`DropReason::Reentrant`]).
-    pub reentrant: u64,
+    /// Failed write calls, including errors a sink absorbed (a fallback that took over,
+    /// a record a collector refused). A count of writes, not of records: the records lost
+    /// to failed writes are `dropped_for(DropReason::IoError)` (records_dropped_io).
+    pub write_errors: u64,
     /// Records cut to `max_record_bytes` (they are still written, with a marker).
     pub truncated: u64,
     /// Times a producer found the budget full (including waits that later succeeded).
     pub queue_full_events: u64,
-    /// Drops by level, indexed by `Level as usize`.
-    pub dropped_by_level: [u64; 5],
-    /// Drops by reason and level: `[DropReason as usize][Level as usize]`.
-    pub dropped_by_reason_and_level: [[u64; 5]; 4],
     /// How long the oldest queued record has waited, if any is queued.
     pub oldest_queued_age: Option<Duration>,
     /// Sink write latency.
@@ -335,19 +331,38 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Whether every accepted record is accounted for: written, dropped with a reason,
-    /// or still in flight, and the drops add up to their reasons. True of every
-    /// snapshot the pipeline hands out.
+    /// Records dropped, for any reason and at any level.
+    pub fn dropped_records(&self) -> u64 {
+        self.dropped.iter().flatten().sum()
+    }
+
+    /// Records dropped for `reason`, at any level (`DropReason::IoError`: records_dropped_io).
+    pub fn dropped_for(&self, reason: DropReason) -> u64 {
+        self.dropped[reason as usize].iter().sum()
+    }
+
+    /// Records at `level` dropped, for any reason.
+    pub fn dropped_at(&self, level: Level) -> u64 {
+        self.dropped
+            .iter()
+            .map(|by_level| by_level[level as usize])
+            .sum()
+    }
+
+    /// Records at `level` dropped for `reason`.
+    pub fn dropped_of(&self, reason: DropReason, level: Level) -> u64 {
+        self.dropped[reason as usize][level as usize]
+    }
+
+    /// Whether every accepted record is accounted for: written, dropped (each drop has
+    /// its reason and level), or still in flight. True of every snapshot the pipeline
+    /// hands out.
     ///
     /// ```
     /// assert!(loglag::Metrics::default().is_accounted());
     /// ```
     pub fn is_accounted(&self) -> bool {
-        let by_reason = self.queue_full + self.io_error + self.shutdown + self.reentrant;
-        let by_level: u64 = self.dropped_by_level.iter().sum();
-        self.written_records + self.dropped_records + self.in_flight_records == self.accepted
-            && by_reason == self.dropped_records
-            && by_level == self.dropped_records
+        self.written_records + self.dropped_records() + self.in_flight_records == self.accepted
     }
 }
 
@@ -392,15 +407,15 @@ mod tests {
 
     #[test]
     fn is_accounted_rejects_each_kind_of_imbalance() {
+        let mut dropped = [[0; 5]; 4];
+        dropped[DropReason::QueueFull as usize][Level::Info as usize] = 1;
+        dropped[DropReason::IoError as usize][Level::Info as usize] = 1;
+        dropped[DropReason::Reentrant as usize][Level::Debug as usize] = 1;
         let good = Metrics {
             accepted: 10,
             written_records: 6,
-            dropped_records: 3,
+            dropped,
             in_flight_records: 1,
-            queue_full: 1,
-            io_error: 1,
-            reentrant: 1,
-            dropped_by_level: [0, 0, 3, 0, 0],
             ..Metrics::default()
         };
         assert!(good.is_accounted());
@@ -412,16 +427,35 @@ mod tests {
             !lost_one.is_accounted(),
             "a record neither written nor dropped"
         );
-        let reasons_short = Metrics {
-            io_error: 0,
-            ..good.clone()
-        };
-        assert!(!reasons_short.is_accounted(), "a drop without a reason");
-        let levels_short = Metrics {
-            dropped_by_level: [0, 0, 2, 0, 0],
+        let mut dropped_twice = good.clone();
+        dropped_twice.dropped[DropReason::Shutdown as usize][Level::Warn as usize] = 1;
+        assert!(!dropped_twice.is_accounted(), "more drops than records");
+        let in_flight_short = Metrics {
+            in_flight_records: 0,
             ..good
         };
-        assert!(!levels_short.is_accounted(), "a drop without a level");
+        assert!(!in_flight_short.is_accounted(), "a record not in flight");
+    }
+
+    #[test]
+    fn drop_totals_sum_the_one_map() {
+        let mut m = Metrics::default();
+        for (r, reason) in DropReason::ALL.into_iter().enumerate() {
+            for (l, level) in Level::ALL.into_iter().enumerate() {
+                m.dropped[reason as usize][level as usize] = (10 * r + l) as u64;
+            }
+        }
+        assert_eq!(m.dropped_of(DropReason::Shutdown, Level::Warn), 23);
+        assert_eq!(m.dropped_for(DropReason::IoError), 10 + 11 + 12 + 13 + 14);
+        assert_eq!(m.dropped_at(Level::Debug), 1 + 11 + 21 + 31);
+        let by_reason: u64 = DropReason::ALL.into_iter().map(|r| m.dropped_for(r)).sum();
+        let by_level: u64 = Level::ALL.into_iter().map(|l| m.dropped_at(l)).sum();
+        assert_eq!(m.dropped_records(), by_reason);
+        assert_eq!(m.dropped_records(), by_level);
+        assert_eq!(
+            m.dropped_records(),
+            (0..4).map(|r| 50 * r + 10).sum::<u64>()
+        );
     }
 
     /// The reason names are an interface: Prometheus labels, in-band fields, the docs.
@@ -429,13 +463,10 @@ mod tests {
     fn drop_reasons_have_stable_names_in_prometheus_text() {
         let names: Vec<&str> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
         assert_eq!(names, ["queue_full", "io_error", "shutdown", "reentrant"]);
-        let m = Metrics {
-            queue_full: 3,
-            io_error: 2,
-            shutdown: 1,
-            reentrant: 4,
-            ..Metrics::default()
-        };
+        let mut m = Metrics::default();
+        for (reason, n) in DropReason::ALL.into_iter().zip([3, 2, 1, 4]) {
+            m.dropped[reason as usize][Level::Info as usize] = n;
+        }
         let text = m.to_prometheus("loglag");
         for (name, n) in names.iter().zip([3, 2, 1, 4]) {
             let line = format!("loglag_dropped_total{{reason=\"{name}\"}} {n}");

@@ -9,6 +9,10 @@
 //! | `loglag_write_seconds` | histogram (power-of-two buckets, 1 µs to 17 s) | `pipeline` |
 //! | `loglag_in_flight_records`, `loglag_in_flight_bytes`, `loglag_max_backlog_bytes`, `loglag_oldest_queued_age_seconds` | gauge | `pipeline` |
 //!
+//! `loglag_io_errors_total` is [`Metrics::write_errors`] (failed write calls); the
+//! records they cost (records_dropped_io) are `loglag_dropped_total{reason="io_error"}`,
+//! [`Metrics::dropped_for`]`(DropReason::IoError)`.
+//!
 //! The endpoint ([`serve`]) accepts on one thread that never waits on a client and
 //! serves each connection on a thread of its own, so one slow client does not hold up
 //! another's scrape. A client has 5 s from its accept to send its request head, however
@@ -105,7 +109,7 @@ pub(crate) fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
             "io_errors_total",
             "Failed sink writes.",
             Kind::Counter,
-            m.io_errors as f64,
+            m.write_errors as f64,
         ),
         one(
             "truncated_total",
@@ -134,7 +138,7 @@ pub(crate) fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
                     ("reason", reason.as_str().to_owned()),
                     ("level", level.as_lower_str().to_owned()),
                 ]),
-                m.dropped_by_reason_and_level[reason as usize][level as usize] as f64,
+                m.dropped[reason as usize][level as usize] as f64,
             ));
         }
     }
@@ -143,15 +147,13 @@ pub(crate) fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
         name: "dropped_total",
         help: "Records dropped, by reason.",
         kind: Kind::Counter,
-        samples: [
-            ("queue_full", m.queue_full),
-            ("io_error", m.io_error),
-            ("shutdown", m.shutdown),
-            ("reentrant", m.reentrant),
-        ]
-        .into_iter()
-        .map(|(r, v)| ("", with(&[("reason", r.to_owned())]), v as f64))
-        .collect(),
+        samples: DropReason::ALL
+            .into_iter()
+            .map(|r| {
+                let labels = with(&[("reason", r.as_str().to_owned())]);
+                ("", labels, m.dropped_for(r) as f64)
+            })
+            .collect(),
     });
     out.push(Family {
         name: "dropped_by_level_total",
@@ -164,7 +166,7 @@ pub(crate) fn families(m: &Metrics, pipeline: Option<&str>) -> Vec<Family> {
                     "",
                     // Upper case, as this family always had it.
                     with(&[("level", l.as_str().to_owned())]),
-                    m.dropped_by_level[*l as usize] as f64,
+                    m.dropped_at(*l) as f64,
                 )
             })
             .collect(),

@@ -263,7 +263,10 @@ impl Writer {
             let batch_len = self.batch.len();
             if call_sink(|| self.sink.sink().before_batch(batch_len)).is_err() {
                 // The batch still goes to the current file; the failure is counted.
-                self.core.counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                self.core
+                    .counters
+                    .write_errors
+                    .fetch_add(1, Ordering::Relaxed);
             }
             self.core.note_sink_fd(self.sink.descriptor());
             if let Some(&(len, _)) = self.records.last() {
@@ -373,7 +376,7 @@ impl Writer {
                 *failing = false;
             }
             Err((error, partial)) => {
-                counters.io_errors.fetch_add(1, Ordering::Relaxed);
+                counters.write_errors.fetch_add(1, Ordering::Relaxed);
                 let mut end = 0;
                 let mut written = 0;
                 let mut lost = [0u64; 5];
@@ -539,7 +542,7 @@ mod tests {
         let core = Arc::new(Core::new(config(), None));
         let sink = run_past_the_deadline(&core, 7);
         let m = core.metrics();
-        assert_eq!(m.shutdown, 7);
+        assert_eq!(m.dropped_for(DropReason::Shutdown), 7);
         assert_eq!(m.written_records, 0);
         assert_eq!(m.in_flight_records, 0);
         assert!(m.is_accounted());
@@ -568,7 +571,7 @@ mod tests {
         ));
         let sink = run_past_the_deadline(&core, 5);
         let m = core.metrics();
-        assert_eq!(m.shutdown, 0, "not lost: {m:?}");
+        assert_eq!(m.dropped_for(DropReason::Shutdown), 0, "not lost: {m:?}");
         assert_eq!(m.in_flight_records, 5);
         assert!(
             sink.0.lock().unwrap().is_empty(),
@@ -587,7 +590,7 @@ mod tests {
         let core = Arc::new(Core::new(config(), None));
         let sink = run_past_the_deadline(&core, 0);
         let m = core.metrics();
-        assert_eq!((m.shutdown, m.accepted), (0, 0));
+        assert_eq!((m.dropped_for(DropReason::Shutdown), m.accepted), (0, 0));
         assert!(sink.0.lock().unwrap().is_empty());
     }
 }

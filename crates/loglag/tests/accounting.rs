@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use loglag::{Level, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, NonBlockingBuilder, Overflow};
 use proptest::prelude::*;
 use support::*;
 
@@ -121,10 +121,10 @@ proptest! {
         // With a spool, what the shutdown deadline cuts off stays in the spool file for
         // the next start instead of being dropped; `in_flight` counts it.
         if matches!(overflow, Overflow::Block) {
-            prop_assert_eq!(m.queue_full, 0);
+            prop_assert_eq!(m.dropped_for(DropReason::QueueFull), 0);
         }
         if !behaviour.fails() {
-            prop_assert_eq!(m.io_error, 0, "EINTR and short writes are not errors");
+            prop_assert_eq!(m.dropped_for(DropReason::IoError), 0, "EINTR and short writes are not errors");
         }
         let out = out.lock().unwrap();
         let lines = record_lines(&out);
@@ -157,8 +157,8 @@ proptest! {
             // A write cut just before a record's newline leaves all of the record but
             // its end: it is counted lost (conservatively), yet reads whole once the
             // pipeline ends the line. At most one such record per failed write.
-            prop_assert!(whole >= m.written_records && whole <= m.written_records + m.io_errors,
-                "whole lines {} against {} written, {} failed writes", whole, m.written_records, m.io_errors);
+            prop_assert!(whole >= m.written_records && whole <= m.written_records + m.write_errors,
+                "whole lines {} against {} written, {} failed writes", whole, m.written_records, m.write_errors);
         } else {
             prop_assert_eq!(whole, m.written_records);
         }
@@ -166,20 +166,20 @@ proptest! {
         // report that a failing sink refused at the very end, or drops counted when the
         // shutdown deadline had already stopped the writer.
         let reported = reported_drops(&out);
-        prop_assert!(reported <= m.dropped_records, "announced {} > dropped {}", reported, m.dropped_records);
+        prop_assert!(reported <= m.dropped_records(), "announced {} > dropped {}", reported, m.dropped_records());
         for reason in ["queue_full", "io_error", "shutdown", "reentrant"] {
             let figure = reported_for_reason(&out, reason);
             let counted = match reason {
-                "queue_full" => m.queue_full,
-                "io_error" => m.io_error,
-                "shutdown" => m.shutdown,
-                _ => m.reentrant,
+                "queue_full" => m.dropped_for(DropReason::QueueFull),
+                "io_error" => m.dropped_for(DropReason::IoError),
+                "shutdown" => m.dropped_for(DropReason::Shutdown),
+                _ => m.dropped_for(DropReason::Reentrant),
             };
             prop_assert!(figure <= counted, "{}: announced {} > counted {}", reason, figure, counted);
         }
-        if !behaviour.fails() && m.shutdown == 0 {
-            prop_assert_eq!(reported, m.dropped_records, "every drop announced in-band");
-            prop_assert_eq!(reported_for_reason(&out, "queue_full"), m.queue_full);
+        if !behaviour.fails() && m.dropped_for(DropReason::Shutdown) == 0 {
+            prop_assert_eq!(reported, m.dropped_records(), "every drop announced in-band");
+            prop_assert_eq!(reported_for_reason(&out, "queue_full"), m.dropped_for(DropReason::QueueFull));
         }
     }
 }

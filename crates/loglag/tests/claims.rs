@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loglag::sink::Sink;
-use loglag::{Level, Mode, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, Mode, NonBlockingBuilder, Overflow};
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -148,7 +148,7 @@ fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
             .copied()
             .collect::<Vec<u8>>();
         let mut accepted_info = 0u64;
-        while writer.metrics().dropped_records == 0 {
+        while writer.metrics().dropped_records() == 0 {
             writer.submit(Level::Info, &record);
             accepted_info += 1;
             assert!(accepted_info < 100_000, "the budget never filled");
@@ -157,7 +157,7 @@ fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
         let info_bytes = writer.metrics().in_flight_bytes;
         // WARN may still use the reserved eighth.
         let mut accepted_warn = 0u64;
-        while writer.metrics().dropped_records == 1 {
+        while writer.metrics().dropped_records() == 1 {
             writer.submit(Level::Warn, &record);
             accepted_warn += 1;
             assert!(accepted_warn < 100_000, "the reserve never filled");
@@ -176,7 +176,7 @@ fn the_default_budget_is_8_mib_with_an_eighth_kept_for_warn_and_error() {
             "WARN filled to {:.3} MiB ({accepted_warn} more records)",
             mib(total_bytes)
         );
-        assert_eq!(writer.metrics().dropped_by_level[Level::Info as usize], 1);
+        assert_eq!(writer.metrics().dropped_at(Level::Info), 1);
         gate.open();
         guard.flush(Duration::from_secs(30)).unwrap();
     });
@@ -281,8 +281,8 @@ fn an_interrupted_write_is_retried_and_is_not_an_error() {
         guard.flush(Duration::from_secs(30)).unwrap();
         let m = writer.metrics();
         assert_eq!(m.written_records, 1000, "{m:#?}");
-        assert_eq!(m.io_errors, 0, "EINTR is retried, not counted");
-        assert_eq!(m.dropped_records, 0);
+        assert_eq!(m.write_errors, 0, "EINTR is retried, not counted");
+        assert_eq!(m.dropped_records(), 0);
         let out = String::from_utf8(recorder.out.lock().unwrap().clone()).unwrap();
         let expected: String = (0..1000).map(|i| format!("record {i}\n")).collect();
         assert_eq!(out, expected, "every record once, in order");
@@ -317,8 +317,12 @@ fn a_sink_that_writes_part_of_a_batch_then_fails_is_accounted_record_by_record()
             3 + 1,
             "3 whole records of the first batch, then one"
         );
-        assert_eq!(m.io_error, 7, "the 7 records not (wholly) written: {m:#?}");
-        assert_eq!(m.io_errors, 1);
+        assert_eq!(
+            m.dropped_for(DropReason::IoError),
+            7,
+            "the 7 records not (wholly) written: {m:#?}"
+        );
+        assert_eq!(m.write_errors, 1);
         let out = recorder.out.lock().unwrap().clone();
         assert_eq!(reported_drops(&out), 7, "{}", String::from_utf8_lossy(&out));
         let text = String::from_utf8_lossy(&out);
@@ -365,7 +369,7 @@ fn block_for_waits_its_bound_and_not_much_longer() {
                 assert!(waited < Duration::from_secs(10), "waited {waited:?}");
             }
         }
-        assert_eq!(writer.metrics().queue_full, 1);
+        assert_eq!(writer.metrics().dropped_for(DropReason::QueueFull), 1);
         gate.open();
         guard.flush(Duration::from_secs(30)).unwrap();
     });
@@ -510,7 +514,7 @@ fn the_default_shutdown_waits_5_s_for_a_hung_sink_then_counts_the_loss() {
     let waited = started.elapsed();
     assert!(waited >= Duration::from_secs(5), "gave up after {waited:?}");
     assert!(waited < Duration::from_secs(30), "waited {waited:?}");
-    assert_eq!(metrics.shutdown, 2, "{metrics:#?}");
+    assert_eq!(metrics.dropped_for(DropReason::Shutdown), 2, "{metrics:#?}");
     assert_accounted(&metrics);
 }
 
@@ -540,7 +544,7 @@ fn drop_reports_follow_the_layers_format_unless_set() {
                     tracing::info!(i, "overload");
                 }
             });
-            assert!(writer.metrics().dropped_records > 0);
+            assert!(writer.metrics().dropped_records() > 0);
             gate.open();
             guard.flush(Duration::from_secs(30)).unwrap();
             let out = String::from_utf8(recorder.out.lock().unwrap().clone()).unwrap();
@@ -595,7 +599,7 @@ fn tracing_appender_builder_calls_port_unchanged() {
         guard.flush(Duration::from_secs(30)).unwrap();
         assert_eq!(name.lock().unwrap().as_deref(), Some("my-log-writer"));
         // lossy(false) is Block: a full budget waits instead of dropping.
-        assert_eq!(writer.metrics().dropped_records, 0);
+        assert_eq!(writer.metrics().dropped_records(), 0);
     });
 }
 
@@ -723,7 +727,7 @@ fn a_producer_waiting_for_room_is_woken_when_room_is_made() {
         gate.open();
         waiting.join().unwrap();
         let m = guard.shutdown();
-        assert_eq!((m.written_records, m.dropped_records), (5, 0), "{m:?}");
+        assert_eq!((m.written_records, m.dropped_records()), (5, 0), "{m:?}");
     });
 }
 
@@ -851,9 +855,16 @@ fn the_writer_counts_what_a_slow_sink_leaves_at_the_deadline() {
         let m = guard.shutdown();
         assert!(m.is_accounted(), "{m:#?}");
         assert_eq!(m.in_flight_records, 0, "nothing left uncounted: {m:#?}");
-        assert!(m.shutdown > 0, "the deadline cut the queue off: {m:#?}");
+        assert!(
+            m.dropped_for(DropReason::Shutdown) > 0,
+            "the deadline cut the queue off: {m:#?}"
+        );
         assert!(m.written_records > 0, "{m:#?}");
-        assert_eq!(m.written_records + m.shutdown, 1000, "{m:#?}");
+        assert_eq!(
+            m.written_records + m.dropped_for(DropReason::Shutdown),
+            1000,
+            "{m:#?}"
+        );
     });
 }
 
@@ -881,8 +892,8 @@ fn buffered_lines_limit_bounds_queued_records() {
                 writer.submit(Level::Error, format!("seq={seq}\n").as_bytes());
             }
             let m = writer.metrics();
-            assert_eq!(m.dropped_records, 90, "{overflow:?}: {m:?}");
-            assert_eq!(m.queue_full, 90);
+            assert_eq!(m.dropped_records(), 90, "{overflow:?}: {m:?}");
+            assert_eq!(m.dropped_for(DropReason::QueueFull), 90);
             // Let every write through.
             gate.open();
             let m = guard.shutdown();
@@ -927,7 +938,7 @@ fn a_blocking_lines_limit_waits_for_a_slot_and_loses_nothing() {
         gate.open();
         waiting.join().unwrap();
         let m = guard.shutdown();
-        assert_eq!((m.written_records, m.dropped_records), (12, 0), "{m:?}");
+        assert_eq!((m.written_records, m.dropped_records()), (12, 0), "{m:?}");
         let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
         assert!(text.ends_with("seq=11\n"), "{text}");
     });
@@ -959,7 +970,10 @@ fn a_json_log_under_overload_stays_json_lines() {
                 tracing::info!(n, "under \"overload\"\nwith a newline");
             }
         });
-        assert!(writer.metrics().dropped_records > 0, "the queue overflowed");
+        assert!(
+            writer.metrics().dropped_records() > 0,
+            "the queue overflowed"
+        );
         gate.open();
         guard.shutdown();
         let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
@@ -1008,7 +1022,7 @@ fn a_batch_fills_to_exactly_batch_bytes_and_an_oversized_record_still_goes() {
         gate.open();
         let m = guard.shutdown();
         assert_eq!(m.written_records, 8, "{m:?}");
-        assert_eq!(m.dropped_records, 0, "{m:?}");
+        assert_eq!(m.dropped_records(), 0, "{m:?}");
         let writes: Vec<usize> = wrote.try_iter().map(|w| w.len()).collect();
         assert_eq!(writes, [100, 300, 300, 450]);
     });

@@ -71,7 +71,7 @@ fn edges_child_main() {
                 writer.submit(Level::Info, format!("seq={seq}\n").as_bytes());
             }
             let m = writer.metrics();
-            println!("returned={} dropped={}", m.accepted, m.dropped_records);
+            println!("returned={} dropped={}", m.accepted, m.dropped_records());
             std::io::stdout().flush().unwrap();
             loop {
                 std::thread::park(); // until the parent's SIGKILL
@@ -267,7 +267,7 @@ fn lines_stay_whole_under_drops_and_rotation() {
         }
         let m = guard.shutdown();
         assert_eq!(m.accepted, n);
-        assert_eq!(m.written_records + m.dropped_records, n, "{m:?}");
+        assert_eq!(m.written_records + m.dropped_records(), n, "{m:?}");
         let mut seen = vec![false; n as usize];
         let mut files = 0;
         for e in std::fs::read_dir(dir.path()).unwrap().flatten() {
@@ -320,10 +320,13 @@ fn json_records_get_json_drop_reports_without_being_asked() {
                 tracing::info!(seq, "queued or dropped");
             }
         });
-        assert!(writer.metrics().dropped_records > 0, "the test needs drops");
+        assert!(
+            writer.metrics().dropped_records() > 0,
+            "the test needs drops"
+        );
         gate.open();
         let m = guard.shutdown();
-        assert!(m.dropped_records > 0);
+        assert!(m.dropped_records() > 0);
         let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
         let mut reports = 0;
         for line in text.lines() {

@@ -40,7 +40,7 @@ fn fork_a_logging_child(writer: &loglag::NonBlocking, child: usize) -> (u64, u64
         let report = format!(
             "{} {}\n",
             after.written_records - before.written_records,
-            after.dropped_records - before.dropped_records
+            after.dropped_records() - before.dropped_records()
         );
         // SAFETY: writing to our pipe end, then leaving without running destructors
         // (the parent's threads do not exist here).
@@ -107,7 +107,7 @@ fn parent_and_children_log(spool: bool, mode: Mode) {
     let parent_records = load.join().unwrap();
     let m = guard.shutdown();
     assert_eq!(m.written_records, parent_records, "{m:?}");
-    assert_eq!((m.dropped_records, m.torn_records), (0, 0), "{m:?}");
+    assert_eq!((m.dropped_records(), m.torn_records), (0, 0), "{m:?}");
 
     let text = std::fs::read_to_string(&log).unwrap();
     let mut parent = vec![0u8; parent_records as usize];

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use loglag::sink::{FdSink, Sink};
-use loglag::{Level, Mode, NonBlocking, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, Mode, NonBlocking, NonBlockingBuilder, Overflow};
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -84,8 +84,14 @@ fn a_sink_that_logs_never_deadlocks_a_blocking_pipeline() {
         // Block never drops a producer's record; only the sink's own may go.
         let lines = producer_lines(&out.lock().unwrap());
         assert_eq!(lines.len(), 20_000, "{m:#?}");
-        assert_eq!(m.queue_full + m.io_error + m.shutdown, 0, "{m:#?}");
-        assert_eq!(m.dropped_records, m.reentrant);
+        assert_eq!(
+            m.dropped_for(DropReason::QueueFull)
+                + m.dropped_for(DropReason::IoError)
+                + m.dropped_for(DropReason::Shutdown),
+            0,
+            "{m:#?}"
+        );
+        assert_eq!(m.dropped_records(), m.dropped_for(DropReason::Reentrant));
         drop(log); // the sink holds a writer; the guard's shutdown ends the cycle
         guard.shutdown();
     });
@@ -106,8 +112,12 @@ fn a_sink_that_logs_in_sync_mode_drops_as_reentrant_instead_of_self_deadlocking(
         let m = writer.metrics();
         assert_accounted(&m);
         assert_eq!(producer_lines(&out.lock().unwrap()).len(), 100);
-        assert_eq!(m.reentrant, 100, "one reentrant record per write: {m:#?}");
-        assert_eq!(m.dropped_by_level[Level::Debug as usize], 100);
+        assert_eq!(
+            m.dropped_for(DropReason::Reentrant),
+            100,
+            "one reentrant record per write: {m:#?}"
+        );
+        assert_eq!(m.dropped_at(Level::Debug), 100);
         guard.shutdown();
     });
 }
@@ -161,12 +171,23 @@ fn the_writer_survives_a_panicking_sink_and_reports_the_batch() {
         let m = writer.metrics();
         assert_accounted(&m);
         assert_eq!(m.in_flight_records, 0);
-        assert!(m.io_error > 0, "the panicking batch is counted: {m:#?}");
-        assert_eq!(m.written_records + m.io_error, 10_000, "{m:#?}");
+        assert!(
+            m.dropped_for(DropReason::IoError) > 0,
+            "the panicking batch is counted: {m:#?}"
+        );
+        assert_eq!(
+            m.written_records + m.dropped_for(DropReason::IoError),
+            10_000,
+            "{m:#?}"
+        );
         // Records after the panic were written, and the loss was announced in-band.
         let out = out.lock().unwrap();
         assert!(record_lines(&out).iter().any(|l| l == "p 9999"));
-        assert_eq!(reported_drops(&out), m.io_error, "in-band report");
+        assert_eq!(
+            reported_drops(&out),
+            m.dropped_for(DropReason::IoError),
+            "in-band report"
+        );
         guard.shutdown();
     });
 }
@@ -191,8 +212,8 @@ fn a_sink_claiming_more_bytes_than_given_is_an_io_error_not_a_panic() {
         }
         let m = writer.metrics();
         assert_accounted(&m);
-        assert_eq!(m.io_errors, 1, "{m:#?}");
-        assert_eq!(m.io_error, 1, "{m:#?}");
+        assert_eq!(m.write_errors, 1, "{m:#?}");
+        assert_eq!(m.dropped_for(DropReason::IoError), 1, "{m:#?}");
         assert_eq!(m.written_records, 2, "{m:#?}");
         guard.shutdown();
     });
@@ -260,7 +281,11 @@ fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
         guard.flush(LIMIT).expect("flush");
         let m = writer.metrics();
         assert_accounted(&m);
-        assert_eq!(m.io_error, 0, "EAGAIN is not an I/O error: {m:#?}");
+        assert_eq!(
+            m.dropped_for(DropReason::IoError),
+            0,
+            "EAGAIN is not an I/O error: {m:#?}"
+        );
         assert_eq!(m.written_records, 5_000);
         guard.shutdown(); // closes the write end, so the reader sees EOF
         let all = reader.join().unwrap();
@@ -417,7 +442,11 @@ fn hardening_child_main() {
                 writer.submit(Level::Info, format!("r {i}\n").as_bytes());
             }
             let m = guard.shutdown();
-            println!("io_error={} written={}", m.io_error, m.written_records);
+            println!(
+                "records_dropped_io={} written={}",
+                m.dropped_for(DropReason::IoError),
+                m.written_records
+            );
         }
         // A spool larger than the file system: an error, never SIGBUS.
         "spool-on-full-fs" => {
@@ -457,7 +486,11 @@ fn hardening_child_main() {
                 guard.flush(Duration::from_secs(60)).unwrap();
             }
             let m = guard.shutdown();
-            println!("io_error={} io_errors={}", m.io_error, m.io_errors);
+            println!(
+                "records_dropped_io={} write_errors={}",
+                m.dropped_for(DropReason::IoError),
+                m.write_errors
+            );
         }
         // A clean shutdown, then one whose sink hangs past the deadline.
         "deadline-messages" => {
@@ -485,7 +518,7 @@ fn hardening_child_main() {
                 writer.submit(Level::Error, format!("stuck {i}\n").as_bytes());
             }
             let m = guard.shutdown();
-            println!("shutdown={}", m.shutdown);
+            println!("shutdown={}", m.dropped_for(DropReason::Shutdown));
         }
         other => panic!("unknown role {other}"),
     }
@@ -534,7 +567,10 @@ fn write_failures_are_reported_on_stderr_once_per_streak() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("io_error=5 io_errors=5"), "{stdout}");
+    assert!(
+        stdout.contains("records_dropped_io=5 write_errors=5"),
+        "{stdout}"
+    );
     let reports: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("loglag: write to the log sink failed"))
@@ -559,7 +595,10 @@ fn sync_mode_with_a_panicking_sink_neither_hangs_nor_dies() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("io_error=1 written=9"), "{stdout}");
+    assert!(
+        stdout.contains("records_dropped_io=1 written=9"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -633,7 +672,11 @@ fn a_sink_hanging_on_its_notice_leaves_no_record_counted_by_nobody() {
         release_tx.send(()).unwrap();
         assert_accounted(&m);
         assert_eq!(
-            (m.written_records, m.shutdown, m.in_flight_records),
+            (
+                m.written_records,
+                m.dropped_for(DropReason::Shutdown),
+                m.in_flight_records
+            ),
             (0, 100, 0),
             "the taken batch is counted lost at the deadline: {m:#?}"
         );
@@ -674,7 +717,11 @@ fn a_sync_sink_logging_through_another_pipeline_is_written_there() {
         let other_m = other_guard.shutdown();
         assert_accounted(&other_m);
         assert_eq!(
-            (other_m.accepted, other_m.written_records, other_m.reentrant),
+            (
+                other_m.accepted,
+                other_m.written_records,
+                other_m.dropped_for(DropReason::Reentrant)
+            ),
             (1, 1, 0),
             "{other_m:#?}"
         );

@@ -177,7 +177,12 @@ fn loglag_lines(configure: impl FnOnce(LoglagLayer) -> LoglagLayer, run: fn()) -
     let layer = configure(LoglagLayer::new(writer));
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), run);
     let flushed = guard.flush(Duration::from_secs(60)).expect("flushed");
-    assert_eq!(flushed.metrics.dropped_records, 0, "{:?}", flushed.metrics);
+    assert_eq!(
+        flushed.metrics.dropped_records(),
+        0,
+        "{:?}",
+        flushed.metrics
+    );
     out.lines()
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loglag::sink::Otlp;
-use loglag::{Level, LoglagLayer, Mode, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, LoglagLayer, Mode, NonBlockingBuilder, Overflow};
 use opentelemetry_proto::tonic::collector::logs::v1::{
     ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
 };
@@ -345,7 +345,7 @@ fn a_collector_answering_503_then_429_gets_every_record_once() {
             );
         }
         let m = guard.shutdown();
-        assert_eq!((m.written_records, m.dropped_records), (50, 0), "{m:#?}");
+        assert_eq!((m.written_records, m.dropped_records()), (50, 0), "{m:#?}");
         let requests = collector.drain();
         let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
         assert_eq!(&statuses[..3], [503, 429, 200], "retried after each");
@@ -369,7 +369,11 @@ fn a_bad_request_is_not_retried_and_its_batch_is_counted() {
         writer.submit(Level::Info, b"{\"fields\":{\"message\":\"taken\"}}\n");
         let m = guard.shutdown();
         assert_accounted(&m);
-        assert_eq!((m.written_records, m.io_error), (1, 1), "{m:#?}");
+        assert_eq!(
+            (m.written_records, m.dropped_for(DropReason::IoError)),
+            (1, 1),
+            "{m:#?}"
+        );
         let requests = collector.drain();
         let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
         assert_eq!(&statuses[..2], [400, 200], "not retried");
@@ -406,7 +410,11 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
         }
         guard.flush(Duration::from_secs(30)).unwrap();
         let m = writer.metrics();
-        assert_eq!((m.written_records, m.io_error), (0, 20), "{m:#?}");
+        assert_eq!(
+            (m.written_records, m.dropped_for(DropReason::IoError)),
+            (0, 20),
+            "{m:#?}"
+        );
         let collector = Collector::on(TcpListener::bind(("127.0.0.1", port)).unwrap());
         // Until a record gets through (the sink skips batches for its back-off).
         loop {
@@ -427,7 +435,11 @@ fn a_down_collector_costs_counted_drops_and_delivery_resumes() {
         let received = bodies(&requests).len() as u64;
         assert_eq!(m.accepted, sent as u64);
         assert_eq!(received, m.written_records);
-        assert_eq!(received + m.io_error, sent as u64, "{m:#?}");
+        assert_eq!(
+            received + m.dropped_for(DropReason::IoError),
+            sent as u64,
+            "{m:#?}"
+        );
         // The drops are announced in the log itself once it gets through.
         let reports = taken(&requests, true);
         assert!(
@@ -462,7 +474,7 @@ fn a_slow_collector_never_blocks_the_caller() {
         }
         let m = writer.metrics();
         assert!(
-            m.queue_full > 0,
+            m.dropped_for(DropReason::QueueFull) > 0,
             "the budget filled while the collector held: {m:#?}"
         );
         open.send(()).unwrap();
@@ -471,7 +483,7 @@ fn a_slow_collector_never_blocks_the_caller() {
         assert_eq!(m.in_flight_records, 0);
         let records = bodies(&collector.drain()).len() as u64;
         assert_eq!(records, m.written_records);
-        assert_eq!(records + m.dropped_records, 5_001, "{m:#?}");
+        assert_eq!(records + m.dropped_records(), 5_001, "{m:#?}");
     });
 }
 
@@ -496,7 +508,7 @@ fn records_the_collector_rejects_are_reported_in_band() {
                 .any(|b| b.contains("rejected 2 of 1 records: attribute too long")),
             "{got:?}"
         );
-        assert_eq!(m.io_errors, 1, "counted as an error the sink absorbed");
+        assert_eq!(m.write_errors, 1, "counted as an error the sink absorbed");
     });
 }
 
@@ -594,7 +606,8 @@ fn a_redirecting_collector_is_a_failed_batch_not_a_delivery() {
         assert_accounted(&m);
         assert_eq!(m.written_records, 0, "nothing reached a collector: {m:#?}");
         assert_eq!(
-            m.io_error, 200,
+            m.dropped_for(DropReason::IoError),
+            200,
             "every record counted lost to the redirect: {m:#?}"
         );
         let methods: Vec<String> = seen.try_iter().collect();
@@ -621,7 +634,11 @@ fn a_retry_after_at_the_end_of_its_type_ends_the_retries_without_a_panic() {
         guard.flush(Duration::from_secs(30)).unwrap();
         let m = guard.metrics();
         assert_eq!(
-            (m.written_records, m.io_error, m.shutdown),
+            (
+                m.written_records,
+                m.dropped_for(DropReason::IoError),
+                m.dropped_for(DropReason::Shutdown)
+            ),
             (0, 1, 0),
             "counted by the writer, which did not panic: {m:#?}"
         );

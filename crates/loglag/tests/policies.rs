@@ -6,7 +6,7 @@ mod support;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use loglag::{Level, NonBlocking, NonBlockingBuilder, Overflow, WorkerGuard};
+use loglag::{DropReason, Level, NonBlocking, NonBlockingBuilder, Overflow, WorkerGuard};
 use support::*;
 
 const CAPACITY: usize = 4096;
@@ -69,14 +69,17 @@ fn drop_newest_keeps_the_first_records_and_reports_the_rest() {
             }
             let m = finish(&writer, guard, gate);
             let fits = FITS;
-            assert_eq!(m.queue_full, 100 - fits as u64);
-            assert_eq!(m.dropped_by_level[Level::Info as usize], m.queue_full);
+            assert_eq!(m.dropped_for(DropReason::QueueFull), 100 - fits as u64);
+            assert_eq!(
+                m.dropped_at(Level::Info),
+                m.dropped_for(DropReason::QueueFull)
+            );
             let out = out.lock().unwrap();
             let lines = record_lines(&out);
             assert_eq!(lines.len(), 1 + fits);
             assert_eq!(lines[1], line(0));
             assert_eq!(lines[fits], line(fits - 1));
-            assert_eq!(reported_drops(&out), m.dropped_records, "in-band report");
+            assert_eq!(reported_drops(&out), m.dropped_records(), "in-band report");
         },
     )
 }
@@ -93,12 +96,12 @@ fn drop_oldest_keeps_the_last_records() {
             }
             let m = finish(&writer, guard, gate);
             let fits = FITS;
-            assert_eq!(m.queue_full, 100 - fits as u64);
+            assert_eq!(m.dropped_for(DropReason::QueueFull), 100 - fits as u64);
             let out = out.lock().unwrap();
             let lines = record_lines(&out);
             assert_eq!(lines.last().unwrap(), &line(99));
             assert_eq!(lines[1], line(100 - fits));
-            assert_eq!(reported_drops(&out), m.dropped_records);
+            assert_eq!(reported_drops(&out), m.dropped_records());
         },
     )
 }
@@ -174,7 +177,7 @@ fn shed_by_level_sheds_trace_where_it_sheds_debug() {
                 for i in 0..100 {
                     writer.submit(level, &record(i));
                 }
-                let dropped = writer.metrics().dropped_by_level[level as usize];
+                let dropped = writer.metrics().dropped_at(level);
                 finish(&writer, guard, gate);
                 100 - dropped
             };
@@ -196,30 +199,26 @@ fn shed_by_level_keeps_warn_and_error_while_shedding_debug_then_info() {
             for i in 0..100 {
                 writer.submit(Level::Debug, &record(i));
             }
-            let debug_dropped = writer.metrics().dropped_by_level[Level::Debug as usize];
+            let debug_dropped = writer.metrics().dropped_at(Level::Debug);
             assert!(debug_dropped > 0);
             // ...while INFO still has room...
             writer.submit(Level::Info, &record(1000));
             assert_eq!(
-                writer.metrics().dropped_by_level[Level::Info as usize],
+                writer.metrics().dropped_at(Level::Info),
                 0,
                 "INFO is shed after DEBUG"
             );
             for i in 0..100 {
                 writer.submit(Level::Info, &record(2000 + i));
             }
-            assert!(writer.metrics().dropped_by_level[Level::Info as usize] > 0);
+            assert!(writer.metrics().dropped_at(Level::Info) > 0);
             // ...and WARN/ERROR use the reserve (512 bytes: four records).
             for i in 0..2 {
                 writer.submit(Level::Warn, &record(3000 + i));
                 writer.submit(Level::Error, &record(4000 + i));
             }
             let m = finish(&writer, guard, gate);
-            assert_eq!(
-                m.dropped_by_level[Level::Warn as usize]
-                    + m.dropped_by_level[Level::Error as usize],
-                0
-            );
+            assert_eq!(m.dropped_at(Level::Warn) + m.dropped_at(Level::Error), 0);
             let out = out.lock().unwrap();
             let text = String::from_utf8_lossy(&out);
             for i in 0..2 {
@@ -253,7 +252,7 @@ fn block_waits_for_room_and_loses_nothing() {
             gate.open();
             producer.join().unwrap();
             let m = finish(&writer, guard, Gate::closed_then_open());
-            assert_eq!(m.dropped_records, 0);
+            assert_eq!(m.dropped_records(), 0);
             assert_eq!(m.written_records, 201);
             assert_eq!(record_lines(&out.lock().unwrap()).len(), 201);
         },
@@ -272,14 +271,14 @@ fn block_for_gives_up_after_its_bound_and_counts_the_drop() {
             for i in 0..fits {
                 writer.submit(Level::Info, &record(i));
             }
-            assert_eq!(writer.metrics().dropped_records, 0);
+            assert_eq!(writer.metrics().dropped_records(), 0);
             let started = Instant::now();
             writer.submit(Level::Info, &record(999));
             assert!(
                 started.elapsed() >= Duration::from_millis(30),
                 "waited its bound"
             );
-            assert_eq!(writer.metrics().queue_full, 1);
+            assert_eq!(writer.metrics().dropped_for(DropReason::QueueFull), 1);
             finish(&writer, guard, gate);
         },
     )
@@ -336,7 +335,8 @@ fn shutdown_deadline_counts_what_it_cuts_off() {
             }
             let m = guard.shutdown();
             assert_eq!(
-                m.shutdown, 11,
+                m.dropped_for(DropReason::Shutdown),
+                11,
                 "the record in the stuck write and the 10 queued ones"
             );
             assert_eq!(m.written_records, 0);
@@ -344,7 +344,11 @@ fn shutdown_deadline_counts_what_it_cuts_off() {
             assert_eq!(m.in_flight_records, 0);
             writer.submit(Level::Info, b"after shutdown\n");
             let m = writer.metrics();
-            assert_eq!(m.shutdown, 12, "records after shutdown are counted too");
+            assert_eq!(
+                m.dropped_for(DropReason::Shutdown),
+                12,
+                "records after shutdown are counted too"
+            );
             assert_accounted(&m);
             gate.open();
         },

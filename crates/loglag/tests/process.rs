@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use loglag::sink::{Fallback, FdSink};
-use loglag::{Level, Mode, NonBlockingBuilder};
+use loglag::{DropReason, Level, Mode, NonBlockingBuilder};
 use support::*;
 
 const CHILD_ENV: &str = "LOGLAG_TEST_CHILD";
@@ -174,8 +174,8 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
             }
             let m = guard.shutdown();
             assert_accounted(&m);
-            assert_eq!(m.io_error, 50);
-            assert!(m.io_errors >= 1);
+            assert_eq!(m.dropped_for(DropReason::IoError), 50);
+            assert!(m.write_errors >= 1);
 
             // With a fallback: nothing is lost, the primary's errors are still counted.
             let (capture, out) = TestSink::new(Behaviour::Fast);
@@ -189,10 +189,10 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
             }
             let m = guard.shutdown();
             assert_accounted(&m);
-            assert_eq!(m.dropped_records, 0);
+            assert_eq!(m.dropped_records(), 0);
             assert_eq!(m.written_records, 50);
             assert!(
-                m.io_errors >= 1,
+                m.write_errors >= 1,
                 "the primary's failures are counted: {m:?}"
             );
             assert_eq!(record_lines(&out.lock().unwrap()).len(), 50);
@@ -235,8 +235,8 @@ fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
             let m = guard.shutdown();
             assert_accounted(&m);
             assert_eq!(m.in_flight_records, 0);
-            assert_eq!(m.io_error, 20, "{m:?}");
-            assert!(m.io_errors >= 1);
+            assert_eq!(m.dropped_for(DropReason::IoError), 20, "{m:?}");
+            assert!(m.write_errors >= 1);
         },
     )
 }
@@ -271,7 +271,7 @@ fn a_fifo_is_reopened_when_a_new_reader_arrives() {
             writer.flush(Duration::from_secs(30)).unwrap();
             first.wait().unwrap();
             // The first reader is gone: writes fail with EPIPE until a new reader opens.
-            while writer.metrics().io_errors == 0 {
+            while writer.metrics().write_errors == 0 {
                 writer.submit(Level::Info, b"nobody reads this\n");
                 writer.flush(Duration::from_secs(30)).unwrap();
             }
@@ -309,7 +309,10 @@ fn a_fifo_is_reopened_when_a_new_reader_arrives() {
             }
             let m = guard.shutdown();
             assert_accounted(&m);
-            assert!(m.io_error >= 1, "EPIPE drops are counted: {m:?}");
+            assert!(
+                m.dropped_for(DropReason::IoError) >= 1,
+                "EPIPE drops are counted: {m:?}"
+            );
             second.wait().unwrap();
             // The EPIPE drops were announced to the new reader, before or after its records.
             let rest: Vec<String> = rx.iter().collect();
@@ -349,7 +352,7 @@ fn enospc_uses_the_fallback_and_the_primary_comes_back_when_space_returns() {
                 .unwrap();
             let record = [b'z'; 999]; // 1000-byte records: not a divisor of the page size
             let mut i = 0;
-            while writer.metrics().io_errors == 0 {
+            while writer.metrics().write_errors == 0 {
                 // Batches of 6 KiB against ~8 KiB free: the failing write is a short one first.
                 for _ in 0..6 {
                     writer.submit(Level::Info, &[&record[..], b"\n"].concat());
@@ -375,7 +378,8 @@ fn enospc_uses_the_fallback_and_the_primary_comes_back_when_space_returns() {
             let m = guard.shutdown();
             assert_accounted(&m);
             assert_eq!(
-                m.dropped_records, 0,
+                m.dropped_records(),
+                0,
                 "nothing lost: the fallback took what the primary could not"
             );
             let primary = std::fs::read_to_string(&log).unwrap();

@@ -245,7 +245,7 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
         let (writer, guard) = pipeline(&spool, collector.port);
         let recovered = writer.metrics().recovered_records;
         let m = guard.shutdown();
-        assert_eq!(m.dropped_records, 0, "{m:#?}");
+        assert_eq!(m.dropped_records(), 0, "{m:#?}");
         eprintln!("trial {trial}: {accepted}+ accepted before SIGKILL, {recovered} recovered from the spool");
         resent += recovered;
     }

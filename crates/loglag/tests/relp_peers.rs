@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loglag::sink::{Relp, Sink};
-use loglag::{Level, Mode, NonBlockingBuilder};
+use loglag::{DropReason, Level, Mode, NonBlockingBuilder};
 
 /// The system allocator, noting the largest single allocation made on a thread that
 /// asked for it (see [`largest_allocation_during`]).
@@ -281,10 +281,10 @@ fn a_server_that_dribbles_spaces_cannot_hold_a_batch_past_its_deadline() {
         guard.shutdown()
     });
     eprintln!(
-        "dribbler: written {}, io_error {}, shutdown {}, in flight {}; {} writes took {:?} in all",
+        "dribbler: written {}, records_dropped_io {}, shutdown {}, in flight {}; {} writes took {:?} in all",
         m.written_records,
-        m.io_error,
-        m.shutdown,
+        m.dropped_for(DropReason::IoError),
+        m.dropped_for(DropReason::Shutdown),
         m.in_flight_records,
         m.write_latency.count,
         m.write_latency.sum
@@ -292,7 +292,11 @@ fn a_server_that_dribbles_spaces_cannot_hold_a_batch_past_its_deadline() {
     support::assert_accounted(&m);
     assert_eq!(m.accepted, 3, "{m:#?}");
     assert_eq!(
-        (m.written_records, m.io_error, m.shutdown),
+        (
+            m.written_records,
+            m.dropped_for(DropReason::IoError),
+            m.dropped_for(DropReason::Shutdown)
+        ),
         (0, 3, 0),
         "the sink, not the guard, ends the batch, and counts it: {m:#?}"
     );
@@ -376,7 +380,7 @@ fn an_answer_announcing_a_huge_frame_is_a_protocol_error_not_an_allocation() {
 }
 
 /// Finding 3 (issue 32): one record answered `500` stalled the pipeline for
-/// `retry_for` per refusal. It is that record's refusal: counted (in `io_errors`),
+/// `retry_for` per refusal. It is that record's refusal: counted (in `write_errors`),
 /// said in-band with the collector's text, not sent again, and the records after it
 /// flow on in the same session.
 #[test]
@@ -432,8 +436,8 @@ fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
         .filter(|m| m.contains("loglag") && m.contains("refused"))
         .collect();
     eprintln!(
-        "refusal: flushed {}; written {} of {}, dropped {}, io_errors {}; {sessions} sessions; {} distinct messages at the collector; notices {notices:?}",
-        flushed.is_ok(), m.written_records, m.accepted, m.dropped_records, m.io_errors, copies.len()
+        "refusal: flushed {}; written {} of {}, dropped {}, write_errors {}; {sessions} sessions; {} distinct messages at the collector; notices {notices:?}",
+        flushed.is_ok(), m.written_records, m.accepted, m.dropped_records(), m.write_errors, copies.len()
     );
     support::assert_accounted(&m);
     assert!(flushed.is_ok(), "{flushed:?}");
@@ -448,8 +452,12 @@ fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
     // and announced in-band; everything else is written.
     assert_eq!(m.accepted as usize, RECORDS + 1, "{m:#?}");
     assert_eq!(m.written_records as usize, RECORDS, "{m:#?}");
-    assert_eq!((m.dropped_records, m.io_error), (1, 1), "{m:#?}");
-    assert_eq!(m.io_errors, 1, "one refusal, one error: {m:#?}");
+    assert_eq!(
+        (m.dropped_records(), m.dropped_for(DropReason::IoError)),
+        (1, 1),
+        "{m:#?}"
+    );
+    assert_eq!(m.write_errors, 1, "one refusal, one error: {m:#?}");
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
         notices[0].contains(REFUSAL) && notices[0].contains("1 record"),

@@ -65,7 +65,7 @@ fn stress(overflow: Overflow) {
         assert!(i > prev, "{t}: {i} after {prev} ({overflow:?})");
     }
     if matches!(overflow, Overflow::Block) {
-        assert_eq!(m.dropped_records, 0);
+        assert_eq!(m.dropped_records(), 0);
     }
     guard.shutdown();
 }

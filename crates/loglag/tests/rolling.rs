@@ -77,7 +77,7 @@ fn flood(builder: Builder, dir: &Path, n: u64) -> std::io::Result<()> {
     }
     let m = guard.shutdown();
     assert_eq!(m.written_records, n, "{m:?}");
-    assert_eq!(m.dropped_records, 0);
+    assert_eq!(m.dropped_records(), 0);
     Ok(())
 }
 

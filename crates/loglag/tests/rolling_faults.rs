@@ -548,8 +548,8 @@ fn assert_one_reopen_notice(bytes: &[u8]) {
 
 fn assert_all_written(m: &loglag::Metrics, total: u64) {
     assert_eq!(m.written_records, total, "{m:#?}");
-    assert_eq!(m.dropped_records, 0, "{m:#?}");
-    assert_eq!(m.io_errors, 0, "{m:#?}");
+    assert_eq!(m.dropped_records(), 0, "{m:#?}");
+    assert_eq!(m.write_errors, 0, "{m:#?}");
 }
 
 #[test]

@@ -108,7 +108,8 @@ fn process_main() {
     assert_accounted(&m);
     println!(
         "written {} dropped {}",
-        m.written_records, m.dropped_records
+        m.written_records,
+        m.dropped_records()
     );
 }
 
@@ -349,7 +350,7 @@ fn a_fixed_name_taken_while_its_writer_was_moved_away_loses_nothing() {
     let (old_m, new_m) = (old_guard.shutdown(), new_guard.shutdown());
     for m in [&old_m, &new_m] {
         assert_accounted(m);
-        assert_eq!(m.dropped_records, 0, "{m:#?}");
+        assert_eq!(m.dropped_records(), 0, "{m:#?}");
     }
     let seen = records_in(dir.path());
     for line in ["old 1", "old 2", "old 3", "new 1", "new 2"] {

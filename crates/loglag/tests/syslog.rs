@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
-use loglag::{Format, Level, LoglagLayer, Mode, NonBlockingBuilder};
+use loglag::{DropReason, Format, Level, LoglagLayer, Mode, NonBlockingBuilder};
 use syslog_rfc5424::{parse_message, SyslogMessage};
 use tracing_subscriber::prelude::*;
 
@@ -99,7 +99,7 @@ fn records_arrive_as_rfc5424_messages_with_their_fields_over_tcp() {
         std::iter::from_fn(|| read_frame(&mut stream)).collect::<Vec<_>>()
     });
     let m = log_events(loglag::sink::Syslog::tcp(addr).unwrap(), 500);
-    assert_eq!((m.written_records, m.dropped_records), (500, 0));
+    assert_eq!((m.written_records, m.dropped_records()), (500, 0));
     check(&collector.join().unwrap(), 500);
 }
 
@@ -242,7 +242,7 @@ fn a_collector_that_closes_between_batches_loses_nothing() {
     }
     loglag::set_max_level(None);
     let m = guard.shutdown();
-    assert_eq!((m.written_records, m.dropped_records), (200, 0), "{m:?}");
+    assert_eq!((m.written_records, m.dropped_records()), (200, 0), "{m:?}");
     let got = collector.join().unwrap();
     let seqs: Vec<u64> = got
         .iter()
@@ -260,8 +260,8 @@ fn an_unreachable_collector_drops_and_counts() {
     };
     let m = log_events(loglag::sink::Syslog::tcp(("127.0.0.1", port)).unwrap(), 50);
     assert_eq!(m.written_records, 0);
-    assert_eq!(m.dropped_records, 50, "{m:?}");
-    assert_eq!(m.io_error, 50);
+    assert_eq!(m.dropped_records(), 50, "{m:?}");
+    assert_eq!(m.dropped_for(DropReason::IoError), 50);
 }
 
 /// A real `rsyslogd` on loopback (the config is `tests/rsyslog/loglag.conf`): every
@@ -399,7 +399,7 @@ fn a_real_rsyslog_receives_every_record_and_a_restart_loses_only_what_is_counted
     }
     let m = guard.shutdown();
     let sent = seq;
-    wait_for((sent - m.dropped_records) as usize + 1);
+    wait_for((sent - m.dropped_records()) as usize + 1);
     drop(rsyslog);
     // The pipeline announced its drops in-band, as a syslog message of its own.
     let (reports, received): (Vec<String>, Vec<String>) = lines()
@@ -419,7 +419,8 @@ fn a_real_rsyslog_receives_every_record_and_a_restart_loses_only_what_is_counted
         })
         .sum();
     assert_eq!(
-        announced, m.dropped_records,
+        announced,
+        m.dropped_records(),
         "every drop is announced: {reports:?}"
     );
     let mut seen = std::collections::HashSet::new();
@@ -432,13 +433,17 @@ fn a_real_rsyslog_receives_every_record_and_a_restart_loses_only_what_is_counted
         assert!(seen.insert(seq.to_owned()), "seq {seq} twice");
     }
     assert_eq!(
-        received.len() as u64 + m.dropped_records,
+        received.len() as u64 + m.dropped_records(),
         sent,
         "received + counted drops = sent: {m:?}"
     );
-    assert_eq!(m.dropped_records, m.io_error, "{m:?}");
+    assert_eq!(
+        m.dropped_records(),
+        m.dropped_for(DropReason::IoError),
+        "{m:?}"
+    );
     assert!(
-        m.dropped_records >= 500,
+        m.dropped_records() >= 500,
         "the records logged while it was down: {m:?}"
     );
 }

@@ -482,7 +482,7 @@ impl App {
             Logger::Loglag(nb, _) => {
                 let m = nb.metrics();
                 Some(LoggerCounts {
-                    dropped: m.dropped_records,
+                    dropped: m.dropped_records(),
                     queue_full: m.queue_full_events,
                     oldest_queued_us: m.oldest_queued_age.map(|a| a.as_micros() as u64),
                 })

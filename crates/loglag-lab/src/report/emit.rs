@@ -36,6 +36,7 @@ pub struct EmitMetrics {
     pub dropped_reentrant: u64,
     pub truncated: u64,
     pub write_syscalls: u64,
+    /// `Metrics::write_errors` (failed write calls), under its older name.
     pub io_errors: u64,
     pub max_backlog_bytes: u64,
     pub write_p50_us: f64,

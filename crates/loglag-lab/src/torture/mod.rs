@@ -11,7 +11,7 @@ use std::time::Duration;
 pub mod request;
 
 use crate::report::{FaultResult, HungResult, Kill9Report, SoakResult, Trial};
-use loglag::{Level, NonBlockingBuilder, Overflow};
+use loglag::{DropReason, Level, NonBlockingBuilder, Overflow};
 
 /// Producers in the flooding child.
 pub const PRODUCERS: usize = 2;
@@ -444,9 +444,9 @@ pub fn soak(overflow: Overflow, duration: Duration, sink_rate: u64, baseline: u6
         sink_bytes_per_s: sink_rate,
         accepted: m.accepted,
         written: m.written_records,
-        dropped: m.dropped_records,
-        dropped_queue_full: m.queue_full,
-        dropped_shutdown: m.shutdown,
+        dropped: m.dropped_records(),
+        dropped_queue_full: m.dropped_for(DropReason::QueueFull),
+        dropped_shutdown: m.dropped_for(DropReason::Shutdown),
         in_flight_after_shutdown: m.in_flight_records,
         accounted: m.is_accounted(),
         budget_bytes: BUDGET as u64,
@@ -501,10 +501,10 @@ pub fn hung_sink(overflow: Overflow, calls: u64) -> HungResult {
         calls,
         p99_wait_us: p99 as f64 / 1000.0,
         max_wait_us: max.as_secs_f64() * 1e6,
-        dropped: m.dropped_records,
+        dropped: m.dropped_records(),
         all_calls: calls + 1024,
-        dropped_queue_full: m.queue_full,
-        dropped_shutdown: m.shutdown,
+        dropped_queue_full: m.dropped_for(DropReason::QueueFull),
+        dropped_shutdown: m.dropped_for(DropReason::Shutdown),
         accounted: m.is_accounted(),
     }
 }
@@ -582,8 +582,8 @@ fn fault_result(fault: &str, calls: u64, max: Duration, m: &loglag::Metrics) -> 
         fault: fault.into(),
         calls,
         max_wait_us: max.as_secs_f64() * 1e6,
-        io_errors: m.io_errors,
-        dropped: m.dropped_records,
+        io_errors: m.write_errors,
+        dropped: m.dropped_records(),
         written: m.written_records,
         accounted: m.is_accounted(),
     }

@@ -105,7 +105,7 @@ pub struct SinkReport {
     pub notice: Option<String>,
     /// Errors the sink absorbed itself (a fallback that succeeded after its primary
     /// failed; a record a collector refused). They are added to
-    /// [`Metrics::io_errors`](crate::Metrics::io_errors).
+    /// [`Metrics::write_errors`](crate::Metrics::write_errors).
     pub absorbed_errors: u64,
     /// Records the peer refused inside what `write` reported written (a RELP
     /// collector's `500`): where each starts, as a byte offset counted from the first
@@ -276,7 +276,7 @@ impl HeldSink {
         self.pending.notice.take()
     }
 
-    /// Errors the sink absorbed, to be added to `io_errors`.
+    /// Errors the sink absorbed, to be added to `write_errors`.
     pub(crate) fn take_absorbed_errors(&mut self) -> u64 {
         self.collect();
         std::mem::take(&mut self.pending.absorbed_errors)

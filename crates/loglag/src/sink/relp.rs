@@ -30,7 +30,7 @@
 //!   not sent again and does not hold the batch: the records after it go on in the same
 //!   session. It counts as written in the pipeline's metrics (the collector has
 //!   answered for it; a sink can fail only a batch's tail, not one record in it), adds
-//!   one to `Metrics::io_errors` (the sink's absorbed errors), and the refusal is said
+//!   one to `Metrics::write_errors` (the sink's absorbed errors), and the refusal is said
 //!   in-band, with the collector's text, as a WARN record from `loglag` before the next
 //!   batch: "RELP: the collector refused N records …".
 //! - With a spool (`NonBlockingBuilder::spool`), a batch leaves the spool only once it
@@ -75,7 +75,7 @@ const MAX_REFUSAL_CHARS: usize = 200;
 /// [`retry_for`](Relp::retry_for) and the 10 s answer timeout, whatever the collector
 /// sends (or dribbles); an answer announcing more than 64 KiB of data is a protocol
 /// error, not an allocation; a record the collector refuses (`500`) is not sent again:
-/// it counts as written and as one `Metrics::io_errors`, the records after it go on,
+/// it counts as written and as one `Metrics::write_errors`, the records after it go on,
 /// and the refusal's text is said in-band before the next batch.
 ///
 /// ```no_run

@@ -200,7 +200,7 @@ pub fn reported_drops(out: &[u8]) -> u64 {
 
 pub fn assert_accounted(m: &loglag::Metrics) {
     assert_eq!(
-        m.written_records + m.dropped_records + m.in_flight_records,
+        m.written_records + m.dropped_records() + m.in_flight_records,
         m.accepted,
         "{m:#?}"
     );
