@@ -40,7 +40,7 @@ use crate::worker;
 /// spawned; `finish`, which cannot return an error, warns on stderr and uses the
 /// default of each such setting instead. What is valid is [`Settings::validate`]'s one
 /// rule, the same for a TOML file, a `LOGLAG_*` variable and a sink URL
-/// ([`SETTINGS`](crate::settings::SETTINGS) lists them all); nothing is raised or
+/// ([`SETTINGS`](crate::SETTINGS) lists them all); nothing is raised or
 /// lowered behind your back.
 ///
 /// ```

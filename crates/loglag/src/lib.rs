@@ -46,7 +46,7 @@
 //! | tracing-appender's drop-in: any `io::Write` | [`non_blocking(writer)`](non_blocking()), or [`NonBlockingBuilder`]`::default()…`[`finish`](NonBlockingBuilder::finish)`(writer)` | warns on stderr, carries on |
 //! | a sink: a `File` (exactly-once with a spool), rolling files, syslog, RELP, OTLP, a FIFO, a sink of yours | [`NonBlockingBuilder`]`::default()…`[`build`](NonBlockingBuilder::build)`(sink)` | [`BuildError`] |
 //!
-//! Every option is one row of [`settings::SETTINGS`]: a builder method, a TOML key, a
+//! Every option is one row of [`SETTINGS`]: a builder method, a TOML key, a
 //! `LOGLAG_*` variable and a URL query parameter, read by one parser
 //! ([`Settings::set`]) and checked by one rule ([`Settings::validate`]). [`Config`]
 //! (a TOML file, the environment, a sink URL such as
@@ -162,7 +162,7 @@ pub mod prometheus;
 mod queue;
 #[cfg(feature = "rolling")]
 pub mod rolling;
-pub mod settings;
+mod settings;
 pub mod sink;
 pub mod spool;
 pub mod units;
@@ -183,7 +183,7 @@ pub use crate::macros::{set_global, set_max_level};
 pub use crate::metrics::{DropReason, Metrics, WriteLatency};
 pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
 pub use crate::overflow::{Overflow, ParseOverflowError};
-pub use crate::settings::{SettingError, Settings};
+pub use crate::settings::{Setting, SettingError, Settings, SETTINGS};
 pub use crate::sink::SinkSpec;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].

@@ -1,22 +1,4 @@
-//! One settings model: every option of a pipeline, whether it comes from a
-//! [`NonBlockingBuilder`](crate::NonBlockingBuilder) method, a TOML key, a `LOGLAG_*`
-//! variable or a sink URL's query (`file:///var/log/app.log?rotate=daily&capacity_bytes=16MiB`),
-//! is read by one parser ([`Settings::set`]) and checked by one rule
-//! ([`Settings::validate`]), so a bad value is the same error, naming the same key,
-//! whichever way it was said. [`SETTINGS`] is the table of them all; the docs' table is
-//! drawn from it (`docs/settings.md`, tested).
-//!
-//! ```
-//! let mut settings = loglag::Settings::default();
-//! settings.set("capacity_bytes", "16MiB")?;
-//! settings.set("flush_interval", "1h")?;
-//! let e = settings.set("reserve_fraction", "0.9").unwrap_err();
-//! assert_eq!(e.key, "reserve_fraction");
-//! let (writer, guard) = loglag::NonBlockingBuilder::from(settings)
-//!     .build(loglag::sink::WriterSink::new(std::io::sink()))?;
-//! # drop((writer, guard));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! `Settings`, the one settings model, and `SETTINGS`, the table of every option.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -317,6 +299,26 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// One settings model: every option of a pipeline, whether it comes from a
+/// [`NonBlockingBuilder`](crate::NonBlockingBuilder) method, a TOML key, a `LOGLAG_*`
+/// variable or a sink URL's query (`file:///var/log/app.log?rotate=daily&capacity_bytes=16MiB`),
+/// is read by one parser ([`Settings::set`]) and checked by one rule
+/// ([`Settings::validate`]), so a bad value is the same error, naming the same key,
+/// whichever way it was said. [`SETTINGS`] is the table of them all; the docs' table is
+/// drawn from it (`docs/settings.md`, tested).
+///
+/// ```
+/// let mut settings = loglag::Settings::default();
+/// settings.set("capacity_bytes", "16MiB")?;
+/// settings.set("flush_interval", "1h")?;
+/// let e = settings.set("reserve_fraction", "0.9").unwrap_err();
+/// assert_eq!(e.key, "reserve_fraction");
+/// let (writer, guard) = loglag::NonBlockingBuilder::from(settings)
+///     .build(loglag::sink::WriterSink::new(std::io::sink()))?;
+/// # drop((writer, guard));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// A pipeline's settings: what the builder, a TOML file, the environment and a sink
 /// URL's query all set, and what the pipeline starts from once [`validate`](Self::validate)
 /// accepts it. The pipeline never adjusts a value it was given: one that cannot work is
@@ -582,23 +584,25 @@ impl Settings {
     }
 }
 
-/// [`SETTINGS`] as a Markdown table: the one in `docs/settings.md` (a test keeps the
-/// two the same).
-pub fn markdown_table() -> String {
-    let mut out = String::from(
+impl Setting {
+    /// [`SETTINGS`] as a Markdown table: the one in `docs/settings.md` (a test keeps the
+    /// two the same).
+    pub fn markdown_table() -> String {
+        let mut out = String::from(
         "| TOML key / URL parameter | variable | builder | valid values | default |\n|---|---|---|---|---|\n",
     );
-    for s in SETTINGS {
-        out.push_str(&format!(
-            "| `{}` | `{}` | `{}` | {} | {} |\n",
-            s.key,
-            s.variable(),
-            s.builder,
-            s.expected,
-            s.default
-        ));
+        for s in SETTINGS {
+            out.push_str(&format!(
+                "| `{}` | `{}` | `{}` | {} | {} |\n",
+                s.key,
+                s.variable(),
+                s.builder,
+                s.expected,
+                s.default
+            ));
+        }
+        out
     }
-    out
 }
 
 #[cfg(test)]

@@ -383,7 +383,7 @@ fn variables_that_are_not_the_pipelines_are_not_warned_about() {
 
 /// Every key of the settings table.
 fn keys() -> Vec<&'static str> {
-    loglag::settings::SETTINGS.iter().map(|s| s.key).collect()
+    loglag::SETTINGS.iter().map(|s| s.key).collect()
 }
 
 fn number() -> impl Strategy<Value = String> {

@@ -1,13 +1,13 @@
-//! One settings model: every row of `loglag::settings::SETTINGS` is set the same way by
+//! One settings model: every row of `loglag::SETTINGS` is set the same way by
 //! a TOML key, a `LOGLAG_*` variable, a sink URL's query and the builder, and a bad
 //! value is the same error (key and what is valid) whichever way it came. The table in
 //! `docs/settings.md` is the one the code has.
 
 use std::time::Duration;
 
-use loglag::settings::{markdown_table, SETTINGS};
 use loglag::sink::WriterSink;
 use loglag::{BuildError, Config, NonBlockingBuilder, Overflow, SettingError};
+use loglag::{Setting, SETTINGS};
 
 /// A value each key takes, and one it refuses. Every row needs one: a new setting
 /// without them fails `every_row_has_values_here`.
@@ -262,9 +262,9 @@ fn docs_settings_md_is_the_table_in_the_code() {
         "/../../docs/settings.md"
     ))
     .unwrap();
-    let table = markdown_table();
+    let table = Setting::markdown_table();
     assert!(
         doc.contains(&table),
-        "docs/settings.md differs from loglag::settings::SETTINGS; replace its table with:\n{table}"
+        "docs/settings.md differs from loglag::SETTINGS; replace its table with:\n{table}"
     );
 }

@@ -256,7 +256,7 @@ impl std::fmt::Display for SinkSpec {
 }
 
 /// A rolling file's options as a URL query or `Config` keys give them. Each is a row
-/// of [`SETTINGS`](crate::settings::SETTINGS).
+/// of [`SETTINGS`](crate::SETTINGS).
 ///
 /// | key | means | builder |
 /// |---|---|---|
