@@ -81,7 +81,7 @@ proptest! {
             .flush_interval(Duration::from_millis(1))
             .mode(mode);
         // A spool cannot evict what the writer is delivering: DropOldest with one is
-        // refused (claims.rs), so a spooled case drops the newest instead.
+        // refused (overflow.rs), so a spooled case drops the newest instead.
         if spool && mode == loglag::Mode::Async && overflow != Overflow::DropOldest {
             builder = builder.spool(dir.path().join("spool"));
         }

@@ -354,3 +354,6 @@ pub fn decompressed(path: &std::path::Path) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("{} does not decompress: {e}", path.display()));
     out
 }
+
+/// The promise tests' shared sinks and thread readers.
+pub mod promises;
