@@ -1,6 +1,6 @@
 //! The pipeline at its edges: configuration that cannot crash the service, a spool
 //! that cannot be used, lines that stay whole, drop reports in the log's own format,
-//! and `recover` that cannot be pointed at its own spool.
+//! and drops just before a kill -9 announced by recovery.
 
 mod support;
 
@@ -338,43 +338,6 @@ fn json_records_get_json_drop_reports_without_being_asked() {
         }
         assert!(reports >= 1, "a drop report is in the file: {text}");
     });
-}
-
-#[test]
-fn recover_refuses_the_spool_itself_as_its_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("app.spool");
-    {
-        let (_w, guard) = NonBlockingBuilder::default()
-            .spool(&spool)
-            .build(TestSink::new(Behaviour::Fast).0)
-            .unwrap();
-        guard.shutdown();
-    }
-    let before = std::fs::read(&spool).unwrap();
-    let err = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&spool))
-        .expect_err("refused");
-    assert!(err.to_string().contains("itself"), "{err}");
-    assert_eq!(
-        std::fs::read(&spool).unwrap(),
-        before,
-        "the spool is untouched"
-    );
-}
-
-#[test]
-fn recover_opens_its_output_only_once_the_spool_is_valid() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.log");
-    for spool in [dir.path().join("missing.spool"), {
-        let p = dir.path().join("garbage.spool");
-        std::fs::write(&p, b"garbage").unwrap();
-        p
-    }] {
-        let result = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&out));
-        assert!(result.is_err(), "{spool:?}");
-        assert!(!out.exists(), "no output file was created for {spool:?}");
-    }
 }
 
 /// Drops counted just before a kill -9 are announced by recovery: every record whose

@@ -265,3 +265,40 @@ fn recover_never_materialises_a_sparse_spools_holes() {
         std::fs::remove_file(&spool).unwrap();
     }
 }
+
+#[test]
+fn recover_refuses_the_spool_itself_as_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("app.spool");
+    {
+        let (_w, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .build(TestSink::new(Behaviour::Fast).0)
+            .unwrap();
+        guard.shutdown();
+    }
+    let before = std::fs::read(&spool).unwrap();
+    let err = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&spool))
+        .expect_err("refused");
+    assert!(err.to_string().contains("itself"), "{err}");
+    assert_eq!(
+        std::fs::read(&spool).unwrap(),
+        before,
+        "the spool is untouched"
+    );
+}
+
+#[test]
+fn recover_opens_its_output_only_once_the_spool_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.log");
+    for spool in [dir.path().join("missing.spool"), {
+        let p = dir.path().join("garbage.spool");
+        std::fs::write(&p, b"garbage").unwrap();
+        p
+    }] {
+        let result = loglag::spool::recover_opening(&spool, || loglag::sink::FdSink::append(&out));
+        assert!(result.is_err(), "{spool:?}");
+        assert!(!out.exists(), "no output file was created for {spool:?}");
+    }
+}

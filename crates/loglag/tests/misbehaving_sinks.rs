@@ -1,6 +1,8 @@
-//! Regression tests for the adversarial review (issue 9): sinks that log, sinks that
-//! panic or lie, the panic hook in sync mode, non-blocking descriptors, span fields
-//! recorded again, and many short-lived threads. Every wait is bounded.
+//! Sinks that misbehave, and the pipeline that outlives them (first found by the
+//! adversarial review of issue 9): sinks that log, panic, lie about what they wrote,
+//! hang on their notice or sit on a full disk or a full non-blocking pipe; the panic
+//! hook in sync mode; span fields recorded again; many short-lived threads. Every wait
+//! is bounded.
 
 mod support;
 
