@@ -352,8 +352,7 @@ impl NonBlockingBuilder {
             });
         let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
         self.settings.batch_bytes = self.settings.batch_bytes.min(never_reached);
-        let descriptor = crate::sink::call_sink(|| Ok(sink.as_file().and_then(|f| f.descriptor())))
-            .unwrap_or(None);
+        let descriptor = crate::sink::descriptor(sink.as_mut());
         let (flush_on_panic, flush_on_signals) =
             (self.settings.flush_on_panic, self.settings.flush_on_signals);
         // The sink goes to the writer thread, or (sync mode) into the core itself.

@@ -131,6 +131,7 @@ pub mod format;
 pub mod __lab {
     pub use crate::format::line::{LineBuilder, Value};
     pub use crate::format::time::rfc3339;
+    pub use crate::sink::fd::set_pipe_size;
 }
 mod handle;
 mod handshake;

@@ -141,24 +141,6 @@ pub struct ReadConfig {
 }
 
 /// Reads `input` to end-of-file, updating `state`.
-/// Asks the kernel for a pipe capacity of `size` bytes (`F_SETPIPE_SZ`): the reader's
-/// side of a FIFO sets how much the writer may run ahead of it.
-pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let size = libc::c_int::try_from(size).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("pipe size {size} is too large"),
-        )
-    })?;
-    // SAFETY: fcntl on a descriptor `file` keeps open, with an integer argument.
-    let got = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, size) };
-    if got < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(got as usize)
-}
-
 pub fn read_to_end(
     mut input: impl Read,
     config: &ReadConfig,
@@ -272,7 +254,7 @@ pub fn control_stdio(fifo: &Path, config: ReadConfig, pipe_size: Option<usize>) 
     ensure_fifo(fifo)?;
     let file = open_fifo(fifo, true)?;
     if let Some(size) = pipe_size {
-        set_pipe_size(&file, size)?;
+        loglag::__lab::set_pipe_size(&file, size)?;
     }
     // No sampler here: the lab samples the reader's stats itself, on the same clock
     // as the API's backlog (`lab::mod`'s `Sampler`).

@@ -56,7 +56,7 @@ impl SinkRequest {
                 ));
                 let read = open_fifo(fifo, false).and_then(|file| {
                     if let Some(size) = self.pipe_size {
-                        super::set_pipe_size(&file, size as usize)?;
+                        loglag::__lab::set_pipe_size(&file, size as usize)?;
                     }
                     read_to_end(file, &config, &state)
                 });

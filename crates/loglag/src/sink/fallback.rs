@@ -90,18 +90,15 @@ impl Sink for Fallback {
             let before = link.sink.as_file().and_then(|f| f.position());
             // Offsets a link reports are its own: counted from this write. What else
             // it had to report is kept for the chain's own report.
-            let stale = link.sink.take_report();
-            self.pending.notice = merged_notice(self.pending.notice.take(), stale.notice);
-            self.pending.absorbed_errors += stale.absorbed_errors;
+            let mut stale = link.sink.take_report();
+            stale.refused.clear();
+            self.pending.merge(stale);
             match write_all_counted(link.sink.as_mut(), buf).1 {
                 Ok(()) => {
                     let base = self.passed;
-                    let report = link.sink.take_report();
-                    self.pending.notice = merged_notice(self.pending.notice.take(), report.notice);
-                    self.pending.absorbed_errors += report.absorbed_errors;
-                    self.pending
-                        .refused
-                        .extend(report.refused.into_iter().map(|at| base + at));
+                    let mut report = link.sink.take_report();
+                    report.refused.iter_mut().for_each(|at| *at += base);
+                    self.pending.merge(report);
                     self.passed += buf.len() as u64;
                     link.backoff.reset();
                     if last_err.is_some() {
@@ -146,19 +143,13 @@ impl Sink for Fallback {
     fn take_report(&mut self) -> SinkReport {
         let mut report = std::mem::take(&mut self.pending);
         for link in &mut self.links {
-            let more = link.sink.take_report();
-            report.notice = merged_notice(report.notice.take(), more.notice);
-            report.absorbed_errors += more.absorbed_errors;
+            // A link's refusals were taken, and shifted, right after its write.
+            let mut more = link.sink.take_report();
+            more.refused.clear();
+            report.merge(more);
         }
         self.passed = 0;
         report
-    }
-}
-
-fn merged_notice(a: Option<String>, b: Option<String>) -> Option<String> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
     }
 }
 

@@ -143,7 +143,7 @@ impl FdSink {
 }
 
 /// Sets a pipe's capacity with `F_SETPIPE_SZ`; returns the capacity the kernel chose.
-pub(crate) fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
+pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
     // A size past c_int is one the kernel would refuse anyway; say so rather than wrap.
     let size = libc::c_int::try_from(size).map_err(|_| {
         io::Error::new(

@@ -17,7 +17,7 @@
 mod backoff;
 mod endpoint;
 mod fallback;
-mod fd;
+pub(crate) mod fd;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod relp;
@@ -297,7 +297,7 @@ impl HeldSink {
 
     /// The sink's descriptor, for a forked child (see [`FileSink::descriptor`]).
     pub(crate) fn descriptor(&mut self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
-        call_sink(|| Ok(self.sink.as_file().and_then(|f| f.descriptor()))).unwrap_or(None)
+        descriptor(self.sink.as_mut())
     }
 
     pub(crate) fn sink(&mut self) -> &mut dyn Sink {
@@ -382,6 +382,11 @@ pub(crate) fn place(sink: &mut dyn Sink) -> (Option<u64>, Option<(u64, u64)>) {
             .map_or((None, None), |f| (f.position(), f.identity())))
     })
     .unwrap_or((None, None))
+}
+
+/// The descriptor `sink` writes to and what it refers to, if it is one descriptor.
+pub(crate) fn descriptor(sink: &mut dyn Sink) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    call_sink(|| Ok(sink.as_file().and_then(|f| f.descriptor()))).unwrap_or(None)
 }
 
 /// Forces what `sink` wrote to stable storage, if it is a file.

@@ -255,6 +255,15 @@ impl std::fmt::Display for SinkSpec {
     }
 }
 
+/// The rotations with names, and their periods in seconds. A named one rotates as
+/// tracing-appender's does (its date format); any other period is `Rotation::every`.
+const NAMED_PERIODS: [(&str, u64); 4] = [
+    ("minutely", 60),
+    ("hourly", 3600),
+    ("daily", 86_400),
+    ("weekly", 7 * 86_400),
+];
+
 /// A rolling file's options as a URL query or `Config` keys give them. Each is a row
 /// of [`SETTINGS`](crate::SETTINGS).
 ///
@@ -281,13 +290,11 @@ impl FileOptions {
         let text = value.trim();
         match key {
             "rotate" => {
-                const DAY: u64 = 86_400;
-                let period = match text.to_ascii_lowercase().as_str() {
-                    "never" => None,
-                    "minutely" => Some(60),
-                    "hourly" => Some(3600),
-                    "daily" => Some(DAY),
-                    "weekly" => Some(7 * DAY),
+                let name = text.to_ascii_lowercase();
+                let named = NAMED_PERIODS.iter().find(|(n, _)| *n == name);
+                let period = match (name.as_str(), named) {
+                    ("never", _) => None,
+                    (_, Some(&(_, secs))) => Some(secs),
                     _ => {
                         let d = crate::units::parse_duration(text).map_err(|_| bad())?;
                         // A rotation is at least a second and at most a year: names
@@ -364,11 +371,10 @@ impl FileOptions {
                 "rotate={}",
                 match rotate.map(|d| d.as_secs()) {
                     None => "never".to_owned(),
-                    Some(60) => "minutely".to_owned(),
-                    Some(3600) => "hourly".to_owned(),
-                    Some(86_400) => "daily".to_owned(),
-                    Some(604_800) => "weekly".to_owned(),
-                    Some(s) => format!("{s}s"),
+                    Some(s) => match NAMED_PERIODS.iter().find(|(_, secs)| *secs == s) {
+                        Some((name, _)) => (*name).to_owned(),
+                        None => format!("{s}s"),
+                    },
                 }
             ));
         }
@@ -403,13 +409,18 @@ impl FileOptions {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
         };
+        let named = [
+            Rotation::MINUTELY,
+            Rotation::HOURLY,
+            Rotation::DAILY,
+            Rotation::WEEKLY,
+        ];
         let rotation = match self.rotate.flatten().map(|d| d.as_secs()) {
             None => Rotation::NEVER,
-            Some(60) => Rotation::MINUTELY,
-            Some(3600) => Rotation::HOURLY,
-            Some(86_400) => Rotation::DAILY,
-            Some(604_800) => Rotation::WEEKLY,
-            Some(s) => Rotation::every(std::time::Duration::from_secs(s)),
+            Some(s) => match NAMED_PERIODS.iter().position(|(_, secs)| *secs == s) {
+                Some(i) => named[i],
+                None => Rotation::every(std::time::Duration::from_secs(s)),
+            },
         };
         let mut b = Builder::new()
             .naming(Naming::Fixed)
