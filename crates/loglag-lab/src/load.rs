@@ -599,7 +599,7 @@ async fn collect(
 /// [`Pacer::MIN_SPIN`] and [`Pacer::MAX_SPIN`].
 #[derive(Debug)]
 pub struct Pacer {
-    timer: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    timer: Timer,
     /// Smoothed wake-up delay (ns).
     smoothed_ns: AtomicU64,
     /// Smoothed mean deviation of the wake-up delay (ns).
@@ -608,12 +608,29 @@ pub struct Pacer {
     cap_ns: AtomicU64,
 }
 
+/// A timerfd, registered with tokio's reactor.
+#[cfg(target_os = "linux")]
+type Timer = tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>;
+/// No timerfd outside Linux: no `Pacer` can be made, and the load uses tokio's timer.
+#[cfg(not(target_os = "linux"))]
+type Timer = std::convert::Infallible;
+
 impl Pacer {
     pub const MIN_SPIN: Duration = Duration::from_micros(30);
     /// At 20 requests/s this is at most 2% of a core.
     pub const MAX_SPIN: Duration = Duration::from_millis(1);
 
+    /// Outside Linux there is no timerfd: the load falls back to tokio's timer.
+    #[cfg(not(target_os = "linux"))]
+    pub fn new() -> std::io::Result<Pacer> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "no timerfd outside Linux",
+        ))
+    }
+
     /// A pacer on the current tokio runtime (which must have I/O enabled).
+    #[cfg(target_os = "linux")]
     pub fn new() -> std::io::Result<Pacer> {
         use std::os::fd::FromRawFd;
         // SAFETY: plain syscall; the result is checked before use.
@@ -662,6 +679,7 @@ impl Pacer {
             .min(cap)
     }
 
+    #[cfg(target_os = "linux")]
     fn observe_wake_delay(&self, delay_ns: u64) {
         let smoothed = self.smoothed_ns.load(Ordering::Relaxed) as i64;
         let deviation = self.deviation_ns.load(Ordering::Relaxed) as i64;
@@ -674,7 +692,14 @@ impl Pacer {
             .store((smoothed + error / 8) as u64, Ordering::Relaxed);
     }
 
+    /// Never called: outside Linux no `Pacer` exists.
+    #[cfg(not(target_os = "linux"))]
+    pub async fn until(&self, _due_mono_ns: u64) -> std::io::Result<()> {
+        match self.timer {}
+    }
+
     /// Returns at `due_mono_ns` or just after; at once if it has passed.
+    #[cfg(target_os = "linux")]
     pub async fn until(&self, due_mono_ns: u64) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         let wake = due_mono_ns.saturating_sub(self.spin().as_nanos() as u64);
@@ -770,6 +795,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")] // the pacer is a timerfd
     fn the_pacer_never_returns_before_the_deadline() {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -128,7 +128,7 @@ fn rdtsc() -> u64 {
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`): the rate is measured against it, so a
 /// step of the wall clock (NTP, an operator) cannot stall or skew the measurement.
 fn monotonic_ns() -> u64 {
-    crate::format::time::clock_ns(libc::CLOCK_MONOTONIC)
+    crate::format::time::monotonic_ns()
 }
 
 /// Ticks, monotonic ns and Unix ns read as close together as the machine allows.

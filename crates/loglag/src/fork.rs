@@ -64,7 +64,11 @@ pub(crate) fn fd_identity(fd: i32) -> Option<((u64, u64), bool)> {
             return None;
         }
         let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        Some(((st.st_dev, st.st_ino), !regular || st.st_nlink > 0))
+        // `st_dev` is signed on some platforms (macOS): the bits are the identity.
+        Some((
+            (st.st_dev as u64, st.st_ino as u64),
+            !regular || st.st_nlink > 0,
+        ))
     }
 }
 

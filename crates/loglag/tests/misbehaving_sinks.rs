@@ -222,6 +222,7 @@ fn a_sink_claiming_more_bytes_than_given_is_an_io_error_not_a_panic() {
 }
 
 #[test]
+#[cfg(target_os = "linux")] // pipe2
 fn a_write_to_a_full_nonblocking_pipe_waits_for_room_instead_of_failing() {
     within(LIMIT, "O_NONBLOCK pipe", || {
         let mut fds = [0; 2];

@@ -214,6 +214,14 @@ fn allocated(path: &Path) -> u64 {
 
 /// Whether `dir` is on tmpfs, whose holes a read through a mapping fills (with memory),
 /// so that what this test measures does not apply.
+#[cfg(not(target_os = "linux"))]
+fn on_tmpfs(_dir: &Path) -> bool {
+    false
+}
+
+/// Whether `dir` is on tmpfs, whose holes a read through a mapping fills (with memory),
+/// so that what this test measures does not apply.
+#[cfg(target_os = "linux")]
 fn on_tmpfs(dir: &Path) -> bool {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: statfs into a zeroed struct, from a valid path.

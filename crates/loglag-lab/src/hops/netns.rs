@@ -50,7 +50,20 @@ pub struct Place {
 }
 
 impl Place {
+    /// Network namespaces are Linux-only: say so.
+    #[cfg(not(target_os = "linux"))]
+    pub fn enter(&self, _command: &mut Command) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "cannot enter network namespace {}: network namespaces are Linux-only",
+                self.name
+            ),
+        ))
+    }
+
     /// Makes `command` start inside this namespace.
+    #[cfg(target_os = "linux")]
     pub fn enter(&self, command: &mut Command) -> io::Result<()> {
         use std::os::unix::process::CommandExt;
         let file = std::fs::File::open(format!("/var/run/netns/{}", self.name))?;

@@ -69,9 +69,13 @@ impl ChildGuard {
         // SAFETY: only async-signal-safe calls (prctl, setpgid) between fork and exec.
         unsafe {
             command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-                    || libc::setpgid(0, 0) != 0
-                {
+                // Linux kills the child when the lab dies; elsewhere the guard's
+                // process-group kill is the only net.
+                #[cfg(target_os = "linux")]
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::setpgid(0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())

@@ -135,8 +135,17 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// A coarse monotonic clock in nanoseconds: a few nanoseconds to read, a few
 /// milliseconds of resolution, which is plenty for "age of the oldest record".
+/// Linux only has a coarse clock; elsewhere the ordinary monotonic clock serves.
 pub(crate) fn coarse_monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return clock_ns(libc::CLOCK_MONOTONIC_COARSE);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    return monotonic_ns();
+}
+
+/// Monotonic nanoseconds (`CLOCK_MONOTONIC`).
+pub(crate) fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// `clock_gettime(clock)` in nanoseconds.

@@ -143,6 +143,17 @@ impl FdSink {
 }
 
 /// Sets a pipe's capacity with `F_SETPIPE_SZ`; returns the capacity the kernel chose.
+/// Linux only: elsewhere a pipe's capacity is fixed, and this says so.
+#[cfg(not(target_os = "linux"))]
+pub fn set_pipe_size(_file: &File, size: usize) -> io::Result<usize> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("cannot set a pipe's size to {size} bytes: only Linux can (F_SETPIPE_SZ)"),
+    ))
+}
+
+/// Sets a pipe's capacity with `F_SETPIPE_SZ`; returns the capacity the kernel chose.
+#[cfg(target_os = "linux")]
 pub fn set_pipe_size(file: &File, size: usize) -> io::Result<usize> {
     // A size past c_int is one the kernel would refuse anyway; say so rather than wrap.
     let size = libc::c_int::try_from(size).map_err(|_| {

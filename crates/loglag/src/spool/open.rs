@@ -148,7 +148,43 @@ fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Reserves the file's blocks (`F_PREALLOCATE`, macOS has no `posix_fallocate`), then
+/// grows it to `len`, so a full disk shows here rather than as SIGBUS on a later store.
+#[cfg(target_vendor = "apple")]
+fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
+    let have = file.metadata()?.len();
+    if have >= len {
+        return Ok(());
+    }
+    let more = libc::off_t::try_from(len - have)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "spool too large"))?;
+    let mut store = libc::fstore_t {
+        fst_flags: libc::F_ALLOCATEALL,
+        fst_posmode: libc::F_PEOFPOSMODE,
+        fst_offset: 0,
+        fst_length: more,
+        fst_bytesalloc: 0,
+    };
+    // SAFETY: fcntl(F_PREALLOCATE) on a descriptor we own, with a valid fstore_t.
+    let rc = unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(file),
+            libc::F_PREALLOCATE,
+            &mut store,
+        )
+    };
+    if rc == -1 {
+        let e = io::Error::last_os_error();
+        // A file system without preallocation: a sparse file (and SIGBUS risk).
+        if !matches!(e.raw_os_error(), Some(libc::ENOTSUP | libc::EINVAL)) {
+            return Err(e);
+        }
+    }
+    file.set_len(len)
+}
+
 /// Reserves the file's blocks (`posix_fallocate`), growing it to `len` if shorter.
+#[cfg(all(unix, not(target_vendor = "apple")))]
 fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
     let len = libc::off_t::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "spool too large"))?;

@@ -197,7 +197,45 @@ impl Handle for OsFile {
     }
 }
 
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`: macOS's
+/// `renamex_np(RENAME_EXCL)`.
+#[cfg(target_vendor = "apple")]
+pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: both are valid NUL-terminated paths.
+    let r = unsafe { libc::renamex_np(f.as_ptr(), t.as_ptr(), libc::RENAME_EXCL) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // A file system without RENAME_EXCL: link(2) refuses to replace too.
+        Some(libc::ENOTSUP | libc::EINVAL) => link_then_unlink(from, to),
+        _ => Err(e),
+    }
+}
+
+/// Where the platform has no rename that refuses to replace: `link(2)` refuses (it
+/// fails with `AlreadyExists`), then the old name goes.
+#[cfg_attr(
+    not(any(target_os = "linux", target_os = "android", target_vendor = "apple")),
+    allow(dead_code)
+)]
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::hard_link(from, to)?;
+    std::fs::remove_file(from)
+}
+
+/// Neither Linux nor macOS: no rename that refuses to replace.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    link_then_unlink(from, to)
+}
+
 /// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
@@ -218,10 +256,7 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let e = io::Error::last_os_error();
     match e.raw_os_error() {
         // A file system without RENAME_NOREPLACE: link(2) refuses to replace too.
-        Some(libc::EINVAL | libc::ENOSYS) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
-        }
+        Some(libc::EINVAL | libc::ENOSYS) => link_then_unlink(from, to),
         _ => Err(e),
     }
 }
