@@ -76,7 +76,7 @@ pub(crate) fn flush_on_signals(core: &Arc<Core>) -> std::io::Result<SignalGuard>
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 if let Some(core) = weak.upgrade() {
-                    core.shutdown(core.config.shutdown_timeout);
+                    core.shutdown(core.settings().shutdown_timeout);
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
             }
