@@ -167,6 +167,8 @@ mod settings;
 pub mod sink;
 pub mod spool;
 pub mod units;
+#[cfg(windows)]
+mod windows;
 mod worker;
 
 pub use crate::builder::{BuildError, NonBlockingBuilder};
