@@ -43,6 +43,34 @@ pub(crate) struct FileInfo {
     pub(crate) links: u64,
 }
 
+/// The volume serial number of each file index seen, for a handle whose volume Windows
+/// cannot tell. Wine answers 0 for a handle whose file was renamed since it was opened
+/// (it looks the volume up by the name the handle was opened with); Windows itself
+/// always knows. The file's index is the same, and every file loglag renames was
+/// asked about before, under its first name. Bounded: forgotten past 4096 files.
+static VOLUMES: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// `volume` for `index`, remembered; or, when it is 0, the one remembered.
+fn volume_of(index: u64, volume: u64) -> u64 {
+    let mut seen = VOLUMES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = seen.iter().position(|(i, _)| *i == index);
+    match (volume, at) {
+        (0, Some(at)) => seen[at].1,
+        (0, None) => 0,
+        (v, Some(at)) => {
+            seen[at].1 = v;
+            v
+        }
+        (v, None) => {
+            if seen.len() >= 4096 {
+                seen.clear();
+            }
+            seen.push((index, v));
+            v
+        }
+    }
+}
+
 /// The identity and link count of an open file.
 pub(crate) fn file_info(file: &File) -> io::Result<FileInfo> {
     let handle = file.as_raw_handle() as HANDLE;
@@ -60,10 +88,11 @@ pub(crate) fn file_info(file: &File) -> io::Result<FileInfo> {
             std::mem::size_of::<FILE_STANDARD_INFO>() as u32,
         ) != 0
             && standard.DeletePending;
+        let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
         Ok(FileInfo {
             id: (
-                u64::from(info.dwVolumeSerialNumber),
-                (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+                volume_of(index, u64::from(info.dwVolumeSerialNumber)),
+                index,
             ),
             links: if pending {
                 0
@@ -172,12 +201,14 @@ pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) ->
 }
 
 /// The local zone's UTC offset at `utc_s`, DST included, with the zone's rules for
-/// that year (`SystemTimeToTzSpecificLocalTimeEx`). 0 where Windows cannot say (before
-/// 1601).
+/// that year (`GetTimeZoneInformationForYear`, then `SystemTimeToTzSpecificLocalTime`:
+/// what `SystemTimeToTzSpecificLocalTimeEx` does, which Wine 8 lacks). 0 where Windows
+/// cannot say (before 1601).
 #[cfg_attr(not(feature = "rolling"), allow(dead_code))]
 pub(crate) fn local_offset_s(utc_s: i64) -> i64 {
     use windows_sys::Win32::System::Time::{
-        FileTimeToSystemTime, SystemTimeToFileTime, SystemTimeToTzSpecificLocalTimeEx,
+        FileTimeToSystemTime, GetTimeZoneInformationForYear, SystemTimeToFileTime,
+        SystemTimeToTzSpecificLocalTime, TIME_ZONE_INFORMATION,
     };
     // FILETIME counts 100 ns since 1601-01-01.
     const FROM_1601_S: i64 = 11_644_473_600;
@@ -192,15 +223,31 @@ pub(crate) fn local_offset_s(utc_s: i64) -> i64 {
         dwLowDateTime: ticks as u32,
         dwHighDateTime: (ticks >> 32) as u32,
     };
-    // SAFETY: plain-old-data in and out; a null zone is the current one.
+    // SAFETY: plain-old-data in and out; a null dynamic zone is the current one.
     unsafe {
         let mut utc: SYSTEMTIME = std::mem::zeroed();
-        let mut local: SYSTEMTIME = std::mem::zeroed();
+        if FileTimeToSystemTime(&utc_ft, &mut utc) == 0 {
+            return 0;
+        }
+        let local_in = |year: u16| -> Option<SYSTEMTIME> {
+            let mut zone: TIME_ZONE_INFORMATION = std::mem::zeroed();
+            let mut local: SYSTEMTIME = std::mem::zeroed();
+            (GetTimeZoneInformationForYear(year, std::ptr::null(), &mut zone) != 0
+                && SystemTimeToTzSpecificLocalTime(&zone, &utc, &mut local) != 0)
+                .then_some(local)
+        };
+        let Some(mut local) = local_in(utc.wYear) else {
+            return 0;
+        };
+        // New Year's Eve or Day: the rules of the year the local time is in.
+        if local.wYear != utc.wYear {
+            match local_in(local.wYear) {
+                Some(l) => local = l,
+                None => return 0,
+            }
+        }
         let mut local_ft: FILETIME = std::mem::zeroed();
-        if FileTimeToSystemTime(&utc_ft, &mut utc) == 0
-            || SystemTimeToTzSpecificLocalTimeEx(std::ptr::null(), &utc, &mut local) == 0
-            || SystemTimeToFileTime(&local, &mut local_ft) == 0
-        {
+        if SystemTimeToFileTime(&local, &mut local_ft) == 0 {
             return 0;
         }
         let local_ticks =
@@ -275,6 +322,17 @@ pub(crate) fn set_send_buffer(
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether this test runs under Wine rather than Windows (see `tests/support`).
+#[cfg(test)]
+pub(crate) fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
     }
 }
 

@@ -92,6 +92,10 @@ impl RollingFile {
             let _ = self.fs.remove(&tmp);
             return Err(e);
         }
+        // Its identity, asked under its first name: Wine cannot tell a renamed handle's
+        // volume, and remembers it from here (see `crate::windows::file_info`).
+        #[cfg(windows)]
+        crate::windows::file_info(&file)?;
         Ok((file, tmp))
     }
 
@@ -177,8 +181,10 @@ impl RollingFile {
         if let Some(mode) = self.settings.file_mode {
             options.mode(mode);
         }
+        let mut made_locked = false;
         let opened = match options.open(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound && how == Open::Continue => {
+                made_locked = true;
                 self.create_locked(path)
             }
             other => other,
@@ -210,7 +216,11 @@ impl RollingFile {
         }
         let id = id_in(&file, &meta)?;
         if !self.names.never {
-            if !try_lock_exclusive(&file)? {
+            // Windows' locks do not nest: the handle `create_locked` made holds its lock
+            // already, and a second one by that handle fails. (unix's flock takes it
+            // again, as before.)
+            let held = cfg!(windows) && made_locked;
+            if !held && !try_lock_exclusive(&file)? {
                 let moved_on = id_at(path).map_or(true, |now| now != id);
                 if moved_on {
                     // The holder rotated it away between our open and our lock: the
@@ -386,6 +396,11 @@ impl RollingFile {
         // The old identity stays published until `open_path` swaps in the new one, under
         // one lock: the housekeeper never sees a moment with no live file.
         let previous = self.file.take();
+        // Windows keeps a deleted file's name until its last handle is closed (unless
+        // it was deleted with POSIX semantics): a handle to a deleted file goes now, so
+        // that the name can be made again.
+        #[cfg(windows)]
+        let previous = previous.filter(|f| id_and_links(f).map_or(true, |(_, links)| links > 0));
         let _ = std::fs::create_dir_all(&self.settings.dir);
         let path = self.current.clone();
         if self.settings.naming == Naming::Dated && gz(&path).exists() {
