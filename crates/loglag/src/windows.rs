@@ -301,6 +301,27 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// Waits up to `timeout` for `socket` to have something to read, its end, or an error
+/// (`WSAPoll`). Returns whether it has.
+pub(crate) fn wait_readable(
+    socket: &impl std::os::windows::io::AsRawSocket,
+    timeout: std::time::Duration,
+) -> io::Result<bool> {
+    use windows_sys::Win32::Networking::WinSock::{WSAPoll, POLLRDNORM, SOCKET, WSAPOLLFD};
+    let mut fd = WSAPOLLFD {
+        fd: socket.as_raw_socket() as SOCKET,
+        events: POLLRDNORM,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+    // SAFETY: one valid WSAPOLLFD for the duration of the call.
+    let n = unsafe { WSAPoll(&mut fd, 1, ms) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n > 0)
+}
+
 /// SO_SNDBUF on a connected socket.
 pub(crate) fn set_send_buffer(
     socket: &impl std::os::windows::io::AsRawSocket,
