@@ -147,7 +147,7 @@ mod console {
     /// process ends when this returns anyway (Windows allows about 5 s), so the flush
     /// happens here, before returning, each pipeline in parallel within its shutdown
     /// timeout.
-    pub(super) unsafe extern "system" fn on_event(event: u32) -> BOOL {
+    pub(super) extern "system" fn on_event(event: u32) -> BOOL {
         if !matches!(
             event,
             CTRL_C_EVENT
@@ -205,8 +205,7 @@ mod tests {
             .flush_on_signals(true)
             .finish(out.clone());
         writer.write_all(b"queued before the event\n").unwrap();
-        let handled =
-            unsafe { console::on_event(windows_sys::Win32::System::Console::CTRL_CLOSE_EVENT) };
+        let handled = console::on_event(windows_sys::Win32::System::Console::CTRL_CLOSE_EVENT);
         assert_eq!(handled, 0, "the default action follows");
         assert_eq!(&*out.0.lock().unwrap(), b"queued before the event\n");
         let metrics = guard.shutdown();
