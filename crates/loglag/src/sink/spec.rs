@@ -467,3 +467,27 @@ impl FileOptions {
         ))
     }
 }
+
+#[cfg(all(test, windows))]
+mod tests {
+    use super::SinkSpec;
+
+    /// `file:///C:/logs/app.log` is `C:/logs/app.log`, as `file://C:\logs\app.log` is
+    /// `C:\logs\app.log`; a path without a drive stays as written.
+    #[test]
+    fn a_file_url_with_a_drive_letter_names_that_drive() {
+        let parse = |url: &str| url.parse::<SinkSpec>().unwrap();
+        assert_eq!(
+            parse("file:///C:/logs/app.log"),
+            SinkSpec::File("C:/logs/app.log".into())
+        );
+        assert_eq!(
+            parse(r"file://C:\logs\app.log"),
+            SinkSpec::File(r"C:\logs\app.log".into())
+        );
+        assert_eq!(
+            parse("file:///var/log/app.log"),
+            SinkSpec::File("/var/log/app.log".into())
+        );
+    }
+}
