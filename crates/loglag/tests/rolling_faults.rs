@@ -835,3 +835,43 @@ fn file_mode_is_refused_on_windows() {
     assert_eq!(io.kind(), std::io::ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().contains("Windows"), "{e}");
 }
+
+/// Windows: a reader that opened the current file without sharing deletion (as many
+/// Windows programs do) keeps a fixed name's rotation from renaming it. The rotation
+/// fails (the writer counts a write error), the batch goes to the current file, and the
+/// next batch after the reader let go rotates. Nothing is lost.
+#[cfg(windows)]
+#[test]
+fn a_reader_that_shares_no_deletion_delays_a_fixed_names_rotation_and_loses_nothing() {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_READ, FILE_SHARE_WRITE};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(T0);
+    let mut sink = hourly_fixed(&clock).build(dir.path()).unwrap().into_sink();
+    let current = dir.path().join("app.log");
+    write_batch(&mut sink, &records(0..10));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+        .open(&current)
+        .unwrap();
+    clock.advance(HOUR);
+    let batch = records(10..20);
+    assert!(
+        sink.before_batch(batch.len()).is_err(),
+        "the rename is refused"
+    );
+    assert_eq!(sink.write(&batch).unwrap(), batch.len());
+    drop(reader);
+    write_batch(&mut sink, &records(20..30));
+    drop(sink);
+    let rotated = dir.path().join(format!("app.log.{}", hour_stamp(T0)));
+    assert_eq!(
+        seqs(&std::fs::read(&rotated).unwrap()),
+        (0..20).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        seqs(&std::fs::read(&current).unwrap()),
+        (20..30).collect::<Vec<_>>()
+    );
+}
