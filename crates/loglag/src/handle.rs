@@ -15,7 +15,8 @@ use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::core::{Core, FlushTimeout, Flushed};
+use crate::core::flush::{FlushTimeout, Flushed};
+use crate::core::Core;
 use crate::hooks::SignalGuard;
 use crate::level::Level;
 use crate::metrics::Metrics;
@@ -108,7 +109,7 @@ impl PartialLine {
             core.submit(level, &self.0[..=end]);
             self.0.drain(..=end);
         }
-        if self.0.len() >= core.config.max_record_bytes {
+        if self.0.len() >= core.settings().max_record_bytes {
             self.submit_rest(core, level);
         }
     }
@@ -368,11 +369,11 @@ impl WorkerGuard {
 
     fn stop(&mut self) -> Metrics {
         self.stopped = true;
-        let metrics = self.core.shutdown(self.core.config.shutdown_timeout);
+        let metrics = self.core.shutdown(self.core.settings().shutdown_timeout);
         // The pipeline has ended: the panic hook has nothing more to flush here.
         crate::hooks::forget_on_panic(&self.core);
         if let Some(worker) = self.worker.take() {
-            if self.core.handshake.has_exited() {
+            if self.core.writer_exited() {
                 let _ = worker.join();
             }
             // Otherwise the writer is stuck in a sink write past the deadline; it was

@@ -82,7 +82,7 @@ pub(crate) fn flush_on_signals(core: &Arc<Core>) -> std::io::Result<SignalGuard>
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 if let Some(core) = weak.upgrade() {
-                    core.shutdown(core.config.shutdown_timeout);
+                    core.shutdown(core.settings().shutdown_timeout);
                 }
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
             }
@@ -161,7 +161,7 @@ mod console {
         let live: Vec<Arc<Core>> = flushed().iter().filter_map(Weak::upgrade).collect();
         std::thread::scope(|s| {
             for core in &live {
-                s.spawn(move || core.shutdown(core.config.shutdown_timeout));
+                s.spawn(move || core.shutdown(core.settings().shutdown_timeout));
             }
         });
         // Not handled: the default action follows, as after a signal on unix.

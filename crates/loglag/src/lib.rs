@@ -174,7 +174,7 @@ mod worker;
 pub use crate::builder::{BuildError, NonBlockingBuilder};
 #[cfg(feature = "config")]
 pub use crate::config::{Config, ConfigError};
-pub use crate::core::{FlushTimeout, Flushed};
+pub use crate::core::flush::{FlushTimeout, Flushed};
 pub use crate::format::{Format, ParseFormatError};
 pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
 #[cfg(feature = "tracing")]

@@ -1,5 +1,6 @@
 //! Overflow: `BlockFor` waits its bound, a waiting producer is woken by room,
-//! `buffered_lines_limit` bounds records, and `DropOldest` is refused with a spool.
+//! `buffered_lines_limit` bounds records, `DropOldest` is refused with a spool, and
+//! every policy's name parses back to it.
 //! Every wait is bounded by `support::within`.
 #![allow(unused_imports)] // one import list for the promise files
 
@@ -183,4 +184,36 @@ fn a_blocking_lines_limit_waits_for_a_slot_and_loses_nothing() {
         let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
         assert!(text.ends_with("seq=11\n"), "{text}");
     });
+}
+
+/// Overflow policies have names that read back, for configuration files and flags.
+#[test]
+fn overflow_policies_parse_from_their_names() {
+    for policy in [
+        Overflow::Block,
+        Overflow::BlockFor(Duration::from_millis(5)),
+        Overflow::DropNewest,
+        Overflow::DropOldest,
+        Overflow::ShedByLevel,
+    ] {
+        assert_eq!(
+            policy.name().parse::<Overflow>().unwrap(),
+            policy,
+            "{policy}"
+        );
+    }
+    assert_eq!(
+        "Drop_Newest".parse::<Overflow>().unwrap(),
+        Overflow::DropNewest
+    );
+    for bad in [
+        "fast",
+        "block-for=",
+        "block-for=5",
+        "block-for=-1ms",
+        "block-for=5parsecs",
+    ] {
+        let e = bad.parse::<Overflow>().unwrap_err().to_string();
+        assert!(e.contains("shed-by-level"), "{bad}: {e}");
+    }
 }

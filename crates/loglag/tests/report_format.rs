@@ -1,5 +1,6 @@
 //! The in-band drop reports follow the log's format, so a JSON log stays JSON lines
-//! under overload.
+//! under overload: the front-end's format, else the records' own (`fmt().json()`
+//! through the `MakeWriter` with nothing configured).
 //! Every wait is bounded by `support::within`.
 #![allow(unused_imports)] // one import list for the promise files
 
@@ -116,5 +117,50 @@ fn a_json_log_under_overload_stays_json_lines() {
             }
         }
         assert!(reports > 0, "the drop was announced in-band:\n{text}");
+    });
+}
+
+/// `fmt().json()` through the `MakeWriter`, with nothing else configured: the drop
+/// reports are JSON too, so every line of the file parses.
+#[test]
+fn json_records_get_json_drop_reports_without_being_asked() {
+    within(LIMIT, "json reports", || {
+        let gate = Gate::closed();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(16 << 10)
+            .build(sink)
+            .unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(seq = 0, "the first, written at once");
+            entered.recv().unwrap();
+            // The writer is held in the sink: these fill the queue and overflow.
+            for seq in 1..2000 {
+                tracing::info!(seq, "queued or dropped");
+            }
+        });
+        assert!(
+            writer.metrics().dropped_records() > 0,
+            "the test needs drops"
+        );
+        gate.open();
+        let m = guard.shutdown();
+        assert!(m.dropped_records() > 0);
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let mut reports = 0;
+        for line in text.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+            if v["target"] == "loglag" {
+                reports += 1;
+            }
+        }
+        assert!(reports >= 1, "a drop report is in the file: {text}");
     });
 }

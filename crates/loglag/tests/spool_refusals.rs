@@ -2,6 +2,8 @@
 //! recovery leaves alone: a path that is no regular file (a FIFO, a directory, a
 //! socket, a device) is refused at once, naming the path and what it is, and
 //! recovering a sparse spool allocates none of its holes (issue 32, items 11 and 14).
+//! A pipeline whose spool is in use or corrupt is warned about and runs without it
+//! (`Metrics::spool_refused`), or, with `spool_required`, does not build.
 
 #[macro_use]
 mod support;
@@ -15,12 +17,12 @@ use std::time::Duration;
 
 use loglag::sink::FdSink;
 use loglag::spool::{self, SpoolError, SpoolErrorKind};
-use loglag::NonBlockingBuilder;
 #[cfg(unix)]
-use loglag::{Level, Mode};
+use loglag::Mode;
+use loglag::{BuildError, Level, NonBlockingBuilder};
 #[cfg(unix)]
 use support::Gate;
-use support::{Behaviour, TestSink};
+use support::{within, Behaviour, TestSink};
 
 /// A refusal takes no time at all; this only bounds a regression that blocks, so that
 /// it fails the test instead of hanging the suite.
@@ -161,6 +163,77 @@ fn a_pipeline_refuses_a_fifo_as_its_spool_without_blocking() {
         Err(other) => panic!("not a spool error: {other}"),
         Ok(()) => panic!("a FIFO was accepted as a spool"),
     }
+}
+
+#[test]
+fn a_spool_in_use_is_warned_about_and_the_pipeline_runs_without_it() {
+    within(DEADLINE, "spool in use", || {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("app.spool");
+        let (first, _first_guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .build(TestSink::new(Behaviour::Fast).0)
+            .unwrap();
+        assert!(!first.metrics().spool_refused);
+        // A restart while the old instance is still exiting: the second must not panic.
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (second, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .build(sink)
+            .unwrap();
+        assert!(second.metrics().spool_refused, "Metrics say so");
+        second.submit(Level::Info, b"still logging\n");
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, 1);
+        assert_eq!(out.lock().unwrap().as_slice(), b"still logging\n");
+        // With the spool required, build fails instead, with the typed error.
+        match NonBlockingBuilder::default()
+            .spool(&spool)
+            .spool_required(true)
+            .build(TestSink::new(Behaviour::Fast).0)
+        {
+            Err(BuildError::Spool(e)) => assert_eq!(e.kind, SpoolErrorKind::InUse, "{e}"),
+            Err(other) => panic!("wrong error: {other}"),
+            Ok(_) => panic!("a spool in use was accepted"),
+        }
+    });
+}
+
+#[test]
+fn a_corrupt_spool_is_warned_about_and_the_pipeline_runs_without_it() {
+    within(DEADLINE, "corrupt spool", || {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("app.spool");
+        std::fs::write(
+            &spool,
+            b"this is not a spool at all, just text\n".repeat(200),
+        )
+        .unwrap();
+        let before = std::fs::read(&spool).unwrap();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (writer, guard) = NonBlockingBuilder::default()
+            .spool(&spool)
+            .build(sink)
+            .unwrap();
+        assert!(writer.metrics().spool_refused);
+        writer.submit(Level::Info, b"x\n");
+        guard.shutdown();
+        assert_eq!(out.lock().unwrap().as_slice(), b"x\n");
+        assert_eq!(
+            std::fs::read(&spool).unwrap(),
+            before,
+            "the refused file is left alone"
+        );
+        let err = NonBlockingBuilder::default()
+            .spool(&spool)
+            .spool_required(true)
+            .build(TestSink::new(Behaviour::Fast).0)
+            .expect_err("refused");
+        assert!(matches!(err, BuildError::Spool(_)), "{err:?}");
+        // And it still converts into an io::Error for `?`.
+        let io: std::io::Error = err.into();
+        assert!(loglag::spool::SpoolError::of(&io).is_some());
+    });
 }
 
 #[cfg(unix)]

@@ -332,6 +332,33 @@ fn kill(pid: i32) {
     }
 }
 
+/// The variables through which [`rerun_as_child`] hands a child its role and its path.
+const CHILD_ROLE: &str = "LOGLAG_TEST_ROLE";
+const CHILD_PATH: &str = "LOGLAG_TEST_ROLE_PATH";
+
+/// A command that runs the test `test` of this binary again, alone, as a child process
+/// in which [`child_role`] returns `role` and `path`. A test that needs a real process
+/// (its own environment, a SIGKILL) begins by asking `child_role()`: with a role it
+/// plays the child's part; without one it is the parent, and starts the child with
+/// this. So no test exists only as a child's entry point. Stdout and stderr are piped.
+pub fn rerun_as_child(test: &str, role: &str, path: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ROLE, role)
+        .env(CHILD_PATH, path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// In a child started by [`rerun_as_child`], its role and path; `None` in the test
+/// itself.
+pub fn child_role() -> Option<(String, std::path::PathBuf)> {
+    let role = std::env::var(CHILD_ROLE).ok()?;
+    let path = std::env::var_os(CHILD_PATH).expect("a role comes with its path");
+    Some((role, path.into()))
+}
+
 /// A small tmpfs mounted for one test, unmounted (and its directory removed) on drop.
 pub struct Tmpfs {
     pub path: std::path::PathBuf,

@@ -1,0 +1,550 @@
+//! The producer path: a record from a caller's thread into a ring (or, in `sync` mode,
+//! into the sink), with the accepted counters, truncation, the overflow policies and
+//! the wait for space, and a forked child's direct write.
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{inside_any_sink, limit, Core, ThreadMark};
+use crate::capture::{self, Encoder, Site};
+use crate::clock;
+use crate::format::{self, time::coarse_monotonic_ns, Format};
+use crate::level::Level;
+use crate::metrics::DropReason;
+use crate::mode::Mode;
+use crate::overflow::Overflow;
+use crate::queue::{footprint, Full, Ring};
+
+thread_local! {
+    /// The pipeline whose producer path (counting, claiming a ring, pushing) this
+    /// thread is inside; 0 for none.
+    static PRODUCING: Cell<u64> = const { Cell::new(0) };
+    /// (core id, this thread's accepted counter for that core).
+    static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
+    /// Scratch for records that must be truncated.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Core {
+    /// Enters this pipeline's producer path on this thread; `None` if this thread is
+    /// already in it. That happens only to a signal handler that logs, interrupting
+    /// this thread while it logged to the same pipeline: its record cannot take the
+    /// ring claim lock, or the ring, that the interrupted call holds, so it is counted
+    /// accepted on a shared atomic and dropped as `reentrant`. Another pipeline is
+    /// entered as usual (a `sync` sink that logs through a second pipeline), and the
+    /// thread-local tables the pipelines share are borrowed with `try_`. A sink that
+    /// logs into its own pipeline runs on the writer, or is caught here in `sync` mode.
+    #[inline]
+    fn enter_producing(&self) -> Option<ThreadMark> {
+        let reentered = PRODUCING.try_with(|p| p.get() == self.id).unwrap_or(false);
+        (!reentered).then(|| ThreadMark::set(&PRODUCING, self.id))
+    }
+
+    /// A re-entered record (see [`Core::enter_producing`]): accepted and dropped with
+    /// atomics only, which a signal handler may use.
+    #[cold]
+    fn drop_reentrant(&self, level: Level) {
+        self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        self.counters.count_drop(DropReason::Reentrant, level, 1);
+    }
+
+    fn count_accepted(&self) {
+        let counted = ACCEPTED.try_with(|slots| {
+            // Busy only if a signal handler logging to another pipeline interrupted
+            // this thread here: that one record is counted on the shared atomic.
+            let Ok(mut slots) = slots.try_borrow_mut() else {
+                self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+                return;
+            };
+            if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.id) {
+                slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
+                return;
+            }
+            let slot = Arc::new(AtomicU64::new(1));
+            let mut all = self
+                .accepted_slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            // Threads come and go; fold the slots of exited ones into the total whenever
+            // the list doubles, so memory follows the live threads, not all threads ever.
+            if all.len() >= self.fold_at.load(Ordering::Relaxed) {
+                self.fold_retired(&mut all);
+                self.fold_at
+                    .store((all.len() * 2).max(64), Ordering::Relaxed);
+            }
+            all.push(slot.clone());
+            drop(all);
+            slots.push((self.id, slot));
+        });
+        if counted.is_err() {
+            // Logging from a thread-local destructor: no slot left, use the shared one.
+            self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    pub(super) fn accepted(&self) -> u64 {
+        let mut slots = self
+            .accepted_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.fold_retired(&mut slots);
+        self.accepted_retired.load(Ordering::Acquire)
+            + slots.iter().map(|s| s.load(Ordering::Acquire)).sum::<u64>()
+    }
+
+    /// Moves the counts of threads that have exited (their thread-local reference is
+    /// gone) into `accepted_retired` and forgets their slots.
+    fn fold_retired(&self, slots: &mut Vec<Arc<AtomicU64>>) {
+        let mut retired = 0;
+        slots.retain(|s| {
+            if Arc::strong_count(s) == 1 {
+                retired += s.load(Ordering::Acquire);
+                false
+            } else {
+                true
+            }
+        });
+        if retired > 0 {
+            self.accepted_retired.fetch_add(retired, Ordering::AcqRel);
+        }
+    }
+
+    /// The producer path: hands one formatted record (ending in `\n`) to the pipeline.
+    pub(crate) fn submit(&self, level: Level, record: &[u8]) {
+        match self.config.mode {
+            Mode::Off | Mode::FormatOnly => return,
+            Mode::Sync | Mode::Async => {}
+        }
+        if self.in_forked_child() {
+            return self.submit_in_forked_child(level, record);
+        }
+        let Some(_producing) = self.enter_producing() else {
+            return self.drop_reentrant(level);
+        };
+        self.count_accepted();
+        if record.len() > self.config.max_record_bytes {
+            self.counters.truncated.fetch_add(1, Ordering::Relaxed);
+            let max = self.config.max_record_bytes;
+            let done = SCRATCH.try_with(|scratch| {
+                // A Debug impl that logs while we format would find the scratch borrowed.
+                let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                    return false;
+                };
+                scratch.clear();
+                format::truncate_into(&mut scratch, record, max);
+                self.submit_accepted(level, &scratch, false, self.merge_key());
+                true
+            });
+            if done != Ok(true) {
+                let mut own = Vec::new();
+                format::truncate_into(&mut own, record, max);
+                self.submit_accepted(level, &own, false, self.merge_key());
+            }
+            return;
+        }
+        self.submit_accepted(level, record, false, self.merge_key());
+    }
+
+    /// The key by which the writer merges rings, where there are several.
+    #[inline]
+    fn merge_key(&self) -> u64 {
+        if self.lanes.merges() {
+            clock::merge_key()
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of a ring of capacity `cap` a record of `level` may fill (`ShedByLevel`
+    /// keeps a reserve for the higher levels).
+    #[inline]
+    fn limit(&self, cap: u64, level: Level) -> u64 {
+        limit(&self.level_reserve, cap, level)
+    }
+
+    /// A forked child has no writer thread, and must not touch the ring (in spool mode
+    /// it is shared with the parent's writer). Its records are written at once with
+    /// `write(2)` to the sink's descriptor, whole, and counted as written; a sink that
+    /// is no descriptor drops them, counted as `io_error`. Locks the parent may have
+    /// held at the fork are never taken here.
+    fn submit_in_forked_child(&self, level: Level, record: &[u8]) {
+        self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+        let fd = self.sink_fd.load(Ordering::Acquire);
+        let truncated;
+        let record = if record.len() > self.config.max_record_bytes {
+            self.counters.truncated.fetch_add(1, Ordering::Relaxed);
+            let mut own = Vec::new();
+            format::truncate_into(&mut own, record, self.config.max_record_bytes);
+            truncated = own;
+            &truncated[..]
+        } else {
+            record
+        };
+        let expected = (
+            self.sink_identity[0].load(Ordering::Acquire),
+            self.sink_identity[1].load(Ordering::Acquire),
+        );
+        // The same file it was at the fork (not a number since reused), and not deleted
+        // by the parent's rotation and retention since.
+        let usable = fd >= 0
+            && crate::fork::fd_identity(fd).is_some_and(|(id, named)| id == expected && named);
+        let written = usable && crate::fork::write_all_fd(fd, record).is_ok();
+        if written {
+            self.counters
+                .written_bytes
+                .fetch_add(record.len() as u64, Ordering::Relaxed);
+            self.counters.written_records.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters.count_drop(DropReason::IoError, level, 1);
+        }
+        if !self.child_warned.swap(true, Ordering::Relaxed) {
+            let how = if fd >= 0 {
+                "its records are written directly to the sink's file as of the fork, one write(2) each, while that file has a name (then dropped, io_error)\n"
+            } else {
+                "the sink is not a file descriptor, so its records are dropped (io_error)\n"
+            };
+            crate::fork::say("loglag: this process is a fork() of the one that started logging; ");
+            crate::fork::say(how);
+        }
+    }
+
+    /// Whether a captured record can travel as captured: only through a heap ring to
+    /// this process's own writer (not `sync`, not a spool, which outlives the process
+    /// and its static pointers, and not in a forked child, which writes lines itself).
+    fn defers_rendering(&self) -> bool {
+        self.config.mode == Mode::Async && self.spool.is_none() && !self.in_forked_child()
+    }
+
+    /// The capturing front-ends' producer path: `fill` captures one record, which goes
+    /// to the writer to be rendered there, or is rendered here when it cannot (see
+    /// [`Core::defers_rendering`]) or is longer than `max_record_bytes` captured.
+    #[inline]
+    pub(crate) fn submit_captured(
+        &self,
+        level: Level,
+        site: Site,
+        format: Format,
+        fill: impl FnOnce(&mut Encoder<'_>),
+    ) {
+        let mode = self.config.mode;
+        if mode == Mode::Off {
+            return;
+        }
+        let deferred = self.defers_rendering();
+        // `format-only` measures what an async caller pays, so it reads the same clock.
+        let time = if deferred || mode == Mode::FormatOnly {
+            clock::now()
+        } else {
+            clock::realtime()
+        };
+        format::with_capture_buffer(|captured| {
+            fill(&mut Encoder::begin(captured, site, format, time));
+            if mode == Mode::FormatOnly {
+                // What the caller pays is the capture; rendering is the writer's.
+                std::hint::black_box(&captured);
+            } else if deferred && captured.len() <= self.config.max_record_bytes {
+                let Some(_producing) = self.enter_producing() else {
+                    return self.drop_reentrant(level);
+                };
+                self.count_accepted();
+                let key = if self.lanes.merges() {
+                    clock::merge_key_of(time)
+                } else {
+                    0
+                };
+                self.submit_accepted(level, captured, true, key);
+            } else {
+                format::with_line_buffer(|line| {
+                    capture::render_now(captured, level, line);
+                    self.submit(level, line);
+                });
+            }
+        });
+    }
+
+    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, key: u64) {
+        if self.config.mode == Mode::Sync {
+            return self.write_sync(level, record);
+        }
+        if self.closed.load(Ordering::Acquire) {
+            self.counters.count_drop(DropReason::Shutdown, level, 1);
+            return;
+        }
+        self.lanes
+            .with_own(|own| self.enqueue(own, level, record, captured, key));
+    }
+
+    /// Pushes into the thread's own ring, else into the shared ring (no ring of its
+    /// own, or it is full, or the record does not fit it). Only when neither takes it
+    /// does the overflow policy apply.
+    #[inline]
+    fn push(
+        &self,
+        own: Option<&Ring>,
+        level: Level,
+        record: &[u8],
+        captured: bool,
+        key: u64,
+    ) -> Result<u64, Full> {
+        let now = coarse_monotonic_ns();
+        if let Some(ring) = own {
+            let limit = self.thread_ring_limit[level as usize];
+            let pushed = ring.try_push_owned(level, record, limit, now, captured, key);
+            if pushed.is_ok() {
+                return pushed;
+            }
+        }
+        let shared = &self.lanes.shared;
+        let limit = self.limit(self.lanes.shared_capacity(), level);
+        shared.try_push(level, record, limit, now, captured, key)
+    }
+
+    fn enqueue(&self, own: Option<&Ring>, level: Level, record: &[u8], captured: bool, key: u64) {
+        let mut deadline = None;
+        loop {
+            let pushed = if self.take_record_slot() {
+                let pushed = self.push(own, level, record, captured, key);
+                if pushed.is_err() {
+                    self.release_record_slots(1);
+                }
+                pushed
+            } else {
+                Err(Full)
+            };
+            match pushed {
+                Ok(used_after) => {
+                    let batch = self.config.batch_bytes as u64;
+                    let crossed =
+                        used_after >= batch && used_after - footprint(record.len()) < batch;
+                    if level >= self.config.flush_level {
+                        self.wake_writer();
+                    } else if crossed && {
+                        // Push, then load the flag (the writer: store it, then look, in
+                        // `Core::wait_for_batch`).
+                        std::sync::atomic::fence(Ordering::SeqCst);
+                        !self.writer_polling.load(Ordering::SeqCst)
+                    } {
+                        // A full batch is ready: not urgent, the writer takes whole
+                        // batches. A polling writer finds it by itself.
+                        self.unpark_writer();
+                    }
+                    return;
+                }
+                Err(_) => {
+                    self.counters
+                        .queue_full_events
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.counters.note_backlog(self.lanes.used_bytes());
+                    self.wake_writer();
+                    // A sink that logs (on the writer thread, or inside a sync write):
+                    // it must never wait, nor evict under the writer; only this thread
+                    // could make the room. Checked here, off the non-full hot path.
+                    if inside_any_sink() {
+                        self.counters.count_drop(DropReason::Reentrant, level, 1);
+                        return;
+                    }
+                    match self.config.overflow {
+                        Overflow::Block => {
+                            self.wait_for_space(own, record.len(), level, None);
+                        }
+                        Overflow::BlockFor(wait) => {
+                            // No deadline (`Block`) for a wait beyond any `Instant`.
+                            let deadline =
+                                *deadline.get_or_insert_with(|| Instant::now().checked_add(wait));
+                            if !self.wait_for_space(own, record.len(), level, deadline) {
+                                self.counters.count_drop(DropReason::QueueFull, level, 1);
+                                return;
+                            }
+                        }
+                        Overflow::DropOldest => {
+                            // The older of the two oldest records this thread may
+                            // evict: its own ring's (if the record fits that ring at
+                            // all) and the shared ring's. Other threads' rings have
+                            // one producer each; only they and the writer touch them.
+                            let shared = &self.lanes.shared;
+                            let fits_own = |r: &&Ring| {
+                                footprint(record.len()) <= self.limit(r.capacity(), level)
+                                    && r.peek().is_some_and(|mine| {
+                                        shared.peek().is_none_or(|s| mine.key <= s.key)
+                                    })
+                            };
+                            let (ring, limit) = match own.filter(fits_own) {
+                                Some(ring) => (ring, self.limit(ring.capacity(), level)),
+                                None => (
+                                    &self.lanes.shared,
+                                    self.limit(self.lanes.shared_capacity(), level),
+                                ),
+                            };
+                            let mut need = footprint(record.len());
+                            if !self.record_slots_free() {
+                                // Full by count, not bytes: asking for one byte more
+                                // than is free evicts exactly one record.
+                                need = need.max(limit.saturating_sub(ring.used_bytes()) + 1);
+                            }
+                            let counters = &self.counters;
+                            if !ring.evict_oldest(need, limit, |p| {
+                                counters.count_drop(DropReason::QueueFull, p.level, 1);
+                                self.release_record_slots(1);
+                            }) {
+                                counters.count_drop(DropReason::QueueFull, level, 1);
+                                return;
+                            }
+                        }
+                        Overflow::DropNewest | Overflow::ShedByLevel => {
+                            self.counters.count_drop(DropReason::QueueFull, level, 1);
+                            return;
+                        }
+                    }
+                    if self.closed.load(Ordering::Acquire) {
+                        self.counters.count_drop(DropReason::Shutdown, level, 1);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// With `max_records`: takes a slot for one more record, or says there is none.
+    fn take_record_slot(&self) -> bool {
+        match self.config.max_records {
+            None => true,
+            Some(max) => {
+                if self.queued_records.fetch_add(1, Ordering::AcqRel) < max {
+                    true
+                } else {
+                    self.queued_records.fetch_sub(1, Ordering::AcqRel);
+                    false
+                }
+            }
+        }
+    }
+
+    /// Gives back `n` slots (records written, or evicted).
+    pub(super) fn release_record_slots(&self, n: u64) {
+        if self.config.max_records.is_some() && n > 0 {
+            self.queued_records.fetch_sub(n, Ordering::AcqRel);
+        }
+    }
+
+    fn record_slots_free(&self) -> bool {
+        self.config
+            .max_records
+            .is_none_or(|max| self.queued_records.load(Ordering::Acquire) < max)
+    }
+
+    /// Waits until `len` more bytes would fit the thread's own ring or the shared
+    /// one, or `deadline`. Returns whether they fit.
+    fn wait_for_space(
+        &self,
+        own: Option<&Ring>,
+        len: usize,
+        level: Level,
+        deadline: Option<Instant>,
+    ) -> bool {
+        // A waiter also looks again this often: the writer wakes waiters only every
+        // sixteenth of the budget (or at the end of a drain), and a drain can be held
+        // up by a stalled sink while the ring already has room.
+        const LOOK_AGAIN: Duration = Duration::from_millis(100);
+        let need = footprint(len);
+        let fits_in = |ring: &Ring, cap: u64| ring.used_bytes() + need <= self.limit(cap, level);
+        let fits = || {
+            (own.is_some_and(|r| fits_in(r, r.capacity()))
+                || fits_in(&self.lanes.shared, self.lanes.shared_capacity()))
+                && self.record_slots_free()
+        };
+        self.waiting_producers.fetch_add(1, Ordering::AcqRel);
+        let (lock, cv) = &self.space;
+        let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let result = loop {
+            // Checked under the lock; the writer notifies under the same lock after
+            // releasing space, so no wake-up is lost.
+            if fits() || self.closed.load(Ordering::Acquire) {
+                break true;
+            }
+            let timeout = match deadline {
+                None => LOOK_AGAIN,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(LOOK_AGAIN),
+                    _ => break false,
+                },
+            };
+            guard = cv
+                .wait_timeout(guard, timeout)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        drop(guard);
+        self.waiting_producers.fetch_sub(1, Ordering::AcqRel);
+        result
+    }
+
+    /// Called by the writer after it has released ring space.
+    pub(super) fn space_released(&self) {
+        if self.waiting_producers.load(Ordering::Acquire) > 0 {
+            let _guard = self.space.0.lock().unwrap_or_else(|e| e.into_inner());
+            self.space.1.notify_all();
+        }
+    }
+
+    /// Asks the writer to write everything queued now.
+    pub(super) fn wake_writer(&self) {
+        self.wake_requested.store(true, Ordering::Release);
+        self.unpark_writer();
+    }
+
+    fn unpark_writer(&self) {
+        if let Some(t) = self.writer.get() {
+            t.unpark();
+        }
+    }
+
+    fn write_sync(&self, level: Level, record: &[u8]) {
+        let mut sink = if inside_any_sink() {
+            // This thread may already hold this very lock (a sink that logs); waiting
+            // for it, or for another pipeline's sink held by a thread waiting on us,
+            // could deadlock. Write only if the sink is free now.
+            match self.sync_sink.try_lock() {
+                Ok(sink) => sink,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    self.counters.count_drop(DropReason::Reentrant, level, 1);
+                    return;
+                }
+            }
+        } else {
+            self.sync_sink.lock().unwrap_or_else(|e| e.into_inner())
+        };
+        let Some(sink) = sink.as_mut() else {
+            self.counters.count_drop(DropReason::Shutdown, level, 1);
+            return;
+        };
+        let _inside = ThreadMark::inside_sink(self.id);
+        if crate::sink::call_sink(|| sink.sink().before_batch(record.len())).is_err() {
+            self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.note_sink_fd(sink.descriptor());
+        // Sync mode has no in-band report line; a sink's notice goes to stderr.
+        if let Some(notice) = sink.take_notice() {
+            eprintln!("loglag: {notice}");
+        }
+        match self.counters.measured_write(sink, record) {
+            Ok(refused) if !refused.is_empty() => {
+                // The one record, refused by the peer (RELP's `500`).
+                self.counters.count_drop(DropReason::IoError, level, 1);
+            }
+            Ok(_) => {
+                self.counters
+                    .written_bytes
+                    .fetch_add(record.len() as u64, Ordering::Relaxed);
+                self.counters.written_records.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(_) => {
+                self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+                self.counters.count_drop(DropReason::IoError, level, 1);
+            }
+        }
+    }
+}
