@@ -243,7 +243,10 @@ impl NonBlockingBuilder {
     }
 
     /// Whether SIGTERM and SIGINT flush (within `shutdown_timeout`) and then take their
-    /// default action (default off: it installs process-wide signal handlers).
+    /// default action (default off: it installs process-wide signal handlers). On
+    /// Windows the console's Ctrl+C, Ctrl+Break, close, logoff and shutdown events do,
+    /// through a console control handler, and then the next handler (by default, the
+    /// process ends).
     pub fn flush_on_signals(mut self, on: bool) -> Self {
         self.settings.flush_on_signals = on;
         self

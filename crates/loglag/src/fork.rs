@@ -5,13 +5,19 @@
 //! parent's writer is reading. So a child must never push into the ring. A
 //! `pthread_atfork` handler bumps a generation counter in every child; a pipeline built
 //! in another generation knows it runs in a forked child with one relaxed load.
+//!
+//! Windows has no `fork`: there the generation never changes, and the descriptor
+//! functions, which only a forked child calls, say so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(unix)]
 use std::sync::Once;
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+#[cfg(unix)]
 static WATCHING: Once = Once::new();
 
+#[cfg(unix)]
 extern "C" fn in_child() {
     // Async-signal-safe: one atomic add.
     GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -19,6 +25,7 @@ extern "C" fn in_child() {
 
 /// Starts counting forks (once per process) and returns the current generation.
 pub(crate) fn watch() -> u64 {
+    #[cfg(unix)]
     WATCHING.call_once(|| {
         // SAFETY: registers a handler that only does an atomic add. A failure (ENOMEM)
         // leaves forks undetected, as before this module existed.
@@ -35,6 +42,7 @@ pub(crate) fn generation() -> u64 {
 }
 
 /// Writes all of `buf` to `fd` with `write(2)`, retrying on EINTR and short writes.
+#[cfg(unix)]
 pub(crate) fn write_all_fd(fd: i32, mut buf: &[u8]) -> std::io::Result<()> {
     while !buf.is_empty() {
         // SAFETY: writes from a live slice to a descriptor the sink owns.
@@ -56,6 +64,7 @@ pub(crate) fn write_all_fd(fd: i32, mut buf: &[u8]) -> std::io::Result<()> {
 
 /// The (device, inode) of what `fd` refers to, and whether it still has a name (a
 /// regular file with no links left has been deleted).
+#[cfg(unix)]
 pub(crate) fn fd_identity(fd: i32) -> Option<((u64, u64), bool)> {
     // SAFETY: fstat into a stat we own; a closed descriptor just fails.
     unsafe {
@@ -74,6 +83,29 @@ pub(crate) fn fd_identity(fd: i32) -> Option<((u64, u64), bool)> {
 
 /// Writes `message` to standard error with one `write(2)`: no lock that a thread of
 /// the parent may have held at the fork.
+#[cfg(unix)]
 pub(crate) fn say(message: &str) {
     let _ = write_all_fd(2, message.as_bytes());
+}
+
+/// No `fork` on Windows: nothing is ever written to a descriptor from here.
+#[cfg(not(unix))]
+pub(crate) fn write_all_fd(_fd: i32, _buf: &[u8]) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no fork() on this platform: a forked child's direct writes are unix-only",
+    ))
+}
+
+/// No `fork` on Windows, so no descriptor to look at.
+#[cfg(not(unix))]
+pub(crate) fn fd_identity(_fd: i32) -> Option<((u64, u64), bool)> {
+    None
+}
+
+/// Writes `message` to standard error.
+#[cfg(not(unix))]
+pub(crate) fn say(message: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(message.as_bytes());
 }

@@ -66,7 +66,7 @@
 //! |---|---|
 //! | the [`WorkerGuard`] drops (end of `main`, unwinding) | written within `shutdown_timeout` (5 s); the rest counted as `shutdown` drops and reported on stderr |
 //! | a panic | the panic hook flushes within `shutdown_timeout` (on by default) |
-//! | SIGTERM / SIGINT | with [`NonBlockingBuilder::flush_on_signals`]: written within the deadline, then the signal's default action |
+//! | SIGTERM / SIGINT (Windows: the console's Ctrl+C, Ctrl+Break, close, logoff, shutdown) | with [`NonBlockingBuilder::flush_on_signals`]: written within the deadline, then the signal's default action |
 //! | `std::process::exit` | **nothing runs**: exit skips destructors. Call [`WorkerGuard::shutdown`] first |
 //! | SIGKILL | lost, unless [`NonBlockingBuilder::spool`] keeps the queue in a mapped file: then the next start delivers them |
 //! | power loss | lost, unless the spool is synced ([`spool::SpoolSync`]) |
@@ -113,7 +113,7 @@
 //! |---|---|---|
 //! | `tracing` | yes | [`LoglagLayer`] and `MakeWriter` for [`NonBlocking`] |
 //! | `log` | yes | [`Logger`] |
-//! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook) |
+//! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook; on Windows a console control handler) |
 //! | `rolling` | yes | [`rolling`]: rotation, retention, gzip (flate2) |
 //! | `config` | yes | [`Config`]: every option from TOML or `LOGLAG_*` variables (toml) |
 //! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate |
@@ -167,6 +167,8 @@ mod settings;
 pub mod sink;
 pub mod spool;
 pub mod units;
+#[cfg(windows)]
+mod windows;
 mod worker;
 
 pub use crate::builder::{BuildError, NonBlockingBuilder};

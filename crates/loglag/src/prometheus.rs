@@ -525,14 +525,7 @@ fn read_head(stream: &TcpStream, by: Option<Instant>) -> Head {
             .map(|end| Head::Request(buf[..end].to_vec()))
     };
     loop {
-        let timeout = match time_left(by) {
-            Ok(t) => t,
-            Err(_) => return Head::Nothing,
-        };
-        if stream.set_read_timeout(timeout).is_err() {
-            return Head::Nothing;
-        }
-        match (&*stream).read(&mut buf[len..]) {
+        match read_by(stream, &mut buf[len..], by) {
             Ok(0) => return request(&buf[..len]).unwrap_or(Head::Nothing),
             Ok(n) => {
                 // A head ends with an empty line: "\n\n" or "\n\r\n", looked for in
@@ -552,6 +545,43 @@ fn read_head(stream: &TcpStream, by: Option<Instant>) -> Head {
             Err(_) => return Head::Nothing,
         }
     }
+}
+
+/// One read by `by`: the read timeout is the time left before it (`TimedOut` once
+/// none is).
+#[cfg(not(windows))]
+fn read_by(stream: &TcpStream, buf: &mut [u8], by: Option<Instant>) -> io::Result<usize> {
+    stream.set_read_timeout(time_left(by)?)?;
+    (&*stream).read(buf)
+}
+
+/// One read by `by` (`TimedOut` once no time is left). Windows does not wake a read
+/// that is blocked when the socket is shut down through another handle
+/// (rust-lang/rust#121594), which is how a stopping endpoint ends its connections,
+/// and its poll does not report that shutdown either. So the read does not block: it
+/// is tried, and while there is nothing yet, the socket is polled for at most 100 ms
+/// before it is tried again; a try after the shutdown returns at once.
+#[cfg(windows)]
+fn read_by(stream: &TcpStream, buf: &mut [u8], by: Option<Instant>) -> io::Result<usize> {
+    const SLICE: Duration = Duration::from_millis(100);
+    stream.set_nonblocking(true)?;
+    let read = loop {
+        match (&*stream).read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let slice = match time_left(by) {
+                    Ok(left) => left.map_or(SLICE, |left| left.min(SLICE)),
+                    Err(e) => break Err(e),
+                };
+                if let Err(e) = crate::windows::wait_readable(stream, slice) {
+                    break Err(e);
+                }
+            }
+            other => break other,
+        }
+    };
+    // Writes block again (with their own timeout).
+    stream.set_nonblocking(false)?;
+    read
 }
 
 /// Writes all of `bytes` by `by`, the write timeout the time left before each write.
@@ -606,11 +636,7 @@ fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], lim
     let mut buf = [0u8; 4096];
     let mut drained = 0;
     while drained < MAX_DRAIN {
-        let Ok(timeout) = time_left(by) else { break };
-        if stream.set_read_timeout(timeout).is_err() {
-            break;
-        }
-        match (&*stream).read(&mut buf) {
+        match read_by(stream, &mut buf, by) {
             Ok(0) => break,
             Ok(n) => drained += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

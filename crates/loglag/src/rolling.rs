@@ -340,7 +340,9 @@ impl Builder {
     }
 
     /// A symlink `NAME` in the directory, always pointing at the current file. An
-    /// empty name means no link, as in tracing-appender.
+    /// empty name means no link, as in tracing-appender. On Windows making a symlink
+    /// needs Developer Mode or the SeCreateSymbolicLinkPrivilege; without them `build`
+    /// fails, saying so.
     pub fn latest_symlink(self, name: impl Into<String>) -> Builder {
         let name: String = name.into();
         Builder {
@@ -414,6 +416,7 @@ impl Builder {
     /// this setting it is also reported in-band (with it, a move before the signal is
     /// logrotate's and not reported). (`copytruncate` cannot be made safe: lines
     /// written between its copy and its truncate are lost, whatever the writer does.)
+    /// Windows has no SIGHUP: there `build` refuses it, saying so.
     pub fn reopen_on_sighup(self, on: bool) -> Builder {
         Builder {
             reopen_on_sighup: on,
@@ -422,7 +425,9 @@ impl Builder {
     }
 
     /// The mode new files are created with, minus the umask (loglag only; `0o640` to
-    /// let a log group read them). Compressed files get the same mode.
+    /// let a log group read them). Compressed files get the same mode. Windows has no
+    /// file modes (a new file takes its directory's ACL): there `build` refuses it,
+    /// saying so.
     pub fn file_mode(self, mode: u32) -> Builder {
         Builder {
             file_mode: Some(mode & 0o7777),

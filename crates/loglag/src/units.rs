@@ -23,6 +23,17 @@ pub(crate) const MIN_RECORD_BYTES: usize = 64;
 
 /// The largest byte budget on this machine: [`MAX_CAPACITY_BYTES`], or the physical
 /// memory if that is less.
+#[cfg(windows)]
+pub(crate) fn max_capacity_bytes() -> usize {
+    let physical = crate::windows::physical_memory()
+        .filter(|m| *m > 0)
+        .unwrap_or(u64::MAX);
+    usize::try_from(physical.min(MAX_CAPACITY_BYTES)).unwrap_or(usize::MAX)
+}
+
+/// The largest byte budget on this machine: [`MAX_CAPACITY_BYTES`], or the physical
+/// memory if that is less.
+#[cfg(unix)]
 pub(crate) fn max_capacity_bytes() -> usize {
     // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
     let (pages, page) = unsafe {

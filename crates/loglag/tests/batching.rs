@@ -201,6 +201,8 @@ fn each_flush_counts_the_records_written_while_it_waited() {
 
 /// In `sync` mode `flush` reaches the sink, and from another thread it waits for a
 /// write in progress rather than skipping the flush.
+// Thread states and CPU times are read from /proc: Linux's.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_sync_flush_reaches_the_sink_even_while_another_thread_writes() {
     within(LIMIT, "sync flush", || {
@@ -237,6 +239,8 @@ fn a_sync_flush_reaches_the_sink_even_while_another_thread_writes() {
 /// The record that completes a batch wakes a writer that is asleep (the interval is an
 /// hour away). Each record is offered only once the writer sleeps again, so no other
 /// wake-up can stand in for the one under test.
+// Thread states and CPU times are read from /proc: Linux's.
+#[cfg(target_os = "linux")]
 #[test]
 fn the_record_that_completes_a_batch_wakes_a_sleeping_writer() {
     within(LIMIT, "batch wake", || {
@@ -281,6 +285,8 @@ fn the_record_that_completes_a_batch_wakes_a_sleeping_writer() {
 /// An idle pipeline sleeps: its writer parks until the interval or a wake-up instead
 /// of polling. (Found by `cargo mutants`: mutants of the park condition busy-looped,
 /// writing the same output, and no test noticed.)
+// Thread states and CPU times are read from /proc: Linux's.
+#[cfg(target_os = "linux")]
 #[test]
 fn an_idle_writer_sleeps() {
     within(LIMIT, "idle writer", || {

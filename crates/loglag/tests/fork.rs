@@ -1,3 +1,5 @@
+// Unix only: Windows has no fork().
+#![cfg(unix)]
 //! `fork()`: a parent keeps logging under load while forked children log too, as a
 //! pre-fork server's workers do. The parent survives, and every record from every
 //! process is written exactly once or counted.

@@ -75,7 +75,7 @@ fn pipelines_publish_their_totals_through_the_facade() {
     struct Failing;
     impl loglag::sink::Sink for Failing {
         fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::Error::from_raw_os_error(libc::EIO))
+            Err(std::io::Error::other("an injected I/O error"))
         }
     }
     let (app, app_guard) = NonBlockingBuilder::default()

@@ -604,6 +604,8 @@ fn sync_mode_with_a_panicking_sink_neither_hangs_nor_dies() {
     );
 }
 
+// A tmpfs mount is unix's (on Windows the spool's blocks are allocated by set_len at open).
+#[cfg(unix)]
 #[test]
 fn a_spool_on_a_full_file_system_is_an_error_not_sigbus() {
     let Some(tmpfs) = mount_tmpfs("1m", "a_spool_on_a_full_file_system") else {

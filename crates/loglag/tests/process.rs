@@ -3,13 +3,19 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
+#[cfg(unix)]
+use std::io::Read;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use loglag::sink::{Fallback, FdSink};
-use loglag::{DropReason, Level, Mode, NonBlockingBuilder};
+#[cfg(unix)]
+use loglag::sink::Fallback;
+use loglag::sink::FdSink;
+#[cfg(unix)]
+use loglag::DropReason;
+use loglag::{Level, Mode, NonBlockingBuilder};
 use support::*;
 
 const CHILD_ENV: &str = "LOGLAG_TEST_CHILD";
@@ -126,6 +132,8 @@ fn a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting() {
     )
 }
 
+// A real SIGTERM is unix's (Windows' console events: a_real_ctrl_break_flushes_then_terminates).
+#[cfg(unix)]
 #[test]
 fn a_real_sigterm_flushes_then_terminates() {
     within(
@@ -158,6 +166,56 @@ fn a_real_sigterm_flushes_then_terminates() {
     )
 }
 
+/// Windows' SIGTERM: a Ctrl+Break sent to the child's console process group. The
+/// console handler flushes, then lets the default handler end the process
+/// (`STATUS_CONTROL_C_EXIT`).
+#[cfg(windows)]
+#[test]
+fn a_real_ctrl_break_flushes_then_terminates() {
+    if support::wine_cannot(
+        "a_real_ctrl_break_flushes_then_terminates",
+        "send a console control event without a console",
+    ) {
+        return;
+    }
+    within(
+        std::time::Duration::from_secs(300),
+        "a_real_ctrl_break_flushes_then_terminates",
+        || {
+            use std::os::windows::process::CommandExt;
+            use windows_sys::Win32::System::Console::{GenerateConsoleCtrlEvent, CTRL_BREAK_EVENT};
+            use windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP;
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("out.log");
+            let mut proc = child("sigterm", &log)
+                .creation_flags(CREATE_NEW_PROCESS_GROUP)
+                .spawn()
+                .unwrap();
+            let mut stdout = BufReader::new(proc.stdout.take().unwrap());
+            let mut line = String::new();
+            while !line.contains("ready") {
+                line.clear();
+                assert!(
+                    stdout.read_line(&mut line).unwrap() > 0,
+                    "child exited before ready"
+                );
+            }
+            // SAFETY: sends an event to the process group our child leads.
+            let sent = unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, proc.id()) };
+            assert_ne!(sent, 0, "{}", std::io::Error::last_os_error());
+            let status = proc.wait().unwrap();
+            assert_eq!(
+                status.code().map(|c| c as u32),
+                Some(0xC000_013A),
+                "the default action still happens"
+            );
+            assert_eq!(lines(&log).len(), RECORDS);
+        },
+    )
+}
+
+// /dev/full is a Linux device.
+#[cfg(unix)]
 #[test]
 fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
     within(
@@ -200,6 +258,8 @@ fn a_full_disk_counts_io_errors_and_the_fallback_gets_the_records() {
     )
 }
 
+// FIFOs are unix's.
+#[cfg(unix)]
 #[test]
 fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
     within(
@@ -241,12 +301,15 @@ fn a_fifo_reader_that_exits_is_counted_as_io_errors_and_nothing_hangs() {
     )
 }
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: mkfifo with a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
+// FIFOs are unix's.
+#[cfg(unix)]
 #[test]
 fn a_fifo_is_reopened_when_a_new_reader_arrives() {
     within(
@@ -327,6 +390,8 @@ fn a_fifo_is_reopened_when_a_new_reader_arrives() {
     )
 }
 
+// A tmpfs mount is unix's.
+#[cfg(unix)]
 /// A real full filesystem: a 64 KiB tmpfs mounted for the test (needs root; skipped,
 /// with a message, where mounting is not allowed).
 #[test]

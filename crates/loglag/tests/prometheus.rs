@@ -6,12 +6,16 @@
 mod support;
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
+#[cfg(unix)]
+use std::net::TcpStream;
 use std::time::Duration;
 
 use loglag::{Level, Mode, NonBlockingBuilder, Overflow};
 
+#[cfg(unix)]
 /// `GET path` over plain HTTP/1.1; the body.
 fn get(addr: &str, path: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(addr)?;
@@ -119,7 +123,7 @@ fn the_exposition_parses_back_with_every_family_whole() {
     struct Failing;
     impl loglag::sink::Sink for Failing {
         fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            Err(support::disk_full())
         }
     }
     let (b, guard_b) = NonBlockingBuilder::default()
@@ -187,6 +191,8 @@ fn the_exposition_parses_back_with_every_family_whole() {
     drop(guard_b);
 }
 
+// A prometheus binary in /usr/bin: a unix install.
+#[cfg(unix)]
 /// A real Prometheus (config in `tests/prometheus/`) scrapes the endpoint: a counter
 /// that rose reads back through its query API, and so does a quantile it computes
 /// from `loglag_write_seconds`.
@@ -292,6 +298,7 @@ fn a_real_prometheus_scrapes_the_endpoint_and_computes_from_it() {
     drop(server);
 }
 
+#[cfg(unix)]
 fn url_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {

@@ -354,7 +354,9 @@ fn stopping_the_server_ends_every_connection_thread() {
     let r = scrape(addr);
     assert!(!r.timed_out(), "no answer within {GUARD:?}");
     assert_full_answer(&r);
-    assert!(endpoint_threads() >= 1 + 1 + idle.len());
+    // Threads are counted in /proc: Linux's.
+    let threads_counted = cfg!(target_os = "linux");
+    assert!(!threads_counted || endpoint_threads() >= 1 + 1 + idle.len());
 
     support::within(GUARD, "stopping the metrics server", move || drop(server));
     assert!(
@@ -366,7 +368,7 @@ fn stopping_the_server_ends_every_connection_thread() {
     }
     // A joined thread's /proc entry can outlast the join by a moment.
     let deadline = Instant::now() + GUARD;
-    while endpoint_threads() > 0 {
+    while threads_counted && endpoint_threads() > 0 {
         assert!(
             Instant::now() < deadline,
             "{} endpoint threads left after the stop",

@@ -1,3 +1,6 @@
+// Unix only: rsyslogd is a unix daemon (RELP itself is tested against fake peers on
+// every platform in `relp_peers.rs`).
+#![cfg(unix)]
 //! RELP against a real `rsyslogd` with `imrelp` (config in `tests/rsyslog/relp.conf`):
 //! a sender with a spool is killed with SIGKILL and rsyslog is restarted, both
 //! mid-stream, in several trials; every record the sender had accepted arrives at

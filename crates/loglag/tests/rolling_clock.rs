@@ -20,6 +20,7 @@ macro_rules! skip_note {
 mod support;
 
 use std::path::Path;
+#[cfg(unix)]
 use std::sync::Once;
 
 use loglag::rolling::{Builder, Compression, Naming, Rotation};
@@ -31,10 +32,51 @@ const BEFORE_FALL_BACK: i64 = 1_792_872_000;
 /// 2026-03-28T20:00Z: 21:00 CET, five hours before Berlin's clocks go forward (01:00Z).
 const BEFORE_SPRING_FORWARD: i64 = 1_774_728_000;
 
+#[cfg(unix)]
 extern "C" {
     fn tzset();
 }
 
+/// Windows' time-zone API does not read `TZ`: the system's zone must be Berlin's
+/// ("W. Europe Standard Time", or one with the same rules; under Wine, started with
+/// `TZ=Europe/Berlin`, as `scripts/test-windows` does). Otherwise the tests skip,
+/// saying so.
+#[cfg(windows)]
+fn berlin() -> bool {
+    use windows_sys::Win32::System::Time::{
+        GetDynamicTimeZoneInformation, DYNAMIC_TIME_ZONE_INFORMATION,
+    };
+    // SAFETY: a zeroed out-structure.
+    let key = unsafe {
+        let mut zone: DYNAMIC_TIME_ZONE_INFORMATION = std::mem::zeroed();
+        GetDynamicTimeZoneInformation(&mut zone);
+        let end = zone
+            .TimeZoneKeyName
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(128);
+        String::from_utf16_lossy(&zone.TimeZoneKeyName[..end])
+    };
+    // Berlin's zone, or one with its offsets and rules (Wine maps Europe/Berlin to
+    // Central Europe's).
+    let berlins = [
+        "W. Europe Standard Time",
+        "Central Europe Standard Time",
+        "Central European Standard Time",
+        "Romance Standard Time",
+    ];
+    if berlins.contains(&key.as_str()) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("LOGLAG_REQUIRE_TZDATA").is_none(),
+        "the system's time zone is {key:?}, not W. Europe Standard Time"
+    );
+    skip_note!("skipped: the system's time zone is {key:?}; the DST tests need W. Europe Standard Time (Europe/Berlin)");
+    false
+}
+
+#[cfg(unix)]
 fn berlin() -> bool {
     static SET: Once = Once::new();
     SET.call_once(|| {

@@ -11,10 +11,13 @@
 
 mod support;
 
+#[cfg(unix)]
 use std::io::Write;
 use std::ops::Range;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -22,7 +25,9 @@ use loglag::rolling::{Builder, Compression, Naming, Rotation};
 use loglag::sink::{IntoSink, RollingFile, Sink};
 use loglag::{Level, NonBlockingBuilder, Overflow};
 
-use support::{decompressed, mount_tmpfs, TestClock};
+#[cfg(unix)]
+use support::mount_tmpfs;
+use support::{decompressed, TestClock};
 
 /// 2026-12-01T03:17:34Z: the hourly stamp is `2026-12-01-03`, the next `2026-12-01-04`.
 const T0: i64 = 1_796_095_054;
@@ -149,7 +154,10 @@ impl Victim {
 
     /// Plants a symlink at `at` pointing at the victim.
     fn plant(&self, at: &Path) {
+        #[cfg(unix)]
         std::os::unix::fs::symlink(&self.path, at).unwrap();
+        #[cfg(windows)]
+        std::os::windows::fs::symlink_file(&self.path, at).unwrap();
     }
 
     fn assert_unchanged(&self) {
@@ -180,6 +188,12 @@ impl Victim {
 
 #[test]
 fn a_link_planted_at_the_compression_temporary_is_not_followed_and_the_file_is_gzipped() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_compression_temporary_is_not_followed_and_the_file_is_gzipped",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
     let clock = TestClock::at(T0);
@@ -247,18 +261,36 @@ fn build_fails_on_a_link_at_the_current_file(builder: Builder, current: &str) {
 
 #[test]
 fn a_link_planted_at_the_current_dated_file_makes_build_fail() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_current_dated_file_makes_build_fail",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let clock = TestClock::at(T0);
     build_fails_on_a_link_at_the_current_file(hourly_dated(&clock), &dated_name(T0));
 }
 
 #[test]
 fn a_link_planted_at_the_current_fixed_file_makes_build_fail() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_current_fixed_file_makes_build_fail",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let clock = TestClock::at(T0);
     build_fails_on_a_link_at_the_current_file(hourly_fixed(&clock), "app.log");
 }
 
 #[test]
 fn a_link_planted_at_the_next_dated_file_is_skipped_for_a_counter_name() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_next_dated_file_is_skipped_for_a_counter_name",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
     let clock = TestClock::at(T0);
@@ -293,6 +325,12 @@ fn a_link_planted_at_the_next_dated_file_is_skipped_for_a_counter_name() {
 
 #[test]
 fn a_link_planted_at_the_fixed_files_rotated_name_is_not_replaced() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_fixed_files_rotated_name_is_not_replaced",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
     let clock = TestClock::at(T0);
@@ -326,6 +364,12 @@ fn a_link_planted_at_the_fixed_files_rotated_name_is_not_replaced() {
 
 #[test]
 fn a_link_planted_at_the_latest_name_is_replaced_not_followed() {
+    if support::wine_cannot(
+        "a_link_planted_at_the_latest_name_is_replaced_not_followed",
+        "make a symbolic link (it reports success and makes nothing)",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let victim = Victim::new();
     let clock = TestClock::at(T0);
@@ -370,6 +414,7 @@ fn a_link_planted_at_the_latest_name_is_replaced_not_followed() {
 // 2. A full disk while gzipping.
 // ---------------------------------------------------------------------------------
 
+#[cfg(unix)]
 /// Bytes free for an unprivileged writer on the file system holding `path`.
 fn free_bytes(path: &Path) -> u64 {
     use std::os::unix::ffi::OsStrExt;
@@ -382,6 +427,7 @@ fn free_bytes(path: &Path) -> u64 {
     }
 }
 
+#[cfg(unix)]
 /// Records of pseudo-random hex (xorshift): about 2:1 under gzip, no better.
 fn hex_records(seqs: Range<u64>, state: &mut u64) -> Vec<u8> {
     let mut out = Vec::new();
@@ -399,6 +445,8 @@ fn hex_records(seqs: Range<u64>, state: &mut u64) -> Vec<u8> {
     out
 }
 
+// A tmpfs mounted small: unix (mount, statvfs).
+#[cfg(unix)]
 #[test]
 fn a_full_disk_during_gzip_keeps_the_original_and_a_later_pass_compresses_it() {
     let Some(tmpfs) = mount_tmpfs(
@@ -554,6 +602,9 @@ fn assert_all_written(m: &loglag::Metrics, total: u64) {
 
 #[test]
 fn a_current_file_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
+    if support::wine_cannot("a_current_file_deleted_under_the_pipeline_is_recreated_and_loses_nothing", "delete an open file (its name stays until the last handle closes, and the handle is not told)") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let clock = TestClock::at(T0);
     let sink = hourly_dated(&clock).build(dir.path()).unwrap().into_sink();
@@ -577,6 +628,12 @@ fn a_current_file_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
 
 #[test]
 fn a_log_directory_deleted_under_the_pipeline_is_recreated_and_loses_nothing() {
+    if support::wine_cannot(
+        "a_log_directory_deleted_under_the_pipeline_is_recreated_and_loses_nothing",
+        "remove a directory that holds an open file",
+    ) {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("logs");
     let clock = TestClock::at(T0);
@@ -642,6 +699,7 @@ fn a_fixed_file_renamed_without_sighup_is_reopened_at_its_name_and_loses_nothing
 // 5. File modes.
 // ---------------------------------------------------------------------------------
 
+#[cfg(unix)]
 /// The process umask, read once (umask(2) can only be read by setting it; the
 /// `OnceLock` makes this the only place that does, and every mode test calls it before
 /// creating a file).
@@ -657,6 +715,7 @@ fn umask() -> u32 {
     })
 }
 
+#[cfg(unix)]
 fn mode(path: &Path) -> u32 {
     std::fs::symlink_metadata(path)
         .unwrap()
@@ -665,6 +724,7 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
+#[cfg(unix)]
 /// Writes an hour, rotates, compresses; returns (first file's gz, current file).
 fn rotate_and_compress(builder: Builder, clock: &TestClock, dir: &Path) -> (PathBuf, PathBuf) {
     let mut sink = builder
@@ -683,6 +743,8 @@ fn rotate_and_compress(builder: Builder, clock: &TestClock, dir: &Path) -> (Path
     (gz, current)
 }
 
+// File modes are unix permissions (Windows refuses file_mode: see below).
+#[cfg(unix)]
 #[test]
 fn file_mode_0o600_applies_to_the_current_file_and_to_its_gz() {
     let expected = 0o600 & !umask();
@@ -709,6 +771,8 @@ fn file_mode_0o600_applies_to_the_current_file_and_to_its_gz() {
     assert_eq!(mode(&gz), expected, "the .gz: {:o}", mode(&gz));
 }
 
+// File modes are unix permissions (Windows refuses file_mode: see below).
+#[cfg(unix)]
 #[test]
 fn file_mode_applies_to_a_fixed_file_recreated_after_rotation() {
     let expected = 0o600 & !umask();
@@ -730,6 +794,8 @@ fn file_mode_applies_to_a_fixed_file_recreated_after_rotation() {
     assert_eq!(mode(&current), expected, "the new app.log");
 }
 
+// File modes are unix permissions (Windows refuses file_mode: see below).
+#[cfg(unix)]
 #[test]
 fn without_file_mode_files_are_created_0o666_minus_the_umask() {
     let expected = 0o666 & !umask();
@@ -749,4 +815,63 @@ fn without_file_mode_files_are_created_0o666_minus_the_umask() {
     let (gz, current) = rotate_and_compress(hourly_dated(&clock), &clock, dir.path());
     assert_eq!(mode(&current), expected);
     assert_eq!(mode(&gz), expected, "the .gz keeps its original's mode");
+}
+
+/// Windows has no file modes: asking for one is refused, by name, when the sink is
+/// built.
+#[cfg(windows)]
+#[test]
+fn file_mode_is_refused_on_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(T0);
+    let e = hourly_dated(&clock)
+        .file_mode(0o600)
+        .build(dir.path())
+        .map(|_| ())
+        .unwrap_err();
+    let io = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("an io::Error inside");
+    assert_eq!(io.kind(), std::io::ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("Windows"), "{e}");
+}
+
+/// Windows: a reader that opened the current file without sharing deletion (as many
+/// Windows programs do) keeps a fixed name's rotation from renaming it. The rotation
+/// fails (the writer counts a write error), the batch goes to the current file, and the
+/// next batch after the reader let go rotates. Nothing is lost.
+#[cfg(windows)]
+#[test]
+fn a_reader_that_shares_no_deletion_delays_a_fixed_names_rotation_and_loses_nothing() {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_READ, FILE_SHARE_WRITE};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::at(T0);
+    let mut sink = hourly_fixed(&clock).build(dir.path()).unwrap().into_sink();
+    let current = dir.path().join("app.log");
+    write_batch(&mut sink, &records(0..10));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+        .open(&current)
+        .unwrap();
+    clock.advance(HOUR);
+    let batch = records(10..20);
+    assert!(
+        sink.before_batch(batch.len()).is_err(),
+        "the rename is refused"
+    );
+    assert_eq!(sink.write(&batch).unwrap(), batch.len());
+    drop(reader);
+    write_batch(&mut sink, &records(20..30));
+    drop(sink);
+    let rotated = dir.path().join(format!("app.log.{}", hour_stamp(T0)));
+    assert_eq!(
+        seqs(&std::fs::read(&rotated).unwrap()),
+        (0..20).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        seqs(&std::fs::read(&current).unwrap()),
+        (20..30).collect::<Vec<_>>()
+    );
 }

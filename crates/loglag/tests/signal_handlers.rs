@@ -1,3 +1,5 @@
+// Unix only: real signal handlers (SIGUSR1 sent with pthread_kill); Windows has none.
+#![cfg(unix)]
 //! Logging from a real signal handler (SIGUSR1, sent with `pthread_kill` to threads
 //! that are logging). A handler that interrupts the pipeline's own producer path on its
 //! thread (a ring being claimed under its lock, the counter table borrowed) must not

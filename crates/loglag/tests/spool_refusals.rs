@@ -9,6 +9,7 @@
 mod support;
 
 use std::io;
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::mpsc;
@@ -16,13 +17,18 @@ use std::time::Duration;
 
 use loglag::sink::FdSink;
 use loglag::spool::{self, SpoolError, SpoolErrorKind};
-use loglag::{BuildError, Level, Mode, NonBlockingBuilder};
-use support::{within, Behaviour, Gate, TestSink};
+#[cfg(unix)]
+use loglag::Mode;
+use loglag::{BuildError, Level, NonBlockingBuilder};
+#[cfg(unix)]
+use support::Gate;
+use support::{within, Behaviour, TestSink};
 
 /// A refusal takes no time at all; this only bounds a regression that blocks, so that
 /// it fails the test instead of hanging the suite.
 const DEADLINE: Duration = Duration::from_secs(60);
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
@@ -40,6 +46,7 @@ fn within_deadline<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
     rx.recv_timeout(DEADLINE).ok()
 }
 
+#[cfg(unix)]
 /// A blocked `open(2)` of `fifo` for reading returns once a writer opens it.
 fn release_a_blocked_reader(fifo: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
@@ -75,6 +82,8 @@ fn recover_in_a_thread(path: &Path) -> Option<(io::Result<spool::Recovered>, boo
     })
 }
 
+// FIFOs are unix's (Windows refuses them: rolling_trust.rs, windows_refuses_what_it_cannot_do_by_name).
+#[cfg(unix)]
 #[test]
 fn recover_refuses_a_fifo_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,6 +115,8 @@ fn recover_refuses_a_directory() {
     assert!(!opened);
 }
 
+// Unix sockets and /dev/null are unix's.
+#[cfg(unix)]
 #[test]
 fn recover_refuses_a_socket_and_a_device() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,6 +135,8 @@ fn recover_refuses_a_socket_and_a_device() {
     assert!(!opened);
 }
 
+// FIFOs are unix's (Windows refuses them: rolling_trust.rs, windows_refuses_what_it_cannot_do_by_name).
+#[cfg(unix)]
 #[test]
 fn a_pipeline_refuses_a_fifo_as_its_spool_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
@@ -223,12 +236,15 @@ fn a_corrupt_spool_is_warned_about_and_the_pipeline_runs_without_it() {
     });
 }
 
+#[cfg(unix)]
 const RECORDS: usize = 200;
 
+#[cfg(unix)]
 fn record(i: usize) -> Vec<u8> {
     format!("record {i:04}\n").into_bytes()
 }
 
+#[cfg(unix)]
 /// A spool with `RECORDS` records queued and not written, as a copy of a live
 /// pipeline's spool (the pipeline's writer is held in its first write). Returns the
 /// copy's bytes: its header and its 64 KiB ring.
@@ -258,6 +274,7 @@ fn a_spool_with_records_queued(dir: &Path) -> Vec<u8> {
     bytes
 }
 
+#[cfg(unix)]
 /// Writes `bytes` to a new file at `path`, sets header word `word` to `value`, then
 /// extends the file (sparsely: a hole) to `len` bytes.
 fn sparse_spool(path: &Path, bytes: &[u8], word: Option<(usize, u64)>, len: u64) {
@@ -280,6 +297,7 @@ fn sparse_spool(path: &Path, bytes: &[u8], word: Option<(usize, u64)>, len: u64)
     }
 }
 
+#[cfg(unix)]
 /// Allocated bytes (`st_blocks` × 512).
 fn allocated(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().blocks() * 512
@@ -287,7 +305,7 @@ fn allocated(path: &Path) -> u64 {
 
 /// Whether `dir` is on tmpfs, whose holes a read through a mapping fills (with memory),
 /// so that what this test measures does not apply.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn on_tmpfs(_dir: &Path) -> bool {
     false
 }
@@ -304,6 +322,8 @@ fn on_tmpfs(dir: &Path) -> bool {
     }
 }
 
+// Holes are counted in st_blocks, which is unix's (NTFS makes no holes unless asked).
+#[cfg(unix)]
 #[test]
 fn recover_never_materialises_a_sparse_spools_holes() {
     const FOUR_GIB: u64 = 4 << 30;

@@ -7,6 +7,7 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream, UdpSocket};
+#[cfg(unix)]
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 
@@ -103,6 +104,8 @@ fn records_arrive_as_rfc5424_messages_with_their_fields_over_tcp() {
     check(&collector.join().unwrap(), 500);
 }
 
+// Unix datagram sockets are unix's (the Windows test below checks UDP and the refusal).
+#[cfg(unix)]
 #[test]
 fn records_arrive_one_datagram_each_over_udp_and_a_unix_socket() {
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -154,6 +157,41 @@ fn records_arrive_one_datagram_each_over_udp_and_a_unix_socket() {
     let m = log_events(loglag::sink::Syslog::unix(&path), 200);
     assert_eq!(m.written_records, 200, "{m:?}");
     check(&received.join().unwrap(), 200);
+}
+
+/// Windows: UDP as on unix, one datagram per record; a unix datagram socket, which
+/// Windows does not have, fails every write with an error saying so (each record an
+/// `io_error` drop), and its sink URL is refused when it is opened.
+#[cfg(windows)]
+#[test]
+fn records_arrive_one_datagram_each_over_udp_and_a_unix_socket_is_refused() {
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_addr = udp.local_addr().unwrap();
+    udp.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let received = std::thread::spawn(move || {
+        let mut buf = vec![0; 65536];
+        (0..200)
+            .map(|_| {
+                let len = udp.recv(&mut buf).unwrap();
+                String::from_utf8(buf[..len].to_vec()).unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    let m = log_events(loglag::sink::Syslog::udp(udp_addr).unwrap(), 200);
+    assert_eq!(m.written_records, 200, "{m:?}");
+    check(&received.join().unwrap(), 200);
+
+    let m = log_events(loglag::sink::Syslog::unix("nowhere.sock"), 5);
+    assert_eq!(m.written_records, 0, "{m:?}");
+    assert_eq!(m.dropped_for(DropReason::IoError), 5, "{m:?}");
+    let e = "syslog+unix:///dev/log"
+        .parse::<loglag::SinkSpec>()
+        .unwrap()
+        .open()
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("Windows"), "{e}");
 }
 
 /// A record over `max_record_bytes` stays one valid RFC 5424 message: a long message
@@ -264,6 +302,8 @@ fn an_unreachable_collector_drops_and_counts() {
     assert_eq!(m.dropped_for(DropReason::IoError), 50);
 }
 
+// rsyslogd is a unix daemon.
+#[cfg(unix)]
 /// A real `rsyslogd` on loopback (the config is `tests/rsyslog/loglag.conf`): every
 /// record arrives with its fields; then rsyslog is restarted mid-stream, and every
 /// record sent is either in its file or counted as dropped by the pipeline.

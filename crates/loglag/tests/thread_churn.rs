@@ -1,3 +1,5 @@
+// Linux only: resident memory is read from /proc/self/status.
+#![cfg(target_os = "linux")]
 //! Thread churn: a service that runs each task on a short-lived thread, each of which
 //! logs, must not grow memory with the number of threads it ever had.
 

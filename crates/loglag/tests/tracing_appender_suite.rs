@@ -22,6 +22,8 @@
 //!   that reason.
 #![cfg(all(feature = "rolling", feature = "tracing"))]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -182,6 +184,10 @@ fn test_appender(rotation: Rotation, file_prefix: &str) {
     write_to_log(&mut appender, expected_value);
     assert!(find_str_in_log(directory.path(), expected_value));
 
+    // Windows removes a directory only once no file in it is open (Wine always; Windows
+    // where deletion has no POSIX semantics): the appender goes first.
+    #[cfg(windows)]
+    drop(appender);
     directory
         .close()
         .expect("Failed to explicitly close TempDir. TempDir should delete once out of scope.")
@@ -806,6 +812,9 @@ fn test_parse_date_from_filename_minutely() {
 // REWRITTEN on the public API: upstream builds the private `Inner` (which creates the first file and the link) and then an appender with a mock clock in its private `now` field; this uses `Builder::latest_symlink` and `Builder::time_source`. The checks are upstream's.
 #[test]
 fn test_latest_symlink() {
+    if support::wine_cannot("test_latest_symlink", "make a symbolic link") {
+        return;
+    }
     let now = parse_utc("2020-02-01 10:01:00 +00:00:00");
     let directory = tempfile::tempdir().expect("failed to create tempdir");
     let clock = mock_clock(now);

@@ -223,6 +223,7 @@ mod tests {
     }
 
     /// The scheduler state (`R`, `S`, ...) of this process's thread called `name`.
+    #[cfg(target_os = "linux")] // /proc is Linux's
     fn thread_state(name: &str) -> Option<char> {
         for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
             let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
@@ -246,6 +247,7 @@ mod tests {
 
     /// Two parties shut down at once (the guard, and SIGTERM's flush): the second waits
     /// for the writer like the first, and both see everything written.
+    #[cfg(target_os = "linux")] // waits on thread_state, from /proc
     #[test]
     fn a_second_shutdown_waits_for_the_writer_like_the_first() {
         bounded("two shutdowns", || {

@@ -177,7 +177,10 @@ impl<'a> LineBuilder<'a> {
                 out.extend_from_slice(syslog::host_and_app().as_bytes());
                 // SAFETY: getpid has no preconditions; read per record, since a forked
                 // child renders its own records.
+                #[cfg(unix)]
                 let pid = unsafe { libc::getpid() };
+                #[cfg(not(unix))]
+                let pid = std::process::id();
                 let _ = std::io::Write::write_fmt(out, format_args!(" {pid} - [{}", syslog::SD_ID));
                 if targeted {
                     out.extend_from_slice(b" target=\"");

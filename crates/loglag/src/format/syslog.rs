@@ -11,17 +11,29 @@ pub(crate) const SD_ID: &str = "loglag@32473";
 pub(crate) fn host_and_app() -> &'static str {
     static HEADER: OnceLock<String> = OnceLock::new();
     HEADER.get_or_init(|| {
+        #[cfg(windows)]
+        let host = crate::windows::host_name();
+        #[cfg(unix)]
         let mut host = [0u8; 256];
+        #[cfg(unix)]
         // SAFETY: the buffer and its length are valid; gethostname NUL-terminates
         // within it on success.
         let ok = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } == 0;
+        #[cfg(unix)]
         let host = if ok {
             let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
             String::from_utf8_lossy(&host[..end]).into_owned()
         } else {
             String::new()
         };
+        #[cfg(unix)]
         let app = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        // No /proc: the executable's name, without `.exe`.
+        #[cfg(windows)]
+        let app = std::env::current_exe()
+            .ok()
+            .and_then(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
+            .unwrap_or_default();
         format!("{} {}", printable(&host, 255), printable(app.trim(), 48))
     })
 }

@@ -144,11 +144,23 @@ pub(crate) fn coarse_monotonic_ns() -> u64 {
 }
 
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`).
+#[cfg(unix)]
 pub(crate) fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// Monotonic nanoseconds: std's `Instant` (`QueryPerformanceCounter`) counted from the
+/// first reading, plus one second so that no reading is 0 (which means "none" to a
+/// ring's enqueue time).
+#[cfg(not(unix))]
+pub(crate) fn monotonic_ns() -> u64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let since = ORIGIN.get_or_init(std::time::Instant::now).elapsed();
+    1_000_000_000 + since.as_nanos() as u64
+}
+
 /// `clock_gettime(clock)` in nanoseconds.
+#[cfg(unix)]
 pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

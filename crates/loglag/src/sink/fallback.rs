@@ -166,7 +166,10 @@ mod tests {
     impl Sink for Flaky {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             if *self.fail.lock().unwrap() {
+                #[cfg(unix)]
                 return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                #[cfg(not(unix))]
+                return Err(io::Error::other("no space left on device"));
             }
             self.got.lock().unwrap().extend_from_slice(buf);
             Ok(buf.len())

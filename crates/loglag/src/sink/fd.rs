@@ -1,12 +1,19 @@
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+#[cfg(unix)]
+use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::{FileSink, Sink};
+use super::{FileSink, RawDescriptor, Sink};
 
 /// A sink that is a file descriptor: each `write` is exactly one `write(2)`.
+///
+/// On Windows it is a handle: each `write` is one `WriteFile` (standard output and
+/// error go through std's `Stdout` and `Stderr`, which write a console in UTF-16), and
+/// there are no FIFOs and no file modes (see [`FdSink::fifo`],
+/// [`FdSink::append_with_mode`]).
 ///
 /// ```no_run
 /// use loglag::sink::FdSink;
@@ -16,12 +23,16 @@ use super::{FileSink, Sink};
 /// ```
 #[derive(Debug)]
 pub struct FdSink {
-    fd: RawFd,
+    /// The descriptor; on Windows 1 or 2 for standard output or error, -1 for a file
+    /// (which `_owned` holds).
+    fd: RawDescriptor,
     /// Keeps the descriptor open for files and FIFOs; `None` for stdout/stderr.
     _owned: Option<File>,
     /// A FIFO to reopen when its reader has gone (EPIPE) and a new one arrives.
+    #[cfg_attr(not(unix), allow(dead_code))]
     reopen: Option<(std::path::PathBuf, Option<usize>)>,
     /// What `fd` refers to (device, inode), read once when it was opened.
+    #[cfg_attr(not(unix), allow(dead_code))]
     id: (u64, u64),
 }
 
@@ -44,8 +55,35 @@ impl FdSink {
 
     /// A file opened for appending, created if missing with `mode` minus the umask
     /// (`0o640` to let a log group read it). An existing file keeps its mode.
+    ///
+    /// Windows has no file modes (a new file takes its directory's ACL): there `0o666`
+    /// is [`append`](Self::append) and any other mode is an `Unsupported` error.
     pub fn append_with_mode(path: impl AsRef<Path>, mode: u32) -> io::Result<FdSink> {
         let path = path.as_ref();
+        #[cfg(not(unix))]
+        if mode & 0o7777 != 0o666 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "cannot create log file {} with mode {:04o}: file modes are unix permissions, \
+                     and Windows has none (a new file takes its directory's ACL)",
+                    path.display(),
+                    mode & 0o7777
+                ),
+            ));
+        }
+        #[cfg(not(unix))]
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot open log file {}: {e}", path.display()),
+                )
+            })?;
+        #[cfg(unix)]
         let file = OpenOptions::new()
             .append(true)
             .create(true)
@@ -62,6 +100,25 @@ impl FdSink {
 
     /// A FIFO or pipe. Opening blocks until a reader opens the other end, as FIFOs do.
     /// `pipe_size` asks the kernel for that capacity with `F_SETPIPE_SZ`.
+    ///
+    /// Unix only: Windows has no FIFOs, and this is an `Unsupported` error there.
+    #[cfg(not(unix))]
+    pub fn fifo(path: impl AsRef<Path>, _pipe_size: Option<usize>) -> io::Result<FdSink> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "cannot open FIFO {}: FIFOs (named pipes of the file system) are unix-only; \
+                 Windows has none",
+                path.as_ref().display()
+            ),
+        ))
+    }
+
+    /// A FIFO or pipe. Opening blocks until a reader opens the other end, as FIFOs do.
+    /// `pipe_size` asks the kernel for that capacity with `F_SETPIPE_SZ`.
+    ///
+    /// Unix only: Windows has no FIFOs, and this is an `Unsupported` error there.
+    #[cfg(unix)]
     pub fn fifo(path: impl AsRef<Path>, pipe_size: Option<usize>) -> io::Result<FdSink> {
         let path = path.as_ref();
         let meta = std::fs::metadata(path).map_err(|e| {
@@ -94,7 +151,8 @@ impl FdSink {
 
     /// Like [`fifo`](Self::fifo), but when the reader goes away (writes fail with
     /// EPIPE, counted as I/O errors) it reopens the FIFO as soon as a new reader has it
-    /// open, without ever blocking the writer thread on the open.
+    /// open, without ever blocking the writer thread on the open. Unix only, as
+    /// [`fifo`](Self::fifo).
     pub fn fifo_reopening(path: impl AsRef<Path>, pipe_size: Option<usize>) -> io::Result<FdSink> {
         let mut sink = FdSink::fifo(&path, pipe_size)?;
         sink.reopen = Some((path.as_ref().to_owned(), pipe_size));
@@ -102,6 +160,7 @@ impl FdSink {
     }
 
     /// Opens the FIFO again if a reader has it open now (never blocks).
+    #[cfg(unix)]
     fn try_reopen(&mut self) -> bool {
         let Some((path, pipe_size)) = &self.reopen else {
             return false;
@@ -128,11 +187,35 @@ impl FdSink {
     }
 
     /// Wraps an open file (or the write end of a pipe).
+    #[cfg(unix)]
     pub fn from_file(file: File) -> FdSink {
         FdSink::of(file.as_raw_fd(), Some(file))
     }
 
-    fn of(fd: RawFd, owned: Option<File>) -> FdSink {
+    /// Wraps an open file (or the write end of a pipe).
+    #[cfg(windows)]
+    pub fn from_file(file: File) -> FdSink {
+        let id = crate::windows::file_info(&file).map_or((0, 0), |i| i.id);
+        FdSink {
+            fd: -1,
+            _owned: Some(file),
+            reopen: None,
+            id,
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(fd: RawDescriptor, owned: Option<File>) -> FdSink {
+        FdSink {
+            fd,
+            _owned: owned,
+            reopen: None,
+            id: (0, 0),
+        }
+    }
+
+    #[cfg(unix)]
+    fn of(fd: RawDescriptor, owned: Option<File>) -> FdSink {
         FdSink {
             fd,
             _owned: owned,
@@ -179,16 +262,33 @@ impl FdSink {
 }
 
 impl FileSink for FdSink {
-    fn descriptor(&self) -> Option<(RawFd, (u64, u64))> {
+    #[cfg(unix)]
+    fn descriptor(&self) -> Option<(RawDescriptor, (u64, u64))> {
         Some((self.fd, self.id))
     }
 
+    /// No `fork` on Windows: no child ever writes to a descriptor.
+    #[cfg(not(unix))]
+    fn descriptor(&self) -> Option<(RawDescriptor, (u64, u64))> {
+        None
+    }
+
+    #[cfg(unix)]
     fn identity(&mut self) -> Option<(u64, u64)> {
         use std::os::unix::fs::MetadataExt;
         let meta = self.regular_file()?.metadata().ok()?;
         Some((meta.dev(), meta.ino()))
     }
 
+    #[cfg(windows)]
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        crate::windows::file_info(self.regular_file()?)
+            .ok()
+            .map(|i| i.id)
+    }
+
+    /// Windows' handles here are never non-blocking: the default, which does not wait.
+    #[cfg(unix)]
     fn wait_writable(&mut self, timeout: std::time::Duration) -> bool {
         let mut pfd = libc::pollfd {
             fd: self.fd,
@@ -230,6 +330,29 @@ impl Sink for FdSink {
         Some(self)
     }
 
+    #[cfg(not(unix))]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        match (&self._owned, self.fd) {
+            (Some(file), _) => (&*file).write(buf),
+            // Line-buffered by std: a batch of whole lines goes out in one call.
+            (None, 1) => io::stdout().lock().write(buf),
+            (None, _) => io::stderr().lock().write(buf),
+        }
+    }
+
+    /// Standard output is line-buffered by std on Windows: a batch that does not end
+    /// in a newline waits there until this.
+    #[cfg(not(unix))]
+    fn flush(&mut self) -> io::Result<()> {
+        use std::io::Write;
+        match (&self._owned, self.fd) {
+            (None, 1) => io::stdout().lock().flush(),
+            _ => Ok(()),
+        }
+    }
+
+    #[cfg(unix)]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut reopened = false;
         loop {

@@ -136,6 +136,18 @@ impl SinkReport {
     }
 }
 
+/// A file descriptor's number, as [`FileSink::descriptor`] gives it: `std::os::fd::RawFd`
+/// on unix. Windows has no `fork`, so no child ever writes through one there: its
+/// sinks answer `None`.
+#[cfg(unix)]
+pub type RawDescriptor = std::os::fd::RawFd;
+
+/// A file descriptor's number, as [`FileSink::descriptor`] gives it: `std::os::fd::RawFd`
+/// on unix. Windows has no `fork`, so no child ever writes through one there: its
+/// sinks answer `None`.
+#[cfg(not(unix))]
+pub type RawDescriptor = std::ffi::c_int;
+
 /// What a sink that is one file descriptor offers besides writing, through
 /// [`Sink::as_file`].
 ///
@@ -148,13 +160,15 @@ pub trait FileSink {
     /// inode). A forked child, which has no writer thread, writes its records to it
     /// directly (see `RELIABILITY.md`, "fork"). Asked after every `before_batch`, on
     /// the writer's thread or the caller's in `sync` mode: it must answer from what the
-    /// sink knows, without a system call.
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))>;
+    /// sink knows, without a system call. On Windows (no `fork`) nothing asks; the
+    /// sinks of loglag answer `None` there.
+    fn descriptor(&self) -> Option<(RawDescriptor, (u64, u64))>;
 
     /// The file's current length, if it is a regular file.
     fn position(&mut self) -> Option<u64>;
 
-    /// The identity of the file (device, inode), if it is a regular file. Spool
+    /// The identity of the file (device, inode; on Windows volume serial number and
+    /// file index), if it is a regular file. Spool
     /// recovery cuts or skips an interrupted batch only in the very file it was being
     /// written to.
     fn identity(&mut self) -> Option<(u64, u64)>;
@@ -296,7 +310,7 @@ impl HeldSink {
     }
 
     /// The sink's descriptor, for a forked child (see [`FileSink::descriptor`]).
-    pub(crate) fn descriptor(&mut self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    pub(crate) fn descriptor(&mut self) -> Option<(RawDescriptor, (u64, u64))> {
         descriptor(self.sink.as_mut())
     }
 
@@ -385,7 +399,7 @@ pub(crate) fn place(sink: &mut dyn Sink) -> (Option<u64>, Option<(u64, u64)>) {
 }
 
 /// The descriptor `sink` writes to and what it refers to, if it is one descriptor.
-pub(crate) fn descriptor(sink: &mut dyn Sink) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+pub(crate) fn descriptor(sink: &mut dyn Sink) -> Option<(RawDescriptor, (u64, u64))> {
     call_sink(|| Ok(sink.as_file().and_then(|f| f.descriptor()))).unwrap_or(None)
 }
 

@@ -89,6 +89,9 @@ impl SinkSpec {
             SinkSpec::Fifo(p) => Box::new(FdSink::fifo(p, None)?),
             SinkSpec::SyslogTcp(a) => Box::new(Syslog::tcp(a.as_str())?),
             SinkSpec::SyslogUdp(a) => Box::new(Syslog::udp(a.as_str())?),
+            #[cfg(not(unix))]
+            SinkSpec::SyslogUnix(p) => return Err(super::syslog::no_unix_sockets(p)),
+            #[cfg(unix)]
             SinkSpec::SyslogUnix(p) => Box::new(Syslog::unix(p)),
             SinkSpec::Relp(a) => Box::new(Relp::tcp(a.as_str())?),
             #[cfg(feature = "otlp")]
@@ -193,7 +196,7 @@ impl SinkSpec {
             if p.is_empty() {
                 Err(format!("{s:?} has no path: write file:///var/log/app.log"))
             } else {
-                Ok(PathBuf::from(p))
+                Ok(url_path(p))
             }
         };
         match s {
@@ -231,6 +234,19 @@ impl SinkSpec {
             },
         }
     }
+}
+
+/// A URL's path as a file path. On Windows `file:///C:/logs/app.log` has the path
+/// `/C:/logs/app.log`, which is `C:/logs/app.log` (`file://C:/logs/app.log` is too).
+fn url_path(p: &str) -> PathBuf {
+    #[cfg(windows)]
+    if let Some(rest) = p.strip_prefix('/') {
+        let b = rest.as_bytes();
+        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+            return PathBuf::from(rest);
+        }
+    }
+    PathBuf::from(p)
 }
 
 impl std::fmt::Display for SinkSpec {
@@ -449,5 +465,29 @@ impl FileOptions {
                 self.query()
             ),
         ))
+    }
+}
+
+#[cfg(all(test, windows))]
+mod tests {
+    use super::SinkSpec;
+
+    /// `file:///C:/logs/app.log` is `C:/logs/app.log`, as `file://C:\logs\app.log` is
+    /// `C:\logs\app.log`; a path without a drive stays as written.
+    #[test]
+    fn a_file_url_with_a_drive_letter_names_that_drive() {
+        let parse = |url: &str| url.parse::<SinkSpec>().unwrap();
+        assert_eq!(
+            parse("file:///C:/logs/app.log"),
+            SinkSpec::File("C:/logs/app.log".into())
+        );
+        assert_eq!(
+            parse(r"file://C:\logs\app.log"),
+            SinkSpec::File(r"C:\logs\app.log".into())
+        );
+        assert_eq!(
+            parse("file:///var/log/app.log"),
+            SinkSpec::File("/var/log/app.log".into())
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Syslog to a collector: RFC 5424 lines (render them with [`Format::Syslog`]) sent
 //! over TCP with RFC 6587 octet counting, over UDP (RFC 5426, one datagram per record),
-//! or to a unix datagram socket such as `/dev/log`.
+//! or to a unix datagram socket such as `/dev/log` (unix only: on Windows every
+//! write to one fails with an `Unsupported` error saying so).
 //!
 //! | transport | guarantee |
 //! |---|---|
@@ -15,7 +16,9 @@
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -39,6 +42,7 @@ enum Transport {
 enum Connection {
     Tcp(TcpStream),
     Udp(UdpSocket),
+    #[cfg(unix)]
     Unix(UnixDatagram),
 }
 
@@ -107,7 +111,9 @@ impl Syslog {
     }
 
     /// A unix datagram socket, one datagram per record: `/dev/log` for the local
-    /// syslog daemon.
+    /// syslog daemon. Unix only: Windows has no unix datagram sockets, so there every
+    /// write fails with an `Unsupported` error that says so (and a `syslog+unix://`
+    /// sink URL is refused when it is opened).
     pub fn unix(path: impl Into<PathBuf>) -> Syslog {
         Syslog::new(Transport::Unix(path.into()))
     }
@@ -134,6 +140,9 @@ impl Syslog {
                 socket.set_write_timeout(Some(WRITE_TIMEOUT))?;
                 Connection::Udp(socket)
             }
+            #[cfg(not(unix))]
+            Transport::Unix(path) => return Err(no_unix_sockets(path)),
+            #[cfg(unix)]
             Transport::Unix(path) => {
                 let socket = UnixDatagram::unbound()?;
                 socket.connect(path)?;
@@ -184,8 +193,38 @@ impl Syslog {
     }
 }
 
+/// The error for a unix datagram socket where there are none.
+#[cfg(not(unix))]
+pub(super) fn no_unix_sockets(path: &std::path::Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "syslog to the unix datagram socket {}: Windows has no unix datagram sockets; \
+             use syslog+tcp:// or syslog+udp://",
+            path.display()
+        ),
+    )
+}
+
+/// Whether the collector has closed its end: it never sends, so a readable socket
+/// with nothing to read is its FIN (or a reset). (Windows has no `MSG_DONTWAIT`: the
+/// socket is made non-blocking for the peek.)
+#[cfg(not(unix))]
+fn peer_closed(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let peeked = stream.peek(&mut [0u8]);
+    let _ = stream.set_nonblocking(false);
+    match peeked {
+        Ok(n) => n == 0,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
 /// Whether the collector has closed its end: it never sends, so a readable socket
 /// with nothing to read is its FIN (or a reset).
+#[cfg(unix)]
 fn peer_closed(stream: &TcpStream) -> bool {
     let mut byte = 0u8;
     // SAFETY: a valid descriptor and a one-byte buffer; MSG_PEEK leaves the data.
@@ -271,6 +310,7 @@ impl Sink for Syslog {
                 let (record, used) = first_record(buf);
                 socket.send(record).map(|_| used)
             }
+            #[cfg(unix)]
             Ok(Connection::Unix(socket)) => {
                 let (record, used) = first_record(buf);
                 socket.send(record).map(|_| used)
@@ -284,7 +324,7 @@ impl Sink for Syslog {
             }
             // One datagram too large for the transport is that record's failure, not
             // the collector's: no back-off (keep records under 64 KiB for UDP).
-            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => Err(e),
+            Err(e) if e.raw_os_error() == Some(EMSGSIZE) => Err(e),
             Err(e) => {
                 // A record cut short on a TCP stream is never completed: the connection
                 // is dropped, and the batch is counted as lost by the writer.
@@ -301,7 +341,20 @@ impl Sink for Syslog {
     }
 }
 
+/// A datagram larger than the transport takes.
+#[cfg(unix)]
+const EMSGSIZE: i32 = libc::EMSGSIZE;
+#[cfg(windows)]
+const EMSGSIZE: i32 = windows_sys::Win32::Networking::WinSock::WSAEMSGSIZE;
+
 /// SO_SNDBUF on a connected socket.
+#[cfg(windows)]
+fn set_send_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
+    crate::windows::set_send_buffer(stream, bytes)
+}
+
+/// SO_SNDBUF on a connected socket.
+#[cfg(unix)]
 fn set_send_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: a valid socket and a pointer to an int of the size given.

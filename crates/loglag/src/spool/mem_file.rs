@@ -102,7 +102,7 @@ impl Sink for MemFile {
 
 /// A pipe is a descriptor too, with no length, identity or truncation.
 impl FileSink for MemFile {
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None
     }
 

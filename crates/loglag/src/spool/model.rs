@@ -336,7 +336,8 @@ fn at_least_once(
             _ if !cut && records.get(cur).is_some_and(|r| r.starts_with(segment)) => cut = true,
             // A cut rewrite: the output went back and was cut again.
             _ => match allowed(cur)
-                .filter(|&floor| records[floor].starts_with(segment))
+                // A floor at the end (a life that accepted nothing) starts no record.
+                .filter(|&floor| records.get(floor).is_some_and(|r| r.starts_with(segment)))
                 .max()
             {
                 Some(floor) => {

@@ -2,6 +2,11 @@
 //! `flock`ed against a second live process, its blocks allocated and its capacity read
 //! and checked against its length; then mapped and handed to recovery. What is no
 //! regular file, or empty, is refused without waiting on it.
+//!
+//! On Windows: a symbolic link is refused as on unix; the lock is one byte past the
+//! data (`crate::windows::try_lock`); there is no owner or mode to check (the file
+//! takes its directory's ACL); the blocks are allocated by growing the file, which
+//! NTFS allocates (it is not sparse).
 
 use std::fs::OpenOptions;
 use std::io;
@@ -109,7 +114,22 @@ pub(super) fn new_capacity(requested: usize) -> io::Result<u64> {
     Ok(capacity)
 }
 
+/// Refuses what is no regular file. Windows has no owner and mode to check: the file
+/// takes its directory's ACL.
+#[cfg(windows)]
+fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
+    if !file.metadata()?.is_file() {
+        return Err(invalid(
+            path,
+            SpoolErrorKind::Permissions,
+            "a spool must be a regular file",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses a spool owned by someone else or open to other users.
+#[cfg(unix)]
 fn check_ownership(file: &std::fs::File, path: &Path) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata()?;
@@ -198,10 +218,31 @@ fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
     }
 }
 
-fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
+/// Grows the file to `len` if shorter: NTFS allocates the blocks of what a file
+/// grows by (it is not sparse), so a full disk shows here, not at a later store.
+#[cfg(windows)]
+fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
+    if file.metadata()?.len() < len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
+/// `pread` of `buf.len()` bytes at `offset`.
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    crate::windows::read_exact_at(file, buf, offset)
+}
+
+fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     let mut head = [0u8; 24];
-    file.read_exact_at(&mut head, 0).map_err(|e| {
+    read_exact_at(file, &mut head, 0).map_err(|e| {
         invalid(
             path,
             SpoolErrorKind::NotASpool,
@@ -260,10 +301,9 @@ enum Access {
 /// that a live writer makes either fail. The lock goes with the process, however it
 /// ends. Returns the file and its length.
 fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let (write, create, lock) = match access {
-        Access::Write { create } => (true, create, libc::LOCK_EX),
-        Access::Look => (false, false, libc::LOCK_SH),
+    let (write, create, exclusive) = match access {
+        Access::Write { create } => (true, create, true),
+        Access::Look => (false, false, false),
     };
     // What is no regular file is refused before it is opened: opening a FIFO for
     // reading waits for a writer, and opening a device can act on it. A symlink is
@@ -273,6 +313,94 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
             return Err(not_a_regular_file(path, &meta));
         }
     }
+    let file = open_no_follow(path, write, create)?;
+    // A lock this process released a moment ago can still be held by a child another
+    // thread forked in between, until that child calls exec (its copy of the
+    // descriptor is close-on-exec, and a flock belongs to the shared open file): a
+    // multi-threaded program that spawns processes sees this. So a held lock is
+    // retried for up to ~250 ms before the spool is called in use. (On Windows a
+    // killed process's locks go a moment after it does.)
+    let mut pause = Duration::from_millis(1);
+    let mut locked = try_lock(&file, exclusive);
+    while !locked && pause <= Duration::from_millis(128) {
+        std::thread::sleep(pause);
+        pause *= 2;
+        locked = try_lock(&file, exclusive);
+    }
+    if !locked {
+        let e = io::Error::last_os_error();
+        return Err(spool_error(
+            path,
+            SpoolErrorKind::InUse,
+            format!(
+                "spool {} is in use by another process ({e}); recover it after that process ends",
+                path.display()
+            ),
+        ));
+    }
+    // The length once locked: another process may have created the spool meanwhile.
+    let len = file.metadata()?.len();
+    Ok((file, len))
+}
+
+/// Takes the spool's lock without waiting: exclusive to write it, shared to look.
+/// `false` when held (the OS error says why).
+#[cfg(unix)]
+fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
+    let lock = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    };
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(file), lock | libc::LOCK_NB) == 0 }
+}
+
+/// Takes the spool's lock (one byte past the data) without waiting.
+#[cfg(windows)]
+fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
+    crate::windows::try_lock(file, exclusive).unwrap_or(false)
+}
+
+/// Opens the spool without following a symlink, created `0600` on unix (Windows has
+/// no mode: the file takes its directory's ACL).
+#[cfg(windows)]
+fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs::File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(create)
+        .truncate(false)
+        .custom_flags(crate::windows::NO_FOLLOW)
+        .open(path)
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot open spool {}: {e}", path.display()),
+            )
+        })?;
+    let meta = file.metadata()?;
+    if meta.file_type().is_symlink() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "cannot open spool {}: it is a symlink; a spool must be a regular file",
+                path.display()
+            ),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(not_a_regular_file(path, &meta));
+    }
+    Ok(file)
+}
+
+/// Opens the spool without following a symlink, created `0600`, refuses what is no
+/// regular file, and clears the `O_NONBLOCK` it was opened with.
+#[cfg(unix)]
+fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: should the path become a FIFO after that look, the open returns at
     // once rather than waiting for a writer, and what was opened is checked again.
     let file = OpenOptions::new()
@@ -309,42 +437,23 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
     if !cleared {
         return Err(io::Error::last_os_error());
     }
-    // A lock this process released a moment ago can still be held by a child another
-    // thread forked in between, until that child calls exec (its copy of the
-    // descriptor is close-on-exec, and a flock belongs to the shared open file): a
-    // multi-threaded program that spawns processes sees this. So a held lock is
-    // retried for up to ~250 ms before the spool is called in use.
-    let try_lock = || {
-        // SAFETY: flock on a descriptor we own.
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), lock | libc::LOCK_NB) }
-    };
-    let mut pause = Duration::from_millis(1);
-    let mut locked = try_lock() == 0;
-    while !locked && pause <= Duration::from_millis(128) {
-        std::thread::sleep(pause);
-        pause *= 2;
-        locked = try_lock() == 0;
-    }
-    if !locked {
-        let e = io::Error::last_os_error();
-        return Err(spool_error(
-            path,
-            SpoolErrorKind::InUse,
-            format!(
-                "spool {} is in use by another process ({e}); recover it after that process ends",
-                path.display()
-            ),
-        ));
-    }
-    // The length once locked: another process may have created the spool meanwhile.
-    let len = file.metadata()?.len();
-    Ok((file, len))
+    Ok(file)
 }
 
 /// The refusal of a path that is no regular file, saying what it is.
 fn not_a_regular_file(path: &Path, meta: &std::fs::Metadata) -> io::Error {
+    #[cfg(unix)]
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
+    #[cfg(windows)]
+    let what = if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "of an unknown kind"
+    };
+    #[cfg(unix)]
     let what = if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {
@@ -412,7 +521,6 @@ pub fn recover_opening<S: Sink>(
     path: impl AsRef<Path>,
     open_sink: impl FnOnce() -> io::Result<S>,
 ) -> io::Result<Recovered> {
-    use std::os::unix::fs::MetadataExt;
     let path = path.as_ref();
     if !path.exists() {
         return Err(io::Error::new(
@@ -421,8 +529,18 @@ pub fn recover_opening<S: Sink>(
         ));
     }
     let spool = check(path)?;
+    #[cfg(unix)]
+    let spool_id = {
+        use std::os::unix::fs::MetadataExt;
+        (spool.dev(), spool.ino())
+    };
+    #[cfg(windows)]
+    let spool_id = {
+        let _ = spool;
+        crate::windows::path_info(path)?.id
+    };
     let mut sink = open_sink()?;
-    if crate::sink::place(&mut sink).1 == Some((spool.dev(), spool.ino())) {
+    if crate::sink::place(&mut sink).1 == Some(spool_id) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(

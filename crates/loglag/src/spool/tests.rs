@@ -151,7 +151,7 @@ impl Sink for DiesAfter {
     }
 }
 impl FileSink for DiesAfter {
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None
     }
     fn sync(&mut self) -> io::Result<()> {
@@ -207,7 +207,7 @@ impl Sink for DiesAtFlush {
     }
 }
 impl FileSink for DiesAtFlush {
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None
     }
     fn position(&mut self) -> Option<u64> {
@@ -237,9 +237,10 @@ fn a_recovery_killed_after_writing_its_chunk_does_not_write_it_again() {
 }
 
 fn set_word(path: &Path, i: u64, v: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    f.write_all_at(&v.to_le_bytes(), i * 8).unwrap();
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(i * 8)).unwrap();
+    f.write_all(&v.to_le_bytes()).unwrap();
 }
 
 /// Found by `model.rs`: `end_batch` advances the tail, then clears the pending end; a
@@ -349,6 +350,9 @@ fn a_corrupt_header_is_refused_and_nothing_is_written() {
     }
 }
 
+// Unix's promise: mode 0600, an owner, a symlink that fails the open (Windows has no
+// mode or owner to check; its symlink refusal is `windows_refuses_a_symlinked_spool`).
+#[cfg(unix)]
 #[test]
 fn spools_are_private_and_foreign_ones_are_refused() {
     use std::os::unix::fs::PermissionsExt;
@@ -378,6 +382,29 @@ fn spools_are_private_and_foreign_ones_are_refused() {
         let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
         assert!(e.to_string().contains("owned by uid 65534"), "{e}");
     }
+}
+
+/// Windows: a symlinked spool is refused (the link is opened, never followed). A
+/// symlink needs Developer Mode or SeCreateSymbolicLinkPrivilege there: without them
+/// there is nothing to refuse, and the test says it skipped.
+#[cfg(windows)]
+#[test]
+fn windows_refuses_a_symlinked_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    let spool = crashed_spool(dir.path(), &log, 0, 0);
+    let link = dir.path().join("link.spool");
+    if crate::windows::under_wine() {
+        eprintln!("skipped windows_refuses_a_symlinked_spool: Wine 8 makes no symlink");
+        return;
+    }
+    if let Err(e) = std::os::windows::fs::symlink_file(&spool, &link) {
+        eprintln!("skipped windows_refuses_a_symlinked_spool: cannot make a symlink: {e}");
+        return;
+    }
+    let mut sink = FdSink::append(&log).unwrap();
+    let e = open(&link, 4096, &mut sink, SpoolSync::Never).unwrap_err();
+    assert!(e.to_string().contains("symlink"), "{e}");
 }
 
 #[test]
@@ -544,6 +571,9 @@ fn a_spool_shorter_than_its_header_says_is_refused_untouched() {
     assert_eq!(std::fs::metadata(&spool).unwrap().len(), cut, "not grown");
 }
 
+// `st_blocks` is unix's; on Windows the spool grows by `set_len`, which NTFS
+// allocates.
+#[cfg(unix)]
 #[test]
 fn a_new_spool_has_all_its_blocks() {
     use std::os::unix::fs::MetadataExt;

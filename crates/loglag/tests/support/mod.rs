@@ -123,9 +123,7 @@ impl Sink for TestSink {
         let n = match self.behaviour {
             Behaviour::Fast => buf.len(),
             Behaviour::Short(max) => buf.len().min(max.max(1)),
-            Behaviour::FailEvery(k) if self.calls % k.max(1) == 0 => {
-                return Err(io::Error::from_raw_os_error(libc::ENOSPC))
-            }
+            Behaviour::FailEvery(k) if self.calls % k.max(1) == 0 => return Err(disk_full()),
             Behaviour::FailEvery(_) => buf.len(),
             Behaviour::Slow => {
                 std::thread::yield_now();
@@ -137,7 +135,7 @@ impl Sink for TestSink {
             Behaviour::Interrupted(_) => buf.len(),
             Behaviour::PartialThenFail(k) if self.calls % k.max(2) == 0 => buf.len().div_ceil(2),
             Behaviour::PartialThenFail(k) if self.calls % k.max(2) == 1 && self.calls > 1 => {
-                return Err(io::Error::from_raw_os_error(libc::EIO))
+                return Err(device_error())
             }
             Behaviour::PartialThenFail(_) => buf.len(),
         };
@@ -147,6 +145,51 @@ impl Sink for TestSink {
         }
         Ok(n)
     }
+}
+
+/// The error a full disk gives: ENOSPC (on Windows, ERROR_DISK_FULL).
+pub fn disk_full() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::ENOSPC);
+    #[cfg(windows)]
+    return io::Error::from_raw_os_error(windows_sys::Win32::Foundation::ERROR_DISK_FULL as i32);
+}
+
+/// The error a failing device gives: EIO (on Windows, ERROR_IO_DEVICE).
+pub fn device_error() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::EIO);
+    #[cfg(windows)]
+    return io::Error::from_raw_os_error(windows_sys::Win32::Foundation::ERROR_IO_DEVICE as i32);
+}
+
+/// Whether this test runs under Wine rather than Windows: Wine 8 cannot do some of what
+/// Windows does (make a symbolic link, delete an open file's name, send a console
+/// control event), and the tests that need it skip there, saying so.
+#[cfg(windows)]
+pub fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process.
+    unsafe {
+        let ntdll = GetModuleHandleA(c"ntdll.dll".as_ptr().cast());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
+/// Under Wine, says on stderr that `test` skips because Wine cannot `what`, and returns
+/// true; on Windows (and unix) false.
+pub fn wine_cannot(test: &str, what: &str) -> bool {
+    #[cfg(windows)]
+    if under_wine() {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "SKIPPED {test} under Wine: Wine cannot {what} (it runs on Windows)"
+        );
+        return true;
+    }
+    let _ = (test, what);
+    false
 }
 
 /// loglag's own macros write through one process-wide pipeline (`set_global`): the
@@ -260,10 +303,31 @@ pub fn wait_child_within(
     match rx.recv_timeout(limit) {
         Ok(out) => out,
         Err(_) => {
-            // SAFETY: kill(2) on our own child, which has not been reaped (the waiter
-            // thread is still blocked on it).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            kill(pid);
             panic!("{what}: child did not exit within {limit:?} (hang)");
+        }
+    }
+}
+
+/// Kills our own child `pid`, which has not been reaped (a waiter thread is still
+/// blocked on it).
+#[cfg(unix)]
+fn kill(pid: i32) {
+    // SAFETY: kill(2) on our own child, which has not been reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Kills our own child `pid` (`TerminateProcess`), still unreaped.
+#[cfg(windows)]
+fn kill(pid: i32) {
+    use windows_sys::Win32::Foundation::CloseHandle;
+    use windows_sys::Win32::System::Threading::{OpenProcess, TerminateProcess, PROCESS_TERMINATE};
+    // SAFETY: OpenProcess gives null or a handle we close; TerminateProcess on it.
+    unsafe {
+        let process = OpenProcess(PROCESS_TERMINATE, 0, pid as u32);
+        if !process.is_null() {
+            TerminateProcess(process, 1);
+            CloseHandle(process);
         }
     }
 }

@@ -41,7 +41,7 @@ impl Sink for Recorder {
             if self.calls == call {
                 n = bytes.min(buf.len());
             } else if self.calls == call + 1 {
-                return Err(io::Error::from_raw_os_error(libc::EIO));
+                return Err(super::device_error());
             }
         }
         self.writes.lock().unwrap().push(n);
@@ -61,7 +61,7 @@ impl Sink for Recorder {
 
 /// A descriptor-less "file" that counts the syncs asked of it.
 impl loglag::sink::FileSink for Recorder {
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    fn descriptor(&self) -> Option<(loglag::sink::RawDescriptor, (u64, u64))> {
         None
     }
     fn position(&mut self) -> Option<u64> {

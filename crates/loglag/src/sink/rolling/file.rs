@@ -5,7 +5,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+#[cfg(windows)]
+use std::os::windows::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -57,13 +60,22 @@ impl RollingFile {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
         let mut options = OpenOptions::new();
+        #[cfg(unix)]
         options
             .append(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        #[cfg(unix)]
         if let Some(mode) = self.settings.file_mode {
             options.mode(mode);
         }
+        // Read access too: an append-only handle cannot take a lock on Windows.
+        #[cfg(windows)]
+        options
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .custom_flags(crate::windows::NO_FOLLOW);
         // Never an existing name: one may hold a rotated file's records (see
         // `Rules::adopt_rotation_leftover`), and a planted link is not followed.
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -80,13 +92,16 @@ impl RollingFile {
             let _ = self.fs.remove(&tmp);
             return Err(e);
         }
+        // Its identity, asked under its first name: Wine cannot tell a renamed handle's
+        // volume, and remembers it from here (see `crate::windows::file_info`).
+        #[cfg(windows)]
+        crate::windows::file_info(&file)?;
         Ok((file, tmp))
     }
 
     /// Whether `path` names the file this sink has open.
     fn names_open_file(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.live_id)
-            && self.file.is_some()
+        id_at(path).is_ok_and(|id| id == self.live_id) && self.file.is_some()
     }
 
     /// Opens the fixed name, waiting up to `lock_wait` for another writer that holds
@@ -145,9 +160,16 @@ impl RollingFile {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
         let mut options = OpenOptions::new();
+        #[cfg(unix)]
         options
             .append(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        // Read access too: an append-only handle cannot take a lock on Windows.
+        #[cfg(windows)]
+        options
+            .read(true)
+            .append(true)
+            .custom_flags(crate::windows::NO_FOLLOW);
         match how {
             Open::New => options.create_new(true),
             // A locked name is created under a temporary one first (below); a
@@ -155,17 +177,23 @@ impl RollingFile {
             Open::Continue if self.names.never => options.create(true),
             Open::Continue | Open::Existing => &mut options,
         };
+        #[cfg(unix)]
         if let Some(mode) = self.settings.file_mode {
             options.mode(mode);
         }
+        let mut made_locked = false;
         let opened = match options.open(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound && how == Open::Continue => {
+                made_locked = true;
                 self.create_locked(path)
             }
             other => other,
         };
+        // Windows opens a link itself, where unix fails with ELOOP: refused here.
+        #[cfg(windows)]
+        let opened = opened.and_then(|f| super::fs::refuse_link(f, path));
         let file = opened.map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
+            if is_loop(&e) {
                 io::Error::new(
                     e.kind(),
                     format!(
@@ -186,11 +214,14 @@ impl RollingFile {
                 format!("{} is not a regular file", path.display()),
             ));
         }
+        let id = id_in(&file, &meta)?;
         if !self.names.never {
-            if !try_lock_exclusive(&file)? {
-                let moved_on = std::fs::symlink_metadata(path).map_or(true, |now| {
-                    (now.dev(), now.ino()) != (meta.dev(), meta.ino())
-                });
+            // Windows' locks do not nest: the handle `create_locked` made holds its lock
+            // already, and a second one by that handle fails. (unix's flock takes it
+            // again, as before.)
+            let held = cfg!(windows) && made_locked;
+            if !held && !try_lock_exclusive(&file)? {
+                let moved_on = id_at(path).map_or(true, |now| now != id);
                 if moved_on {
                     // The holder rotated it away between our open and our lock: the
                     // name means another file now, which is worth trying at once.
@@ -199,22 +230,21 @@ impl RollingFile {
                         format!("{} moved on as it was opened", path.display()),
                     ));
                 }
-                return Err(held_by_another(path, &meta));
+                return Err(held_by_another(path, id));
             }
             // Renamed (a rotation) or compressed and unlinked by a housekeeper between
             // the open and the lock: whatever the name means now, it is not this file.
-            let still_there = std::fs::symlink_metadata(path)
-                .is_ok_and(|now| (now.dev(), now.ino()) == (meta.dev(), meta.ino()));
-            if file.metadata()?.nlink() == 0 || !still_there {
+            let still_there = id_at(path).is_ok_and(|now| now == id);
+            if id_and_links(&file)?.1 == 0 || !still_there {
                 return Err(io::Error::new(
                     io::ErrorKind::Interrupted,
                     format!("{} moved on as it was opened", path.display()),
                 ));
             }
         }
-        *live = Some((meta.dev(), meta.ino()));
+        *live = Some(id);
         drop(live);
-        self.live_id = (meta.dev(), meta.ino());
+        self.live_id = id;
         self.len = meta.len();
         self.file = Some(file);
         self.current = path.to_owned();
@@ -239,7 +269,19 @@ impl RollingFile {
             std::process::id()
         ));
         let _ = std::fs::remove_file(&tmp); // a link, or nothing: never followed
+        #[cfg(unix)]
         std::os::unix::fs::symlink(target, &tmp)?;
+        #[cfg(windows)]
+        std::os::windows::fs::symlink_file(target, &tmp).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot make the latest symlink {}: {e} (on Windows a symbolic link needs \
+                     Developer Mode or the SeCreateSymbolicLinkPrivilege)",
+                    link.display()
+                ),
+            )
+        })?;
         std::fs::rename(&tmp, &link).inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })
@@ -269,9 +311,7 @@ impl RollingFile {
             Ok(()) => tmp.clone(),
             // No atomic exchange here (not Linux, or a file system without it): the
             // old file is renamed, then the new one put in its place.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
-                fixed.clone()
-            }
+            Err(e) if no_exchange(&e) => fixed.clone(),
             Err(e) => {
                 let _ = self.fs.remove(&tmp);
                 return Err(e);
@@ -322,11 +362,11 @@ impl RollingFile {
         }
         // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
         // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
-        let meta = fresh.metadata()?;
+        let (id, _) = id_and_links(&fresh)?;
         let mut live = live;
-        *live = Some((meta.dev(), meta.ino()));
+        *live = Some(id);
         drop(live);
-        self.live_id = (meta.dev(), meta.ino());
+        self.live_id = id;
         self.file = Some(fresh);
         self.len = 0;
         self.last_taken = Some((stamp, counter));
@@ -337,14 +377,14 @@ impl RollingFile {
     /// for a fixed name, still the file at that path.
     pub(super) fn still_named(&self) -> bool {
         let Some(file) = &self.file else { return true };
-        let Ok(open) = file.metadata() else {
+        let Ok((open, links)) = id_and_links(file) else {
             return true;
         };
-        if open.nlink() == 0 {
+        if links == 0 {
             return false;
         }
-        match std::fs::symlink_metadata(&self.current) {
-            Ok(at_path) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
+        match id_at(&self.current) {
+            Ok(at_path) => at_path == open,
             // Gone. Any other error (EACCES, ESTALE) says nothing about the file: keep
             // writing to the descriptor that works.
             Err(e) => e.kind() != io::ErrorKind::NotFound,
@@ -356,6 +396,11 @@ impl RollingFile {
         // The old identity stays published until `open_path` swaps in the new one, under
         // one lock: the housekeeper never sees a moment with no live file.
         let previous = self.file.take();
+        // Windows keeps a deleted file's name until its last handle is closed (unless
+        // it was deleted with POSIX semantics): a handle to a deleted file goes now, so
+        // that the name can be made again.
+        #[cfg(windows)]
+        let previous = previous.filter(|f| id_and_links(f).map_or(true, |(_, links)| links > 0));
         let _ = std::fs::create_dir_all(&self.settings.dir);
         let path = self.current.clone();
         if self.settings.naming == Naming::Dated && gz(&path).exists() {
@@ -381,7 +426,7 @@ impl RollingFile {
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                 ) && previous
                     .as_ref()
-                    .is_some_and(|f| f.metadata().is_ok_and(|m| m.nlink() > 0)) =>
+                    .is_some_and(|f| id_and_links(f).is_ok_and(|(_, links)| links > 0)) =>
             {
                 // The name is another writer's now (it made it after ours was moved
                 // away). The file this writer has open still has a name: its records
@@ -435,9 +480,75 @@ fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Windows has no rename that swaps two names.
+#[cfg(windows)]
+fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no atomic exchange of two names on Windows",
+    ))
+}
+
+/// Whether `rename_exchange` failed because the platform or file system cannot.
+#[cfg(unix)]
+fn no_exchange(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
+}
+
+#[cfg(windows)]
+fn no_exchange(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+}
+
+/// Whether an open without following links failed on one (`ELOOP`).
+#[cfg(unix)]
+fn is_loop(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Windows opens the link itself, and `refuse_link` has said so already.
+#[cfg(windows)]
+fn is_loop(_e: &io::Error) -> bool {
+    false
+}
+
+/// The (device, inode) of what `path` names, not following a link (`lstat`).
+#[cfg(unix)]
+fn id_at(path: &Path) -> io::Result<(u64, u64)> {
+    std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(windows)]
+fn id_at(path: &Path) -> io::Result<(u64, u64)> {
+    crate::windows::path_info(path).map(|i| i.id)
+}
+
+/// The (device, inode) of `file`, whose metadata is `meta`.
+#[cfg(unix)]
+fn id_in(_file: &File, meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Windows' metadata carries no identity: asked of the handle.
+#[cfg(windows)]
+fn id_in(file: &File, _meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
+    crate::windows::file_info(file).map(|i| i.id)
+}
+
+/// An open file's (device, inode) and its number of names (`fstat`).
+#[cfg(unix)]
+fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
+    file.metadata().map(|m| ((m.dev(), m.ino()), m.nlink()))
+}
+
+#[cfg(windows)]
+fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
+    crate::windows::file_info(file).map(|i| (i.id, i.links))
 }
 
 /// How [`RollingFile::open_path`] opens a name.
@@ -453,8 +564,8 @@ pub(super) enum Open {
 
 /// The error for a file another writer (or its housekeeper, compressing it) holds,
 /// naming that process where `/proc/locks` tells it.
-fn held_by_another(path: &Path, meta: &std::fs::Metadata) -> io::Error {
-    let holder = lock_holder(meta.ino())
+fn held_by_another(path: &Path, (_, ino): (u64, u64)) -> io::Error {
+    let holder = lock_holder(ino)
         .map(|pid| {
             if pid == std::process::id() {
                 " by another rolling sink in this process".to_owned()

@@ -1,14 +1,19 @@
 //! The file-system seam: the few operations housekeeping performs (and the writer's
 //! renames and removals of names), as a trait, so a test can run them on a file system
 //! in memory and stop them at any step. `OsFs` is the real one, over `std::fs` and
-//! libc; nothing else in the crate sees the trait.
+//! libc (on Windows, `crate::windows`); nothing else in the crate sees the trait.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+#[cfg(windows)]
+use std::os::windows::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+#[cfg(unix)]
+use std::time::Duration;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What kind of thing a name is (as `lstat` sees it: a link is not followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +50,7 @@ impl Meta {
         }
     }
 
+    #[cfg(unix)]
     fn of(m: &std::fs::Metadata) -> Meta {
         let kind = if m.file_type().is_symlink() {
             Kind::Symlink
@@ -69,6 +75,75 @@ impl Meta {
             nlink: m.nlink(),
         }
     }
+
+    /// On Windows std's metadata carries no identity or link count: `info` does. The
+    /// mode is what the read-only attribute says, and nothing applies it.
+    #[cfg(windows)]
+    fn of(m: &std::fs::Metadata, info: crate::windows::FileInfo) -> Meta {
+        let kind = if m.file_type().is_symlink() {
+            Kind::Symlink
+        } else if m.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Meta {
+            kind,
+            id: info.id,
+            len: m.len(),
+            modified: m.modified().unwrap_or(UNIX_EPOCH),
+            mode: if m.permissions().readonly() {
+                0o444
+            } else {
+                0o666
+            },
+            nlink: info.links,
+        }
+    }
+}
+
+/// `lstat`.
+#[cfg(unix)]
+fn meta_at(path: &Path) -> io::Result<Meta> {
+    std::fs::symlink_metadata(path).map(|m| Meta::of(&m))
+}
+
+/// `lstat`: std's metadata, and the identity of what the name is (not what it
+/// points to).
+#[cfg(windows)]
+fn meta_at(path: &Path) -> io::Result<Meta> {
+    let m = std::fs::symlink_metadata(path)?;
+    Ok(Meta::of(&m, crate::windows::path_info(path)?))
+}
+
+/// An open file's metadata (`fstat`).
+#[cfg(unix)]
+fn meta_of(file: &File) -> io::Result<Meta> {
+    file.metadata().map(|m| Meta::of(&m))
+}
+
+#[cfg(windows)]
+fn meta_of(file: &File) -> io::Result<Meta> {
+    Ok(Meta::of(
+        &file.metadata()?,
+        crate::windows::file_info(file)?,
+    ))
+}
+
+/// Refuses what was opened without following a link, if it is one: Windows opens the
+/// link itself where unix fails with `ELOOP`.
+#[cfg(windows)]
+pub(super) fn refuse_link(file: File, path: &Path) -> io::Result<File> {
+    if file.metadata()?.file_type().is_symlink() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is a symbolic link; loglag does not write through a link it did not make",
+                path.display()
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 /// One name in a directory, with what `lstat` said about it when it was listed.
@@ -116,7 +191,7 @@ impl Fs for OsFs {
             .flatten()
             .filter_map(|e| {
                 let path = e.path();
-                let meta = Meta::of(&std::fs::symlink_metadata(&path).ok()?);
+                let meta = meta_at(&path).ok()?;
                 Some(Entry {
                     name: e.file_name(),
                     path,
@@ -127,9 +202,10 @@ impl Fs for OsFs {
     }
 
     fn stat(&self, path: &Path) -> io::Result<Meta> {
-        std::fs::symlink_metadata(path).map(|m| Meta::of(&m))
+        meta_at(path)
     }
 
+    #[cfg(unix)]
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
         let file = OpenOptions::new()
             .read(true)
@@ -138,6 +214,27 @@ impl Fs for OsFs {
         Ok(Box::new(OsFile(file)))
     }
 
+    #[cfg(windows)]
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::windows::NO_FOLLOW)
+            .open(path)?;
+        Ok(Box::new(OsFile(refuse_link(file, path)?)))
+    }
+
+    /// `mode` is ignored on Windows, which has none.
+    #[cfg(windows)]
+    fn create_new(&self, path: &Path, _mode: u32) -> io::Result<Box<dyn Handle>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(crate::windows::NO_FOLLOW)
+            .open(path)?;
+        Ok(Box::new(OsFile(file)))
+    }
+
+    #[cfg(unix)]
     fn create_new(&self, path: &Path, mode: u32) -> io::Result<Box<dyn Handle>> {
         let file = OpenOptions::new()
             .write(true)
@@ -181,7 +278,7 @@ impl Handle for OsFile {
     }
 
     fn meta(&self) -> io::Result<Meta> {
-        self.0.metadata().map(|m| Meta::of(&m))
+        meta_of(&self.0)
     }
 
     fn set_modified(&self, t: SystemTime) -> io::Result<()> {
@@ -192,8 +289,14 @@ impl Handle for OsFile {
         self.0.sync_all()
     }
 
+    #[cfg(unix)]
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         FileExt::read_exact_at(&self.0, buf, offset)
+    }
+
+    #[cfg(windows)]
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        crate::windows::read_exact_at(&self.0, buf, offset)
     }
 }
 
@@ -219,6 +322,7 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 
 /// Where the platform has no rename that refuses to replace: `link(2)` refuses (it
 /// fails with `AlreadyExists`), then the old name goes.
+#[cfg(unix)]
 #[cfg_attr(
     not(any(target_os = "linux", target_os = "android", target_vendor = "apple")),
     allow(dead_code)
@@ -228,8 +332,17 @@ fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
     std::fs::remove_file(from)
 }
 
+/// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`: fails with `AlreadyExists`.
+#[cfg(windows)]
+pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    crate::windows::rename_noreplace(from, to)
+}
+
 /// Neither Linux nor macOS: no rename that refuses to replace.
-#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+#[cfg(all(
+    unix,
+    not(any(target_os = "linux", target_os = "android", target_vendor = "apple"))
+))]
 pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     link_then_unlink(from, to)
 }
@@ -261,8 +374,18 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// Takes `file`'s exclusive lock without waiting: on Windows a lock on one byte past
+/// any data (`crate::windows::try_lock`), which readers of the file do not feel.
+/// `Ok(false)`: another writer (or a housekeeper) holds it. The handle needs read or
+/// write access (an append-only handle cannot lock there).
+#[cfg(windows)]
+pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
+    crate::windows::try_lock(file, true)
+}
+
 /// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a
 /// housekeeper) holds it.
+#[cfg(unix)]
 pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     loop {

@@ -125,9 +125,12 @@ impl Rules {
         };
         // Only a dead process's: a live one (this one included) may have just made it
         // and not yet locked it.
+        #[cfg(unix)]
         // SAFETY: kill with signal 0 only checks whether the process exists.
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        #[cfg(windows)]
+        let alive = u32::try_from(pid).map_or(true, crate::windows::process_alive);
         if alive {
             return;
         }

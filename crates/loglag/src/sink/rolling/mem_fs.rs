@@ -187,7 +187,13 @@ impl Fs for MemFs {
         st.alive()?;
         let (id, node) = st.node(path)?;
         if node.kind == Kind::Symlink {
+            #[cfg(unix)]
             return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            #[cfg(not(unix))]
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a symbolic link is not followed",
+            ));
         }
         let handle = st.id();
         Ok(Box::new(MemHandle {

@@ -42,6 +42,7 @@ mod names;
 
 use std::fs::File;
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,6 +192,8 @@ impl RollingFile {
                 "the file name prefix and suffix cannot contain '/' (put it in the directory)",
             ));
         }
+        #[cfg(windows)]
+        windows_can_have(&settings)?;
         if settings
             .suffix
             .as_deref()
@@ -291,7 +294,7 @@ impl RollingFile {
                 // written in: the first batch rotates it if that period is over.
                 if let (Some(p), true) = (self.settings.period, self.len > 0) {
                     if let Some(m) = self.file.as_ref().and_then(|f| f.metadata().ok()) {
-                        self.period = Some(p.floor(self.settings.wall_s(m.mtime())));
+                        self.period = Some(p.floor(self.settings.wall_s(mtime_s(&m))));
                     }
                 }
                 Ok(())
@@ -450,11 +453,70 @@ impl RollingFile {
     }
 }
 
-#[cfg(feature = "signals")]
+/// The modification time in seconds since the epoch.
+#[cfg(unix)]
+fn mtime_s(m: &std::fs::Metadata) -> i64 {
+    m.mtime()
+}
+
+#[cfg(windows)]
+fn mtime_s(m: &std::fs::Metadata) -> i64 {
+    match m.modified().map(|t| t.duration_since(UNIX_EPOCH)) {
+        Ok(Ok(d)) => d.as_secs() as i64,
+        Ok(Err(e)) => -(e.duration().as_secs() as i64),
+        Err(_) => 0,
+    }
+}
+
+/// What Windows cannot do as the settings ask, refused by name: file modes (a new file
+/// takes its directory's ACL), and names it does not allow (`:` would name an
+/// alternate data stream of another file, `\` a directory).
+#[cfg(windows)]
+fn windows_can_have(settings: &Settings) -> io::Result<()> {
+    if let Some(mode) = settings.file_mode {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "file_mode {mode:04o}: file modes are unix permissions, and Windows has none \
+                 (a new file takes its directory's ACL)"
+            ),
+        ));
+    }
+    let names = [
+        ("prefix", Some(settings.prefix.as_str())),
+        ("suffix", settings.suffix.as_deref()),
+        ("latest_symlink", settings.latest.as_deref()),
+    ];
+    for (what, name) in names {
+        let Some(name) = name else { continue };
+        if let Some(c) = name
+            .chars()
+            .find(|c| matches!(c, '<' | '>' | ':' | '"' | '\\' | '|' | '?' | '*') || c.is_control())
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the file name {what} {name:?} has {c:?}, which Windows does not allow in a file name"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(all(feature = "signals", unix))]
 fn sighup_flag() -> io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone())?;
     Ok(flag)
+}
+
+/// Windows has no SIGHUP; nothing there tells a process to reopen its files.
+#[cfg(all(feature = "signals", not(unix)))]
+fn sighup_flag() -> io::Result<Arc<AtomicBool>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "reopen_on_sighup: there is no SIGHUP on Windows (the sink notices a moved or deleted \
+         file by itself before each batch)",
+    ))
 }
 
 #[cfg(not(feature = "signals"))]
@@ -530,9 +592,16 @@ impl Sink for RollingFile {
 }
 
 impl FileSink for RollingFile {
-    fn descriptor(&self) -> Option<(std::os::fd::RawFd, (u64, u64))> {
+    #[cfg(unix)]
+    fn descriptor(&self) -> Option<(super::RawDescriptor, (u64, u64))> {
         use std::os::fd::AsRawFd;
         Some((self.file.as_ref()?.as_raw_fd(), self.live_id))
+    }
+
+    /// No `fork` on Windows: no child ever writes to a descriptor.
+    #[cfg(not(unix))]
+    fn descriptor(&self) -> Option<(super::RawDescriptor, (u64, u64))> {
+        None
     }
 
     fn position(&mut self) -> Option<u64> {
@@ -549,9 +618,17 @@ impl FileSink for RollingFile {
         self.file()?.sync_data()
     }
 
+    #[cfg(unix)]
     fn identity(&mut self) -> Option<(u64, u64)> {
         let meta = self.file().ok()?.metadata().ok()?;
         Some((meta.dev(), meta.ino()))
+    }
+
+    #[cfg(windows)]
+    fn identity(&mut self) -> Option<(u64, u64)> {
+        crate::windows::file_info(self.file().ok()?)
+            .ok()
+            .map(|i| i.id)
     }
 }
 

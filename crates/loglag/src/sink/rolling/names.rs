@@ -132,7 +132,15 @@ pub enum Naming {
     #[default]
     Dated,
 }
+/// The local zone's UTC offset at `utc_s`, as Windows' time-zone settings give it
+/// (DST included).
+#[cfg(windows)]
+pub(super) fn local_offset_s(utc_s: i64) -> i64 {
+    crate::windows::local_offset_s(utc_s)
+}
+
 /// The local zone's UTC offset at `utc_s`, as `localtime_r` sees it (DST included).
+#[cfg(unix)]
 pub(super) fn local_offset_s(utc_s: i64) -> i64 {
     // SAFETY: localtime_r writes only into the `tm` we own.
     unsafe {
