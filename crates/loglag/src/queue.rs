@@ -28,8 +28,8 @@
 //! release waits until the records are in the sink.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+
+use crate::sync::{fence, AtomicBool, AtomicU64, Mutex, Ordering};
 
 use crate::level::Level;
 
@@ -99,11 +99,28 @@ pub(crate) struct Popped {
 /// A raw allocation rather than a `Box<[AtomicU64]>`: the ring keeps a raw pointer
 /// into it, and moving a `Box` asserts it is the only way to the memory (under
 /// miri's aliasing model that would invalidate the ring's pointer).
+#[cfg(not(loglag_loom))]
 pub(crate) struct HeapWords {
     ptr: NonNull<AtomicU64>,
     layout: std::alloc::Layout,
 }
 
+/// Under loom the words are loom's objects, each made by its constructor.
+#[cfg(loglag_loom)]
+pub(crate) struct HeapWords(Box<[AtomicU64]>);
+
+#[cfg(loglag_loom)]
+impl HeapWords {
+    pub(crate) fn new(words: usize) -> HeapWords {
+        HeapWords((0..words.max(1)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    pub(crate) fn ptr(&self) -> NonNull<AtomicU64> {
+        NonNull::new(self.0.as_ptr().cast_mut()).expect("a boxed slice")
+    }
+}
+
+#[cfg(not(loglag_loom))]
 impl HeapWords {
     /// `words` zeroed words (at least one).
     pub(crate) fn new(words: usize) -> HeapWords {
@@ -123,6 +140,7 @@ impl HeapWords {
     }
 }
 
+#[cfg(not(loglag_loom))]
 impl Drop for HeapWords {
     fn drop(&mut self) {
         // SAFETY: allocated in `new` with this layout, freed once.
@@ -134,10 +152,11 @@ impl Drop for HeapWords {
 pub(crate) enum Storage {
     Heap(#[allow(dead_code)] HeapWords),
     /// Anonymous memory, with huge pages where the kernel gives them.
-    #[cfg_attr(miri, allow(dead_code))]
+    #[cfg_attr(any(miri, loglag_loom), allow(dead_code))]
     Anonymous(#[allow(dead_code)] memmap2::MmapMut),
     /// A memory-mapped spool file, and the file itself, whose lock says the spool is in
     /// use.
+    #[cfg_attr(loglag_loom, allow(dead_code))]
     Mapped(memmap2::MmapMut, #[allow(dead_code)] std::fs::File),
 }
 
@@ -215,7 +234,7 @@ impl Ring {
     pub(crate) fn new(capacity_bytes: usize) -> Ring {
         let words = (capacity_bytes / 8).max(8);
         let bytes = words * 8;
-        #[cfg(not(miri))]
+        #[cfg(not(any(miri, loglag_loom)))]
         if let Ok(mut map) = memmap2::MmapMut::map_anon(bytes) {
             #[cfg(target_os = "linux")]
             let _ = map.advise(memmap2::Advice::HugePage);
@@ -242,12 +261,18 @@ impl Ring {
     /// nobody else writes while the ring lives; every committed word in it lies before
     /// `position` or is zero.
     pub(crate) unsafe fn mapped(
-        base: NonNull<AtomicU64>,
+        base: NonNull<std::sync::atomic::AtomicU64>,
         capacity: u64,
         position: u64,
         map: memmap2::MmapMut,
         file: std::fs::File,
     ) -> Ring {
+        #[cfg(loglag_loom)]
+        {
+            let _ = (base, capacity, position, map, file);
+            unreachable!("the loom models use heap rings: a mapping's words are not loom's");
+        }
+        #[cfg(not(loglag_loom))]
         Ring::with_storage(base, capacity, true, position, Storage::Mapped(map, file))
     }
 
@@ -310,6 +335,7 @@ impl Ring {
         unsafe { &*self.base.as_ptr().add(index) }
     }
 
+    #[cfg(not(loglag_loom))]
     fn byte_ptr(&self) -> *mut u8 {
         self.base.as_ptr() as *mut u8
     }
@@ -318,6 +344,7 @@ impl Ring {
     ///
     /// # Safety
     /// `[pos, pos + len)` holds bytes nobody writes concurrently.
+    #[cfg(not(loglag_loom))]
     unsafe fn payload(&self, pos: u64, len: usize) -> (&[u8], &[u8]) {
         let start = (pos % self.capacity) as usize;
         let first = len.min(self.capacity as usize - start);
@@ -328,6 +355,23 @@ impl Ring {
                 std::slice::from_raw_parts(self.byte_ptr(), len - first),
             )
         }
+    }
+
+    /// `payload` under loom, whose words are objects rather than bytes: copied into
+    /// `into` a word at a time, each read standing for the consumer's plain read (loom
+    /// checks that every write to the word happened before it).
+    #[cfg(loglag_loom)]
+    fn payload_copy(&self, pos: u64, len: usize, into: &mut Vec<u8>) {
+        into.clear();
+        let words = self.words();
+        let mut index = ((pos % self.capacity) / 8) as usize;
+        while into.len() < len {
+            // SAFETY: a committed record's words, which no one writes until the
+            // consumer releases them (loom checks it).
+            into.extend_from_slice(&unsafe { words[index].unsync_load() }.to_ne_bytes());
+            index = (index + 1) % words.len();
+        }
+        into.truncate(len);
     }
 
     /// Reserves room for `bytes` (which must be at most `limit` bytes of ring, headers
@@ -354,7 +398,7 @@ impl Ring {
             let used = head.wrapping_sub(tail);
             if used > self.capacity {
                 head = self.head.head.load(Ordering::Relaxed);
-                std::hint::spin_loop();
+                crate::sync::spin_loop();
                 continue;
             }
             let used_after = used + need;
@@ -468,7 +512,7 @@ impl Ring {
             if self.tail.0.load(Ordering::Relaxed) == tail {
                 return Some((head, state, key));
             }
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         }
     }
 
@@ -540,8 +584,13 @@ impl Ring {
     /// # Safety
     /// The caller owns `[pos, pos + bytes.len())` exclusively (rounded up to 8).
     unsafe fn write_payload(&self, pos: u64, bytes: &[u8]) {
-        if self.head.evicted.load(Ordering::Relaxed) {
-            fence(Ordering::Release);
+        let evicted = self.head.evicted.load(Ordering::Relaxed);
+        // Under loom the words are objects, never bytes: relaxed stores stand for the
+        // `memcpy` too.
+        if evicted || cfg!(loglag_loom) {
+            if evicted {
+                fence(Ordering::Release);
+            }
             let words = self.words();
             let index = ((pos % self.capacity) / 8) as usize;
             // Up to the end of the ring, then the rest from its start.
@@ -549,8 +598,21 @@ impl Ring {
             let (before_wrap, after_wrap) = bytes.split_at(first);
             store_words(&words[index..], before_wrap);
             store_words(words, after_wrap);
-            return;
+        } else {
+            // SAFETY: forwarded from the caller.
+            #[cfg(not(loglag_loom))]
+            unsafe {
+                self.write_payload_bytes(pos, bytes)
+            };
         }
+    }
+
+    /// `write_payload` with `memcpy`.
+    ///
+    /// # Safety
+    /// As for `write_payload`.
+    #[cfg(not(loglag_loom))]
+    unsafe fn write_payload_bytes(&self, pos: u64, bytes: &[u8]) {
         let start = (pos % self.capacity) as usize;
         let first = bytes.len().min(self.capacity as usize - start);
         let base = self.byte_ptr();
@@ -665,7 +727,16 @@ impl Ring {
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
             // SAFETY: the record is committed (acquire above), lies within the reserved
             // region (checked above) and we hold `consume`.
+            #[cfg(not(loglag_loom))]
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
+            #[cfg(loglag_loom)]
+            let copied = {
+                let mut copied = Vec::new();
+                self.payload_copy(pos + HEADER, len, &mut copied);
+                copied
+            };
+            #[cfg(loglag_loom)]
+            let (a, b): (&[u8], &[u8]) = (&copied, &[]);
             let before = out.len();
             if state & CAPTURED != 0 {
                 if b.is_empty() {
@@ -747,7 +818,7 @@ impl Ring {
                 Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) if tries < 1000 => {
                     tries += 1;
-                    std::thread::yield_now();
+                    crate::sync::yield_now();
                 }
                 Err(std::sync::TryLockError::WouldBlock) => return None,
             }
