@@ -491,14 +491,17 @@ impl Ring {
     /// `head`, and the state word and merge key at `tail`, if `tail < head`.
     ///
     /// Read as a seqlock, since the caller may not hold `consume`: an evicting
-    /// producer (`DropOldest`) may move `tail` past the record meanwhile and reuse
-    /// its space, so the words read could be another record's payload (miri saw a
-    /// writer's `peek` read a length of 150994944 in
-    /// `eviction_against_a_concurrent_pop_single_producer_ring`). Only a `tail` that
-    /// has not moved after the reads vouches for them. The acquire fence pairs with
-    /// the release fence a producer issues before writing into evicted space
-    /// (`write_payload`): if a read saw such a write, the second look at `tail` sees
-    /// the eviction that freed the space.
+    /// producer (`DropOldest`) may zero the record meanwhile, move `tail` past it and
+    /// reuse its space, so the words read could be zeroes or another record's bytes
+    /// (miri saw a writer's `peek` read a length of 150994944 in
+    /// `eviction_against_a_concurrent_pop_single_producer_ring`; loom a merge key of
+    /// 0 in `loom_drop_oldest_eviction_against_a_concurrent_pop_shared_ring`). Only a
+    /// state word and a `tail` that have not changed after the reads vouch for them.
+    /// The acquire fence pairs with the release fences of the evictor (after it
+    /// zeroes the evicted state words, before the rest) and of a producer about to
+    /// write into evicted space (`write_payload`, after its acquire of the moved
+    /// `tail`): a read that saw such a write then sees the zeroed state word, or the
+    /// moved `tail`.
     fn header_at_tail(&self) -> Option<(u64, u64, u64)> {
         loop {
             let head = self.head.head.load(Ordering::Acquire);
@@ -509,7 +512,9 @@ impl Ring {
             let state = self.word(tail).load(Ordering::Acquire);
             let key = self.word(tail + 16).load(Ordering::Relaxed);
             fence(Ordering::Acquire);
-            if self.tail.0.load(Ordering::Relaxed) == tail {
+            if self.word(tail).load(Ordering::Relaxed) == state
+                && self.tail.0.load(Ordering::Relaxed) == tail
+            {
                 return Some((head, state, key));
             }
             crate::sync::spin_loop();
@@ -784,6 +789,8 @@ impl Ring {
                 level: Level::from_index(((state >> 1) & 0x7) as u8),
                 len,
             });
+            // Evicted: its state word first (see below).
+            self.word(pos).store(0, Ordering::Relaxed);
             pos += footprint(len);
         }
         if pos != start {
@@ -791,6 +798,13 @@ impl Ring {
             if !self.head.evicted.load(Ordering::Relaxed) {
                 self.head.evicted.store(true, Ordering::Relaxed);
             }
+            // The writer may be reading these records' headers (`header_at_tail`)
+            // while `release` zeroes them. Their state words are zeroed above, before
+            // this fence and the rest: a read that sees any zero of `release` then
+            // sees the zeroed state word on its second look (loom found a `peek`
+            // that read a record's state, then its merge key zeroed, and passed with
+            // the tail alone: key 0 for key 1).
+            fence(Ordering::Release);
             self.release_held(start, pos);
         }
         fits(pos)
