@@ -25,7 +25,10 @@
 //! cache line, and `head` stored after the record is published. The writer reads committed records in order from `tail`,
 //! copies them out, zeroes the space (so a stale payload word can never look like a
 //! committed header) and releases it with a release store to `tail`. With a spool the
-//! release waits until the records are in the sink.
+//! release waits until the records are in the sink. A `DropOldest` producer evicts
+//! from the oldest end under the consumer's lock; the writer's `peek` reads headers
+//! without it, as a seqlock (`header_at_tail`), and a ring that has evicted writes its
+//! payloads with atomic stores (`write_payload`).
 
 use std::ptr::NonNull;
 
