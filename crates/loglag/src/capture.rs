@@ -367,3 +367,52 @@ fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out:
     }
     line.finish_with(|out| out.extend_from_slice(extra));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static SITE: Callsite = Callsite {
+        level: Level::Warn,
+        target: "app::db",
+        file: "src/db.rs",
+        line: 7,
+        names: &["id", "user", "ok", "ms", "query"],
+    };
+
+    /// A record goes through its bytes: the call site and a `&'static str` by
+    /// address (the `unsafe` reads of `render_at`), the rest by value.
+    #[test]
+    fn a_captured_record_renders_from_its_bytes_alone() {
+        let mut rec = Vec::new();
+        let raw = Raw {
+            value: 0,
+            tsc: false,
+        };
+        let mut e = Encoder::begin(&mut rec, Site::Loglag(&SITE), Format::Logfmt, raw);
+        e.u64(0, 42);
+        e.str(1, "ann");
+        e.bool(2, true);
+        e.f64(3, 12.5);
+        e.static_str(4, "select 1");
+        e.i64(0, -3);
+        e.args(MESSAGE, format_args!("slow query"));
+        // The bytes as the writer gets them: copied out of the ring.
+        let copied = rec.clone();
+        drop(rec);
+        let mut out = Vec::new();
+        render_at(
+            &copied[..HEADER],
+            &copied[HEADER..],
+            Level::Warn,
+            SystemTime::UNIX_EPOCH,
+            &mut out,
+        );
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(
+            line,
+            "ts=1970-01-01T00:00:00.000000Z level=warn target=app::db id=42 user=\"ann\" \
+             ok=true ms=12.5 query=\"select 1\" id=-3 msg=\"slow query\"\n"
+        );
+    }
+}

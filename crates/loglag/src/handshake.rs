@@ -4,9 +4,9 @@
 //! (written, or lost to an I/O error), or the guard gives up on it and counts it as a
 //! shutdown drop; both decisions are taken under the same lock, so never both.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use crate::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 #[derive(Debug, Default)]
 struct Progress {

@@ -46,10 +46,10 @@
 //! delivery is made exactly-once by one ring's positions.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 
 use crate::queue::{Peeked, PopBound, Popped, Render, Ring};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// The default size of a thread's ring: a 32nd of the budget, between 4 KiB and
 /// 1 MiB (8 rings of 256 KiB with the default 8 MiB: a ring that stays in the cache),
@@ -86,12 +86,19 @@ struct OwnRings {
     seen_dropped: Cell<u64>,
 }
 
+impl ThreadRing {
+    /// Gives the ring back (its thread exits, or cannot keep it): hands it, and the
+    /// last `head` this thread stored, to the next thread that claims it, whose
+    /// compare-and-swap on `owned` acquires this store.
+    pub(crate) fn hand_back(&self) {
+        self.owned.store(false, Ordering::Release);
+    }
+}
+
 impl Drop for OwnRings {
     fn drop(&mut self) {
         for ring in self.entries.get_mut().drain(..).filter_map(|own| own.ring) {
-            // Hands the ring (and the last `head` this thread stored) to the next
-            // thread that claims it.
-            ring.owned.store(false, Ordering::Release);
+            ring.hand_back();
         }
     }
 }
@@ -104,10 +111,10 @@ thread_local! {
 
 /// Pipelines with thread rings dropped so far: a thread's table forgets their entries
 /// (and frees their rings) when it sees this move.
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+static DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Ids of the pipelines alive with thread rings, to tell which entries to forget.
-static ALIVE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+static ALIVE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
 
 /// The rings of one pipeline.
 pub(crate) struct Lanes {
@@ -159,6 +166,16 @@ impl Lanes {
         } else {
             0
         };
+        Lanes::with_rings(id, budget, ring_bytes, max_thread_rings)
+    }
+
+    /// `new` with rings of any size and number (the loom models' tiny ones).
+    pub(crate) fn with_rings(
+        id: u64,
+        budget: usize,
+        ring_bytes: usize,
+        max_thread_rings: usize,
+    ) -> Lanes {
         if max_thread_rings > 0 {
             ALIVE.lock().unwrap_or_else(|e| e.into_inner()).push(id);
         }
@@ -251,7 +268,7 @@ impl Lanes {
                 // Re-entered while this thread's table is in use: push into the
                 // shared ring this once, and give the ring back.
                 if let Some(ring) = claimed {
-                    ring.owned.store(false, Ordering::Release);
+                    ring.hand_back();
                 }
                 return None;
             };
@@ -279,7 +296,7 @@ impl Lanes {
     /// A ring for the calling thread: a free one, or a new one while the budget has
     /// room for it.
     #[cold]
-    fn claim(&self) -> Option<Arc<ThreadRing>> {
+    pub(crate) fn claim(&self) -> Option<Arc<ThreadRing>> {
         let _claiming = lock(&self.claim_lock);
         for ring in self.thread_rings() {
             if ring

@@ -143,6 +143,8 @@ mod ledger;
 mod level;
 #[cfg(feature = "log")]
 mod logger;
+#[cfg(all(test, loglag_loom))]
+mod loom_models;
 #[doc(hidden)]
 pub mod macros;
 mod metrics;
@@ -166,6 +168,7 @@ pub mod rolling;
 mod settings;
 pub mod sink;
 pub mod spool;
+mod sync;
 pub mod units;
 #[cfg(windows)]
 mod windows;

@@ -25,11 +25,14 @@
 //! cache line, and `head` stored after the record is published. The writer reads committed records in order from `tail`,
 //! copies them out, zeroes the space (so a stale payload word can never look like a
 //! committed header) and releases it with a release store to `tail`. With a spool the
-//! release waits until the records are in the sink.
+//! release waits until the records are in the sink. A `DropOldest` producer evicts
+//! from the oldest end under the consumer's lock; the writer's `peek` reads headers
+//! without it, as a seqlock (`header_at_tail`), and a ring that has evicted writes its
+//! payloads with atomic stores (`write_payload`).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+
+use crate::sync::{fence, AtomicBool, AtomicU64, Mutex, Ordering};
 
 use crate::level::Level;
 
@@ -43,13 +46,17 @@ const CAPTURED: u64 = 1 << 4;
 #[derive(Debug, Default)]
 struct Padded(AtomicU64);
 
-/// The producer's cache line: `head`, and (single producer only) the last `tail` it
-/// read, so a push that fits touches no line the writer writes.
+/// The producer's cache line: `head`, (single producer only) the last `tail` it
+/// read, so a push that fits touches no line the writer writes, and whether a record
+/// was ever evicted (read on every push, written once).
 #[repr(align(128))]
 #[derive(Debug, Default)]
 struct ProducerLine {
     head: AtomicU64,
     cached_tail: AtomicU64,
+    /// Set by `evict_oldest` before it first moves `tail`: from then on producers
+    /// write payloads with atomic stores (see `write_payload`).
+    evicted: AtomicBool,
 }
 
 /// The oldest record of a ring, as `Ring::peek` saw it.
@@ -89,13 +96,70 @@ pub(crate) struct Popped {
     pub(crate) len: usize,
 }
 
+/// Zeroed words on the heap, aligned to a cache line pair: a ring's storage where it
+/// is not mapped (mapping failed, or under miri, which cannot call `madvise`).
+///
+/// A raw allocation rather than a `Box<[AtomicU64]>`: the ring keeps a raw pointer
+/// into it, and moving a `Box` asserts it is the only way to the memory (under
+/// miri's aliasing model that would invalidate the ring's pointer).
+#[cfg(not(loglag_loom))]
+pub(crate) struct HeapWords {
+    ptr: NonNull<AtomicU64>,
+    layout: std::alloc::Layout,
+}
+
+/// Under loom the words are loom's objects, each made by its constructor.
+#[cfg(loglag_loom)]
+pub(crate) struct HeapWords(Box<[AtomicU64]>);
+
+#[cfg(loglag_loom)]
+impl HeapWords {
+    pub(crate) fn new(words: usize) -> HeapWords {
+        HeapWords((0..words.max(1)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    pub(crate) fn ptr(&self) -> NonNull<AtomicU64> {
+        NonNull::new(self.0.as_ptr().cast_mut()).expect("a boxed slice")
+    }
+}
+
+#[cfg(not(loglag_loom))]
+impl HeapWords {
+    /// `words` zeroed words (at least one).
+    pub(crate) fn new(words: usize) -> HeapWords {
+        let layout = std::alloc::Layout::from_size_align(words.max(1) * 8, 128)
+            .expect("ring size fits a layout");
+        // SAFETY: the layout's size is not zero.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<AtomicU64>()) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        HeapWords { ptr, layout }
+    }
+
+    /// The first word; zero bits are a valid `AtomicU64`.
+    pub(crate) fn ptr(&self) -> NonNull<AtomicU64> {
+        self.ptr
+    }
+}
+
+#[cfg(not(loglag_loom))]
+impl Drop for HeapWords {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), self.layout) }
+    }
+}
+
 /// Where the ring's bytes live.
 pub(crate) enum Storage {
-    Heap(#[allow(dead_code)] Box<[AtomicU64]>),
+    Heap(#[allow(dead_code)] HeapWords),
     /// Anonymous memory, with huge pages where the kernel gives them.
+    #[cfg_attr(any(miri, loglag_loom), allow(dead_code))]
     Anonymous(#[allow(dead_code)] memmap2::MmapMut),
     /// A memory-mapped spool file, and the file itself, whose lock says the spool is in
     /// use.
+    #[cfg_attr(loglag_loom, allow(dead_code))]
     Mapped(memmap2::MmapMut, #[allow(dead_code)] std::fs::File),
 }
 
@@ -167,9 +231,13 @@ impl Ring {
     /// with a 1 MiB ring that fits the cache, or with huge pages (p99.9 of
     /// `cargo bench -p loglag --bench latency -- --rounds 1 --only loglag_macro`, with
     /// `LATENCY_CAPACITY_BYTES=1048576` for the small ring).
+    ///
+    /// Under miri the ring is plain heap memory: miri runs no `mmap`/`madvise`, and
+    /// what it checks (the ring's accesses) does not depend on where the bytes live.
     pub(crate) fn new(capacity_bytes: usize) -> Ring {
         let words = (capacity_bytes / 8).max(8);
         let bytes = words * 8;
+        #[cfg(not(any(miri, loglag_loom)))]
         if let Ok(mut map) = memmap2::MmapMut::map_anon(bytes) {
             #[cfg(target_os = "linux")]
             let _ = map.advise(memmap2::Advice::HugePage);
@@ -179,9 +247,14 @@ impl Ring {
             let base = NonNull::new(map.as_mut_ptr() as *mut AtomicU64).expect("mapped");
             return Ring::with_storage(base, bytes as u64, false, 0, Storage::Anonymous(map));
         }
-        let storage: Box<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
-        let base = NonNull::new(storage.as_ptr() as *mut AtomicU64).expect("non-null allocation");
-        Ring::with_storage(base, bytes as u64, false, 0, Storage::Heap(storage))
+        let storage = HeapWords::new(words);
+        Ring::with_storage(
+            storage.ptr(),
+            bytes as u64,
+            false,
+            0,
+            Storage::Heap(storage),
+        )
     }
 
     /// A ring over `capacity` bytes at `base` inside a mapped spool, resuming at `position`.
@@ -191,12 +264,18 @@ impl Ring {
     /// nobody else writes while the ring lives; every committed word in it lies before
     /// `position` or is zero.
     pub(crate) unsafe fn mapped(
-        base: NonNull<AtomicU64>,
+        base: NonNull<std::sync::atomic::AtomicU64>,
         capacity: u64,
         position: u64,
         map: memmap2::MmapMut,
         file: std::fs::File,
     ) -> Ring {
+        #[cfg(loglag_loom)]
+        {
+            let _ = (base, capacity, position, map, file);
+            unreachable!("the loom models use heap rings: a mapping's words are not loom's");
+        }
+        #[cfg(not(loglag_loom))]
         Ring::with_storage(base, capacity, true, position, Storage::Mapped(map, file))
     }
 
@@ -215,6 +294,7 @@ impl Ring {
             head: ProducerLine {
                 head: AtomicU64::new(position),
                 cached_tail: AtomicU64::new(position),
+                evicted: AtomicBool::new(false),
             },
             tail: Padded(AtomicU64::new(position)),
             consume: Mutex::new(()),
@@ -258,6 +338,7 @@ impl Ring {
         unsafe { &*self.base.as_ptr().add(index) }
     }
 
+    #[cfg(not(loglag_loom))]
     fn byte_ptr(&self) -> *mut u8 {
         self.base.as_ptr() as *mut u8
     }
@@ -266,6 +347,7 @@ impl Ring {
     ///
     /// # Safety
     /// `[pos, pos + len)` holds bytes nobody writes concurrently.
+    #[cfg(not(loglag_loom))]
     unsafe fn payload(&self, pos: u64, len: usize) -> (&[u8], &[u8]) {
         let start = (pos % self.capacity) as usize;
         let first = len.min(self.capacity as usize - start);
@@ -276,6 +358,23 @@ impl Ring {
                 std::slice::from_raw_parts(self.byte_ptr(), len - first),
             )
         }
+    }
+
+    /// `payload` under loom, whose words are objects rather than bytes: copied into
+    /// `into` a word at a time, each read standing for the consumer's plain read (loom
+    /// checks that every write to the word happened before it).
+    #[cfg(loglag_loom)]
+    fn payload_copy(&self, pos: u64, len: usize, into: &mut Vec<u8>) {
+        into.clear();
+        let words = self.words();
+        let mut index = ((pos % self.capacity) / 8) as usize;
+        while into.len() < len {
+            // SAFETY: a committed record's words, which no one writes until the
+            // consumer releases them (loom checks it).
+            into.extend_from_slice(&unsafe { words[index].unsync_load() }.to_ne_bytes());
+            index = (index + 1) % words.len();
+        }
+        into.truncate(len);
     }
 
     /// Reserves room for `bytes` (which must be at most `limit` bytes of ring, headers
@@ -302,7 +401,7 @@ impl Ring {
             let used = head.wrapping_sub(tail);
             if used > self.capacity {
                 head = self.head.head.load(Ordering::Relaxed);
-                std::hint::spin_loop();
+                crate::sync::spin_loop();
                 continue;
             }
             let used_after = used + need;
@@ -388,9 +487,41 @@ impl Ring {
     /// Whether the oldest reserved record is not yet published (its producer is
     /// between its compare-and-swap and its release store).
     pub(crate) fn has_unpublished(&self) -> bool {
-        let tail = self.tail.0.load(Ordering::Acquire);
-        tail < self.head.head.load(Ordering::Acquire)
-            && self.word(tail).load(Ordering::Acquire) & COMMITTED == 0
+        self.header_at_tail()
+            .is_some_and(|(_, state, _)| state & COMMITTED == 0)
+    }
+
+    /// `head`, and the state word and merge key at `tail`, if `tail < head`.
+    ///
+    /// Read as a seqlock, since the caller may not hold `consume`: an evicting
+    /// producer (`DropOldest`) may zero the record meanwhile, move `tail` past it and
+    /// reuse its space, so the words read could be zeroes or another record's bytes
+    /// (miri saw a writer's `peek` read a length of 150994944 in
+    /// `eviction_against_a_concurrent_pop_single_producer_ring`; loom a merge key of
+    /// 0 in `loom_drop_oldest_eviction_against_a_concurrent_pop_shared_ring`). Only a
+    /// state word and a `tail` that have not changed after the reads vouch for them.
+    /// The acquire fence pairs with the release fences of the evictor (after it
+    /// zeroes the evicted state words, before the rest) and of a producer about to
+    /// write into evicted space (`write_payload`, after its acquire of the moved
+    /// `tail`): a read that saw such a write then sees the zeroed state word, or the
+    /// moved `tail`.
+    fn header_at_tail(&self) -> Option<(u64, u64, u64)> {
+        loop {
+            let head = self.head.head.load(Ordering::Acquire);
+            let tail = self.tail.0.load(Ordering::Acquire);
+            if tail >= head {
+                return None;
+            }
+            let state = self.word(tail).load(Ordering::Acquire);
+            let key = self.word(tail + 16).load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if self.word(tail).load(Ordering::Relaxed) == state
+                && self.tail.0.load(Ordering::Relaxed) == tail
+            {
+                return Some((head, state, key));
+            }
+            crate::sync::spin_loop();
+        }
     }
 
     /// Reserves room for a record of `len` bytes without publishing it: a producer
@@ -411,49 +542,118 @@ impl Ring {
     /// position up to which records were reserved when it was read (the bound of a
     /// `pop_into` that must not take records published after this look).
     pub(crate) fn peek(&self) -> Option<Peeked> {
-        let head = self.head.head.load(Ordering::Acquire);
-        let tail = self.tail.0.load(Ordering::Acquire);
-        if tail >= head {
-            return None;
-        }
-        let state = self.word(tail).load(Ordering::Acquire);
-        if state & COMMITTED == 0 {
-            return None;
-        }
-        Some(Peeked {
-            key: self.word(tail + 16).load(Ordering::Relaxed),
+        let (head, state, key) = self.header_at_tail()?;
+        (state & COMMITTED != 0).then_some(Peeked {
+            key,
             head,
             len: (state >> 8) as usize,
         })
     }
 
-    /// # Safety
-    /// The caller owns `[pos, pos + bytes.len())` exclusively.
-    unsafe fn write_payload(&self, pos: u64, bytes: &[u8]) {
-        let start = (pos % self.capacity) as usize;
-        let first = bytes.len().min(self.capacity as usize - start);
-        let base = self.byte_ptr();
-        // SAFETY: both ranges lie inside the ring, which the caller owns for this span.
+    /// `peek` from a thread other than the consumer (a `DropOldest` producer looking
+    /// at the shared ring): with `consume` held, so that `tail` cannot move and the
+    /// slot be reused for another record's payload while it reads the header.
+    pub(crate) fn peek_held(&self) -> Option<Peeked> {
+        let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
+        self.peek()
+    }
+
+    /// The ring's storage as words.
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: the storage holds `capacity / 8` 8-aligned words, accessed only
+        // atomically (the consumer's payload reads are of committed records, which no
+        // one writes until it releases them).
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
+            std::slice::from_raw_parts(
+                self.base.as_ptr().cast_const(),
+                (self.capacity / 8) as usize,
+            )
         }
     }
 
-    /// Zeroes `[from, to)` and releases it to producers. The zeroes may be seen in any
-    /// order by another thread before the `tail` store (`oldest_enqueued_ns` allows
-    /// for it).
+    /// Writes `bytes` at `pos` (8-aligned).
+    ///
+    /// A thread that reads a header word without holding `consume` (the writer's
+    /// `peek` and `has_unpublished`) reads it at a `tail` it loaded; if someone else
+    /// moves `tail` past that record meanwhile and a producer reuses the space, the
+    /// producer's payload write races with that load. A plain `memcpy` racing with
+    /// an atomic load is a data race, undefined behaviour even though the reader
+    /// throws the value away (miri found it, with `oldest_enqueued_ns` reading
+    /// without the lock then: `oldest_age_read_while_the_slot_is_reused_is_a_real_timestamp`).
+    /// Only an eviction (`DropOldest`, the shutdown cut-off) moves `tail` under the
+    /// writer's feet, so once a ring has evicted, its payloads are written a word at a
+    /// time with relaxed atomic stores (slower than `memcpy` for long records: a
+    /// 16 KiB record took 3× as long), and until then with `memcpy`. The flag is
+    /// stored before the evicting `tail` release, and a producer reaches the evicted
+    /// space only through an acquire of that `tail` (or a later one), so it sees it.
+    /// Those stores follow a release fence, for `header_at_tail`'s seqlock: the
+    /// record's header stores come after the payload's, so all of them do.
+    ///
+    /// # Safety
+    /// The caller owns `[pos, pos + bytes.len())` exclusively (rounded up to 8).
+    unsafe fn write_payload(&self, pos: u64, bytes: &[u8]) {
+        let evicted = self.head.evicted.load(Ordering::Relaxed);
+        // Under loom the words are objects, never bytes: relaxed stores stand for the
+        // `memcpy` too.
+        if evicted || cfg!(loglag_loom) {
+            if evicted {
+                fence(Ordering::Release);
+            }
+            let words = self.words();
+            let index = ((pos % self.capacity) / 8) as usize;
+            // Up to the end of the ring, then the rest from its start.
+            let first = bytes.len().min((words.len() - index) * 8);
+            let (before_wrap, after_wrap) = bytes.split_at(first);
+            store_words(&words[index..], before_wrap);
+            store_words(words, after_wrap);
+        } else {
+            // SAFETY: forwarded from the caller.
+            #[cfg(not(loglag_loom))]
+            unsafe {
+                self.write_payload_bytes(pos, bytes)
+            };
+        }
+    }
+
+    /// `write_payload` with `memcpy`.
+    ///
+    /// # Safety
+    /// As for `write_payload`.
+    #[cfg(not(loglag_loom))]
+    unsafe fn write_payload_bytes(&self, pos: u64, bytes: &[u8]) {
+        let start = (pos % self.capacity) as usize;
+        let first = bytes.len().min(self.capacity as usize - start);
+        let base = self.byte_ptr();
+        // The record's padding up to its next word (which never wraps: the capacity
+        // is a multiple of 8).
+        let end = ((pos + bytes.len() as u64) % self.capacity) as usize;
+        let padding = (8 - end % 8) % 8;
+        // SAFETY: all three ranges lie inside the ring, which the caller owns for
+        // this span, and no one reads it racily (above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
+            std::ptr::write_bytes(base.add(end), 0, padding);
+        }
+    }
+
+    /// Zeroes `[from, to)` and releases it to producers (spool mode: records
+    /// `pop_into` took without releasing them).
     pub(crate) fn release(&self, from: u64, to: u64) {
+        let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
+        self.release_held(from, to);
+    }
+
+    /// `release` with `consume` held.
+    fn release_held(&self, from: u64, to: u64) {
         if self.zero_on_release && to > from {
             // Word by word through `word()` cost a division per word: 70% of
             // `pop_into` in `perf annotate` on the throughput bench. The region is at
             // most two runs of the ring's words (before and after the wrap), and the
             // stores may be relaxed: producers reach this space only after they
             // acquire the `tail` stored below with release.
-            let words = (self.capacity / 8) as usize;
-            // SAFETY: the storage holds `capacity / 8` 8-aligned words, accessed only
-            // atomically.
-            let all = unsafe { std::slice::from_raw_parts(self.base.as_ptr().cast_const(), words) };
+            let all = self.words();
+            let words = all.len();
             let mut index = ((from % self.capacity) / 8) as usize;
             let mut left = ((to - from) / 8) as usize;
             while left > 0 {
@@ -535,7 +735,16 @@ impl Ring {
             let level = Level::from_index(((state >> 1) & 0x7) as u8);
             // SAFETY: the record is committed (acquire above), lies within the reserved
             // region (checked above) and we hold `consume`.
+            #[cfg(not(loglag_loom))]
             let (a, b) = unsafe { self.payload(pos + HEADER, len) };
+            #[cfg(loglag_loom)]
+            let copied = {
+                let mut copied = Vec::new();
+                self.payload_copy(pos + HEADER, len, &mut copied);
+                copied
+            };
+            #[cfg(loglag_loom)]
+            let (a, b): (&[u8], &[u8]) = (&copied, &[]);
             let before = out.len();
             if state & CAPTURED != 0 {
                 if b.is_empty() {
@@ -561,7 +770,7 @@ impl Ring {
             pos += footprint(len);
         }
         if release && pos != start {
-            self.release(start, pos);
+            self.release_held(start, pos);
         }
         (count, pos)
     }
@@ -583,10 +792,23 @@ impl Ring {
                 level: Level::from_index(((state >> 1) & 0x7) as u8),
                 len,
             });
+            // Evicted: its state word first (see below).
+            self.word(pos).store(0, Ordering::Relaxed);
             pos += footprint(len);
         }
         if pos != start {
-            self.release(start, pos);
+            // Before the `tail` release below (see `write_payload`).
+            if !self.head.evicted.load(Ordering::Relaxed) {
+                self.head.evicted.store(true, Ordering::Relaxed);
+            }
+            // The writer may be reading these records' headers (`header_at_tail`)
+            // while `release` zeroes them. Their state words are zeroed above, before
+            // this fence and the rest: a read that sees any zero of `release` then
+            // sees the zeroed state word on its second look (loom found a `peek`
+            // that read a record's state, then its merge key zeroed, and passed with
+            // the tail alone: key 0 for key 1).
+            fence(Ordering::Release);
+            self.release_held(start, pos);
         }
         fits(pos)
     }
@@ -598,39 +820,55 @@ impl Ring {
 
     /// Enqueue time of the oldest record still in the ring, if it is committed.
     ///
-    /// Called from any thread while the writer consumes: between reading `tail` and
-    /// reading the header there, the writer may release that slot and a producer reuse
-    /// it, so the "header" read could be another record's payload (an age of days was
-    /// seen). Only a `tail` that has not moved after the reads vouches for them, as in
-    /// a seqlock.
+    /// Called from any thread while the writer consumes. It reads the header at
+    /// `tail` with `consume` held, so `tail` cannot move meanwhile: read without it,
+    /// the writer could release that slot and a producer reuse it, so the "header"
+    /// read could be another record's payload (an age of days was seen), and the read
+    /// would race with the producer's payload write (undefined behaviour: miri). The
+    /// lock is only tried, a bounded number of times: `None` if it stays busy (this
+    /// thread may be the one holding it, in a panic hook's flush).
     pub(crate) fn oldest_enqueued_ns(&self) -> Option<u64> {
-        loop {
-            let tail = self.tail.0.load(Ordering::Acquire);
-            if tail >= self.head.head.load(Ordering::Acquire) {
-                return None;
+        let mut tries = 0;
+        let _guard = loop {
+            match self.consume.try_lock() {
+                Ok(guard) => break guard,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if tries < 1000 => {
+                    tries += 1;
+                    crate::sync::yield_now();
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return None,
             }
-            // State, timestamp, state again: the first read pairs with the producer's
-            // release of the state word (so the timestamp is published), and the
-            // second catches `release` zeroing the header in between. `release`
-            // zeroes with relaxed stores, so the timestamp may read as zero while the
-            // state still reads as before: a zero timestamp is a header being zeroed,
-            // which is read as the empty ring the release is about to make (as a
-            // zeroed state word is).
-            let state = self.word(tail).load(Ordering::Acquire);
-            if state & COMMITTED == 0 {
-                return None;
-            }
-            let enqueued_ns = self.word(tail + 8).load(Ordering::Acquire);
-            let again = self.word(tail).load(Ordering::Acquire);
-            std::sync::atomic::fence(Ordering::Acquire);
-            if enqueued_ns == 0 {
-                return None;
-            }
-            if again == state && self.tail.0.load(Ordering::Relaxed) == tail {
-                return Some(enqueued_ns);
-            }
-            std::hint::spin_loop();
+        };
+        let tail = self.tail.0.load(Ordering::Acquire);
+        if tail >= self.head.head.load(Ordering::Acquire) {
+            return None;
         }
+        // The acquire of the state word pairs with the producer's release of it, so
+        // the timestamp stored before it is there.
+        let state = self.word(tail).load(Ordering::Acquire);
+        if state & COMMITTED == 0 {
+            return None;
+        }
+        Some(self.word(tail + 8).load(Ordering::Relaxed))
+    }
+}
+
+/// Stores `bytes` into the first words of `slots` (which has room for them) with
+/// relaxed atomic stores, the last word padded with zeroes.
+fn store_words(slots: &[AtomicU64], bytes: &[u8]) {
+    let mut chunks = bytes.chunks_exact(8);
+    for (slot, chunk) in slots.iter().zip(&mut chunks) {
+        slot.store(
+            u64::from_ne_bytes(chunk.try_into().expect("8 bytes")),
+            Ordering::Relaxed,
+        );
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        slots[bytes.len() / 8].store(u64::from_ne_bytes(last), Ordering::Relaxed);
     }
 }
 
@@ -807,7 +1045,8 @@ mod tests {
         };
         let payload = [0x01u8; 100];
         let mut out = Vec::new();
-        for i in 0..200_000u64 {
+        let rounds = if cfg!(miri) { 300 } else { 200_000u64 };
+        for i in 0..rounds {
             ring.try_push(Level::Info, &payload, u64::MAX, 1 + i % 1_000_000, false, 0)
                 .unwrap();
             out.clear();
@@ -909,11 +1148,84 @@ mod tests {
         assert_eq!(out, [[2u8; 40], [3u8; 40]].concat());
     }
 
+    /// A producer that evicts (`DropOldest`) moves `tail` under the writer, which
+    /// peeks at headers without the lock; the space it frees is then reused. Records
+    /// come out whole and in order, and (under miri) no payload write races with the
+    /// writer's reads.
+    fn evict_against_a_concurrent_pop(single_producer: bool) {
+        let ring = std::sync::Arc::new(if single_producer {
+            Ring::single_producer(256)
+        } else {
+            Ring::new(256)
+        });
+        let records: u32 = if cfg!(miri) { 60 } else { 5_000 };
+        let producer = {
+            let ring = ring.clone();
+            std::thread::spawn(move || {
+                for seq in 0..records {
+                    let payload = seq.to_le_bytes().repeat(5);
+                    let need = footprint(payload.len());
+                    loop {
+                        let pushed = if single_producer {
+                            ring.try_push_owned(Level::Info, &payload, 256, 0, false, seq as u64)
+                        } else {
+                            ring.try_push(Level::Info, &payload, 256, 0, false, seq as u64)
+                        };
+                        if pushed.is_ok() {
+                            break;
+                        }
+                        ring.evict_oldest(need, 256, |_| {});
+                    }
+                }
+            })
+        };
+        let mut last: Option<u32> = None;
+        let mut out = Vec::new();
+        loop {
+            let finished = producer.is_finished();
+            let _ = ring.has_unpublished();
+            if let Some(seen) = ring.peek() {
+                assert_eq!(seen.len, 20, "a header read as {seen:?}");
+            }
+            out.clear();
+            ring.pop_into(
+                &mut out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                PopBound::NONE,
+                |_| {},
+            );
+            for record in out.chunks(20) {
+                let seq = u32::from_le_bytes(record[..4].try_into().unwrap());
+                assert_eq!(record, seq.to_le_bytes().repeat(5), "a torn record");
+                assert!(last.is_none_or(|last| seq > last), "{seq} after {last:?}");
+                last = Some(seq);
+            }
+            if finished && ring.used_bytes() == 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        producer.join().unwrap();
+    }
+
+    #[test]
+    fn eviction_against_a_concurrent_pop_shared_ring() {
+        evict_against_a_concurrent_pop(false);
+    }
+
+    #[test]
+    fn eviction_against_a_concurrent_pop_single_producer_ring() {
+        evict_against_a_concurrent_pop(true);
+    }
+
     #[test]
     fn scan_finds_valid_records_and_skips_torn_ones() {
-        let mut storage: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
-        let base = NonNull::new(storage.as_mut_ptr()).unwrap();
-        let ring = Ring::with_storage(base, 512, true, 0, Storage::Heap(Box::new([])));
+        let storage = HeapWords::new(64);
+        let base = storage.ptr();
+        let ring = Ring::with_storage(base, 512, true, 0, Storage::Heap(storage));
         for i in 0..5u8 {
             ring.try_push(Level::Info, &[b'a' + i; 20], u64::MAX, 0, false, 0)
                 .unwrap();
@@ -922,7 +1234,7 @@ mod tests {
         let second = footprint(20);
         ring.word(second + HEADER).store(0xdead, Ordering::Relaxed);
         // SAFETY: the ring is not used concurrently.
-        let s = unsafe { scan(storage.as_ptr() as *const u8, 512, 0) };
+        let s = unsafe { scan(base.as_ptr() as *const u8, 512, 0) };
         let firsts: Vec<u8> = s.records.iter().map(|r| r.2[0]).collect();
         assert_eq!(firsts, [b'a', b'c', b'd', b'e']);
         assert_eq!(s.torn, 1);

@@ -368,7 +368,7 @@ impl Core {
                             let fits_own = |r: &&Ring| {
                                 footprint(record.len()) <= self.limit(r.capacity(), level)
                                     && r.peek().is_some_and(|mine| {
-                                        shared.peek().is_none_or(|s| mine.key <= s.key)
+                                        shared.peek_held().is_none_or(|s| mine.key <= s.key)
                                     })
                             };
                             let (ring, limit) = match own.filter(fits_own) {

@@ -335,6 +335,10 @@ mod tests {
     }
 
     proptest! {
+        // Under miri a few cases (each is slow there; the real runs cover the space).
+        #![proptest_config(ProptestConfig::with_cases(
+            if cfg!(miri) { 16 } else { ProptestConfig::default().cases }
+        ))]
         #[test]
         fn words_with_a_suspicious_byte_are_never_passed(word in any::<[u8; 8]>()) {
             if word.iter().any(|&b| SUSPICIOUS[b as usize]) {
@@ -355,9 +359,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) {
+            16
+        } else {
             std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2048)
-        ))]
+        }))]
         #[test]
         fn escaped_output_is_one_line_and_valid_json(s in hostile_string()) {
             let j = json(&s);

@@ -148,7 +148,8 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(100_000))]
+        // Under miri a few cases (each is slow there; the real runs cover the space).
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 100_000 }))]
         /// Any finite double, from its bits: byte for byte what `Display` writes.
         #[test]
         fn any_float_reads_as_display_writes_it(bits in any::<u64>()) {

@@ -397,7 +397,17 @@ fn life() -> impl Strategy<Value = Life> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Under miri (which checks the ring's and the header's `unsafe`), a few cases:
+    // one takes it seconds, and the file of past failures is not read.
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 512 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn into_the_same_file_every_accepted_record_lands_exactly_once(

@@ -69,6 +69,7 @@ fn expected(prefix: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_whole_interrupted_batch_is_not_written_again() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -82,6 +83,7 @@ fn a_whole_interrupted_batch_is_not_written_again() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn after_recovery_the_ring_is_zeroed() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -99,6 +101,7 @@ fn after_recovery_the_ring_is_zeroed() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_torn_batch_is_cut_and_written_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -111,6 +114,7 @@ fn a_torn_batch_is_cut_and_written_once() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn recovering_into_another_file_never_cuts_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -169,6 +173,7 @@ impl FileSink for DiesAfter {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_recovery_killed_part_way_resumes_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -225,6 +230,7 @@ impl FileSink for DiesAtFlush {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_recovery_killed_after_writing_its_chunk_does_not_write_it_again() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -246,6 +252,7 @@ fn set_word(path: &Path, i: u64, v: u64) {
 /// Found by `model.rs`: `end_batch` advances the tail, then clears the pending end; a
 /// kill between the two stores left a spool refused as corrupt.
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_kill_between_the_two_stores_of_a_commit_leaves_a_valid_spool() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -260,6 +267,7 @@ fn a_kill_between_the_two_stores_of_a_commit_leaves_a_valid_spool() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_spool_many_laps_on_recovers_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -273,6 +281,7 @@ fn a_spool_many_laps_on_recovers_exactly_once() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn header_bounds_are_inclusive_where_a_real_spool_can_reach_them() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -304,6 +313,7 @@ fn header_bounds_are_inclusive_where_a_real_spool_can_reach_them() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_record_damaged_in_the_spool_is_skipped_and_counted_as_torn() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -325,6 +335,7 @@ fn a_record_damaged_in_the_spool_is_skipped_and_counted_as_torn() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_corrupt_header_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -354,6 +365,7 @@ fn a_corrupt_header_is_refused_and_nothing_is_written() {
 // mode or owner to check; its symlink refusal is `windows_refuses_a_symlinked_spool`).
 #[cfg(unix)]
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn spools_are_private_and_foreign_ones_are_refused() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -408,6 +420,7 @@ fn windows_refuses_a_symlinked_spool() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn an_empty_or_foreign_file_is_not_a_spool() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty");
@@ -441,6 +454,7 @@ fn an_empty_or_foreign_file_is_not_a_spool() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_clean_shutdown_leaves_no_batch_pending() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -483,6 +497,7 @@ impl Sink for ChunkRecorder {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn recovery_delivers_in_full_chunks_of_at_most_64_kib() {
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("big.spool");
@@ -548,6 +563,7 @@ fn each_kind_of_spool_error_has_its_io_kind() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_spool_shorter_than_its_header_says_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
@@ -575,6 +591,7 @@ fn a_spool_shorter_than_its_header_says_is_refused_untouched() {
 // allocates.
 #[cfg(unix)]
 #[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
 fn a_new_spool_has_all_its_blocks() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,487 @@
+//! Model checks of the lock-free core under loom, built only with
+//! `RUSTFLAGS="--cfg loglag_loom"` (`scripts/loom`): every interleaving of a few
+//! threads (within the stated preemption bound), and the values a relaxed or acquire
+//! load may return under the C++ memory model, for the smallest piece that carries
+//! each ordering: `Ring`'s push and pop driven directly, `Lanes` with tiny rings,
+//! `Handshake` as it is. Each model prints how many interleavings it explored.
+//!
+//! What loom cannot see: `memcpy` (under loom every ring word is a loom atomic, and a
+//! payload write is relaxed word stores; miri checks the real copies, `scripts/miri`),
+//! `thread_local!` (a thread's hand-over is driven through `claim` and `hand_back`),
+//! and time (`Condvar::wait_timeout` waits without a timeout under loom; a deadline
+//! is modelled as already passed, or as never reached).
+
+use std::time::{Duration, Instant};
+
+use loom::thread;
+
+use crate::handshake::{Handshake, WriterEnd};
+use crate::lanes::{Lanes, WriterView};
+use crate::level::Level;
+use crate::queue::{footprint, PopBound, Popped, Ring};
+use crate::sync::{Arc, Mutex};
+
+/// Runs `model` under loom with `preemption_bound` (`None`: exhaustive) and prints
+/// the interleavings it explored.
+fn check(name: &str, preemption_bound: Option<usize>, model: impl Fn() + Sync + Send + 'static) {
+    let iterations = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = preemption_bound;
+    builder.max_branches = 100_000;
+    let started = Instant::now();
+    let counted = iterations.clone();
+    builder.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model();
+    });
+    eprintln!(
+        "loom model {name}: {} interleavings, preemption bound {}, {:.1?}",
+        iterations.load(std::sync::atomic::Ordering::Relaxed),
+        preemption_bound.map_or("none (exhaustive)".to_string(), |b| b.to_string()),
+        started.elapsed()
+    );
+}
+
+/// Pops every published record, each as (level, payload).
+fn pop(ring: &Ring, out: &mut Vec<(Level, Vec<u8>)>) {
+    let mut bytes = Vec::new();
+    let mut popped: Vec<Popped> = Vec::new();
+    ring.pop_into(
+        &mut bytes,
+        usize::MAX,
+        true,
+        &mut Vec::new(),
+        &mut |_, _, _| {},
+        PopBound::NONE,
+        |p| popped.push(p),
+    );
+    let mut rest = &bytes[..];
+    for p in popped {
+        let (record, tail) = rest.split_at(p.len);
+        out.push((p.level, record.to_vec()));
+        rest = tail;
+    }
+}
+
+/// Pushes into a shared ring, waiting (yielding) while it is full.
+fn push_shared(ring: &Ring, level: Level, payload: &[u8], key: u64) {
+    while ring
+        .try_push(level, payload, u64::MAX, 1, false, key)
+        .is_err()
+    {
+        thread::yield_now();
+    }
+}
+
+/// Pushes into a ring this thread owns, waiting (yielding) while it is full.
+fn push_owned(ring: &Ring, level: Level, payload: &[u8], key: u64) {
+    while ring
+        .try_push_owned(level, payload, u64::MAX, 1, false, key)
+        .is_err()
+    {
+        thread::yield_now();
+    }
+}
+
+/// The shared ring: two producers reserve with a compare-and-swap on `head` and
+/// publish with a release store of the state word, while the consumer reads committed
+/// records in order, zeroes them and releases `tail`. The ring holds two records and
+/// already holds one, so a producer fits only by reusing the space the consumer
+/// releases meanwhile: a stale header there must never read as committed, and no
+/// record is lost, repeated or torn. A push that finds the ring full gives up (no
+/// spinning, so the model stays small).
+#[test]
+fn loom_shared_ring_two_producers_and_the_consumer() {
+    check("shared_ring", Some(3), || {
+        // 80 bytes: two records of 2 bytes (40 bytes each).
+        let ring = Arc::new(Ring::new(80));
+        ring.try_push(Level::Info, b"x0", u64::MAX, 1, false, 0)
+            .unwrap();
+        let producers: Vec<_> = [b"a1", b"b1"]
+            .into_iter()
+            .map(|payload| {
+                let ring = ring.clone();
+                thread::spawn(move || {
+                    ring.try_push(Level::Info, payload, u64::MAX, 1, false, 1)
+                        .is_ok()
+                        .then_some(&payload[..])
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            pop(&ring, &mut out);
+            thread::yield_now();
+        }
+        let pushed: Vec<&[u8]> = producers
+            .into_iter()
+            .filter_map(|p| p.join().unwrap())
+            .collect();
+        pop(&ring, &mut out);
+        let mut payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+        assert_eq!(payloads[0], b"x0", "the oldest first: {payloads:?}");
+        payloads.remove(0);
+        payloads.sort();
+        let mut expected = pushed;
+        expected.sort();
+        assert_eq!(
+            payloads, expected,
+            "each record pushed comes out once, whole"
+        );
+        assert!(!expected.is_empty(), "the first push always fits");
+        assert_eq!(ring.used_bytes(), 0);
+    });
+}
+
+/// A thread's own ring: one producer, no compare-and-swap, `head` stored (release)
+/// after the record is published, the writer's `tail` read (acquire) only when the
+/// cached copy says the record does not fit. Three records through a ring of two
+/// while the writer pops: the third fits only if the cached tail is refreshed after
+/// the writer's release, and reused space is not zeroed on release.
+#[test]
+fn loom_single_producer_ring_and_its_cached_tail() {
+    check("single_producer_ring", None, || {
+        let ring = Arc::new(Ring::single_producer(80));
+        let producer = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                [b"r1", b"r2", b"r3"]
+                    .into_iter()
+                    .enumerate()
+                    .filter(|&(key, payload)| {
+                        ring.try_push_owned(Level::Info, payload, u64::MAX, 1, false, key as u64)
+                            .is_ok()
+                    })
+                    .map(|(_, payload)| &payload[..])
+                    .collect::<Vec<&[u8]>>()
+            })
+        };
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            pop(&ring, &mut out);
+            thread::yield_now();
+        }
+        let pushed = producer.join().unwrap();
+        pop(&ring, &mut out);
+        let payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+        assert_eq!(payloads, pushed, "in order, each once, whole");
+        assert_eq!(&pushed[..2], [&b"r1"[..], b"r2"], "two always fit");
+    });
+}
+
+/// A thread ring handed over at thread exit: the thread that had it stores `owned =
+/// false` (release) after its last `head`; the next thread claims it with a
+/// compare-and-swap (acquire) and must push after that `head`, with the cached tail
+/// it inherits, while the writer merges. Either thread may claim first (the first
+/// claim creates the ring); the other gets it if it was handed back by then.
+#[test]
+fn loom_thread_ring_handed_over_at_thread_exit() {
+    check("thread_ring_handover", None, || {
+        let lanes = Arc::new(Lanes::with_rings(u64::MAX - 100, 160, 80, 1));
+        let threads: Vec<_> = [b"A", b"B"]
+            .into_iter()
+            .map(|payload| {
+                let lanes = lanes.clone();
+                thread::spawn(move || {
+                    // A thread that finds the ring taken logs to the shared ring (not
+                    // modelled: it pushes nothing).
+                    let ring = lanes.claim()?;
+                    push_owned(&ring.ring, Level::Info, payload, 0);
+                    // The thread exits.
+                    ring.hand_back();
+                    Some(payload[0])
+                })
+            })
+            .collect();
+        let mut view = WriterView::default();
+        let mut out = Vec::new();
+        // The writer refreshes its view of the rings at each sweep.
+        let mut drain = |view: &mut WriterView| {
+            lanes.refresh(view);
+            lanes.pop_merged(
+                view,
+                &mut out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                |_| {},
+            );
+        };
+        drain(&mut view);
+        let pushed: Vec<u8> = threads
+            .into_iter()
+            .filter_map(|t| t.join().unwrap())
+            .collect();
+        drain(&mut view);
+        assert!(!pushed.is_empty(), "the first claim creates the ring");
+        let (mut out, mut pushed) = (out, pushed);
+        out.sort();
+        pushed.sort();
+        assert_eq!(out, pushed, "each record once");
+        assert_eq!(lanes.used_bytes(), 0);
+    });
+}
+
+/// The writer's merge across rings and the flush progress sum. A thread logs into
+/// its own ring, then flushes: its target is the sum of every ring's `head`. Another
+/// thread logs into the shared ring. The writer sweeps: heads summed at the start
+/// (under the snapshot lock), records merged by key, and the sum published as
+/// progress only once every ring's tail has passed its head. Whenever the published
+/// progress reaches the flush's target, the flushing thread's record is written.
+#[test]
+fn loom_merge_across_rings_and_the_flush_progress_sum() {
+    check("merge_and_flush_progress", Some(3), || {
+        let lanes = Arc::new(Lanes::with_rings(u64::MAX - 101, 240, 80, 1));
+        let flusher = {
+            let lanes = lanes.clone();
+            thread::spawn(move || {
+                let ring = lanes.claim().expect("the only claim");
+                push_owned(&ring.ring, Level::Info, b"1", 1);
+                lanes.head_sum()
+            })
+        };
+        let other = {
+            let lanes = lanes.clone();
+            thread::spawn(move || push_shared(&lanes.shared, Level::Info, b"2", 2))
+        };
+        let mut view = WriterView::default();
+        let mut out = Vec::new();
+        let mut progress = 0;
+        // The writer's loop: a sweep, a merge, its progress (twice, racing the
+        // producers).
+        let sweep_once = |view: &mut WriterView, out: &mut Vec<u8>, progress: &mut u64| {
+            let sweep = lanes.begin_sweep(view);
+            lanes.pop_merged(
+                view,
+                out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                |_| {},
+            );
+            if let Some(p) = lanes.progress(view, Some(&sweep)) {
+                *progress = (*progress).max(p);
+            }
+        };
+        sweep_once(&mut view, &mut out, &mut progress);
+        let seen_by_then = out.clone();
+        let progress_then = progress;
+        sweep_once(&mut view, &mut out, &mut progress);
+        let target = flusher.join().unwrap();
+        other.join().unwrap();
+        if progress_then >= target {
+            assert!(
+                seen_by_then.contains(&b'1'),
+                "progress {progress_then} passed target {target} before record 1 was written"
+            );
+        }
+        if progress >= target {
+            assert!(
+                out.contains(&b'1'),
+                "progress {progress} passed target {target} before record 1 was written"
+            );
+        }
+        sweep_once(&mut view, &mut out, &mut progress);
+        assert!(out == b"12" || out == b"21", "each record once: {out:?}");
+        assert!(progress >= target, "a finished sweep passes every target");
+    });
+}
+
+/// The handshake at the shutdown deadline: the writer accounts for its batch
+/// (`end_batch`) and exits, while the guard, its deadline passed, abandons the writer
+/// and counts the batch as lost unless the writer has exited. Both decisions are
+/// taken under the progress lock: exactly one party counts the batch.
+#[test]
+fn loom_handshake_at_the_shutdown_deadline_counts_a_batch_once() {
+    check("handshake_deadline", None, || {
+        let handshake = Arc::new(Handshake::default());
+        let counted = Arc::new(Mutex::new([0u64; 2]));
+        let writer = {
+            let (handshake, counted) = (handshake.clone(), counted.clone());
+            // The batch is registered before the writer makes any sink call.
+            handshake.begin_batch(100, [0, 0, 1, 0, 0]);
+            thread::spawn(move || {
+                // The sink writes the batch.
+                let accounted = handshake.end_batch(|| counted.lock().unwrap()[0] += 1);
+                if accounted {
+                    handshake.advance(100);
+                }
+                handshake.exit(100, |batch| {
+                    assert!(accounted, "an abandoned writer is never asked to count");
+                    counted.lock().unwrap()[0] += batch.take().iter().sum::<u64>();
+                });
+            })
+        };
+        // The deadline has passed when the guard looks.
+        let end = handshake.wait_exit_or_abandon(Instant::now(), |batch| {
+            counted.lock().unwrap()[1] += batch.take().iter().sum::<u64>();
+        });
+        writer.join().unwrap();
+        let [by_writer, by_guard] = *counted.lock().unwrap();
+        assert_eq!(
+            by_writer + by_guard,
+            1,
+            "counted once: {by_writer} + {by_guard}"
+        );
+        // The guard may abandon a writer that has accounted but not yet exited: then
+        // it finds nothing in flight.
+        assert!(by_guard == 0 || end == WriterEnd::Abandoned);
+        assert_eq!(handshake.in_flight_bytes(), 0);
+    });
+}
+
+/// The window this model shows, not closed here: the writer takes records out of the
+/// rings (`take_batch`: `pop_merged` releases them) before it registers them with
+/// `begin_batch`. A guard that abandons the writer in between counts what is in the
+/// rings and the (empty) batch in flight; the writer's `end_batch` then finds itself
+/// abandoned and counts nothing: those records are counted by nobody. (It takes the
+/// writer being held up for the 100 ms between the deadline and `give_up` right
+/// there, not inside a sink call.)
+#[test]
+#[ignore = "shows the gap between take_batch's pop and begin_batch; not fixed on this branch"]
+fn loom_handshake_abandon_between_pop_and_begin_batch() {
+    check("handshake_abandon_before_begin_batch", None, || {
+        let handshake = Arc::new(Handshake::default());
+        let counted = Arc::new(Mutex::new([0u64; 2]));
+        let writer = {
+            let (handshake, counted) = (handshake.clone(), counted.clone());
+            thread::spawn(move || {
+                // The records are out of the ring; now they are registered.
+                handshake.begin_batch(100, [0, 0, 1, 0, 0]);
+                if handshake.end_batch(|| counted.lock().unwrap()[0] += 1) {
+                    handshake.advance(100);
+                }
+                handshake.exit(100, |batch| {
+                    counted.lock().unwrap()[0] += batch.take().iter().sum::<u64>();
+                });
+            })
+        };
+        handshake.wait_exit_or_abandon(Instant::now(), |batch| {
+            counted.lock().unwrap()[1] += batch.take().iter().sum::<u64>();
+        });
+        writer.join().unwrap();
+        let [by_writer, by_guard] = *counted.lock().unwrap();
+        assert_eq!(
+            by_writer + by_guard,
+            1,
+            "counted once: {by_writer} + {by_guard}"
+        );
+    });
+}
+
+/// The handshake's waits: a flush waits for progress and the guard for the writer's
+/// exit, before any deadline. The waiter count is changed and read under the progress
+/// lock, so no wake-up is lost (under loom a wait has no timeout, and a lost wake-up
+/// is a deadlock).
+#[test]
+fn loom_handshake_waits_are_woken() {
+    check("handshake_wakeups", None, || {
+        let handshake = Arc::new(Handshake::default());
+        let writer = {
+            let handshake = handshake.clone();
+            thread::spawn(move || {
+                handshake.advance(5);
+                handshake.exit(5, |batch| assert_eq!(batch.take(), [0; 5]));
+            })
+        };
+        let flusher = {
+            let handshake = handshake.clone();
+            thread::spawn(move || handshake.wait_done(5, Duration::from_secs(3600)))
+        };
+        let far = Instant::now() + Duration::from_secs(3600);
+        let end = handshake.wait_exit_or_abandon(far, |_| panic!("nothing to abandon"));
+        assert_eq!(end, WriterEnd::Exited);
+        assert!(flusher.join().unwrap(), "the flush saw progress 5");
+        writer.join().unwrap();
+    });
+}
+
+/// `DropOldest`: a producer finds the ring full and evicts the oldest record (under
+/// the consumer's lock) while the writer peeks without the lock and pops. Every record
+/// is written or evicted, exactly once, written ones in order and whole; a peek never
+/// returns another record's bytes as a header (`header_at_tail`'s seqlock, which needs
+/// the release fence before writing into evicted space).
+fn drop_oldest_against_a_concurrent_pop(single_producer: bool) {
+    // 96 bytes: r0 and r1 (40 bytes each), then r2 (56 bytes) fits only once r0 is
+    // evicted, and wraps: its merge key lands where r0's state word was, and its
+    // payload where r0's merge key was. A header read there without the seqlock is
+    // another record's bytes (r2's key, 5, reads as a committed state word).
+    let ring = Arc::new(if single_producer {
+        Ring::single_producer(96)
+    } else {
+        Ring::new(96)
+    });
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    // Each record's level names it: Trace, Debug, Info.
+    let records: [(Level, &[u8], u64); 3] = [
+        (Level::Trace, b"r0", 1),
+        (Level::Debug, b"r1", 3),
+        (Level::Info, b"r2 of 18 bytes...", 5),
+    ];
+    let producer = {
+        let (ring, evicted) = (ring.clone(), evicted.clone());
+        thread::spawn(move || {
+            for (level, payload, key) in records {
+                loop {
+                    let pushed = if single_producer {
+                        ring.try_push_owned(level, payload, 96, 1, false, key)
+                    } else {
+                        ring.try_push(level, payload, 96, 1, false, key)
+                    };
+                    if pushed.is_ok() {
+                        break;
+                    }
+                    ring.evict_oldest(footprint(payload.len()), 96, |p| {
+                        evicted.lock().unwrap().push(p.level)
+                    });
+                }
+            }
+        })
+    };
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        if let Some(seen) = ring.peek() {
+            assert!(
+                records
+                    .iter()
+                    .any(|&(_, p, key)| (p.len(), key) == (seen.len, seen.key)),
+                "a header read as {seen:?}"
+            );
+        }
+        let _ = ring.has_unpublished();
+        pop(&ring, &mut out);
+        thread::yield_now();
+    }
+    producer.join().unwrap();
+    pop(&ring, &mut out);
+    let evicted = evicted.lock().unwrap().clone();
+    let mut seen: Vec<Level> = out.iter().map(|(level, _)| *level).collect();
+    for (level, payload) in &out {
+        let (_, expected, _) = records.iter().find(|(l, _, _)| l == level).unwrap();
+        assert_eq!(&payload[..], *expected, "whole");
+    }
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order: {seen:?}");
+    seen.extend(&evicted);
+    seen.sort();
+    assert_eq!(
+        seen,
+        [Level::Trace, Level::Debug, Level::Info],
+        "each record written or evicted, once"
+    );
+}
+
+#[test]
+fn loom_drop_oldest_eviction_against_a_concurrent_pop_shared_ring() {
+    check("drop_oldest_shared_ring", Some(3), || {
+        drop_oldest_against_a_concurrent_pop(false)
+    });
+}
+
+#[test]
+fn loom_drop_oldest_eviction_against_a_concurrent_pop_thread_ring() {
+    check("drop_oldest_thread_ring", None, || {
+        drop_oldest_against_a_concurrent_pop(true)
+    });
+}
