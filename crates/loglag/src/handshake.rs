@@ -43,6 +43,10 @@ impl InFlightBatch<'_> {
     }
 }
 
+/// The guard gave up on the writer: it must stop and count nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Abandoned;
+
 /// How a wait for the writer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WriterEnd {
@@ -63,7 +67,32 @@ impl Handshake {
         *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The writer is about to hand a batch of `bytes` with `levels` records to the sink.
+    /// Takes a batch out of the rings and puts it in flight in one step, under the
+    /// progress lock that the guard's decision to abandon is taken under: `take` pops
+    /// the records and returns their bytes and per-level counts (`None`: nothing
+    /// taken). A guard that abandons the writer therefore finds every record either
+    /// still in the rings or in flight, never in between where nobody counts it (the
+    /// loom model `loom_handshake_abandon_between_pop_and_begin_batch` found that
+    /// window when the two were separate steps). Returns `Err(Abandoned)` without
+    /// calling `take` if the guard has already abandoned the writer: it must stop.
+    pub(crate) fn take_into_flight<T>(
+        &self,
+        take: impl FnOnce() -> (T, Option<(usize, [u64; 5])>),
+    ) -> Result<T, Abandoned> {
+        let progress = self.lock();
+        if progress.abandoned {
+            return Err(Abandoned);
+        }
+        let (taken, batch) = take();
+        if let Some((bytes, levels)) = batch {
+            self.begin_batch(bytes, levels);
+        }
+        drop(progress);
+        Ok(taken)
+    }
+
+    /// The writer is about to hand a batch of `bytes` with `levels` records to the
+    /// sink. The writer registers its batches through [`Handshake::take_into_flight`].
     pub(crate) fn begin_batch(&self, bytes: usize, levels: [u64; 5]) {
         self.batch_bytes.store(bytes as u64, Ordering::Relaxed);
         for (slot, n) in self.batch_levels.iter().zip(levels) {

@@ -105,7 +105,10 @@ impl Writer {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            let taken = core.take_batch(&mut self.state);
+            let Ok(taken) = core.take_batch(&mut self.state) else {
+                core.announce_released(&mut self.state);
+                return false;
+            };
             if taken == 0 {
                 // A producer has reserved space but not yet published it: it is a few
                 // instructions away from doing so, unless it was preempted.

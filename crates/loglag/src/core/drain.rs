@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::Core;
 use crate::clock::WallClock;
+use crate::handshake::Abandoned;
 use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
 use crate::metrics::DropReason;
@@ -164,8 +165,26 @@ impl Core {
     /// may be a few instructions from publishing). Otherwise, without a spool, their
     /// slots and space go back to producers now (with one, once the batch is in the
     /// sink: [`Core::write_batch`]); the backlog is noted; and the batch is in flight
-    /// with the handshake before the writer makes any sink call.
-    pub(crate) fn take_batch(&self, state: &mut DrainState) -> usize {
+    /// with the handshake before the writer makes any sink call. The pop and the
+    /// registration are one step under the handshake's lock, so a guard abandoning
+    /// the writer never finds records in neither place. `Err(Abandoned)` if the guard
+    /// has abandoned the writer already: it must stop, and counts nothing more.
+    pub(crate) fn take_batch(&self, state: &mut DrainState) -> Result<usize, Abandoned> {
+        self.handshake
+            .take_into_flight(|| match self.pop_batch(state) {
+                0 => (0, None),
+                taken => {
+                    let mut per_level = [0u64; 5];
+                    for &(_, level) in &state.records {
+                        per_level[level as usize] += 1;
+                    }
+                    (taken, Some((state.batch.len(), per_level)))
+                }
+            })
+    }
+
+    /// [`Core::take_batch`]'s pop, called under the handshake's lock.
+    fn pop_batch(&self, state: &mut DrainState) -> usize {
         state.batch.clear();
         state.records.clear();
         let records = &mut state.records;
@@ -207,20 +226,7 @@ impl Core {
         }
         self.counters
             .note_backlog(self.lanes.used_bytes_seen(&state.view) + state.batch.len() as u64);
-        // Registered before any sink call (rotation, a notice, the write itself):
-        // whichever of them hangs past the shutdown deadline, the guard finds the
-        // batch in flight and counts it, so no taken record is counted by nobody.
-        self.register_batch(state);
         taken
-    }
-
-    /// Tells the handshake which records the writer now holds.
-    fn register_batch(&self, state: &DrainState) {
-        let mut per_level = [0u64; 5];
-        for &(_, level) in &state.records {
-            per_level[level as usize] += 1;
-        }
-        self.handshake.begin_batch(state.batch.len(), per_level);
     }
 
     /// A sink call failed outside a write (`before_batch`): counted as a write error.
