@@ -53,10 +53,12 @@ const BREAKDOWN: [&str; 11] = [
     "loop_memcpy_16k",
 ];
 
-const LOGGERS: [&str; 15] = [
+const LOGGERS: [&str; 17] = [
     "noop",
+    "ticklog",
     "loglag_macro",
     "loglag_macro_2_threads",
+    "tracing_floor",
     "loglag_layer",
     "loglag_fmt_writer",
     "tracing_appender",
@@ -455,6 +457,40 @@ fn child(name: &str, dir: &Path) {
             );
             drop(log);
             drop(guard);
+            report(p, 0);
+        }
+        // ticklog 0.1.2: a per-thread buffer and a drain thread that formats, as
+        // loglag's macro; the same message and fields as format arguments. It counts
+        // no drops, so the drops column is what the file lacks: calls made minus
+        // lines written, read after its guard has drained and joined.
+        "ticklog" => {
+            let path = file(dir, name);
+            let guard = ticklog::configure! {
+                sink: ticklog::FileSink::truncate(&path).expect("log file"),
+                max_level: ticklog::Level::Info,
+            }
+            .expect("ticklog builds once per process");
+            let p = measure(|i| {
+                ticklog::info!(
+                    "request completed request_id={} user={} latency_ms={}",
+                    i,
+                    "ann",
+                    12.5
+                )
+            });
+            drop(guard);
+            let calls = ((WARM_UP_BURSTS + BURSTS) * BURST) as u64;
+            let lines =
+                std::fs::read(&path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+            report(p, calls.saturating_sub(lines as u64));
+        }
+        // What any tracing Layer pays before it does anything: a registry whose one
+        // Layer does nothing. The loglag_layer row minus this one is loglag's own.
+        "tracing_floor" => {
+            struct Floor;
+            impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Floor {}
+            let sub = tracing_subscriber::registry().with(Floor);
+            let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
             report(p, 0);
         }
         "ftlog" => {

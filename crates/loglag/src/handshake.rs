@@ -113,6 +113,11 @@ impl Handshake {
         true
     }
 
+    /// Whether the guard has given up on the writer.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.lock().abandoned
+    }
+
     /// Every record before ring position `done_pos` is written or dropped.
     pub(crate) fn advance(&self, done_pos: u64) {
         let mut progress = self.lock();

@@ -377,6 +377,8 @@ fn loom_handshake_abandon_between_pop_and_begin_batch() {
             1,
             "counted once: {by_writer} + {by_guard}"
         );
+        assert_eq!(handshake.in_flight_bytes(), 0, "nothing left in flight");
+        assert_eq!(*ring.lock().unwrap(), 0, "nothing left in the ring");
     });
 }
 

@@ -186,7 +186,11 @@ pub(crate) struct Ring {
 
 // SAFETY: all shared mutation goes through atomics or through regions that one party
 // owns exclusively: a producer owns `[h, h+need)` after its CAS until it publishes the
-// state word; the consumer owns committed records until it releases `tail`.
+// state word; the consumer owns committed records until it releases `tail`. Under
+// `DropOldest` a producer may also take the oldest records and move `tail`, but only
+// holding `consume`, the consumer's own lock; readers of a header without that lock
+// (`header_at_tail`) read atomically and re-check, and once a ring has evicted its
+// payloads are written as atomic words, so such a read never races a plain write.
 unsafe impl Sync for Ring {}
 // SAFETY: see above; the ring owns its memory through `_storage`.
 unsafe impl Send for Ring {}
@@ -515,7 +519,10 @@ impl Ring {
             let state = self.word(tail).load(Ordering::Acquire);
             let key = self.word(tail + 16).load(Ordering::Relaxed);
             fence(Ordering::Acquire);
-            if self.word(tail).load(Ordering::Relaxed) == state
+            // The state word again, with acquire: should the slot have been evicted
+            // and reused by a record with the same state word, this read pairs with
+            // the new producer's release, so the `tail` read after it sees the move.
+            if self.word(tail).load(Ordering::Acquire) == state
                 && self.tail.0.load(Ordering::Relaxed) == tail
             {
                 return Some((head, state, key));
@@ -560,9 +567,10 @@ impl Ring {
 
     /// The ring's storage as words.
     fn words(&self) -> &[AtomicU64] {
-        // SAFETY: the storage holds `capacity / 8` 8-aligned words, accessed only
-        // atomically (the consumer's payload reads are of committed records, which no
-        // one writes until it releases them).
+        // SAFETY: the storage holds `capacity / 8` 8-aligned words. Through this slice
+        // they are accessed only atomically; payload bytes are also copied with plain
+        // `memcpy` by the producer that owns the region and read as bytes by the
+        // consumer that owns the committed record, never both at once (see `Sync`).
         unsafe {
             std::slice::from_raw_parts(
                 self.base.as_ptr().cast_const(),

@@ -259,6 +259,12 @@ impl Core {
     /// the batch ended and its space given back. Returns false if the guard abandoned
     /// the writer meanwhile: it must stop, and counts nothing more.
     pub(crate) fn write_batch(&self, state: &mut DrainState, sink: &mut HeldSink) -> bool {
+        // A guard that abandoned the writer while it was in `before_batch` or a notice
+        // has counted this batch as lost: writing it now would put records counted as
+        // dropped into the log.
+        if self.handshake.is_abandoned() {
+            return false;
+        }
         let spool = self.spool.as_ref();
         if let Some(header) = spool {
             let (position, identity) = crate::sink::place(sink.sink());
@@ -288,7 +294,10 @@ impl Core {
         let batch = &state.batch;
         let records = &state.records;
         let failing = &mut state.failing;
-        self.handshake.end_batch(|| match result {
+        // What to say on stderr, said after the handshake's lock is let go: a blocked
+        // stderr must not hold the lock the guard abandons the writer under.
+        let mut first_failure: Option<String> = None;
+        let accounted = self.handshake.end_batch(|| match result {
             Ok(refused) => {
                 // Records the peer refused inside the batch (RELP's `500`): each is
                 // dropped (`io_error`) with its level, not written.
@@ -336,14 +345,18 @@ impl Core {
                     counters.count_drop(DropReason::IoError, level, lost[level as usize]);
                 }
                 if !*failing {
-                    eprintln!(
+                    first_failure = Some(format!(
                         "loglag: write to the log sink failed: {error}; {} records dropped (io_error), counting further failures silently until a write succeeds",
                         lost.iter().sum::<u64>()
-                    );
+                    ));
                 }
                 *failing = true;
             }
-        })
+        });
+        if let Some(message) = first_failure {
+            eprintln!("{message}");
+        }
+        accounted
     }
 
     /// Applies the spool's sync policy after a batch.
