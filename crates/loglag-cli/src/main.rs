@@ -2,6 +2,8 @@
 
 mod args;
 mod commands;
+// The lab's `Progress` is unused where the lab does not run (see commands/linux_only.rs).
+#[cfg_attr(not(unix), allow(dead_code))]
 mod progress;
 
 use std::process::ExitCode;

@@ -1,5 +1,8 @@
 //! `loglag lab --app` on real services in other languages: readiness, stdout logs, children that must not outlive the lab, shutdown losses, and `loglag recover`.
 //! Short runs; assertions are on mechanisms, not on timing constants.
+// The lab and torture run where unix does; elsewhere they say what they need
+// (commands/linux_only.rs).
+#![cfg(unix)]
 
 #[macro_use]
 mod support;

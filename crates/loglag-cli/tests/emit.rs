@@ -8,6 +8,7 @@ use support::*;
 /// Ctrl-C during `loglag emit`: what was emitted is drained and summarised, and the
 /// exit status says it was interrupted.
 #[test]
+#[cfg(unix)] // a FIFO, and SIGINT through kill(2)
 fn ctrl_c_during_emit_prints_its_summary() {
     within("ctrl_c_during_emit_prints_its_summary", || {
         use std::io::{BufRead, Read};

@@ -1,5 +1,8 @@
 //! `loglag lab hops` (reference 004): the defaults, the sweep, traces, and network namespaces.
 //! Short runs; assertions are on mechanisms, not on timing constants.
+// The lab and torture run where unix does; elsewhere they say what they need
+// (commands/linux_only.rs).
+#![cfg(unix)]
 
 #[macro_use]
 mod support;

@@ -1,5 +1,8 @@
 //! `loglag lab` on the built-in API: the reference mechanism, every condition, CPU limits, Ctrl-C, and the collector conditions.
 //! Short runs; assertions are on mechanisms, not on timing constants.
+// The lab and torture run where unix does; elsewhere they say what they need
+// (commands/linux_only.rs).
+#![cfg(unix)]
 
 #[macro_use]
 mod support;

@@ -72,6 +72,7 @@ fn load_calibrate_measures_the_generators_floor_against_a_null_server() {
 }
 
 #[test]
+#[cfg(unix)] // SIGINT through kill(2)
 fn ctrl_c_during_load_prints_what_was_measured_so_far() {
     within("ctrl_c_during_load_prints_what_was_measured_so_far", || {
         use std::io::{Read, Write};

@@ -1,5 +1,8 @@
 //! The reference presets: 002 buffers, 003 blocking and the sweep, and an ERROR flushing its context.
 //! Short runs; assertions are on mechanisms, not on timing constants.
+// The lab and torture run where unix does; elsewhere they say what they need
+// (commands/linux_only.rs).
+#![cfg(unix)]
 
 #[macro_use]
 mod support;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 /// A refusal takes no time; this only bounds a regression that blocks.
 const DEADLINE: Duration = Duration::from_secs(60);
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
@@ -42,6 +43,7 @@ fn recover_within_deadline(spool: &Path, out: &Path) -> Option<std::process::Out
 }
 
 #[test]
+#[cfg(unix)] // FIFOs are unix's
 fn recover_refuses_a_fifo_without_blocking_and_exits_non_zero() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("app.spool");

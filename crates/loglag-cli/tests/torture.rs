@@ -1,5 +1,8 @@
 //! `loglag torture`: kill -9 during a flood (with and without rotation), and the overload soak.
 //! Short runs; assertions are on mechanisms, not on timing constants.
+// The lab and torture run where unix does; elsewhere they say what they need
+// (commands/linux_only.rs).
+#![cfg(unix)]
 
 #[macro_use]
 mod support;

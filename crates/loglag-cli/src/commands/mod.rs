@@ -12,31 +12,42 @@ use anyhow::{bail, Context};
 use loglag_lab::api::condition::Condition;
 use loglag_lab::api::server::{self, ServeConfig};
 use loglag_lab::export;
-use loglag_lab::lab::preset::Step;
-use loglag_lab::lab::LabError;
 use loglag_lab::load::{LoadConfig, Target};
 use loglag_lab::outputs::ExportManager;
-use loglag_lab::report::{Summary, SCHEMA};
-
-use loglag_lab::child::ChildSpec;
+use loglag_lab::report::SCHEMA;
 
 use crate::args::{
-    ChildArgs, EmitArgs, HopsArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs,
-    ReportArgs, ServeArgs, SinkArgs, TortureArgs,
+    ChildArgs, EmitArgs, LabArgs, LabCommand, LoadArgs, OutputFormat, RecoverArgs, ReportArgs,
+    ServeArgs, SinkArgs, TortureArgs,
 };
-use crate::progress::Progress;
+// What only the commands that run the lab's processes use (unix).
+#[cfg(unix)]
+use {
+    crate::args::HopsArgs, crate::progress::Progress, loglag_lab::child::ChildSpec,
+    loglag_lab::lab::preset::Step, loglag_lab::lab::LabError, loglag_lab::report::Summary,
+};
 
 mod emit;
+#[cfg(unix)]
 mod hops;
+#[cfg(unix)]
 mod lab;
+// Where unix is not, one stand-in for the commands that run the lab's processes.
+#[cfg(any(not(unix), test))]
+mod linux_only;
 mod load;
 mod report;
+#[cfg(unix)]
 mod torture;
 
+#[cfg(unix)]
 pub(crate) use self::lab::lab;
+#[cfg(not(unix))]
+pub(crate) use self::linux_only::{child, lab, torture};
 pub(crate) use self::load::{load, sink};
 pub(crate) use emit::emit;
 pub(crate) use report::report;
+#[cfg(unix)]
 pub(crate) use torture::torture;
 
 /// Exit code after Ctrl-C, as shells expect.
@@ -118,6 +129,7 @@ pub(crate) fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A child the lab started: becomes what its spec says.
+#[cfg(unix)]
 pub(crate) fn child(a: ChildArgs) -> anyhow::Result<ExitCode> {
     ChildSpec::parse(&a.spec)
         .map_err(anyhow::Error::msg)?

@@ -25,6 +25,7 @@ use prost::Message;
 /// SO_RCVBUF of each connection: 64 KiB, as a pipe holds (see `server.rs`).
 const RECEIVE_BUFFER: usize = 64 << 10;
 
+#[cfg(unix)]
 fn set_receive_buffer(stream: &TcpStream, bytes: usize) {
     use std::os::fd::AsRawFd;
     let value = bytes as libc::c_int;
@@ -39,6 +40,10 @@ fn set_receive_buffer(stream: &TcpStream, bytes: usize) {
         );
     }
 }
+
+/// The collector writes into a FIFO, which Windows lacks: it never runs there.
+#[cfg(not(unix))]
+fn set_receive_buffer(_stream: &TcpStream, _bytes: usize) {}
 
 /// What the collector speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -255,27 +255,13 @@ impl ApiProc {
                 }
                 // The reader holds the FIFO open for reading already, so this open
                 // does not wait.
-                let fifo = || -> io::Result<std::fs::File> {
-                    use std::os::fd::AsRawFd;
-                    use std::os::unix::fs::OpenOptionsExt;
-                    // Non-blocking, so a reader that died is an error (ENXIO), not a
-                    // wait; then blocking again, as the app's stdout expects.
-                    let file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .custom_flags(libc::O_NONBLOCK)
-                        .open(log_path)
-                        .map_err(|e| {
-                            io::Error::new(
-                                e.kind(),
-                                format!("cannot connect the app's log to the reader's FIFO: {e}"),
-                            )
-                        })?;
-                    // SAFETY: fcntl on a descriptor we own.
-                    unsafe {
-                        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-                        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-                    }
-                    Ok(file)
+                let fifo = || {
+                    open_fifo_writer(log_path).map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("cannot connect the app's log to the reader's FIFO: {e}"),
+                        )
+                    })
                 };
                 let mut follow = None;
                 match log {
@@ -436,16 +422,13 @@ struct FileFollower {
 impl FileFollower {
     fn start(path: PathBuf, mut fifo: std::fs::File) -> io::Result<FileFollower> {
         use std::io::{Seek, Write};
-        use std::os::unix::fs::MetadataExt;
         /// The file being read, positioned after what was copied, and its identity.
         struct Open {
             file: std::fs::File,
-            dev: u64,
-            ino: u64,
+            id: (u64, u64),
         }
         fn open_at(path: &Path, at_end: bool) -> io::Result<Option<Open>> {
             use std::io::Seek;
-            use std::os::unix::fs::MetadataExt;
             let mut file = match std::fs::File::open(path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -457,8 +440,7 @@ impl FileFollower {
             let meta = file.metadata()?;
             Ok(Some(Open {
                 file,
-                dev: meta.dev(),
-                ino: meta.ino(),
+                id: identity(&meta),
             }))
         }
         // Before the app starts: what is in the file now is not this run's.
@@ -488,7 +470,7 @@ impl FileFollower {
                         }
                         match std::fs::metadata(&path) {
                             Ok(meta) => match &mut open {
-                                Some(o) if o.dev == meta.dev() && o.ino == meta.ino() => {
+                                Some(o) if o.id == identity(&meta) => {
                                     if meta.len() < o.file.stream_position()? {
                                         o.file.seek(io::SeekFrom::Start(0))?;
                                         copy_to_end(&mut o.file)?;
@@ -541,8 +523,51 @@ impl Drop for FileFollower {
     }
 }
 
+/// Opens the reader's FIFO for writing. Non-blocking, so a reader that died is an
+/// error (ENXIO), not a wait; then blocking again, as the app's stdout expects.
+#[cfg(unix)]
+fn open_fifo_writer(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    Ok(file)
+}
+
+/// No FIFOs on Windows (the reader refuses first: see `reader::ensure_fifo`).
+#[cfg(not(unix))]
+fn open_fifo_writer(path: &Path) -> io::Result<std::fs::File> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{}: FIFOs need unix", path.display()),
+    ))
+}
+
+/// A file's identity (device, inode): what tells a file replaced at the path from the
+/// one being read.
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// std has no stable file index on Windows; the follower never runs there (it writes
+/// into a FIFO), so every file is the same one.
+#[cfg(not(unix))]
+fn identity(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
 /// Makes the process `cmd` starts join `group` before it runs its program, so that
 /// nothing it forks is ever outside the group.
+#[cfg(unix)]
 fn join_on_exec(cmd: &mut Command, group: &crate::sys::cgroup::KillGroup) -> io::Result<()> {
     use std::os::unix::process::CommandExt;
     let procs = std::ffi::CString::new(group.procs_path().into_os_string().into_encoded_bytes())
@@ -565,6 +590,15 @@ fn join_on_exec(cmd: &mut Command, group: &crate::sys::cgroup::KillGroup) -> io:
         });
     }
     Ok(())
+}
+
+/// No cgroups: nothing to join (`KillGroup::create` fails first).
+#[cfg(not(unix))]
+fn join_on_exec(_cmd: &mut Command, _group: &crate::sys::cgroup::KillGroup) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a kill group is a Linux cgroup",
+    ))
 }
 
 /// How a stopped API ended, kept typed until a report renders it.

@@ -12,7 +12,6 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 
 /// Runs `ip` with `args`; an error says what failed and what `ip` said.
@@ -65,6 +64,7 @@ impl Place {
     /// Makes `command` start inside this namespace.
     #[cfg(target_os = "linux")]
     pub fn enter(&self, command: &mut Command) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let file = std::fs::File::open(format!("/var/run/netns/{}", self.name))?;
         // SAFETY: setns is async-signal-safe; `file` is moved into the closure and
@@ -83,7 +83,9 @@ impl Place {
 
 /// Claims a second octet no other running lab holds: the first of 128..192 whose lock
 /// file this process can `flock`. The returned file holds the claim.
+#[cfg(unix)]
 fn claim_octet() -> io::Result<(u8, std::fs::File)> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::path::Path::new("/run/loglag");
     std::fs::create_dir_all(dir)?;
@@ -102,6 +104,31 @@ fn claim_octet() -> io::Result<(u8, std::fs::File)> {
     }
     Err(io::Error::other(
         "--netns: 64 labs already hold every 10.128-191 subnet; wait for one to finish",
+    ))
+}
+
+/// Network namespaces are Linux-only: no subnet to claim.
+#[cfg(not(unix))]
+fn claim_octet() -> io::Result<(u8, std::fs::File)> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "--netns: network namespaces are Linux-only",
+    ))
+}
+
+/// Whether the lab runs as root, which namespaces and veth pairs need.
+#[cfg(unix)]
+fn is_root() -> io::Result<bool> {
+    // SAFETY: geteuid has no preconditions.
+    Ok(unsafe { libc::geteuid() } == 0)
+}
+
+/// Network namespaces are Linux-only: refused before root is asked about.
+#[cfg(not(unix))]
+fn is_root() -> io::Result<bool> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "--netns: network namespaces are Linux-only",
     ))
 }
 
@@ -125,9 +152,7 @@ impl Namespaces {
     /// (the root namespace), and one per downstream service, linked to the front.
     /// Returns the front's place and each downstream's.
     pub fn create(run: u8, downstream: usize) -> io::Result<(Namespaces, Place, Vec<Place>)> {
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
-        if euid != 0 {
+        if !is_root()? {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 "--netns creates network namespaces and veth pairs, which needs root",

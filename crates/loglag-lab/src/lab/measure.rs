@@ -758,7 +758,8 @@ pub fn machine_saturation(
     })
 }
 
-#[cfg(test)]
+// Their exit statuses are unix wait statuses (a signal's number).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -5,9 +5,8 @@ pub mod client;
 pub mod inspect;
 pub mod standalone;
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,7 +79,9 @@ pub type SharedState = Arc<Mutex<ReaderState>>;
 
 /// Creates the FIFO at `path` if it does not exist; refuses anything that is not a FIFO.
 /// Returns whether it was created.
+#[cfg(unix)]
 pub fn ensure_fifo(path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::FileTypeExt;
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_fifo() => Ok(false),
         Ok(_) => Err(io::Error::new(
@@ -114,8 +115,10 @@ pub fn ensure_fifo(path: &Path) -> io::Result<bool> {
 /// Opens a FIFO for reading. With `hold_open` it is opened read-write, so the reader
 /// never sees end-of-file between writers (the lab restarts the API while the reader
 /// stays) and opening never blocks.
+#[cfg(unix)]
 pub fn open_fifo(path: &Path, hold_open: bool) -> io::Result<File> {
-    let mut options = OpenOptions::new();
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
     options.read(true).custom_flags(libc::O_CLOEXEC);
     if hold_open {
         options.write(true);
@@ -126,6 +129,30 @@ pub fn open_fifo(path: &Path, hold_open: bool) -> io::Result<File> {
             format!("cannot open FIFO {}: {e}", path.display()),
         )
     })
+}
+
+/// Windows' named pipes are not files a logger opens by path: no FIFO.
+#[cfg(not(unix))]
+pub fn ensure_fifo(path: &Path) -> io::Result<bool> {
+    Err(no_fifo(path))
+}
+
+/// Windows' named pipes are not files a logger opens by path: no FIFO.
+#[cfg(not(unix))]
+pub fn open_fifo(path: &Path, _hold_open: bool) -> io::Result<File> {
+    Err(no_fifo(path))
+}
+
+#[cfg(not(unix))]
+fn no_fifo(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "cannot use FIFO {}: FIFOs need unix; this build is for {}",
+            path.display(),
+            std::env::consts::OS
+        ),
+    )
 }
 
 /// The reader's settings.

@@ -2,7 +2,6 @@
 //! process group, and is killed (group and all) when its guard drops.
 
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -66,21 +65,7 @@ pub struct ChildGuard {
 impl ChildGuard {
     /// Spawns `command` in its own process group, to die with us.
     pub fn spawn(mut command: Command, what: &str) -> io::Result<ChildGuard> {
-        // SAFETY: only async-signal-safe calls (prctl, setpgid) between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                // Linux kills the child when the lab dies; elsewhere the guard's
-                // process-group kill is the only net.
-                #[cfg(target_os = "linux")]
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::setpgid(0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        own_group_dying_with_us(&mut command, what)?;
         let child = command
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
@@ -95,6 +80,7 @@ impl ChildGuard {
     }
 
     /// Whether the leader has exited, without reaping it.
+    #[cfg(unix)]
     fn has_exited(&self) -> bool {
         if self.reaped.is_some() {
             return true;
@@ -157,6 +143,7 @@ impl ChildGuard {
     }
 
     /// Waits for the leader to exit on its own, then kills what is left of its group.
+    #[cfg(unix)]
     pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
         if let Some(status) = self.reaped {
             return Ok(status);
@@ -194,6 +181,55 @@ impl ChildGuard {
     }
 }
 
+/// Where no child is ever started (`own_group_dying_with_us` refuses), the guard's
+/// plain std equivalents.
+#[cfg(not(unix))]
+impl ChildGuard {
+    fn has_exited(&mut self) -> bool {
+        self.reaped.is_some() || self.child.try_wait().is_ok_and(|s| s.is_some())
+    }
+
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.child.wait()
+    }
+}
+
+/// Makes `command`'s process the leader of its own group, so the guard can kill the
+/// group (and on Linux, `PR_SET_PDEATHSIG`: dies when the lab does).
+#[cfg(unix)]
+fn own_group_dying_with_us(command: &mut Command, _what: &str) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (prctl, setpgid) between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            // Linux kills the child when the lab dies; elsewhere the guard's
+            // process-group kill is the only net.
+            #[cfg(target_os = "linux")]
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Without process groups and a parent-death signal nothing guarantees that a child
+/// dies with the lab, so none is started.
+#[cfg(not(unix))]
+fn own_group_dying_with_us(_command: &mut Command, what: &str) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "cannot start {what}: the lab's children need unix (process groups, and PR_SET_PDEATHSIG on Linux); this build is for {}",
+            std::env::consts::OS
+        ),
+    ))
+}
+
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         if self.reaped.is_none() {
@@ -204,6 +240,7 @@ impl Drop for ChildGuard {
 }
 
 /// CPU seconds (user + system, all threads) a process has used, from /proc.
+#[cfg(unix)]
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may contain spaces.
@@ -216,7 +253,14 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((utime + stime) / ticks)
 }
 
-#[cfg(test)]
+/// No /proc: unknown.
+#[cfg(not(unix))]
+pub fn cpu_seconds(_pid: u32) -> Option<f64> {
+    None
+}
+
+// /proc and kill(2).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

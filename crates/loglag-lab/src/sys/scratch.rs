@@ -42,22 +42,33 @@ fn owner_pid(name: &str, kind: &str) -> Option<u32> {
         .ok()
 }
 
+/// Whether this user owns the file: a shared /tmp holds other users' labs too.
+#[cfg(unix)]
+fn owned_by_me(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    meta.uid() == unsafe { libc::geteuid() }
+}
+
+/// Windows' temporary directory is the user's own.
+#[cfg(not(unix))]
+fn owned_by_me(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
 fn remove_stale(tmp: &Path, kind: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return 0;
     };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
     let mut removed = 0;
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| owner_pid(n, kind)) else {
             continue;
         };
         // Only our own directories: a shared /tmp holds other users' labs too.
-        let mine = entry.metadata().is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == me
-        });
+        let mine = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && owned_by_me(&m));
         if mine && !super::procfs::is_running(pid) && std::fs::remove_dir_all(entry.path()).is_ok()
         {
             removed += 1;

@@ -15,6 +15,7 @@ pub enum Signal {
 
 impl Signal {
     /// The number `kill(2)` takes.
+    #[cfg(unix)]
     pub(crate) fn number(self) -> libc::c_int {
         match self {
             Signal::Term => libc::SIGTERM,
@@ -50,9 +51,16 @@ impl std::str::FromStr for Signal {
 
 /// Sends `signal` to `pid` (a negative `pid` is a process group). Returns whether
 /// the process (or group) existed.
+#[cfg(unix)]
 pub(crate) fn send(pid: i32, signal: Signal) -> bool {
     // SAFETY: kill(2) has no memory preconditions; callers own the pid (see `child.rs`).
     unsafe { libc::kill(pid, signal.number()) == 0 }
+}
+
+/// Windows has no signals to send: nothing is sent, and no process is said to exist.
+#[cfg(not(unix))]
+pub(crate) fn send(_pid: i32, _signal: Signal) -> bool {
+    false
 }
 
 #[cfg(test)]
