@@ -402,31 +402,18 @@ fn a_json_record_over_the_limit_is_still_json() {
         .contains("…[truncated "));
 }
 
-const CHILD_ENV: &str = "LOGLAG_HARDENING_CHILD";
-
-fn child(role: &str, arg: &std::path::Path) -> std::process::Child {
-    std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "hardening_child_main",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, role)
-        .env("LOGLAG_HARDENING_ARG", arg)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+/// This test binary again, running `test` alone as a child that plays `role` (see
+/// `played_a_child_role`), with `arg` as its path.
+fn child(test: &str, role: &str, arg: &std::path::Path) -> std::process::Child {
+    rerun_as_child(test, role, arg).spawn().unwrap()
 }
 
-/// Not a test of its own: the child processes' entry point.
-#[test]
-fn hardening_child_main() {
-    let Ok(role) = std::env::var(CHILD_ENV) else {
-        return;
+/// In a child started by [`child`], plays its role and returns true: the test ends
+/// there. In the test itself returns false at once.
+fn played_a_child_role() -> bool {
+    let Some((role, arg)) = child_role() else {
+        return false;
     };
-    let arg = std::env::var("LOGLAG_HARDENING_ARG").unwrap();
     match role.as_str() {
         // Sync mode, the default panic hook on, and a sink that panics: the hook must
         // not wait for the sink lock this very thread holds.
@@ -525,13 +512,21 @@ fn hardening_child_main() {
         }
         other => panic!("unknown role {other}"),
     }
+    true
 }
 
 /// Only a shutdown that gives up on a hung sink says so on stderr, with the count.
 #[test]
 fn only_a_shutdown_cut_short_says_so_on_stderr() {
+    if played_a_child_role() {
+        return;
+    }
     let out = wait_child_within(
-        child("deadline-messages", std::path::Path::new("")),
+        child(
+            "only_a_shutdown_cut_short_says_so_on_stderr",
+            "deadline-messages",
+            std::path::Path::new(""),
+        ),
         LIMIT,
         "deadline messages",
     );
@@ -562,8 +557,15 @@ fn only_a_shutdown_cut_short_says_so_on_stderr() {
 /// a success again: a failing disk does not flood stderr, and a recovery is not silent.
 #[test]
 fn write_failures_are_reported_on_stderr_once_per_streak() {
+    if played_a_child_role() {
+        return;
+    }
     let out = wait_child_within(
-        child("failing-streaks", std::path::Path::new("")),
+        child(
+            "write_failures_are_reported_on_stderr_once_per_streak",
+            "failing-streaks",
+            std::path::Path::new(""),
+        ),
         LIMIT,
         "failing streaks",
     );
@@ -587,8 +589,15 @@ fn write_failures_are_reported_on_stderr_once_per_streak() {
 
 #[test]
 fn sync_mode_with_a_panicking_sink_neither_hangs_nor_dies() {
+    if played_a_child_role() {
+        return;
+    }
     let out = wait_child_within(
-        child("sync-panicking-sink", std::path::Path::new("")),
+        child(
+            "sync_mode_with_a_panicking_sink_neither_hangs_nor_dies",
+            "sync-panicking-sink",
+            std::path::Path::new(""),
+        ),
         LIMIT,
         "sync + panicking sink",
     );
@@ -608,11 +617,18 @@ fn sync_mode_with_a_panicking_sink_neither_hangs_nor_dies() {
 #[cfg(unix)]
 #[test]
 fn a_spool_on_a_full_file_system_is_an_error_not_sigbus() {
+    if played_a_child_role() {
+        return;
+    }
     let Some(tmpfs) = mount_tmpfs("1m", "a_spool_on_a_full_file_system") else {
         return;
     };
     let out = wait_child_within(
-        child("spool-on-full-fs", &tmpfs.path),
+        child(
+            "a_spool_on_a_full_file_system_is_an_error_not_sigbus",
+            "spool-on-full-fs",
+            &tmpfs.path,
+        ),
         LIMIT,
         "spool on full fs",
     );

@@ -7,6 +7,7 @@ mod support;
 use std::io::Read;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -18,66 +19,58 @@ use loglag::DropReason;
 use loglag::{Level, Mode, NonBlockingBuilder};
 use support::*;
 
-const CHILD_ENV: &str = "LOGLAG_TEST_CHILD";
 const RECORDS: usize = 100;
 const PIPELINES_BUILT: usize = 5_000;
 
-/// Runs this test binary as a child that executes `role` (see `child_main`).
-fn child(role: &str, log: &Path) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, role)
-        .env("LOGLAG_TEST_LOG", log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-/// Not a test of its own: the entry point of the child processes.
-#[test]
-fn child_main() {
-    within(std::time::Duration::from_secs(300), "child_main", || {
-        let Ok(role) = std::env::var(CHILD_ENV) else {
-            return;
-        };
-        let log = std::env::var("LOGLAG_TEST_LOG").unwrap();
-        if role == "many-pipelines-then-panic" {
-            // A plugin host or a config reload: thousands of pipelines built on the
-            // defaults (each asks the panic hook to flush it), then one ordinary panic.
-            for _ in 0..PIPELINES_BUILT {
-                let (writer, guard) = NonBlockingBuilder::default().finish(std::io::sink());
-                drop((writer, guard));
-            }
-            let caught = std::panic::catch_unwind(|| panic!("an ordinary panic"));
-            assert!(caught.is_err());
-            println!("survived");
-            return;
-        }
-        let builder = NonBlockingBuilder::default()
-            .mode(Mode::Async)
-            // Nothing would be written without a flush for an hour: whatever reaches the file
-            // got there because of the ending under test.
-            .flush_interval(Duration::from_secs(3600))
-            .batch_bytes(1 << 20)
-            .flush_on_signals(role == "sigterm");
-        let (writer, guard) = builder.build(FdSink::append(&log).unwrap()).unwrap();
-        for i in 0..RECORDS {
-            writer.submit(Level::Info, format!("record {i}\n").as_bytes());
-        }
-        match role.as_str() {
-            "panic" => {
-                std::mem::forget(guard); // only the panic hook can flush now
-                panic!("boom");
-            }
-            "sigterm" => {
-                println!("ready");
-                loop {
-                    std::thread::park();
+/// In a child started by `rerun_as_child`, plays its role (the ending under test) and
+/// returns true: the test ends there. In the test itself returns false at once.
+fn played_a_child_role() -> bool {
+    let Some((role, log)) = child_role() else {
+        return false;
+    };
+    within(
+        std::time::Duration::from_secs(300),
+        "a child's role",
+        move || {
+            if role == "many-pipelines-then-panic" {
+                // A plugin host or a config reload: thousands of pipelines built on the
+                // defaults (each asks the panic hook to flush it), then one ordinary panic.
+                for _ in 0..PIPELINES_BUILT {
+                    let (writer, guard) = NonBlockingBuilder::default().finish(std::io::sink());
+                    drop((writer, guard));
                 }
+                let caught = std::panic::catch_unwind(|| panic!("an ordinary panic"));
+                assert!(caught.is_err());
+                println!("survived");
+                return;
             }
-            other => panic!("unknown role {other}"),
-        }
-    })
+            let builder = NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                // Nothing would be written without a flush for an hour: whatever reaches the file
+                // got there because of the ending under test.
+                .flush_interval(Duration::from_secs(3600))
+                .batch_bytes(1 << 20)
+                .flush_on_signals(role == "sigterm");
+            let (writer, guard) = builder.build(FdSink::append(&log).unwrap()).unwrap();
+            for i in 0..RECORDS {
+                writer.submit(Level::Info, format!("record {i}\n").as_bytes());
+            }
+            match role.as_str() {
+                "panic" => {
+                    std::mem::forget(guard); // only the panic hook can flush now
+                    panic!("boom");
+                }
+                "sigterm" => {
+                    println!("ready");
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                other => panic!("unknown role {other}"),
+            }
+        },
+    );
+    true
 }
 
 fn lines(path: &Path) -> Vec<String> {
@@ -90,13 +83,18 @@ fn lines(path: &Path) -> Vec<String> {
 
 #[test]
 fn a_panic_flushes() {
+    if played_a_child_role() {
+        return;
+    }
     within(
         std::time::Duration::from_secs(300),
         "a_panic_flushes",
         || {
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("out.log");
-            let out = child("panic", &log).output().unwrap();
+            let out = rerun_as_child("a_panic_flushes", "panic", &log)
+                .output()
+                .unwrap();
             assert!(!out.status.success());
             assert!(String::from_utf8_lossy(&out.stderr).contains("boom"));
             let got = lines(&log);
@@ -113,14 +111,21 @@ fn a_panic_flushes() {
 
 #[test]
 fn a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting() {
+    if played_a_child_role() {
+        return;
+    }
     within(
         Duration::from_secs(300),
         "a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting",
         || {
             let dir = tempfile::tempdir().unwrap();
-            let out = child("many-pipelines-then-panic", &dir.path().join("unused.log"))
-                .output()
-                .unwrap();
+            let out = rerun_as_child(
+                "a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting",
+                "many-pipelines-then-panic",
+                &dir.path().join("unused.log"),
+            )
+            .output()
+            .unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(
                 out.status.success() && String::from_utf8_lossy(&out.stdout).contains("survived"),
@@ -136,6 +141,9 @@ fn a_panic_after_thousands_of_pipelines_unwinds_instead_of_aborting() {
 #[cfg(unix)]
 #[test]
 fn a_real_sigterm_flushes_then_terminates() {
+    if played_a_child_role() {
+        return;
+    }
     within(
         std::time::Duration::from_secs(300),
         "a_real_sigterm_flushes_then_terminates",
@@ -143,7 +151,10 @@ fn a_real_sigterm_flushes_then_terminates() {
             use std::os::unix::process::ExitStatusExt;
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("out.log");
-            let mut proc = child("sigterm", &log).spawn().unwrap();
+            let mut proc =
+                rerun_as_child("a_real_sigterm_flushes_then_terminates", "sigterm", &log)
+                    .spawn()
+                    .unwrap();
             let mut stdout = BufReader::new(proc.stdout.take().unwrap());
             let mut line = String::new();
             while !line.contains("ready") {
@@ -172,6 +183,9 @@ fn a_real_sigterm_flushes_then_terminates() {
 #[cfg(windows)]
 #[test]
 fn a_real_ctrl_break_flushes_then_terminates() {
+    if played_a_child_role() {
+        return;
+    }
     if support::wine_cannot(
         "a_real_ctrl_break_flushes_then_terminates",
         "send a console control event without a console",
@@ -187,10 +201,11 @@ fn a_real_ctrl_break_flushes_then_terminates() {
             use windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP;
             let dir = tempfile::tempdir().unwrap();
             let log = dir.path().join("out.log");
-            let mut proc = child("sigterm", &log)
-                .creation_flags(CREATE_NEW_PROCESS_GROUP)
-                .spawn()
-                .unwrap();
+            let mut proc =
+                rerun_as_child("a_real_ctrl_break_flushes_then_terminates", "sigterm", &log)
+                    .creation_flags(CREATE_NEW_PROCESS_GROUP)
+                    .spawn()
+                    .unwrap();
             let mut stdout = BufReader::new(proc.stdout.take().unwrap());
             let mut line = String::new();
             while !line.contains("ready") {

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use loglag::sink::Relp;
 use loglag::{Format, Level, Mode, NonBlockingBuilder, Overflow};
+use support::{child_role, rerun_as_child};
 
-const CHILD_ENV: &str = "LOGLAG_RELP_SENDER";
 const TRIALS: u64 = 3;
 
 fn rsyslogd() -> Option<&'static str> {
@@ -144,14 +144,14 @@ fn pipeline(spool: &Path, port: u16) -> (loglag::NonBlocking, loglag::WorkerGuar
         .unwrap()
 }
 
-/// Not a test of its own: the sender process. Logs `trial=T seq=N` records until
-/// killed, printing how many it has accepted every 500 records.
-#[test]
-fn relp_sender_main() {
-    let Ok(trial) = std::env::var(CHILD_ENV) else {
+/// In the sender process (started by the test with `rerun_as_child`, its role the
+/// trial number, its path the spool): logs `trial=T seq=N` records until killed,
+/// printing how many it has accepted every 500 records. In the test itself returns
+/// at once.
+fn be_the_sender_if_asked() {
+    let Some((trial, spool)) = child_role() else {
         return;
     };
-    let spool = PathBuf::from(std::env::var("LOGLAG_RELP_SPOOL").unwrap());
     let port: u16 = std::env::var("LOGLAG_RELP_PORT").unwrap().parse().unwrap();
     let (writer, _guard) = pipeline(&spool, port);
     loglag::set_global(&writer, Format::Syslog, Level::Info);
@@ -201,6 +201,7 @@ fn wait_received(collector: &Collector, trial: u64, n: usize) -> usize {
 
 #[test]
 fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
+    be_the_sender_if_asked();
     if rsyslogd().is_none() || !imrelp_installed() {
         assert!(
             std::env::var_os("LOGLAG_REQUIRE_RSYSLOG").is_none(),
@@ -218,20 +219,15 @@ fn a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp() {
     for trial in 0..TRIALS {
         let spool = collector.dir.path().join(format!("trial-{trial}.spool"));
         let mut sender = Sender(
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "relp_sender_main",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_ENV, trial.to_string())
-                .env("LOGLAG_RELP_SPOOL", &spool)
-                .env("LOGLAG_RELP_PORT", collector.port.to_string())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
+            rerun_as_child(
+                "a_killed_sender_and_a_restarted_rsyslog_lose_nothing_over_relp",
+                &trial.to_string(),
+                &spool,
+            )
+            .env("LOGLAG_RELP_PORT", collector.port.to_string())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
         );
         let progress = follow_progress(BufReader::new(sender.0.stdout.take().unwrap()));
         // rsyslog goes away and comes back while the sender is delivering,

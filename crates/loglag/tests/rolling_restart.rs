@@ -12,7 +12,7 @@ mod support;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,8 +21,6 @@ use loglag::rolling::{Builder, Compression, Naming, Rotation};
 use loglag::{Level, NonBlockingBuilder, Overflow};
 use support::*;
 
-const ROLE: &str = "LOGLAG_TEST_RESTART_ROLE";
-const DIR: &str = "LOGLAG_TEST_RESTART_DIR";
 const NAMING: &str = "LOGLAG_TEST_RESTART_NAMING";
 const RECORDS: u64 = 100_000;
 
@@ -41,30 +39,30 @@ fn appender(naming: Naming, lock_wait: Duration) -> Builder {
         .lock_wait(lock_wait)
 }
 
-/// Runs this test binary as one of the two processes.
-fn process(role: &str, dir: &Path, naming: Naming) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "process_main", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .env(DIR, dir)
+/// Runs this test binary again as one of the two processes: the test `test`, alone,
+/// playing `role` (see `played_a_process_role`).
+fn process(test: &str, role: &str, dir: &Path, naming: Naming) -> Child {
+    rerun_as_child(test, role, dir)
         .env(NAMING, format!("{naming:?}"))
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap()
 }
 
-/// Not a test of its own: the processes' entry point. `ROLE` is `TAG` or `TAG:hold`.
-/// It logs half its records, says "half", waits for a line on stdin, logs the rest,
-/// shuts down and prints what it counted written. With `hold` it also waits for a
-/// second line before it ends (and lets go of the names).
-#[test]
-fn process_main() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
+/// In a process started by [`process`], plays its role and returns true: the test
+/// ends there; in the test itself returns false at once. The role is `TAG` or
+/// `TAG:hold`. It logs half its records, says "half", waits for a line on stdin, logs
+/// the rest, shuts down and prints what it counted written. With `hold` it also waits
+/// for a second line before it ends (and lets go of the names).
+fn played_a_process_role() -> bool {
+    let Some((role, dir)) = child_role() else {
+        return false;
     };
-    let dir = std::env::var(DIR).unwrap();
+    play(role, &dir);
+    true
+}
+
+fn play(role: String, dir: &Path) {
     let (tag, hold) = match role.split_once(':') {
         Some((tag, "hold")) => (tag.to_owned(), true),
         _ => (role.clone(), false),
@@ -78,7 +76,7 @@ fn process_main() {
         Ok("Fixed") => Naming::Fixed,
         _ => Naming::Dated,
     };
-    let appender = match appender(naming, Duration::from_secs(240)).build(&dir) {
+    let appender = match appender(naming, Duration::from_secs(240)).build(dir) {
         Ok(a) => a,
         Err(e) => {
             println!("refused {e}");
@@ -155,7 +153,7 @@ fn records_in(dir: &Path) -> HashMap<String, u32> {
 
 /// Three deploys on one directory: each new process starts while the old one still
 /// has half its records to log.
-fn overlapping_restarts(naming: Naming) {
+fn overlapping_restarts(test: &'static str, naming: Naming) {
     within(
         Duration::from_secs(600),
         "overlapping restarts",
@@ -164,11 +162,11 @@ fn overlapping_restarts(naming: Naming) {
             let mut tags = Vec::new();
             for round in 0..3 {
                 let (old, new) = (format!("r{round}-old"), format!("r{round}-new"));
-                let mut first = process(&old, dir.path(), naming);
+                let mut first = process(test, &old, dir.path(), naming);
                 let mut first_out = BufReader::new(first.stdout.take().unwrap());
                 expect_line(&mut first_out, "building");
                 expect_line(&mut first_out, "half");
-                let mut second = process(&new, dir.path(), naming);
+                let mut second = process(test, &new, dir.path(), naming);
                 let mut second_out = BufReader::new(second.stdout.take().unwrap());
                 expect_line(&mut second_out, "building");
                 // The new process is starting; the old one logs the rest of its records.
@@ -230,22 +228,42 @@ fn overlapping_restarts(naming: Naming) {
 
 #[test]
 fn a_restart_that_overlaps_the_old_process_loses_and_duplicates_nothing() {
-    overlapping_restarts(Naming::Dated);
+    if played_a_process_role() {
+        return;
+    }
+    overlapping_restarts(
+        "a_restart_that_overlaps_the_old_process_loses_and_duplicates_nothing",
+        Naming::Dated,
+    );
 }
 
 #[test]
 fn a_restart_on_a_fixed_name_waits_for_the_old_process_and_loses_nothing() {
-    overlapping_restarts(Naming::Fixed);
+    if played_a_process_role() {
+        return;
+    }
+    overlapping_restarts(
+        "a_restart_on_a_fixed_name_waits_for_the_old_process_and_loses_nothing",
+        Naming::Fixed,
+    );
 }
 
 #[test]
 fn a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder() {
+    if played_a_process_role() {
+        return;
+    }
     within(
         Duration::from_secs(300),
         "a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder",
         || {
             let dir = tempfile::tempdir().unwrap();
-            let mut holder = process("holder:hold", dir.path(), Naming::Fixed);
+            let mut holder = process(
+                "a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder",
+                "holder:hold",
+                dir.path(),
+                Naming::Fixed,
+            );
             let mut out = BufReader::new(holder.stdout.take().unwrap());
             expect_line(&mut out, "building");
             expect_line(&mut out, "half");
