@@ -58,17 +58,18 @@ fn two_hundred_thousand_short_lived_logging_threads_keep_memory_flat() {
         loglag::set_global(&writer, loglag::Format::Json, Level::Info);
         // Warm up: the allocator's arenas reach their working size, and every page of
         // the ring has been written once.
-        churn(&writer, 20_000, 8);
-        let record = [b'w'; 1000];
-        for _ in 0..2 * capacity / record.len() {
-            writer.submit(Level::Info, &record);
-        }
-        let warm = 2 * 20_000 + 2 * capacity / record.len();
-        let before = rss_kib();
         let threads: usize = std::env::var("CHURN_THREADS")
             .ok()
             .and_then(|n| n.parse().ok())
             .unwrap_or(200_000);
+        let warm_threads = threads.min(20_000);
+        churn(&writer, warm_threads, 8);
+        let record = [b'w'; 1000];
+        for _ in 0..2 * capacity / record.len() {
+            writer.submit(Level::Info, &record);
+        }
+        let warm = 2 * warm_threads + 2 * capacity / record.len();
+        let before = rss_kib();
         churn(&writer, threads, 8);
         let after = rss_kib();
         let grown = after.saturating_sub(before);
@@ -76,11 +77,18 @@ fn two_hundred_thousand_short_lived_logging_threads_keep_memory_flat() {
             "RSS {before} KiB -> {after} KiB over {threads} threads ({grown} KiB); {} counter slots",
             writer.debug_counter_slots()
         );
-        // The bound: 1 MiB for 200,000 threads, about 5 bytes a thread.
-        assert!(
-            grown <= 1024,
-            "RSS grew {grown} KiB over {threads} logging threads"
-        );
+        // The bound: 1 MiB for 200,000 threads, about 5 bytes a thread. Under
+        // qemu-user (scripts/test-aarch64 says so in LOGLAG_EMULATOR) VmRSS is the
+        // emulator's too, and it keeps memory for every guest thread it ever ran (5.5
+        // GB over 20,000 threads, seen): the count of rings and slots below still holds.
+        if std::env::var("LOGLAG_EMULATOR").as_deref() == Ok("qemu-user") {
+            eprintln!("RSS not checked: under qemu-user VmRSS holds the emulator's own per-thread memory");
+        } else {
+            assert!(
+                grown <= 1024,
+                "RSS grew {grown} KiB over {threads} logging threads"
+            );
+        }
         assert!(
             writer.debug_counter_slots() <= 64,
             "counter slots follow the live threads: {}",
