@@ -82,7 +82,9 @@ fn two_hundred_thousand_short_lived_logging_threads_keep_memory_flat() {
         // emulator's too, and it keeps memory for every guest thread it ever ran (5.5
         // GB over 20,000 threads, seen): the count of rings and slots below still holds.
         if std::env::var("LOGLAG_EMULATOR").as_deref() == Ok("qemu-user") {
-            eprintln!("RSS not checked: under qemu-user VmRSS holds the emulator's own per-thread memory");
+            eprintln!(
+                "RSS not checked: under qemu-user VmRSS holds the emulator's own per-thread memory"
+            );
         } else {
             assert!(
                 grown <= 1024,
