@@ -9,6 +9,7 @@
 //! cargo bench -p loglag --bench latency                      # every logger, 3 rounds
 //! cargo bench -p loglag --bench latency -- --rounds 5 --only loglag_macro,noop
 //! cargo bench -p loglag --bench latency -- --throughput      # events/s into a file
+//! cargo bench -p loglag --bench latency -- --rss             # resident memory, idle and used
 //! cargo bench -p loglag --bench latency -- --only breakdown  # the macro's call taken apart
 //! LATENCY_CAPACITY_BYTES=1048576 cargo bench -p loglag --bench latency -- --only loglag_macro
 //!                                    # loglag's rows with another capacity_bytes (or
@@ -39,7 +40,7 @@ const PAUSE: Duration = Duration::from_micros(50);
 /// what its clocks cost, the call with the pipeline off and with capture only (the
 /// record built, timestamp included, but not pushed), and both back to back in a loop
 /// (`loop_*`: every column is the loop's mean per call, no timer in it).
-const BREAKDOWN: [&str; 11] = [
+const BREAKDOWN: [&str; 12] = [
     "noop",
     "rdtsc",
     "clock_coarse",
@@ -48,6 +49,7 @@ const BREAKDOWN: [&str; 11] = [
     "loglag_macro",
     "loop_capture_only",
     "loop_macro",
+    "loop_macro_default",
     "loop_capture_only_16k",
     "loop_macro_16k",
     "loop_memcpy_16k",
@@ -86,6 +88,9 @@ fn main() {
     }
     if args.iter().any(|a| a == "--throughput") {
         return throughput();
+    }
+    if args.iter().any(|a| a == "--rss") {
+        return rss_table();
     }
     let rounds: usize = value("--rounds").map_or(3, |r| r.parse().expect("--rounds N"));
     let only: Vec<String> = match value("--only") {
@@ -285,6 +290,7 @@ fn report(p: [f64; 4], drops: u64) {
 fn child(name: &str, dir: &Path) {
     use tracing_subscriber::prelude::*;
     match name {
+        "rss_loglag" | "rss_tracing_appender" => rss_child(name, dir),
         "noop" => report(
             measure(|i| {
                 black_box(i);
@@ -356,6 +362,25 @@ fn child(name: &str, dir: &Path) {
                     call(i);
                 }
                 best = best.min(started.elapsed().as_nanos() as f64 / calls as f64);
+                writer
+                    .flush(Duration::from_secs(10))
+                    .expect("the loop drains");
+            }
+            report([best; 4], guard.shutdown().dropped_records());
+        }
+        // The default pipeline, back to back in loops of 2,000 calls (about 200 KiB,
+        // within the default thread ring), draining between loops: what `perf record`
+        // should look at for the caller's cost, free of the timer and of page faults.
+        "loop_macro_default" => {
+            let (writer, guard) = loglag_file(dir, name);
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            let mut best = f64::MAX;
+            for _ in 0..2_000 {
+                let started = Instant::now();
+                for i in 0..2_000 {
+                    macro_event!(i);
+                }
+                best = best.min(started.elapsed().as_nanos() as f64 / 2_000.0);
                 writer
                     .flush(Duration::from_secs(10))
                     .expect("the loop drains");
@@ -680,6 +705,101 @@ fn child(name: &str, dir: &Path) {
 /// Events per second delivered into a file by one writer thread, with 1 and 2
 /// producers, blocking when the queue is full (nothing dropped), timed from the first
 /// call until the guard has written everything.
+/// This process's resident set in KiB (`VmRSS`), or 0 where /proc has none.
+fn vm_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `--rss`: what one pipeline with its default configuration keeps resident, each
+/// logger in its own process: VmRSS before building it, after 200 ms idle, after
+/// 1,000 records and after 1,000,000 (each flushed), as differences from before.
+fn rss_table() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let exe = std::env::current_exe().expect("own path");
+    println!("| logger | idle KiB | after 1,000 records | after 1,000,000 records |");
+    println!("|---|---:|---:|---:|");
+    for name in ["rss_loglag", "rss_tracing_appender"] {
+        let out = Command::new(&exe)
+            .args(["--child", name, "--dir"])
+            .arg(dir.path())
+            .output()
+            .expect("run a child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = text.lines().find(|l| l.starts_with("RSS ")) else {
+            panic!("{name}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        let v: Vec<&str> = line[4..].split_whitespace().collect();
+        println!("| {} | +{} | +{} | +{} |", &name[4..], v[0], v[1], v[2]);
+    }
+}
+
+/// One `--rss` row: VmRSS around building one pipeline and logging through it.
+fn rss_child(name: &str, dir: &Path) {
+    let before = vm_rss_kib();
+    let mut marks = Vec::new();
+    match name {
+        "rss_loglag" => {
+            let (writer, guard) = loglag::NonBlockingBuilder::default()
+                .build(loglag::sink::FdSink::append(file(dir, name)).expect("log file"))
+                .unwrap();
+            loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
+            std::thread::sleep(Duration::from_millis(200));
+            marks.push(vm_rss_kib());
+            for n in [1_000u64, 999_000] {
+                for i in 0..n {
+                    macro_event!(i);
+                    if i % 4096 == 0 {
+                        // Keep within the budget: the question is memory, not drops.
+                        let _ = writer.flush(Duration::from_secs(10));
+                    }
+                }
+                writer.flush(Duration::from_secs(10)).expect("flushed");
+                marks.push(vm_rss_kib());
+            }
+            drop(guard);
+        }
+        "rss_tracing_appender" => {
+            use tracing_subscriber::prelude::*;
+            let f = std::fs::File::create(file(dir, name)).unwrap();
+            let (writer, guard) = tracing_appender::non_blocking(f);
+            let sub = tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().json().with_writer(writer));
+            tracing::subscriber::with_default(sub, || {
+                std::thread::sleep(Duration::from_millis(200));
+                marks.push(vm_rss_kib());
+                for n in [1_000u64, 999_000] {
+                    for i in 0..n {
+                        event!(i);
+                        if i % 4096 == 0 {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                    marks.push(vm_rss_kib());
+                }
+            });
+            drop(guard);
+        }
+        _ => unreachable!(),
+    }
+    println!(
+        "RSS {}",
+        marks
+            .iter()
+            .map(|m| (*m as i64 - before as i64).to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+}
+
 fn throughput() {
     const PER_PRODUCER: u64 = 2_000_000;
     let dir = tempfile::tempdir().unwrap();

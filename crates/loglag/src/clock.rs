@@ -76,6 +76,51 @@ pub(crate) fn merge_key_of(raw: Raw) -> u64 {
     }
 }
 
+/// A record's enqueue stamp, from which the metrics tell the age of the oldest queued
+/// record: the caller's own reading where that is TSC ticks (no second clock read per
+/// record: the coarse clock was 6% of the caller's profile), `CLOCK_MONOTONIC_COARSE`
+/// nanoseconds elsewhere. Never the wall clock, which can step.
+#[inline]
+pub(crate) fn stamp_of(raw: Raw) -> u64 {
+    if raw.tsc {
+        raw.value
+    } else {
+        crate::format::time::coarse_monotonic_ns()
+    }
+}
+
+/// An enqueue stamp for a record that has no reading of its own (a formatted line).
+#[inline]
+pub(crate) fn stamp_now() -> u64 {
+    match SOURCE.load(Ordering::Relaxed) {
+        TSC => rdtsc(),
+        REALTIME => crate::format::time::coarse_monotonic_ns(),
+        _ => {
+            decide();
+            stamp_now()
+        }
+    }
+}
+
+/// The time since an enqueue stamp was taken.
+pub(crate) fn stamp_age(stamp: u64) -> std::time::Duration {
+    match (SOURCE.load(Ordering::Relaxed), TSC_ORIGIN.get()) {
+        (TSC, Some(origin)) => {
+            // Ticks to nanoseconds at the rate since the source was decided (before
+            // the first record), so no rate needs to be measured or shared.
+            let now = sample();
+            let ticks = now.tsc.saturating_sub(stamp) as u128;
+            let span_ticks = now.tsc.saturating_sub(origin.tsc).max(1) as u128;
+            let span_ns = now.mono.saturating_sub(origin.mono) as u128;
+            Duration::from_nanos((ticks * span_ns / span_ticks) as u64)
+        }
+        _ => Duration::from_nanos(crate::format::time::coarse_monotonic_ns().saturating_sub(stamp)),
+    }
+}
+
+/// The TSC and the monotonic clock read when the TSC was chosen: `stamp_age`'s rate.
+static TSC_ORIGIN: std::sync::OnceLock<Sample> = std::sync::OnceLock::new();
+
 /// Unix nanoseconds from `CLOCK_REALTIME`.
 pub(crate) fn realtime() -> Raw {
     let ns = SystemTime::now()
@@ -97,6 +142,9 @@ pub(crate) fn decide() {
     }
     let forced_realtime = std::env::var(CLOCK_ENV).is_ok_and(|v| v.trim() == "realtime");
     let tsc = !forced_realtime && cfg!(target_arch = "x86_64") && invariant_tsc();
+    if tsc {
+        TSC_ORIGIN.get_or_init(sample);
+    }
     SOURCE.store(if tsc { TSC } else { REALTIME }, Ordering::Relaxed);
 }
 

@@ -84,6 +84,13 @@ struct OwnRings {
     entries: RefCell<Vec<OwnRing>>,
     /// `DROPPED` as of the last sweep of entries whose pipeline is gone.
     seen_dropped: Cell<u64>,
+    /// The pipeline this thread last pushed into through its own ring, and that ring:
+    /// the hot path's answer without the table's borrow and search (most threads log
+    /// to one pipeline). Valid while `seen_dropped` equals `DROPPED`: the entry that
+    /// holds the ring leaves the table only in `forget_dropped`, which clears this,
+    /// in `with_own_slow`, which sets it again, or with the whole `OwnRings`, after
+    /// which the thread-local cannot be reached.
+    last: Cell<(u64, *const Ring)>,
 }
 
 impl ThreadRing {
@@ -105,7 +112,11 @@ impl Drop for OwnRings {
 
 thread_local! {
     static OWN: OwnRings = const {
-        OwnRings { entries: RefCell::new(Vec::new()), seen_dropped: Cell::new(0) }
+        OwnRings {
+            entries: RefCell::new(Vec::new()),
+            seen_dropped: Cell::new(0),
+            last: Cell::new((0, std::ptr::null())),
+        }
     };
 }
 
@@ -245,6 +256,29 @@ impl Lanes {
         if self.max_thread_rings == 0 {
             return f(None);
         }
+        let last = OWN
+            .try_with(|own| {
+                let (pipeline, ring) = own.last.get();
+                (pipeline == self.id && own.seen_dropped.get() == DROPPED.load(Ordering::Relaxed))
+                    .then_some(ring)
+            })
+            .ok()
+            .flatten();
+        match last {
+            // SAFETY: `last` points into a ring this thread's table holds (see
+            // `OwnRings::last`), and the table keeps it while this call runs: a signal
+            // handler that logs meanwhile may change other pipelines' entries, never
+            // this one's (this pipeline is alive, and `PRODUCING` keeps the handler out
+            // of it).
+            Some(ring) => f(Some(unsafe { &*ring })),
+            None => self.with_own_slow(f),
+        }
+    }
+
+    /// `with_own` through the thread's table: the first record, another pipeline than
+    /// the last, a thread without a ring, or a pipeline dropped since.
+    #[cold]
+    fn with_own_slow<T>(&self, f: impl FnOnce(Option<&Ring>) -> T) -> T {
         let mut f = Some(f);
         let result = OWN.try_with(|own| {
             let dropped = DROPPED.load(Ordering::Relaxed);
@@ -258,8 +292,12 @@ impl Lanes {
                         if entry.ring.is_none() {
                             entry.retry_in.set(retry_in - 1);
                         }
+                        let ring = entry.ring.as_deref().map(|r| &r.ring);
+                        if let Some(ring) = ring {
+                            own.last.set((self.id, ring));
+                        }
                         let f = f.take().expect("called once");
-                        return Some(f(entry.ring.as_deref().map(|r| &r.ring)));
+                        return Some(f(ring));
                     }
                 }
             }
@@ -272,6 +310,9 @@ impl Lanes {
                 }
                 return None;
             };
+            if own.last.get().0 == self.id {
+                own.last.set((0, std::ptr::null()));
+            }
             table.retain(|e| e.pipeline != self.id);
             table.push(OwnRing {
                 pipeline: self.id,
@@ -284,6 +325,9 @@ impl Lanes {
                 .last()
                 .and_then(|e| e.ring.as_deref())
                 .map(|r| &r.ring);
+            if let Some(ring) = ring {
+                own.last.set((self.id, ring));
+            }
             let f = f.take().expect("called once");
             Some(f(ring))
         });
@@ -394,6 +438,15 @@ impl Lanes {
     /// Bytes queued in the rings the writer knows of.
     pub(crate) fn used_bytes_seen(&self, view: &WriterView) -> u64 {
         self.shared.used_bytes() + view.rings.iter().map(|r| r.ring.used_bytes()).sum::<u64>()
+    }
+
+    /// Keeps every ring's memory resident ahead of its producers
+    /// ([`Ring::keep_resident_ahead`]); the writer's, between batches.
+    pub(crate) fn keep_resident_ahead(&self, view: &WriterView) {
+        self.shared.keep_resident_ahead();
+        for ring in &view.rings {
+            ring.ring.keep_resident_ahead();
+        }
     }
 
     /// Starts a sweep: refreshes the view and reads every ring's head, under the
@@ -572,6 +625,7 @@ fn forget_dropped(own: &OwnRings, dropped: u64) {
     };
     let alive = ALIVE.lock().unwrap_or_else(|e| e.into_inner());
     table.retain(|e| alive.contains(&e.pipeline));
+    own.last.set((0, std::ptr::null()));
     own.seen_dropped.set(dropped);
 }
 

@@ -166,6 +166,10 @@ pub(crate) enum Storage {
 pub(crate) struct Ring {
     base: NonNull<AtomicU64>,
     capacity: u64,
+    /// `capacity - 1` where the capacity is a power of two (the default budgets and
+    /// thread rings), else 0: a position's offset is then a mask, not a division,
+    /// which `perf annotate` showed at 10% of `write_record` (four per record).
+    offset_mask: u64,
     /// Compute positions and checksums (spool mode).
     checksums: bool,
     /// Zero released space. A shared ring needs it: a reserved, unpublished record
@@ -181,7 +185,34 @@ pub(crate) struct Ring {
     /// Regions skipped because their header could not have been written by a
     /// producer of this process.
     pub(crate) torn: AtomicU64,
+    /// Bytes from the start of an anonymous ring known resident (page-aligned); the
+    /// capacity or more once all are. Only the writer moves it.
+    resident_to: AtomicU64,
     _storage: Storage,
+}
+
+/// Bytes of an anonymous ring made resident when it is created (Linux): a thread
+/// ring of the default size whole, the first part of the shared ring.
+pub(crate) const RESIDENT_AT_START: usize = 256 << 10;
+
+/// How far ahead of the producers the writer keeps a ring's memory resident.
+pub(crate) const RESIDENT_AHEAD: u64 = 256 << 10;
+
+/// The system's page size (4 KiB here; 16 or 64 KiB on some aarch64 kernels), which
+/// `madvise` needs its start aligned to.
+fn page_size() -> u64 {
+    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        #[cfg(all(unix, not(any(miri, loglag_loom))))]
+        {
+            // SAFETY: `sysconf` has no preconditions.
+            let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            if size > 0 {
+                return size as u64;
+            }
+        }
+        4096
+    })
 }
 
 // SAFETY: all shared mutation goes through atomics or through regions that one party
@@ -229,12 +260,17 @@ impl Ring {
     /// A ring of at least 64 bytes, rounded down to a multiple of 8, in anonymous
     /// memory (on the heap if mapping fails).
     ///
-    /// The mapping asks for transparent huge pages and is touched here, page by page:
-    /// producers sweep the whole ring, lap after lap, and with 4 KiB pages an 8 MiB
-    /// ring made one call in a thousand wait 1.4 µs for its page-table walk, and 90 ns
-    /// with a 1 MiB ring that fits the cache, or with huge pages (p99.9 of
-    /// `cargo bench -p loglag --bench latency -- --rounds 1 --only loglag_macro`, with
-    /// `LATENCY_CAPACITY_BYTES=1048576` for the small ring).
+    /// Memory follows use (Linux): only the first [`RESIDENT_AT_START`] bytes are
+    /// touched here, and the writer makes the rest resident ahead of the producers
+    /// ([`Ring::keep_resident_ahead`]), so an idle pipeline does not hold its whole
+    /// budget (it held 8.4 MiB when the ring was touched whole at start) and a
+    /// producer does not meet a page fault on its first lap unless it runs more than
+    /// [`RESIDENT_AHEAD`] bytes ahead of a writer that is not running. No huge pages:
+    /// one fault would make 2 MiB resident. The tail this once bought (an 8 MiB ring
+    /// swept lap after lap made one call in a thousand wait 1.4 µs for a page-table
+    /// walk with 4 KiB pages) now comes from the thread rings, 256 KiB each by
+    /// default, which stay in the cache and the TLB; the shared ring takes only their
+    /// overflow. Elsewhere the ring is touched whole at start, as before.
     ///
     /// Under miri the ring is plain heap memory: miri runs no `mmap`/`madvise`, and
     /// what it checks (the ring's accesses) does not depend on where the bytes live.
@@ -243,13 +279,21 @@ impl Ring {
         let bytes = words * 8;
         #[cfg(not(any(miri, loglag_loom)))]
         if let Ok(mut map) = memmap2::MmapMut::map_anon(bytes) {
-            #[cfg(target_os = "linux")]
-            let _ = map.advise(memmap2::Advice::HugePage);
-            for page in (0..bytes).step_by(4096) {
+            let resident = if cfg!(target_os = "linux") {
+                bytes.min(RESIDENT_AT_START)
+            } else {
+                bytes
+            };
+            for page in (0..resident).step_by(4096) {
                 map[page] = 0;
             }
             let base = NonNull::new(map.as_mut_ptr() as *mut AtomicU64).expect("mapped");
-            return Ring::with_storage(base, bytes as u64, false, 0, Storage::Anonymous(map));
+            let ring = Ring::with_storage(base, bytes as u64, false, 0, Storage::Anonymous(map));
+            ring.resident_to.store(
+                (resident as u64).next_multiple_of(page_size()),
+                Ordering::Relaxed,
+            );
+            return ring;
         }
         let storage = HeapWords::new(words);
         Ring::with_storage(
@@ -293,6 +337,11 @@ impl Ring {
         Ring {
             base,
             capacity,
+            offset_mask: if capacity.is_power_of_two() {
+                capacity - 1
+            } else {
+                0
+            },
             checksums,
             zero_on_release: true,
             head: ProducerLine {
@@ -303,8 +352,49 @@ impl Ring {
             tail: Padded(AtomicU64::new(position)),
             consume: Mutex::new(()),
             torn: AtomicU64::new(0),
+            // Heap words are zeroed by the allocator, a mapped spool is the file's:
+            // nothing for the writer to do.
+            resident_to: AtomicU64::new(u64::MAX),
             _storage: storage,
         }
+    }
+
+    /// Makes the ring's memory resident up to [`RESIDENT_AHEAD`] bytes past `head` (and
+    /// as much again, so that this runs once per that many bytes), on the writer,
+    /// with `MADV_POPULATE_WRITE`, which faults the pages in without writing to
+    /// them: a producer may be writing there. Once the producers have lapped the
+    /// ring, every page is resident and this is two loads. Where the kernel lacks
+    /// it (before Linux 5.14), the producers take the faults, as any first touch.
+    pub(crate) fn keep_resident_ahead(&self) {
+        let resident = self.resident_to.load(Ordering::Relaxed);
+        if resident >= self.capacity {
+            return;
+        }
+        let head = self.head.head.load(Ordering::Relaxed);
+        if head.saturating_add(RESIDENT_AHEAD) <= resident {
+            return;
+        }
+        let to = head
+            .saturating_add(2 * RESIDENT_AHEAD)
+            .min(self.capacity)
+            .next_multiple_of(page_size());
+        #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+        {
+            // SAFETY: `[resident, to)` lies in this ring's mapping (rounded up to its
+            // last page, which the mapping covers), and the advice changes no byte.
+            let populated = unsafe {
+                libc::madvise(
+                    self.byte_ptr().add(resident as usize).cast(),
+                    (to - resident) as usize,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            } == 0;
+            if !populated {
+                self.resident_to.store(u64::MAX, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.resident_to.store(to, Ordering::Relaxed);
     }
 
     /// Forces a mapped ring to stable storage (msync); nothing for a heap ring.
@@ -335,8 +425,19 @@ impl Ring {
         self.tail.0.load(Ordering::Acquire)
     }
 
+    /// Where position `pos` lies in the ring's bytes.
+    #[inline(always)]
+    fn offset(&self, pos: u64) -> u64 {
+        if self.offset_mask != 0 {
+            pos & self.offset_mask
+        } else {
+            pos % self.capacity
+        }
+    }
+
+    #[inline(always)]
     fn word(&self, pos: u64) -> &AtomicU64 {
-        let index = ((pos % self.capacity) / 8) as usize;
+        let index = (self.offset(pos) / 8) as usize;
         // SAFETY: `index` < capacity / 8 and the storage holds that many 8-aligned words;
         // every concurrent access to header words goes through this atomic view.
         unsafe { &*self.base.as_ptr().add(index) }
@@ -353,7 +454,7 @@ impl Ring {
     /// `[pos, pos + len)` holds bytes nobody writes concurrently.
     #[cfg(not(loglag_loom))]
     unsafe fn payload(&self, pos: u64, len: usize) -> (&[u8], &[u8]) {
-        let start = (pos % self.capacity) as usize;
+        let start = self.offset(pos) as usize;
         let first = len.min(self.capacity as usize - start);
         // SAFETY: both ranges lie inside the ring; the caller excludes writers.
         unsafe {
@@ -371,7 +472,7 @@ impl Ring {
     fn payload_copy(&self, pos: u64, len: usize, into: &mut Vec<u8>) {
         into.clear();
         let words = self.words();
-        let mut index = ((pos % self.capacity) / 8) as usize;
+        let mut index = (self.offset(pos) / 8) as usize;
         while into.len() < len {
             // SAFETY: a committed record's words, which no one writes until the
             // consumer releases them (loom checks it).
@@ -608,7 +709,7 @@ impl Ring {
                 fence(Ordering::Release);
             }
             let words = self.words();
-            let index = ((pos % self.capacity) / 8) as usize;
+            let index = (self.offset(pos) / 8) as usize;
             // Up to the end of the ring, then the rest from its start.
             let first = bytes.len().min((words.len() - index) * 8);
             let (before_wrap, after_wrap) = bytes.split_at(first);
@@ -629,12 +730,12 @@ impl Ring {
     /// As for `write_payload`.
     #[cfg(not(loglag_loom))]
     unsafe fn write_payload_bytes(&self, pos: u64, bytes: &[u8]) {
-        let start = (pos % self.capacity) as usize;
+        let start = self.offset(pos) as usize;
         let first = bytes.len().min(self.capacity as usize - start);
         let base = self.byte_ptr();
         // The record's padding up to its next word (which never wraps: the capacity
         // is a multiple of 8).
-        let end = ((pos + bytes.len() as u64) % self.capacity) as usize;
+        let end = self.offset(pos + bytes.len() as u64) as usize;
         let padding = (8 - end % 8) % 8;
         // SAFETY: all three ranges lie inside the ring, which the caller owns for
         // this span, and no one reads it racily (above).
@@ -662,7 +763,7 @@ impl Ring {
             // acquire the `tail` stored below with release.
             let all = self.words();
             let words = all.len();
-            let mut index = ((from % self.capacity) / 8) as usize;
+            let mut index = (self.offset(from) / 8) as usize;
             let mut left = ((to - from) / 8) as usize;
             while left > 0 {
                 let run = left.min(words - index);
@@ -1248,5 +1349,76 @@ mod tests {
         assert_eq!(s.torn, 1);
         assert_eq!(s.end, 5 * footprint(20));
         drop(ring);
+    }
+
+    /// Resident pages of a ring's first `bytes`, as the kernel reports them.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn resident_pages(ring: &Ring, bytes: u64) -> Vec<bool> {
+        let page = page_size();
+        let pages = bytes.div_ceil(page) as usize;
+        let mut map = vec![0u8; pages];
+        // SAFETY: `[base, base + bytes)` lies in the ring's mapping, which is page
+        // aligned; `map` has a byte per page.
+        let done =
+            unsafe { libc::mincore(ring.byte_ptr().cast(), bytes as usize, map.as_mut_ptr()) };
+        assert_eq!(done, 0, "mincore: {}", std::io::Error::last_os_error());
+        map.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    /// An 8 MiB ring holds 256 KiB resident when made (an idle pipeline held its whole
+    /// budget before), and the writer's `keep_resident_ahead` makes the pages ahead of
+    /// the producers resident without changing a byte, and none far beyond them.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn ring_memory_becomes_resident_ahead_of_the_producers() {
+        let capacity = 8u64 << 20;
+        let page = page_size();
+        let ring = Ring::new(capacity as usize);
+        let resident = resident_pages(&ring, capacity);
+        let count = resident.iter().filter(|&&r| r).count() as u64;
+        assert_eq!(count, RESIDENT_AT_START as u64 / page, "resident when made");
+        assert!(resident[..(RESIDENT_AT_START as u64 / page) as usize]
+            .iter()
+            .all(|&r| r));
+
+        // Nothing to do while the producers are further than RESIDENT_AHEAD from the
+        // end of what is resident.
+        ring.keep_resident_ahead();
+        let count = resident_pages(&ring, capacity)
+            .iter()
+            .filter(|&&r| r)
+            .count() as u64;
+        assert_eq!(count, RESIDENT_AT_START as u64 / page, "not yet needed");
+
+        // Producers 200 KiB in: the writer makes [head, head + 2 × ahead) resident.
+        let record = [b'x'; 1000];
+        let mut pushed = 0u64;
+        while ring.head_position() < 200 << 10 {
+            ring.try_push(Level::Info, &record, u64::MAX, 1, false, pushed)
+                .unwrap();
+            pushed += 1;
+        }
+        let head = ring.head_position();
+        ring.keep_resident_ahead();
+        let resident = resident_pages(&ring, capacity);
+        let through = (head + 2 * RESIDENT_AHEAD).next_multiple_of(page) / page;
+        assert!(
+            resident[..through as usize].iter().all(|&r| r),
+            "ahead of head"
+        );
+        assert!(
+            resident[through as usize..].iter().all(|&r| !r),
+            "not beyond"
+        );
+
+        // The advice changed no byte: every record pops as it was pushed.
+        let mut out = Vec::new();
+        let mut popped = 0;
+        pop(&ring, &mut out, usize::MAX, |p| {
+            assert_eq!(p.len, record.len());
+            popped += 1;
+        });
+        assert_eq!(popped, pushed);
+        assert!(out.chunks(record.len()).all(|c| c == record));
     }
 }

@@ -120,6 +120,7 @@ impl Writer {
                 break;
             }
             spins = 0;
+            core.keep_resident_ahead(&self.state);
             // The batch is in flight now (`take_batch`). The sink's one chance to
             // switch files (rotation), before the spool records which file and offset
             // this batch goes to.

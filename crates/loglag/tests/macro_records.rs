@@ -114,3 +114,56 @@ fn a_16_kib_field_arrives_byte_for_byte() {
         assert_eq!(line["fields"]["payload"].as_str().unwrap(), big);
     }
 }
+
+/// `oldest_queued_age` is the age of the oldest queued record, whichever path logged
+/// it: a macro's record carries the caller's own clock reading (TSC ticks where there
+/// is one), a written line a stamp of its own. Either way the age lies between the
+/// time since the record was logged and the time since just before it was, as an
+/// `Instant` measures them (with 1% and 1 ms for the tick rate): a unit mixed up
+/// (ticks read as nanoseconds) or a stamp taken from the wrong clock falls outside.
+#[test]
+fn the_oldest_queued_age_is_measured_from_when_the_record_was_logged() {
+    use std::io::Write as _;
+    use std::time::{Duration, Instant};
+    let _lock = global_lock();
+    for path in ["macro", "write"] {
+        let gate = support::Gate::closed();
+        let (sink, _out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (mut writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .build(sink)
+            .unwrap();
+        loglag::set_global(&writer, Format::Json, Level::Info);
+        // The writer takes a first record and stays in the sink with it, so the
+        // next one stays queued.
+        writer.write_all(b"first\n").unwrap();
+        entered.recv().unwrap();
+        assert_eq!(writer.metrics().oldest_queued_age, None, "nothing queued");
+
+        let before = Instant::now();
+        match path {
+            "macro" => loglag::info!(n = 1, "queued"),
+            _ => writer.write_all(b"queued\n").unwrap(),
+        }
+        let logged = Instant::now();
+        // Time passes, so that a wrong unit shows; the bounds below hold however
+        // long this takes.
+        std::thread::sleep(Duration::from_millis(30));
+        let read_from = Instant::now();
+        let age = writer
+            .metrics()
+            .oldest_queued_age
+            .expect("a record is queued");
+        let read_to = Instant::now();
+        let (least, most) = (read_from - logged, read_to - before);
+        assert!(
+            age.as_secs_f64() >= least.as_secs_f64() * 0.99 - 0.001
+                && age.as_secs_f64() <= most.as_secs_f64() * 1.01 + 0.001,
+            "{path}: age {age:?} outside [{least:?}, {most:?}]"
+        );
+        gate.open();
+        let m = guard.shutdown();
+        assert_eq!(m.written_records, 2, "{path}");
+    }
+}

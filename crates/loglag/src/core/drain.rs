@@ -108,11 +108,18 @@ impl Core {
         self.wake_requested.swap(false, Ordering::AcqRel)
     }
 
-    /// Refreshes the writer's list of rings (threads may have claimed new ones) and
-    /// returns the bytes queued in them.
+    /// Refreshes the writer's list of rings (threads may have claimed new ones), keeps
+    /// their memory resident ahead of the producers, and returns the bytes queued.
     pub(crate) fn queued_seen(&self, state: &mut DrainState) -> u64 {
         self.lanes.refresh(&mut state.view);
+        self.keep_resident_ahead(state);
         self.lanes.used_bytes_seen(&state.view)
+    }
+
+    /// Makes ring memory resident ahead of the producers (`Ring::keep_resident_ahead`),
+    /// so that their first lap does not fault; between batches.
+    pub(crate) fn keep_resident_ahead(&self, state: &DrainState) {
+        self.lanes.keep_resident_ahead(&state.view);
     }
 
     /// Waits, up to `left`, for a batch's worth: `queued` bytes (less than a batch) are

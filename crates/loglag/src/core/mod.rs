@@ -20,10 +20,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
-use std::time::Duration;
 
 use crate::clock;
-use crate::format::{time::coarse_monotonic_ns, Format};
+use crate::format::Format;
 use crate::handshake::Handshake;
 use crate::lanes::Lanes;
 use crate::level::Level;
@@ -117,6 +116,7 @@ pub(crate) struct ThreadMark {
 }
 
 impl ThreadMark {
+    #[inline]
     fn set(mark: &'static std::thread::LocalKey<Cell<u64>>, core_id: u64) -> ThreadMark {
         let previous = mark.try_with(|c| c.replace(core_id)).ok();
         ThreadMark { mark, previous }
@@ -129,6 +129,7 @@ impl ThreadMark {
 }
 
 impl Drop for ThreadMark {
+    #[inline]
     fn drop(&mut self) {
         if let Some(previous) = self.previous {
             let _ = self.mark.try_with(|c| c.set(previous));
@@ -308,10 +309,7 @@ impl Core {
 
     pub(crate) fn metrics(&self) -> Metrics {
         let in_flight_bytes = self.lanes.used_bytes() + self.handshake.in_flight_bytes();
-        let age = self
-            .lanes
-            .oldest_enqueued_ns()
-            .map(|t| Duration::from_nanos(coarse_monotonic_ns().saturating_sub(t)));
+        let age = self.lanes.oldest_enqueued_ns().map(crate::clock::stamp_age);
         let mut m = self
             .counters
             .snapshot(|| self.accepted(), in_flight_bytes, age);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::{inside_any_sink, limit, Core, ThreadMark};
 use crate::capture::{self, Encoder, Site};
 use crate::clock;
-use crate::format::{self, time::coarse_monotonic_ns, Format};
+use crate::format::{self, Format};
 use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::mode::Mode;
@@ -21,10 +21,32 @@ thread_local! {
     /// The pipeline whose producer path (counting, claiming a ring, pushing) this
     /// thread is inside; 0 for none.
     static PRODUCING: Cell<u64> = const { Cell::new(0) };
-    /// (core id, this thread's accepted counter for that core).
-    static ACCEPTED: RefCell<Vec<(u64, Arc<AtomicU64>)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's accepted counters, one per pipeline it has logged to.
+    static ACCEPTED: AcceptedSlots = const {
+        AcceptedSlots { slots: RefCell::new(Vec::new()), last: Cell::new((0, std::ptr::null())) }
+    };
     /// Scratch for records that must be truncated.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What a record carries besides its bytes: the writer's merge key (0 without
+/// thread rings) and its enqueue stamp (`clock::stamp_of`).
+#[derive(Clone, Copy)]
+struct Stamps {
+    merge_key: u64,
+    enqueued: u64,
+}
+
+/// A thread's accepted counters: each is a plain counter that only this thread
+/// increments (a load and a store, no read-modify-write), and that `Core::accepted`
+/// sums with the other threads'.
+struct AcceptedSlots {
+    /// (core id, this thread's accepted counter for that core). Entries are only
+    /// added, so a counter lives as long as this thread-local.
+    slots: RefCell<Vec<(u64, Arc<AtomicU64>)>>,
+    /// The pipeline last counted and its counter: the hot path's answer without the
+    /// borrow and the search.
+    last: Cell<(u64, *const AtomicU64)>,
 }
 
 impl Core {
@@ -50,16 +72,36 @@ impl Core {
         self.counters.count_drop(DropReason::Reentrant, level, 1);
     }
 
+    #[inline]
     fn count_accepted(&self) {
-        let counted = ACCEPTED.try_with(|slots| {
+        let counted = ACCEPTED.try_with(|accepted| {
+            let (core, slot) = accepted.last.get();
+            if core == self.id {
+                // SAFETY: `slot` points into an `Arc` that `slots` holds for the life
+                // of this thread-local (entries are never removed), which is alive.
+                let slot = unsafe { &*slot };
+                slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
+                return true;
+            }
+            false
+        });
+        if counted != Ok(true) {
+            self.count_accepted_slow();
+        }
+    }
+
+    #[cold]
+    fn count_accepted_slow(&self) {
+        let counted = ACCEPTED.try_with(|accepted| {
             // Busy only if a signal handler logging to another pipeline interrupted
             // this thread here: that one record is counted on the shared atomic.
-            let Ok(mut slots) = slots.try_borrow_mut() else {
+            let Ok(mut slots) = accepted.slots.try_borrow_mut() else {
                 self.accepted_retired.fetch_add(1, Ordering::AcqRel);
                 return;
             };
             if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.id) {
                 slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
+                accepted.last.set((self.id, Arc::as_ptr(slot)));
                 return;
             }
             let slot = Arc::new(AtomicU64::new(1));
@@ -76,6 +118,7 @@ impl Core {
             }
             all.push(slot.clone());
             drop(all);
+            accepted.last.set((self.id, Arc::as_ptr(&slot)));
             slots.push((self.id, slot));
         });
         if counted.is_err() {
@@ -134,26 +177,29 @@ impl Core {
                 };
                 scratch.clear();
                 format::truncate_into(&mut scratch, record, max);
-                self.submit_accepted(level, &scratch, false, self.merge_key());
+                self.submit_accepted(level, &scratch, false, self.stamps_now());
                 true
             });
             if done != Ok(true) {
                 let mut own = Vec::new();
                 format::truncate_into(&mut own, record, max);
-                self.submit_accepted(level, &own, false, self.merge_key());
+                self.submit_accepted(level, &own, false, self.stamps_now());
             }
             return;
         }
-        self.submit_accepted(level, record, false, self.merge_key());
+        self.submit_accepted(level, record, false, self.stamps_now());
     }
 
     /// The key by which the writer merges rings, where there are several.
     #[inline]
-    fn merge_key(&self) -> u64 {
-        if self.lanes.merges() {
-            clock::merge_key()
-        } else {
-            0
+    fn stamps_now(&self) -> Stamps {
+        Stamps {
+            merge_key: if self.lanes.merges() {
+                clock::merge_key()
+            } else {
+                0
+            },
+            enqueued: clock::stamp_now(),
         }
     }
 
@@ -250,12 +296,15 @@ impl Core {
                     return self.drop_reentrant(level);
                 };
                 self.count_accepted();
-                let key = if self.lanes.merges() {
-                    clock::merge_key_of(time)
-                } else {
-                    0
+                let stamps = Stamps {
+                    merge_key: if self.lanes.merges() {
+                        clock::merge_key_of(time)
+                    } else {
+                        0
+                    },
+                    enqueued: clock::stamp_of(time),
                 };
-                self.submit_accepted(level, captured, true, key);
+                self.submit_accepted(level, captured, true, stamps);
             } else {
                 format::with_line_buffer(|line| {
                     capture::render_now(captured, level, line);
@@ -265,7 +314,7 @@ impl Core {
         });
     }
 
-    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, key: u64) {
+    fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, stamps: Stamps) {
         if self.config.mode == Mode::Sync {
             return self.write_sync(level, record);
         }
@@ -274,7 +323,7 @@ impl Core {
             return;
         }
         self.lanes
-            .with_own(|own| self.enqueue(own, level, record, captured, key));
+            .with_own(|own| self.enqueue(own, level, record, captured, stamps));
     }
 
     /// Pushes into the thread's own ring, else into the shared ring (no ring of its
@@ -287,26 +336,36 @@ impl Core {
         level: Level,
         record: &[u8],
         captured: bool,
-        key: u64,
+        stamps: Stamps,
     ) -> Result<u64, Full> {
-        let now = coarse_monotonic_ns();
+        let Stamps {
+            merge_key,
+            enqueued,
+        } = stamps;
         if let Some(ring) = own {
             let limit = self.thread_ring_limit[level as usize];
-            let pushed = ring.try_push_owned(level, record, limit, now, captured, key);
+            let pushed = ring.try_push_owned(level, record, limit, enqueued, captured, merge_key);
             if pushed.is_ok() {
                 return pushed;
             }
         }
         let shared = &self.lanes.shared;
         let limit = self.limit(self.lanes.shared_capacity(), level);
-        shared.try_push(level, record, limit, now, captured, key)
+        shared.try_push(level, record, limit, enqueued, captured, merge_key)
     }
 
-    fn enqueue(&self, own: Option<&Ring>, level: Level, record: &[u8], captured: bool, key: u64) {
+    fn enqueue(
+        &self,
+        own: Option<&Ring>,
+        level: Level,
+        record: &[u8],
+        captured: bool,
+        stamps: Stamps,
+    ) {
         let mut deadline = None;
         loop {
             let pushed = if self.take_record_slot() {
-                let pushed = self.push(own, level, record, captured, key);
+                let pushed = self.push(own, level, record, captured, stamps);
                 if pushed.is_err() {
                     self.release_record_slots(1);
                 }
