@@ -1401,7 +1401,7 @@ mod tests {
         let head = ring.head_position();
         ring.keep_resident_ahead();
         let resident = resident_pages(&ring, capacity);
-        let through = (head + 2 * RESIDENT_AHEAD).next_multiple_of(page) / page;
+        let through = (head + 2 * RESIDENT_AHEAD).div_ceil(page);
         assert!(
             resident[..through as usize].iter().all(|&r| r),
             "ahead of head"
