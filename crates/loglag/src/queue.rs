@@ -736,13 +736,17 @@ impl Ring {
         // The record's padding up to its next word (which never wraps: the capacity
         // is a multiple of 8).
         let end = self.offset(pos + bytes.len() as u64) as usize;
-        let padding = (8 - end % 8) % 8;
-        // SAFETY: all three ranges lie inside the ring, which the caller owns for
-        // this span, and no one reads it racily (above).
+        // SAFETY: the word holding `end` (when it is not on a word boundary) and both
+        // copies lie inside the record's span, which the caller owns, and no one
+        // reads it racily (above). The word is zeroed first and the payload then
+        // copied over its start, which leaves the padding zero with one store instead
+        // of a `memset` call (1% of the caller's profile for up to 7 bytes).
         unsafe {
+            if end % 8 != 0 {
+                base.add(end & !7).cast::<u64>().write(0);
+            }
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
             std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
-            std::ptr::write_bytes(base.add(end), 0, padding);
         }
     }
 
