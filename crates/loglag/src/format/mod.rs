@@ -173,8 +173,8 @@ pub(crate) fn write_time(out: &mut Vec<u8>, timer: TimerKind, t: SystemTime) {
 }
 
 thread_local! {
-    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    static CAPTURE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static CAPTURE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Runs `f` with this thread's reusable record buffer, cleared. Falls back to a fresh
@@ -184,31 +184,27 @@ pub(crate) fn with_line_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 }
 
 /// The same for a record's captured form, which may be rendered into the line buffer.
+#[inline]
 pub(crate) fn with_capture_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     with_buffer(&CAPTURE, f)
 }
 
+/// The buffer is taken out of the thread-local and put back, not borrowed: a call
+/// re-entered meanwhile finds an empty one and grows its own, and `f` is called
+/// directly, not moved through an `Option` (whose copy stalled on store forwarding).
 #[inline]
 fn with_buffer<R>(
-    key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<u8>>>,
+    key: &'static std::thread::LocalKey<std::cell::Cell<Vec<u8>>>,
     f: impl FnOnce(&mut Vec<u8>) -> R,
 ) -> R {
-    let mut f = Some(f);
-    let result = key.try_with(|cell| {
-        cell.try_borrow_mut().ok().map(|mut buf| {
-            buf.clear();
-            let r = (f.take().expect("called once"))(&mut buf);
-            // Do not let one huge record pin a huge buffer for the thread's lifetime.
-            if buf.capacity() > 256 << 10 {
-                *buf = Vec::new();
-            }
-            r
-        })
-    });
-    match result {
-        Ok(Some(r)) => r,
-        _ => (f.take().expect("not yet called"))(&mut Vec::new()),
+    let mut buf = key.try_with(std::cell::Cell::take).unwrap_or_default();
+    buf.clear();
+    let r = f(&mut buf);
+    // Do not let one huge record pin a huge buffer for the thread's lifetime.
+    if buf.capacity() <= 256 << 10 {
+        let _ = key.try_with(|cell| cell.set(buf));
     }
+    r
 }
 
 /// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
