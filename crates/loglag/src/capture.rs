@@ -119,21 +119,136 @@ impl fmt::Debug for Encoder<'_> {
     }
 }
 
+/// A record's header (see the layout above).
+#[inline]
+pub(crate) fn header(site: Site, format: Format, time: Raw) -> [u8; HEADER] {
+    let (flags, site_ptr) = match site {
+        Site::Loglag(c) => (0, c as *const Callsite as u64),
+        #[cfg(feature = "tracing")]
+        Site::Tracing(m) => (FLAG_TRACING, m as *const _ as u64),
+    };
+    let flags = flags | if time.tsc { FLAG_TSC } else { 0 };
+    let mut header = [0u8; HEADER];
+    header[..8].copy_from_slice(&time.value.to_ne_bytes());
+    header[8] = flags;
+    header[9] = format.index();
+    header[16..].copy_from_slice(&site_ptr.to_ne_bytes());
+    header
+}
+
+/// Bytes of a record's header.
+pub(crate) const HEADER_LEN: usize = HEADER;
+
+/// Writes a record whose length is known before it is written (a macro call whose
+/// values are all copied as they are: integers, floats, bools, text) into a slice of
+/// exactly that length: the ring's own memory where it can, so the record is copied
+/// once. The bytes are the ones [`Encoder`] appends for the same values.
+pub struct Fixed<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl fmt::Debug for Fixed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fixed")
+            .field("len", &self.out.len())
+            .field("at", &self.at)
+            .finish()
+    }
+}
+
+#[cfg_attr(loglag_loom, allow(dead_code))]
+impl<'a> Fixed<'a> {
+    #[inline]
+    pub(crate) fn new(out: &'a mut [u8]) -> Fixed<'a> {
+        Fixed { out, at: 0 }
+    }
+
+    /// Whether exactly the slice's length was written.
+    pub(crate) fn is_full(&self) -> bool {
+        self.at == self.out.len()
+    }
+
+    #[inline]
+    pub(crate) fn put(&mut self, bytes: &[u8]) {
+        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+
+    /// An integer or float field: its tag, index and 8 bytes (10).
+    #[inline]
+    fn word(&mut self, tag: u8, index: u8, value: u64) {
+        let mut item = [0u8; 10];
+        item[0] = tag;
+        item[1] = index;
+        item[2..].copy_from_slice(&value.to_ne_bytes());
+        self.put(&item);
+    }
+
+    /// Bytes of an integer or float field.
+    pub const WORD_LEN: usize = 10;
+    /// Bytes of a bool field.
+    pub const BOOL_LEN: usize = 3;
+    /// Bytes of a `&'static str` field.
+    pub const STATIC_LEN: usize = 18;
+
+    /// Bytes of a text field of `len` bytes.
+    #[inline]
+    pub fn str_len(len: usize) -> usize {
+        6 + len
+    }
+
+    /// A signed integer field.
+    #[inline]
+    pub fn i64(&mut self, index: u8, value: i64) {
+        self.word(TAG_I64, index, value as u64);
+    }
+
+    /// An unsigned integer field.
+    #[inline]
+    pub fn u64(&mut self, index: u8, value: u64) {
+        self.word(TAG_U64, index, value);
+    }
+
+    /// A float field.
+    #[inline]
+    pub fn f64(&mut self, index: u8, value: f64) {
+        self.word(TAG_F64, index, value.to_bits());
+    }
+
+    /// A boolean field.
+    #[inline]
+    pub fn bool(&mut self, index: u8, value: bool) {
+        self.put(&[TAG_BOOL, index, value as u8]);
+    }
+
+    /// A text field, copied (under 4 GiB: longer records take the copying path).
+    #[inline]
+    pub fn str(&mut self, index: u8, value: &str) {
+        let mut item = [0u8; 6];
+        item[0] = TAG_STR;
+        item[1] = index;
+        item[2..].copy_from_slice(&(value.len() as u32).to_ne_bytes());
+        self.put(&item);
+        self.put(value.as_bytes());
+    }
+
+    /// A text field that lives for the whole program: only its address is copied.
+    #[inline]
+    pub fn static_str(&mut self, index: u8, value: &'static str) {
+        let mut item = [0u8; 18];
+        item[0] = TAG_STATIC;
+        item[1] = index;
+        item[2..10].copy_from_slice(&(value.as_ptr() as u64).to_ne_bytes());
+        item[10..].copy_from_slice(&(value.len() as u64).to_ne_bytes());
+        self.put(&item);
+    }
+}
+
 impl<'a> Encoder<'a> {
     pub(crate) fn begin(buf: &'a mut Vec<u8>, site: Site, format: Format, time: Raw) -> Self {
-        let (flags, site_ptr) = match site {
-            Site::Loglag(c) => (0, c as *const Callsite as u64),
-            #[cfg(feature = "tracing")]
-            Site::Tracing(m) => (FLAG_TRACING, m as *const _ as u64),
-        };
-        let flags = flags | if time.tsc { FLAG_TSC } else { 0 };
-        let mut header = [0u8; HEADER];
-        header[..8].copy_from_slice(&time.value.to_ne_bytes());
-        header[8] = flags;
-        header[9] = format.index();
-        header[16..].copy_from_slice(&site_ptr.to_ne_bytes());
         let start = buf.len();
-        buf.extend_from_slice(&header);
+        buf.extend_from_slice(&header(site, format, time));
         Encoder { buf, start }
     }
 

@@ -64,7 +64,7 @@ pub fn set_max_level(level: Option<Level>) {
 pub mod __private {
     use super::*;
 
-    pub use crate::capture::{Callsite, Encoder, MESSAGE};
+    pub use crate::capture::{Callsite, Encoder, Fixed, MESSAGE};
 
     /// The level filter: one relaxed load.
     #[inline(always)]
@@ -86,6 +86,92 @@ pub mod __private {
             .submit_captured(site.level, Site::Loglag(site), global.format, fill);
     }
 
+    /// A call whose values are all plain ([`Capture::PLAIN`]) and whose message is a
+    /// literal (or absent): its record's length is known before it is written, and
+    /// it is written straight into this thread's ring ([`Fixed`]), in the layout
+    /// [`Encoder`] would give it. The values were evaluated once, by the caller.
+    #[inline]
+    pub fn emit_values<V: Values>(
+        site: &'static Callsite,
+        message: Option<&'static str>,
+        values: &V,
+    ) {
+        let global = GLOBAL.load(Ordering::Acquire);
+        if global.is_null() {
+            return;
+        }
+        // SAFETY: globals are leaked, never freed.
+        let global = unsafe { &*global };
+        let len = message.map_or(0, |_| Fixed::STATIC_LEN) + values.plain_len();
+        global.core.submit_fixed(
+            site.level,
+            Site::Loglag(site),
+            global.format,
+            len,
+            |out| {
+                if let Some(message) = message {
+                    out.static_str(MESSAGE, message);
+                }
+                values.put_plain(0, out);
+            },
+            |encoder| {
+                if let Some(message) = message {
+                    encoder.static_str(MESSAGE, message);
+                }
+                values.capture_all(0, encoder);
+            },
+        );
+    }
+
+    /// A call's values, evaluated once, as a list: `(first, (second, ()))`. Any
+    /// number of fields, with no tuple arity to run out of.
+    pub trait Values {
+        /// Whether every value is plain.
+        const PLAIN: bool;
+        /// Bytes the plain values take.
+        fn plain_len(&self) -> usize;
+        /// Writes the plain values as fields `index`, `index + 1`, ….
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>);
+        /// Appends the values as fields `index`, `index + 1`, … through `encoder`.
+        fn capture_all(&self, index: u8, encoder: &mut Encoder<'_>);
+    }
+
+    impl Values for () {
+        const PLAIN: bool = true;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            0
+        }
+        #[inline]
+        fn put_plain(&self, _: u8, _: &mut Fixed<'_>) {}
+        #[inline]
+        fn capture_all(&self, _: u8, _: &mut Encoder<'_>) {}
+    }
+
+    impl<H: Capture, T: Values> Values for (H, T) {
+        const PLAIN: bool = H::PLAIN && T::PLAIN;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            self.0.plain_len() + self.1.plain_len()
+        }
+        #[inline]
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+            self.0.put_plain(index, out);
+            self.1.put_plain(index.wrapping_add(1), out);
+        }
+        #[inline]
+        fn capture_all(&self, index: u8, encoder: &mut Encoder<'_>) {
+            self.0.capture(index, encoder);
+            self.1.capture_all(index.wrapping_add(1), encoder);
+        }
+    }
+
+    /// Whether a call's values can take [`emit_values`]: a constant once inlined.
+    #[inline(always)]
+    pub const fn plain<V: Values>(_: &V) -> bool {
+        V::PLAIN
+    }
+
     /// How a macro argument is copied into the record: integers, floats and bools by
     /// value, text with a length prefix. `%value` and `?value` go through `Display`
     /// and `Debug` instead.
@@ -97,6 +183,21 @@ pub mod __private {
     pub trait Capture {
         /// Appends this value as field `index`.
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>);
+
+        /// Whether the value's bytes are known before it is written: copied as it
+        /// is, with no `Display` or `Debug` (which could run any code, logging
+        /// included, while the record is half written into the ring).
+        const PLAIN: bool = false;
+
+        /// Bytes this value takes as a field (plain values only).
+        #[inline]
+        fn plain_len(&self) -> usize {
+            0
+        }
+
+        /// Writes this value as field `index` (plain values only).
+        #[inline]
+        fn put_plain(&self, _index: u8, _out: &mut Fixed<'_>) {}
     }
 
     macro_rules! capture_as {
@@ -105,6 +206,15 @@ pub mod __private {
                 #[inline]
                 fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
                     encoder.$method(index, *self as $as);
+                }
+                const PLAIN: bool = true;
+                #[inline]
+                fn plain_len(&self) -> usize {
+                    Fixed::WORD_LEN
+                }
+                #[inline]
+                fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+                    out.$method(index, *self as $as);
                 }
             }
         )*};
@@ -118,12 +228,30 @@ pub mod __private {
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
             encoder.bool(index, *self);
         }
+        const PLAIN: bool = true;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            Fixed::BOOL_LEN
+        }
+        #[inline]
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+            out.bool(index, *self);
+        }
     }
 
     impl Capture for str {
         #[inline]
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
             encoder.str(index, self);
+        }
+        const PLAIN: bool = true;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            Fixed::str_len(self.len())
+        }
+        #[inline]
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+            out.str(index, self);
         }
     }
 
@@ -132,12 +260,30 @@ pub mod __private {
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
             encoder.str(index, self);
         }
+        const PLAIN: bool = true;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            Fixed::str_len(self.len())
+        }
+        #[inline]
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+            out.str(index, self);
+        }
     }
 
     impl<T: Capture + ?Sized> Capture for &T {
         #[inline]
         fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
             (**self).capture(index, encoder);
+        }
+        const PLAIN: bool = T::PLAIN;
+        #[inline]
+        fn plain_len(&self) -> usize {
+            (**self).plain_len()
+        }
+        #[inline]
+        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+            (**self).put_plain(index, out);
         }
     }
 
@@ -257,7 +403,11 @@ macro_rules! __loglag_fields {
     };
 }
 
-/// The call site's `static` and the call itself.
+/// The call site's `static` and the call itself. The values are evaluated once, into
+/// a list (`__loglag_values!`); a call whose values are all plain and whose message
+/// is a literal (or absent) is written straight into the ring
+/// (`__private::emit_values`), any other through an [`Encoder`](crate::capture::Encoder)
+/// (`__private::emit`).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __loglag_emit {
@@ -271,32 +421,143 @@ macro_rules! __loglag_emit {
                 names: &[$($n,)*],
             };
         if $crate::macros::__private::enabled($level) {
-            $crate::macros::__private::emit(&__LOGLAG_CALLSITE, |__loglag_encoder| {
-                $crate::__loglag_message!(__loglag_encoder, $($message)*);
-                let mut __loglag_index = 0u8;
-                $(
-                    $crate::macros::__private::Capture::capture(
-                        &$v,
-                        __loglag_index,
-                        __loglag_encoder,
-                    );
-                    __loglag_index += 1;
-                )*
-                let _ = __loglag_index;
-            });
+            // A `match`, not a `let`: temporaries the values borrow live to its end.
+            match $crate::__loglag_values!($($v,)*) {
+                __loglag_values => {
+                    $crate::__loglag_message!(&__LOGLAG_CALLSITE, __loglag_values, $($message)*)
+                }
+            }
         }
     }};
 }
 
-/// The message, first, as tracing puts it.
+/// A call's values as a list: `(a, (b, ()))`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __loglag_values {
+    () => { () };
+    ($first:expr, $($rest:expr,)*) => { ($first, $crate::__loglag_values!($($rest,)*)) };
+}
+
+/// The message, first, as tracing puts it, and the call.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __loglag_message {
-    ($encoder:ident, ) => {};
-    ($encoder:ident, $fmt:literal $($args:tt)*) => {
-        $encoder.args(
-            $crate::macros::__private::MESSAGE,
-            format_args!($fmt $($args)*),
-        )
+    ($site:expr, $values:ident, ) => {
+        if $crate::macros::__private::plain(&$values) {
+            $crate::macros::__private::emit_values($site, None, &$values)
+        } else {
+            $crate::macros::__private::emit($site, |__loglag_encoder| {
+                $crate::macros::__private::Values::capture_all(&$values, 0, __loglag_encoder)
+            })
+        }
     };
+    // A literal: `as_str` is `Some` unless it captures variables (`"{user}"`).
+    ($site:expr, $values:ident, $fmt:literal) => {
+        match format_args!($fmt).as_str() {
+            Some(__loglag_message) if $crate::macros::__private::plain(&$values) => {
+                $crate::macros::__private::emit_values($site, Some(__loglag_message), &$values)
+            }
+            _ => $crate::macros::__private::emit($site, |__loglag_encoder| {
+                __loglag_encoder.args(
+                    $crate::macros::__private::MESSAGE,
+                    format_args!($fmt),
+                );
+                $crate::macros::__private::Values::capture_all(&$values, 0, __loglag_encoder)
+            }),
+        }
+    };
+    ($site:expr, $values:ident, $fmt:literal $($args:tt)+) => {
+        $crate::macros::__private::emit($site, |__loglag_encoder| {
+            __loglag_encoder.args(
+                $crate::macros::__private::MESSAGE,
+                format_args!($fmt $($args)+),
+            );
+            $crate::macros::__private::Values::capture_all(&$values, 0, __loglag_encoder)
+        })
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::__private::{Capture, Encoder, Fixed, Values};
+    use crate::capture::{Callsite, Site};
+    use crate::clock::Raw;
+    use crate::format::Format;
+    use crate::level::Level;
+
+    static SITE: Callsite = Callsite {
+        level: Level::Info,
+        target: "t",
+        file: "f.rs",
+        line: 1,
+        names: &["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+    };
+
+    /// The bytes a call with these values gives through `Encoder` (the copying path)
+    /// and through `Fixed` (in place, with the length computed first).
+    fn both<V: Values>(values: &V) -> (Vec<u8>, Vec<u8>) {
+        let time = Raw {
+            value: 42,
+            tsc: true,
+        };
+        let site = Site::Loglag(&SITE);
+        let mut encoded = Vec::new();
+        let mut encoder = Encoder::begin(&mut encoded, site, Format::Json, time);
+        encoder.static_str(crate::capture::MESSAGE, "message");
+        values.capture_all(0, &mut encoder);
+        let mut fixed =
+            vec![0xAA; crate::capture::HEADER_LEN + Fixed::STATIC_LEN + values.plain_len()];
+        let mut out = Fixed::new(&mut fixed);
+        out.put(&crate::capture::header(site, Format::Json, time));
+        out.static_str(crate::capture::MESSAGE, "message");
+        values.put_plain(0, &mut out);
+        assert!(out.is_full(), "the computed length is the written length");
+        (encoded, fixed)
+    }
+
+    /// Every plain type, at the edges of its range, and text of every shape: the
+    /// in-place path writes exactly the bytes the copying path writes, so the writer
+    /// renders them alike, and its length, computed before, is exact.
+    #[test]
+    fn in_place_and_copied_records_are_the_same_bytes() {
+        let text = String::from("ünïcode \n \"quoted\" \u{0}");
+        let values = (
+            i64::MIN,
+            (
+                u64::MAX,
+                (
+                    -0.0f64,
+                    (
+                        f32::NAN,
+                        (
+                            true,
+                            ("", (text.as_str(), (&text, (&&7u8, (isize::MAX, ()))))),
+                        ),
+                    ),
+                ),
+            ),
+        );
+        assert!(super::__private::plain(&values));
+        let (encoded, fixed) = both(&values);
+        assert_eq!(encoded, fixed);
+        let (encoded, fixed) = both(&());
+        assert_eq!(encoded, fixed);
+    }
+
+    /// `%value` and `?value` are never plain: their `Display` or `Debug` could log,
+    /// or run any code, while the record is half written into the ring.
+    #[test]
+    fn display_and_debug_values_take_the_copying_path() {
+        let n = 1;
+        assert!(!super::__private::plain(&(
+            super::__private::DisplayValue(&n),
+            ()
+        )));
+        assert!(!super::__private::plain(&(
+            1u8,
+            (super::__private::DebugValue(&n), ())
+        )));
+        const { assert!(<&&str as Capture>::PLAIN) };
+    }
 }

@@ -193,6 +193,7 @@ pub(crate) struct Ring {
 
 /// Bytes of an anonymous ring made resident when it is created (Linux): a thread
 /// ring of the default size whole, the first part of the shared ring.
+#[cfg_attr(any(miri, loglag_loom), allow(dead_code))]
 pub(crate) const RESIDENT_AT_START: usize = 256 << 10;
 
 /// How far ahead of the producers the writer keeps a ring's memory resident.
@@ -556,6 +557,62 @@ impl Ring {
         // SAFETY: only this thread pushes, and `[head, head+need)` lies past `tail`
         // (checked above), so the writer does not read it until `head` moves.
         unsafe { self.write_record(head, level, bytes, now_ns, captured, key) };
+        self.head.head.store(head + need, Ordering::Release);
+        Ok(head + need - tail)
+    }
+
+    /// `try_push_owned` for a captured record that `fill` writes in place: exactly
+    /// `len` bytes, straight into the ring, with no copy in between. Only where the
+    /// payload lies before the ring's end (no wrap) and the ring has never evicted
+    /// (after an eviction payloads are written as atomic words); `Err(Full)` with
+    /// nothing written and `fill` not called otherwise, and the caller takes the
+    /// copying path.
+    #[cfg(not(loglag_loom))]
+    #[inline]
+    pub(crate) fn try_push_owned_in_place(
+        &self,
+        level: Level,
+        len: usize,
+        limit: u64,
+        now_ns: u64,
+        key: u64,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<u64, Full> {
+        if self.checksums || self.head.evicted.load(Ordering::Relaxed) {
+            return Err(Full);
+        }
+        let need = footprint(len);
+        let limit = limit.min(self.capacity);
+        let head = self.head.head.load(Ordering::Relaxed);
+        let start = self.offset(head + HEADER) as usize;
+        if start + len > self.capacity as usize {
+            return Err(Full);
+        }
+        let mut tail = self.head.cached_tail.load(Ordering::Relaxed);
+        if head + need - tail > limit {
+            tail = self.tail.0.load(Ordering::Acquire);
+            self.head.cached_tail.store(tail, Ordering::Relaxed);
+            if head + need - tail > limit {
+                return Err(Full);
+            }
+        }
+        let end = start + len;
+        // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
+        // (checked above), so the writer does not read it until `head` moves, and the
+        // payload `[start, end)` lies inside the ring without wrapping (checked
+        // above). The word holding `end` is zeroed first for the padding, as in
+        // `write_payload_bytes`.
+        unsafe {
+            let base = self.byte_ptr();
+            if end % 8 != 0 {
+                base.add(end & !7).cast::<u64>().write(0);
+            }
+            fill(std::slice::from_raw_parts_mut(base.add(start), len));
+        }
+        let state = (len as u64) << 8 | CAPTURED | (level as u64) << 1 | COMMITTED;
+        self.word(head + 8).store(now_ns, Ordering::Relaxed);
+        self.word(head + 16).store(key, Ordering::Relaxed);
+        self.word(head).store(state, Ordering::Release);
         self.head.head.store(head + need, Ordering::Release);
         Ok(head + need - tail)
     }
@@ -1356,7 +1413,7 @@ mod tests {
     }
 
     /// Resident pages of a ring's first `bytes`, as the kernel reports them.
-    #[cfg(all(target_os = "linux", not(miri)))]
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
     fn resident_pages(ring: &Ring, bytes: u64) -> Vec<bool> {
         let page = page_size();
         let pages = bytes.div_ceil(page) as usize;
@@ -1372,7 +1429,7 @@ mod tests {
     /// An 8 MiB ring holds 256 KiB resident when made (an idle pipeline held its whole
     /// budget before), and the writer's `keep_resident_ahead` makes the pages ahead of
     /// the producers resident without changing a byte, and none far beyond them.
-    #[cfg(all(target_os = "linux", not(miri)))]
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
     #[test]
     fn ring_memory_becomes_resident_ahead_of_the_producers() {
         let capacity = 8u64 << 20;
@@ -1424,5 +1481,60 @@ mod tests {
         });
         assert_eq!(popped, pushed);
         assert!(out.chunks(record.len()).all(|c| c == record));
+    }
+
+    /// Records written in place (`try_push_owned_in_place`) pop as written, around
+    /// the ring's end too: a payload that would wrap is refused with nothing written
+    /// (the caller copies it in instead), and so is one into a ring that evicted.
+    #[cfg(not(loglag_loom))]
+    #[test]
+    fn records_written_in_place_pop_as_written_and_never_wrap() {
+        // Captured records are "rendered" as their bytes.
+        let drain = |ring: &Ring, out: &mut Vec<u8>| {
+            ring.pop_into(
+                out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, captured: &[u8], out: &mut Vec<u8>| out.extend_from_slice(captured),
+                PopBound::NONE,
+                |_| {},
+            );
+        };
+        let ring = Ring::single_producer(1024);
+        let (mut out, mut written) = (Vec::new(), Vec::new());
+        let mut refused_at_the_end = 0;
+        for i in 0..200u32 {
+            let len = 1 + (i as usize * 7) % 90;
+            let record = vec![b'a' + (i % 26) as u8; len];
+            let in_place = |ring: &Ring| {
+                ring.try_push_owned_in_place(Level::Info, len, u64::MAX, 1, 0, |dst| {
+                    assert_eq!(dst.len(), len);
+                    dst.copy_from_slice(&record);
+                })
+            };
+            if in_place(&ring).is_err() {
+                if ring.offset(ring.head_position() + HEADER) as usize + len > 1024 {
+                    refused_at_the_end += 1;
+                    // Would wrap: refused even with room, so drain and copy it in.
+                    drain(&ring, &mut out);
+                    ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
+                        .expect("fits an empty ring");
+                } else {
+                    drain(&ring, &mut out);
+                    in_place(&ring).expect("fits an empty ring without wrapping");
+                }
+            }
+            written.extend_from_slice(&record);
+        }
+        drain(&ring, &mut out);
+        assert!(refused_at_the_end > 0, "the ring's end was reached");
+        assert_eq!(out, written);
+
+        // After an eviction, payloads are atomic words: in place is refused.
+        ring.head.evicted.store(true, Ordering::Relaxed);
+        assert!(ring
+            .try_push_owned_in_place(Level::Info, 8, u64::MAX, 1, 0, |_| unreachable!())
+            .is_err());
     }
 }

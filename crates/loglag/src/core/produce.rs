@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{inside_any_sink, limit, Core, ThreadMark};
-use crate::capture::{self, Encoder, Site};
+use crate::capture::{self, Encoder, Fixed, Site};
 use crate::clock;
 use crate::format::{self, Format};
 use crate::level::Level;
@@ -315,6 +315,100 @@ impl Core {
         });
     }
 
+    /// `submit_captured` for a record whose length is known before it is written (a
+    /// macro call with plain values: `values_len` bytes after the header), which
+    /// `put` writes straight into this thread's own ring, with no copy in between,
+    /// when the record goes to the writer and its ring has contiguous room now.
+    /// Otherwise `encode` captures it as `submit_captured` does, and it takes the
+    /// path every record takes. Either way it is counted accepted once, and `put` and
+    /// `encode` write the same bytes.
+    #[inline]
+    pub(crate) fn submit_fixed(
+        &self,
+        level: Level,
+        site: Site,
+        format: Format,
+        values_len: usize,
+        put: impl FnOnce(&mut Fixed<'_>),
+        encode: impl FnOnce(&mut Encoder<'_>),
+    ) {
+        let len = capture::HEADER_LEN + values_len;
+        #[cfg(not(loglag_loom))]
+        if self.config.mode == Mode::Async
+            && self.config.max_records.is_none()
+            && len <= self.config.max_record_bytes
+            && self.defers_rendering()
+        {
+            let time = clock::now();
+            let Some(_producing) = self.enter_producing() else {
+                return self.drop_reentrant(level);
+            };
+            self.count_accepted();
+            let stamps = Stamps {
+                merge_key: if self.lanes.merges() {
+                    clock::merge_key_of(time)
+                } else {
+                    0
+                },
+                enqueued: clock::stamp_of(time),
+            };
+            if self.closed.load(Ordering::Acquire) {
+                self.counters.count_drop(DropReason::Shutdown, level, 1);
+                return;
+            }
+            let header = capture::header(site, format, time);
+            let limit = self.thread_ring_limit[level as usize];
+            let pushed = self.lanes.with_own(|own| match own {
+                Some(ring) => ring.try_push_owned_in_place(
+                    level,
+                    len,
+                    limit,
+                    stamps.enqueued,
+                    stamps.merge_key,
+                    |out| {
+                        let mut out = Fixed::new(out);
+                        out.put(&header);
+                        put(&mut out);
+                        debug_assert!(out.is_full(), "a plain record's length was wrong");
+                    },
+                ),
+                None => Err(Full),
+            });
+            match pushed {
+                Ok(used_after) => self.pushed(level, used_after, footprint(len)),
+                Err(Full) => format::with_capture_buffer(|captured| {
+                    encode(&mut Encoder::begin(captured, site, format, time));
+                    self.submit_accepted(level, captured, true, &stamps);
+                }),
+            }
+            return;
+        }
+        #[cfg(loglag_loom)]
+        let _ = (len, put);
+        self.submit_captured(level, site, format, encode);
+    }
+
+    /// After a record of `footprint` bytes was pushed and the rings hold `used_after`
+    /// bytes: wakes the writer for a record at the flush level, or unparks it when
+    /// this record completed a batch and it is not polling.
+    #[inline]
+    fn pushed(&self, level: Level, used_after: u64, footprint: u64) {
+        let batch = self.config.batch_bytes as u64;
+        let crossed = used_after >= batch && used_after - footprint < batch;
+        if level >= self.config.flush_level {
+            self.wake_writer();
+        } else if crossed && {
+            // Push, then load the flag (the writer: store it, then look, in
+            // `Core::wait_for_batch`).
+            std::sync::atomic::fence(Ordering::SeqCst);
+            !self.writer_polling.load(Ordering::SeqCst)
+        } {
+            // A full batch is ready: not urgent, the writer takes whole batches. A
+            // polling writer finds it by itself.
+            self.unpark_writer();
+        }
+    }
+
     fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, stamps: &Stamps) {
         if self.config.mode == Mode::Sync {
             return self.write_sync(level, record);
@@ -376,21 +470,7 @@ impl Core {
             };
             match pushed {
                 Ok(used_after) => {
-                    let batch = self.config.batch_bytes as u64;
-                    let crossed =
-                        used_after >= batch && used_after - footprint(record.len()) < batch;
-                    if level >= self.config.flush_level {
-                        self.wake_writer();
-                    } else if crossed && {
-                        // Push, then load the flag (the writer: store it, then look, in
-                        // `Core::wait_for_batch`).
-                        std::sync::atomic::fence(Ordering::SeqCst);
-                        !self.writer_polling.load(Ordering::SeqCst)
-                    } {
-                        // A full batch is ready: not urgent, the writer takes whole
-                        // batches. A polling writer finds it by itself.
-                        self.unpark_writer();
-                    }
+                    self.pushed(level, used_after, footprint(record.len()));
                     return;
                 }
                 Err(_) => {
