@@ -811,6 +811,22 @@ fn child(name: &str, dir: &Path) {
 /// Events per second delivered into a file by one writer thread, with 1 and 2
 /// producers, blocking when the queue is full (nothing dropped), timed from the first
 /// call until the guard has written everything.
+/// CPU seconds (user and system) of this process's live thread named `name`.
+fn thread_cpu_seconds(name: &str) -> Option<f64> {
+    let tick = 100.0; // USER_HZ: /proc's unit on every Linux platform.
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+        if comm != name {
+            return None;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime: f64 = fields.get(11)?.parse().ok()?;
+        let stime: f64 = fields.get(12)?.parse().ok()?;
+        Some((utime + stime) / tick)
+    })
+}
+
 /// This process's resident set in KiB (`VmRSS`), or 0 where /proc has none.
 fn vm_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -909,8 +925,10 @@ fn rss_child(name: &str, dir: &Path) {
 fn throughput() {
     const PER_PRODUCER: u64 = 2_000_000;
     let dir = tempfile::tempdir().unwrap();
-    println!("| path | producers | events | seconds | events/s | dropped |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| path | producers | events | seconds | events/s | dropped | writer CPU per million |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for producers in [1u64, 2] {
         for path in ["loglag_macro", "loglag_layer"] {
             let (writer, guard) = loglag::NonBlockingBuilder::default()
@@ -944,14 +962,24 @@ fn throughput() {
                     });
                 }
             });
-            let m = guard.shutdown();
+            writer
+                .flush(Duration::from_secs(60))
+                .expect("everything written");
             let secs = started.elapsed().as_secs_f64();
+            // The writer's CPU, as BqLog publishes its consumer's: read before the
+            // guard joins the thread (`None` where /proc has no threads).
+            let writer_cpu = thread_cpu_seconds("loglag-writer");
+            let m = guard.shutdown();
             let events = producers * PER_PRODUCER;
             assert_eq!(m.written_records, events, "{m:?}");
             println!(
-                "| {path} | {producers} | {events} | {secs:.3} | {:.2} M | {} |",
+                "| {path} | {producers} | {events} | {secs:.3} | {:.2} M | {} | {} |",
                 events as f64 / secs / 1e6,
-                m.dropped_records()
+                m.dropped_records(),
+                writer_cpu.map_or("–".into(), |cpu| format!(
+                    "{:.0} ms",
+                    cpu * 1e3 / (events as f64 / 1e6)
+                )),
             );
             loglag::set_max_level(None);
         }
