@@ -563,10 +563,10 @@ impl Ring {
 
     /// `try_push_owned` for a captured record that `fill` writes in place: exactly
     /// `len` bytes, straight into the ring, with no copy in between. Only where the
-    /// payload lies before the ring's end (no wrap) and the ring has never evicted
-    /// (after an eviction payloads are written as atomic words); `Err(Full)` with
-    /// nothing written and `fill` not called otherwise, and the caller takes the
-    /// copying path.
+    /// payload lies before the ring's end (no wrap), the ring has never evicted
+    /// (after an eviction payloads are written as atomic words), and the producer's
+    /// cached copy of `tail` says it fits; `Err(Full)` with nothing written and
+    /// `fill` not called otherwise, and the caller takes the copying path.
     #[cfg(not(loglag_loom))]
     #[inline]
     pub(crate) fn try_push_owned_in_place(
@@ -588,13 +588,13 @@ impl Ring {
         if start + len > self.capacity as usize {
             return Err(Full);
         }
-        let mut tail = self.head.cached_tail.load(Ordering::Relaxed);
+        // The cached tail only: when it says full, the copying path that follows
+        // reads the writer's `tail` (a line the writer keeps writing, a miss from
+        // another core), and it would be read twice if this read it too; the next
+        // record finds the cache refreshed.
+        let tail = self.head.cached_tail.load(Ordering::Relaxed);
         if head + need - tail > limit {
-            tail = self.tail.0.load(Ordering::Acquire);
-            self.head.cached_tail.store(tail, Ordering::Relaxed);
-            if head + need - tail > limit {
-                return Err(Full);
-            }
+            return Err(Full);
         }
         let end = start + len;
         // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
@@ -1521,8 +1521,15 @@ mod tests {
                     ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
                         .expect("fits an empty ring");
                 } else {
+                    // Full, as far as the producer's cached tail knows: the copying
+                    // path reads the writer's tail and refreshes the cache.
                     drain(&ring, &mut out);
-                    in_place(&ring).expect("fits an empty ring without wrapping");
+                    ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
+                        .expect("fits an empty ring");
+                    // The next record finds the cache refreshed (an empty payload
+                    // cannot wrap).
+                    ring.try_push_owned_in_place(Level::Info, 0, u64::MAX, 1, 0, |_| {})
+                        .expect("in place again");
                 }
             }
             written.extend_from_slice(&record);

@@ -356,32 +356,33 @@ impl Core {
                 self.counters.count_drop(DropReason::Shutdown, level, 1);
                 return;
             }
-            let header = capture::header(site, format, time);
             let limit = self.thread_ring_limit[level as usize];
-            let pushed = self.lanes.with_own(|own| match own {
-                Some(ring) => ring.try_push_owned_in_place(
-                    level,
-                    len,
-                    limit,
-                    stamps.enqueued,
-                    stamps.merge_key,
-                    |out| {
-                        let mut out = Fixed::new(out);
-                        out.put(&header);
-                        put(&mut out);
-                        debug_assert!(out.is_full(), "a plain record's length was wrong");
-                    },
-                ),
-                None => Err(Full),
-            });
-            match pushed {
-                Ok(used_after) => self.pushed(level, used_after, footprint(len)),
-                Err(Full) => format::with_capture_buffer(|captured| {
+            // One lookup of the thread's ring for both paths: a full ring (the hot
+            // burst) must not cost the copying path a second one.
+            return self.lanes.with_own(|own| {
+                if let Some(ring) = own {
+                    let pushed = ring.try_push_owned_in_place(
+                        level,
+                        len,
+                        limit,
+                        stamps.enqueued,
+                        stamps.merge_key,
+                        |out| {
+                            let mut out = Fixed::new(out);
+                            out.put(&capture::header(site, format, time));
+                            put(&mut out);
+                            debug_assert!(out.is_full(), "a plain record's length was wrong");
+                        },
+                    );
+                    if let Ok(used_after) = pushed {
+                        return self.pushed(level, used_after, footprint(len));
+                    }
+                }
+                format::with_capture_buffer(|captured| {
                     encode(&mut Encoder::begin(captured, site, format, time));
-                    self.submit_accepted(level, captured, true, &stamps);
-                }),
-            }
-            return;
+                    self.enqueue(own, level, captured, true, &stamps);
+                });
+            });
         }
         #[cfg(loglag_loom)]
         let _ = (len, put);
