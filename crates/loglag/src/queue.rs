@@ -1463,10 +1463,19 @@ mod tests {
         ring.keep_resident_ahead();
         let resident = resident_pages(&ring, capacity);
         let through = (head + 2 * RESIDENT_AHEAD).div_ceil(page);
-        assert!(
-            resident[..through as usize].iter().all(|&r| r),
-            "ahead of head"
-        );
+        // qemu-user answers `madvise` with success and does nothing for this advice
+        // (seen under scripts/test-aarch64): there only the bytes are checked.
+        let emulated = std::env::var("LOGLAG_EMULATOR").is_ok_and(|e| e == "qemu-user");
+        if emulated {
+            eprintln!(
+                "SKIPPED under qemu-user: residency ahead of head (madvise is a no-op there)"
+            );
+        } else {
+            assert!(
+                resident[..through as usize].iter().all(|&r| r),
+                "ahead of head"
+            );
+        }
         assert!(
             resident[through as usize..].iter().all(|&r| !r),
             "not beyond"
