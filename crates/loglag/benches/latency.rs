@@ -23,6 +23,8 @@
 //! `user`, `latency_ms`), to a file in one temporary directory; JSON where the logger
 //! has it (loglag, tracing-subscriber, slog-json), its own text otherwise.
 
+#[path = "../tests/support/procfs.rs"]
+mod procfs;
 #[allow(dead_code)]
 mod support;
 
@@ -817,35 +819,6 @@ fn run_child(name: &str, dir: &Path) {
 /// Events per second delivered into a file by one writer thread, with 1 and 2
 /// producers, blocking when the queue is full (nothing dropped), timed from the first
 /// call until the guard has written everything.
-/// CPU seconds (user and system) of this process's live thread named `name`.
-fn thread_cpu_seconds(name: &str) -> Option<f64> {
-    let tick = 100.0; // USER_HZ: /proc's unit on every Linux platform.
-    std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
-        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
-        if comm != name {
-            return None;
-        }
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let utime: f64 = fields.get(11)?.parse().ok()?;
-        let stime: f64 = fields.get(12)?.parse().ok()?;
-        Some((utime + stime) / tick)
-    })
-}
-
-/// This process's resident set in KiB (`VmRSS`), or 0 where /proc has none.
-fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        })
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// `--rss`: what one pipeline with its default configuration keeps resident, each
 /// logger in its own process: VmRSS before building it, after 200 ms idle, after
 /// 1,000 records and after 1,000,000 (each flushed), as differences from before.
@@ -871,7 +844,7 @@ fn rss_table() {
 
 /// One `--rss` row: VmRSS around building one pipeline and logging through it.
 fn rss_child(name: &str, dir: &Path) {
-    let before = vm_rss_kib();
+    let before = procfs::vm_rss_kib().unwrap_or(0);
     let mut marks = Vec::new();
     match name {
         "rss_loglag" => {
@@ -880,7 +853,7 @@ fn rss_child(name: &str, dir: &Path) {
                 .unwrap();
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             std::thread::sleep(Duration::from_millis(200));
-            marks.push(vm_rss_kib());
+            marks.push(procfs::vm_rss_kib().unwrap_or(0));
             for n in [1_000u64, 999_000] {
                 for i in 0..n {
                     macro_event!(i);
@@ -890,7 +863,7 @@ fn rss_child(name: &str, dir: &Path) {
                     }
                 }
                 writer.flush(Duration::from_secs(10)).expect("flushed");
-                marks.push(vm_rss_kib());
+                marks.push(procfs::vm_rss_kib().unwrap_or(0));
             }
             drop(guard);
         }
@@ -902,7 +875,7 @@ fn rss_child(name: &str, dir: &Path) {
                 .with(tracing_subscriber::fmt::layer().json().with_writer(writer));
             tracing::subscriber::with_default(sub, || {
                 std::thread::sleep(Duration::from_millis(200));
-                marks.push(vm_rss_kib());
+                marks.push(procfs::vm_rss_kib().unwrap_or(0));
                 for n in [1_000u64, 999_000] {
                     for i in 0..n {
                         event!(i);
@@ -911,7 +884,7 @@ fn rss_child(name: &str, dir: &Path) {
                         }
                     }
                     std::thread::sleep(Duration::from_millis(100));
-                    marks.push(vm_rss_kib());
+                    marks.push(procfs::vm_rss_kib().unwrap_or(0));
                 }
             });
             drop(guard);
@@ -974,7 +947,7 @@ fn throughput() {
             let secs = started.elapsed().as_secs_f64();
             // The writer's CPU, as BqLog publishes its consumer's: read before the
             // guard joins the thread (`None` where /proc has no threads).
-            let writer_cpu = thread_cpu_seconds("loglag-writer");
+            let writer_cpu = procfs::thread_cpu_seconds("loglag-writer");
             let m = guard.shutdown();
             let events = producers * PER_PRODUCER;
             assert_eq!(m.written_records, events, "{m:?}");

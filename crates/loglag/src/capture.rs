@@ -30,7 +30,8 @@ use crate::clock::{Raw, WallClock};
 use crate::format::{Format, LineBuilder, Shape, Value};
 use crate::level::Level;
 
-const HEADER: usize = 24;
+/// Bytes of a record's header.
+pub(crate) const HEADER: usize = 24;
 
 const FLAG_TSC: u8 = 1;
 const FLAG_TRACING: u8 = 2;
@@ -119,6 +120,57 @@ impl fmt::Debug for Encoder<'_> {
     }
 }
 
+/// The fields whose bytes are known from the value alone, written through the
+/// impl's `put`: one definition for [`Encoder`] (appending) and [`Fixed`] (in place),
+/// so the two paths cannot disagree on a byte.
+macro_rules! plain_fields {
+    () => {
+        #[inline]
+        fn word(&mut self, tag: u8, index: u8, value: u64) {
+            let mut item = [0u8; Fixed::WORD_LEN];
+            item[0] = tag;
+            item[1] = index;
+            item[2..].copy_from_slice(&value.to_ne_bytes());
+            self.put(&item);
+        }
+
+        /// A signed integer field.
+        #[inline]
+        pub fn i64(&mut self, index: u8, value: i64) {
+            self.word(TAG_I64, index, value as u64);
+        }
+
+        /// An unsigned integer field.
+        #[inline]
+        pub fn u64(&mut self, index: u8, value: u64) {
+            self.word(TAG_U64, index, value);
+        }
+
+        /// A float field.
+        #[inline]
+        pub fn f64(&mut self, index: u8, value: f64) {
+            self.word(TAG_F64, index, value.to_bits());
+        }
+
+        /// A boolean field.
+        #[inline]
+        pub fn bool(&mut self, index: u8, value: bool) {
+            self.put(&[TAG_BOOL, index, value as u8]);
+        }
+
+        /// A text field that lives for the whole program: only its address is copied.
+        #[inline]
+        pub fn static_str(&mut self, index: u8, value: &'static str) {
+            let mut item = [0u8; Fixed::STATIC_LEN];
+            item[0] = TAG_STATIC;
+            item[1] = index;
+            item[2..10].copy_from_slice(&(value.as_ptr() as u64).to_ne_bytes());
+            item[10..].copy_from_slice(&(value.len() as u64).to_ne_bytes());
+            self.put(&item);
+        }
+    };
+}
+
 /// A record's header (see the layout above).
 #[inline]
 pub(crate) fn header(site: Site, format: Format, time: Raw) -> [u8; HEADER] {
@@ -135,9 +187,6 @@ pub(crate) fn header(site: Site, format: Format, time: Raw) -> [u8; HEADER] {
     header[16..].copy_from_slice(&site_ptr.to_ne_bytes());
     header
 }
-
-/// Bytes of a record's header.
-pub(crate) const HEADER_LEN: usize = HEADER;
 
 /// Writes a record whose length is known before it is written (a macro call whose
 /// values are all copied as they are: integers, floats, bools, text) into a slice of
@@ -175,16 +224,6 @@ impl<'a> Fixed<'a> {
         self.at += bytes.len();
     }
 
-    /// An integer or float field: its tag, index and 8 bytes (10).
-    #[inline]
-    fn word(&mut self, tag: u8, index: u8, value: u64) {
-        let mut item = [0u8; 10];
-        item[0] = tag;
-        item[1] = index;
-        item[2..].copy_from_slice(&value.to_ne_bytes());
-        self.put(&item);
-    }
-
     /// Bytes of an integer or float field.
     pub const WORD_LEN: usize = 10;
     /// Bytes of a bool field.
@@ -198,29 +237,7 @@ impl<'a> Fixed<'a> {
         6 + len
     }
 
-    /// A signed integer field.
-    #[inline]
-    pub fn i64(&mut self, index: u8, value: i64) {
-        self.word(TAG_I64, index, value as u64);
-    }
-
-    /// An unsigned integer field.
-    #[inline]
-    pub fn u64(&mut self, index: u8, value: u64) {
-        self.word(TAG_U64, index, value);
-    }
-
-    /// A float field.
-    #[inline]
-    pub fn f64(&mut self, index: u8, value: f64) {
-        self.word(TAG_F64, index, value.to_bits());
-    }
-
-    /// A boolean field.
-    #[inline]
-    pub fn bool(&mut self, index: u8, value: bool) {
-        self.put(&[TAG_BOOL, index, value as u8]);
-    }
+    plain_fields!();
 
     /// A text field, copied (under 4 GiB: longer records take the copying path).
     #[inline]
@@ -231,17 +248,6 @@ impl<'a> Fixed<'a> {
         item[2..].copy_from_slice(&(value.len() as u32).to_ne_bytes());
         self.put(&item);
         self.put(value.as_bytes());
-    }
-
-    /// A text field that lives for the whole program: only its address is copied.
-    #[inline]
-    pub fn static_str(&mut self, index: u8, value: &'static str) {
-        let mut item = [0u8; 18];
-        item[0] = TAG_STATIC;
-        item[1] = index;
-        item[2..10].copy_from_slice(&(value.as_ptr() as u64).to_ne_bytes());
-        item[10..].copy_from_slice(&(value.len() as u64).to_ne_bytes());
-        self.put(&item);
     }
 }
 
@@ -260,37 +266,11 @@ impl<'a> Encoder<'a> {
     }
 
     #[inline]
-    fn word(&mut self, tag: u8, index: u8, value: u64) {
-        let mut item = [0u8; 10];
-        item[0] = tag;
-        item[1] = index;
-        item[2..].copy_from_slice(&value.to_ne_bytes());
-        self.buf.extend_from_slice(&item);
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
     }
 
-    /// A signed integer field.
-    #[inline]
-    pub fn i64(&mut self, index: u8, value: i64) {
-        self.word(TAG_I64, index, value as u64);
-    }
-
-    /// An unsigned integer field.
-    #[inline]
-    pub fn u64(&mut self, index: u8, value: u64) {
-        self.word(TAG_U64, index, value);
-    }
-
-    /// A float field.
-    #[inline]
-    pub fn f64(&mut self, index: u8, value: f64) {
-        self.word(TAG_F64, index, value.to_bits());
-    }
-
-    /// A boolean field.
-    #[inline]
-    pub fn bool(&mut self, index: u8, value: bool) {
-        self.buf.extend_from_slice(&[TAG_BOOL, index, value as u8]);
-    }
+    plain_fields!();
 
     /// A text field, copied.
     #[inline]
@@ -302,17 +282,6 @@ impl<'a> Encoder<'a> {
             .extend_from_slice(&value.as_bytes()[..value.len().min(u32::MAX as usize)]);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
-    }
-
-    /// A text field that lives for the whole program: only its address is copied.
-    #[inline]
-    pub fn static_str(&mut self, index: u8, value: &'static str) {
-        let mut item = [0u8; 18];
-        item[0] = TAG_STATIC;
-        item[1] = index;
-        item[2..10].copy_from_slice(&(value.as_ptr() as u64).to_ne_bytes());
-        item[10..].copy_from_slice(&(value.len() as u64).to_ne_bytes());
-        self.buf.extend_from_slice(&item);
     }
 
     /// A field rendered through `Display` now, on the caller (the value may not live

@@ -239,37 +239,26 @@ pub mod __private {
         }
     }
 
-    impl Capture for str {
-        #[inline]
-        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
-            encoder.str(index, self);
-        }
-        const PLAIN: bool = true;
-        #[inline]
-        fn plain_len(&self) -> usize {
-            Fixed::str_len(self.len())
-        }
-        #[inline]
-        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
-            out.str(index, self);
-        }
+    macro_rules! capture_text {
+        ($($t:ty),*) => {$(
+            impl Capture for $t {
+                #[inline]
+                fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
+                    encoder.str(index, self);
+                }
+                const PLAIN: bool = true;
+                #[inline]
+                fn plain_len(&self) -> usize {
+                    Fixed::str_len(self.len())
+                }
+                #[inline]
+                fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
+                    out.str(index, self);
+                }
+            }
+        )*};
     }
-
-    impl Capture for String {
-        #[inline]
-        fn capture(&self, index: u8, encoder: &mut Encoder<'_>) {
-            encoder.str(index, self);
-        }
-        const PLAIN: bool = true;
-        #[inline]
-        fn plain_len(&self) -> usize {
-            Fixed::str_len(self.len())
-        }
-        #[inline]
-        fn put_plain(&self, index: u8, out: &mut Fixed<'_>) {
-            out.str(index, self);
-        }
-    }
+    capture_text!(str, String);
 
     impl<T: Capture + ?Sized> Capture for &T {
         #[inline]
@@ -506,8 +495,7 @@ mod tests {
         let mut encoder = Encoder::begin(&mut encoded, site, Format::Json, time);
         encoder.static_str(crate::capture::MESSAGE, "message");
         values.capture_all(0, &mut encoder);
-        let mut fixed =
-            vec![0xAA; crate::capture::HEADER_LEN + Fixed::STATIC_LEN + values.plain_len()];
+        let mut fixed = vec![0xAA; crate::capture::HEADER + Fixed::STATIC_LEN + values.plain_len()];
         let mut out = Fixed::new(&mut fixed);
         out.put(&crate::capture::header(site, Format::Json, time));
         out.static_str(crate::capture::MESSAGE, "message");

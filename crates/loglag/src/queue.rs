@@ -285,6 +285,12 @@ impl Ring {
             } else {
                 bytes
             };
+            // Also where the system gives huge pages unasked (THP `always`): one
+            // first touch would otherwise make 2 MiB resident.
+            #[cfg(target_os = "linux")]
+            if resident < bytes {
+                let _ = map.advise(memmap2::Advice::NoHugePage);
+            }
             for page in (0..resident).step_by(4096) {
                 map[page] = 0;
             }
@@ -578,7 +584,7 @@ impl Ring {
         key: u64,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<u64, Full> {
-        if self.checksums || self.head.evicted.load(Ordering::Relaxed) {
+        if self.head.evicted.load(Ordering::Relaxed) {
             return Err(Full);
         }
         let need = footprint(len);
@@ -596,23 +602,16 @@ impl Ring {
         if head + need - tail > limit {
             return Err(Full);
         }
-        let end = start + len;
         // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
         // (checked above), so the writer does not read it until `head` moves, and the
-        // payload `[start, end)` lies inside the ring without wrapping (checked
-        // above). The word holding `end` is zeroed first for the padding, as in
-        // `write_payload_bytes`.
-        unsafe {
-            let base = self.byte_ptr();
-            if end % 8 != 0 {
-                base.add(end & !7).cast::<u64>().write(0);
-            }
-            fill(std::slice::from_raw_parts_mut(base.add(start), len));
-        }
-        let state = (len as u64) << 8 | CAPTURED | (level as u64) << 1 | COMMITTED;
-        self.word(head + 8).store(now_ns, Ordering::Relaxed);
-        self.word(head + 16).store(key, Ordering::Relaxed);
-        self.word(head).store(state, Ordering::Release);
+        // payload `[start, start + len)` lies inside the ring without wrapping
+        // (checked above).
+        let payload = unsafe {
+            self.zero_padding_word(start + len);
+            std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
+        };
+        fill(payload);
+        self.publish(head, level, payload, now_ns, true, key);
         self.head.head.store(head + need, Ordering::Release);
         Ok(head + need - tail)
     }
@@ -633,6 +632,13 @@ impl Ring {
     ) {
         // SAFETY: forwarded from the caller.
         unsafe { self.write_payload(pos + HEADER, bytes) };
+        self.publish(pos, level, bytes, now_ns, captured, key);
+    }
+
+    /// Writes the header of the record at `pos` whose payload `bytes` is in place,
+    /// its state word last, with release: from that store on it is the writer's.
+    #[inline]
+    fn publish(&self, pos: u64, level: Level, bytes: &[u8], now_ns: u64, captured: bool, key: u64) {
         let kind = if captured { CAPTURED } else { 0 };
         let state = (bytes.len() as u64) << 8 | kind | (level as u64) << 1 | COMMITTED;
         self.word(pos + 8).store(now_ns, Ordering::Relaxed);
@@ -793,17 +799,28 @@ impl Ring {
         // The record's padding up to its next word (which never wraps: the capacity
         // is a multiple of 8).
         let end = self.offset(pos + bytes.len() as u64) as usize;
-        // SAFETY: the word holding `end` (when it is not on a word boundary) and both
-        // copies lie inside the record's span, which the caller owns, and no one
-        // reads it racily (above). The word is zeroed first and the payload then
-        // copied over its start, which leaves the padding zero with one store instead
-        // of a `memset` call (1% of the caller's profile for up to 7 bytes).
+        // SAFETY: the padding word and both copies lie inside the record's span,
+        // which the caller owns, and no one reads it racily (above).
         unsafe {
-            if end % 8 != 0 {
-                base.add(end & !7).cast::<u64>().write(0);
-            }
+            self.zero_padding_word(end);
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(start), first);
             std::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), base, bytes.len() - first);
+        }
+    }
+
+    /// Zeroes the word holding ring offset `end` when `end` is not on a word boundary:
+    /// the padding after a payload ending there. Called before the payload is
+    /// written, which then covers the word's start: one store instead of a `memset`
+    /// call (1% of the caller's profile for up to 7 bytes).
+    ///
+    /// # Safety
+    /// The caller owns that word (it lies in its record's span).
+    #[cfg(not(loglag_loom))]
+    #[inline]
+    unsafe fn zero_padding_word(&self, end: usize) {
+        if end % 8 != 0 {
+            // SAFETY: forwarded from the caller; the word is 8-aligned in the ring.
+            unsafe { self.byte_ptr().add(end & !7).cast::<u64>().write(0) };
         }
     }
 

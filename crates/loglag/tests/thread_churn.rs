@@ -12,13 +12,7 @@ use support::within;
 
 /// Resident memory of this process, in KiB.
 fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
+    support::procfs::vm_rss_kib().expect("VmRSS in /proc/self/status")
 }
 
 /// Runs `threads` short-lived threads, `at_once` at a time, each logging one line and

@@ -191,7 +191,21 @@ impl Core {
         self.submit_accepted(level, record, false, &self.stamps_now());
     }
 
-    /// The key by which the writer merges rings, where there are several.
+    /// A record's stamps from the caller's clock reading `time`: its merge key where
+    /// there are several rings to merge, and its enqueue stamp.
+    #[inline]
+    fn stamps_of(&self, time: clock::Raw) -> Stamps {
+        Stamps {
+            merge_key: if self.lanes.merges() {
+                clock::merge_key_of(time)
+            } else {
+                0
+            },
+            enqueued: clock::stamp_of(time),
+        }
+    }
+
+    /// The stamps of a record that has no reading of its own (a formatted line).
     #[inline]
     fn stamps_now(&self) -> Stamps {
         Stamps {
@@ -297,15 +311,7 @@ impl Core {
                     return self.drop_reentrant(level);
                 };
                 self.count_accepted();
-                let stamps = Stamps {
-                    merge_key: if self.lanes.merges() {
-                        clock::merge_key_of(time)
-                    } else {
-                        0
-                    },
-                    enqueued: clock::stamp_of(time),
-                };
-                self.submit_accepted(level, captured, true, &stamps);
+                self.submit_accepted(level, captured, true, &self.stamps_of(time));
             } else {
                 format::with_line_buffer(|line| {
                     capture::render_now(captured, level, line);
@@ -332,7 +338,7 @@ impl Core {
         put: impl FnOnce(&mut Fixed<'_>),
         encode: impl FnOnce(&mut Encoder<'_>),
     ) {
-        let len = capture::HEADER_LEN + values_len;
+        let len = capture::HEADER + values_len;
         #[cfg(not(loglag_loom))]
         if self.config.mode == Mode::Async
             && self.config.max_records.is_none()
@@ -344,14 +350,7 @@ impl Core {
                 return self.drop_reentrant(level);
             };
             self.count_accepted();
-            let stamps = Stamps {
-                merge_key: if self.lanes.merges() {
-                    clock::merge_key_of(time)
-                } else {
-                    0
-                },
-                enqueued: clock::stamp_of(time),
-            };
+            let stamps = self.stamps_of(time);
             if self.closed.load(Ordering::Acquire) {
                 self.counters.count_drop(DropReason::Shutdown, level, 1);
                 return;

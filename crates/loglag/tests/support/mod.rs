@@ -447,4 +447,5 @@ pub fn decompressed(path: &std::path::Path) -> Vec<u8> {
 }
 
 /// The promise tests' shared sinks and thread readers.
+pub mod procfs;
 pub mod promises;

@@ -117,28 +117,9 @@ impl std::fmt::Debug for Counted {
     }
 }
 
-/// The fields of `/proc/self/task/*/stat` after the command name (state first), of
-/// the thread of this process called `name`.
-pub fn thread_stat(name: &str) -> Option<Vec<String>> {
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
-            let rest = &stat[stat.rfind(')')? + 2..];
-            return Some(rest.split_whitespace().map(str::to_owned).collect());
-        }
-    }
-    None
-}
+pub use super::procfs::{thread_cpu_seconds, thread_stat};
 
 /// The scheduler state (`R`, `S`, ...) of one thread of this process, found by name.
 pub fn thread_state(name: &str) -> Option<char> {
     thread_stat(name)?.first()?.chars().next()
-}
-
-/// CPU seconds one thread of this process has used, found by name.
-pub fn thread_cpu_seconds(name: &str) -> Option<f64> {
-    let f = thread_stat(name)?;
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
 }
