@@ -86,6 +86,17 @@ impl PopBound {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Full;
 
+/// Why a record was not written in place ([`Ring::try_push_owned_in_place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotInPlace {
+    /// The ring has no room for it now, by the writer's own `tail`: the copying
+    /// path need not try this ring again.
+    Full,
+    /// It would wrap the ring's end, or the ring has evicted: the copying path may
+    /// still put it into this ring.
+    CopyInstead,
+}
+
 /// Renders a captured record (level, captured bytes) onto the end of a batch.
 pub(crate) type Render<'a> = dyn FnMut(Level, &[u8], &mut Vec<u8>) + 'a;
 
@@ -536,6 +547,20 @@ impl Ring {
         }
     }
 
+    /// Whether `need` more bytes fit under `limit` now: what `try_push` would find
+    /// before its compare-and-swap, for a caller that can skip encoding a record the
+    /// ring would refuse. Another producer, or the writer, may change the answer the
+    /// next instant, as it may `try_push`'s.
+    #[inline]
+    pub(crate) fn has_room(&self, need: u64, limit: u64) -> bool {
+        let head = self.head.head.load(Ordering::Relaxed);
+        let tail = self.tail.0.load(Ordering::Acquire);
+        let used = head.wrapping_sub(tail);
+        // A stale `head` behind `tail` (see `try_push`) says nothing: room, and
+        // `try_push` decides.
+        used > self.capacity || used.saturating_add(need) <= limit.min(self.capacity)
+    }
+
     /// `try_push` for a ring with one producer, the calling thread (a thread's own
     /// ring; `lanes.rs` guarantees nobody else pushes into it meanwhile). No
     /// read-modify-write: the producer owns `head`, and reads the writer's `tail` only
@@ -569,10 +594,11 @@ impl Ring {
 
     /// `try_push_owned` for a captured record that `fill` writes in place: exactly
     /// `len` bytes, straight into the ring, with no copy in between. Only where the
-    /// payload lies before the ring's end (no wrap), the ring has never evicted
-    /// (after an eviction payloads are written as atomic words), and the producer's
-    /// cached copy of `tail` says it fits; `Err(Full)` with nothing written and
-    /// `fill` not called otherwise, and the caller takes the copying path.
+    /// payload lies before the ring's end (no wrap) and the ring has never evicted
+    /// (after an eviction payloads are written as atomic words): otherwise
+    /// `Err(CopyInstead)`. `Err(Full)` when the ring has no room, by the writer's
+    /// `tail` (read only when the producer's cached copy says full). Either way
+    /// nothing is written and `fill` is not called.
     #[cfg(not(loglag_loom))]
     #[inline]
     pub(crate) fn try_push_owned_in_place(
@@ -583,24 +609,27 @@ impl Ring {
         now_ns: u64,
         key: u64,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<u64, Full> {
+    ) -> Result<u64, NotInPlace> {
         if self.head.evicted.load(Ordering::Relaxed) {
-            return Err(Full);
+            return Err(NotInPlace::CopyInstead);
         }
         let need = footprint(len);
         let limit = limit.min(self.capacity);
         let head = self.head.head.load(Ordering::Relaxed);
         let start = self.offset(head + HEADER) as usize;
         if start + len > self.capacity as usize {
-            return Err(Full);
+            return Err(NotInPlace::CopyInstead);
         }
-        // The cached tail only: when it says full, the copying path that follows
-        // reads the writer's `tail` (a line the writer keeps writing, a miss from
-        // another core), and it would be read twice if this read it too; the next
-        // record finds the cache refreshed.
-        let tail = self.head.cached_tail.load(Ordering::Relaxed);
+        let mut tail = self.head.cached_tail.load(Ordering::Relaxed);
         if head + need - tail > limit {
-            return Err(Full);
+            // The writer's `tail` is a line it keeps writing (a miss from another
+            // core): read once per record, here, and the caller's copying path
+            // skips this ring when it says full (the hot burst's common case).
+            tail = self.tail.0.load(Ordering::Acquire);
+            self.head.cached_tail.store(tail, Ordering::Relaxed);
+            if head + need - tail > limit {
+                return Err(NotInPlace::Full);
+            }
         }
         // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
         // (checked above), so the writer does not read it until `head` moves, and the
@@ -1511,7 +1540,9 @@ mod tests {
 
     /// Records written in place (`try_push_owned_in_place`) pop as written, around
     /// the ring's end too: a payload that would wrap is refused with nothing written
-    /// (the caller copies it in instead), and so is one into a ring that evicted.
+    /// (the caller copies it in instead), and so is one into a ring that evicted. A
+    /// ring is said full only when the writer's tail says so, and a try after the
+    /// writer made room writes in place though the producer's cached tail is stale.
     #[cfg(not(loglag_loom))]
     #[test]
     fn records_written_in_place_pop_as_written_and_never_wrap() {
@@ -1529,7 +1560,7 @@ mod tests {
         };
         let ring = Ring::single_producer(1024);
         let (mut out, mut written) = (Vec::new(), Vec::new());
-        let mut refused_at_the_end = 0;
+        let (mut refused_at_the_end, mut refused_full) = (0, 0);
         for i in 0..200u32 {
             let len = 1 + (i as usize * 7) % 90;
             let record = vec![b'a' + (i % 26) as u8; len];
@@ -1539,35 +1570,42 @@ mod tests {
                     dst.copy_from_slice(&record);
                 })
             };
-            if in_place(&ring).is_err() {
-                if ring.offset(ring.head_position() + HEADER) as usize + len > 1024 {
+            match in_place(&ring) {
+                Ok(_) => {}
+                Err(NotInPlace::CopyInstead) => {
+                    assert!(
+                        ring.offset(ring.head_position() + HEADER) as usize + len > 1024,
+                        "refused only at the ring's end"
+                    );
                     refused_at_the_end += 1;
                     // Would wrap: refused even with room, so drain and copy it in.
                     drain(&ring, &mut out);
                     ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
                         .expect("fits an empty ring");
-                } else {
-                    // Full, as far as the producer's cached tail knows: the copying
-                    // path reads the writer's tail and refreshes the cache.
+                }
+                Err(NotInPlace::Full) => {
+                    // Full by the writer's tail too: really no room.
+                    let need = footprint(len);
+                    assert!(ring.used_bytes() + need > 1024, "refused with room");
+                    refused_full += 1;
+                    // Once the writer has made room, the next try reads its tail
+                    // (the cached one still says full) and writes in place.
                     drain(&ring, &mut out);
-                    ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
-                        .expect("fits an empty ring");
-                    // The next record finds the cache refreshed (an empty payload
-                    // cannot wrap).
-                    ring.try_push_owned_in_place(Level::Info, 0, u64::MAX, 1, 0, |_| {})
-                        .expect("in place again");
+                    in_place(&ring).expect("in place once drained");
                 }
             }
             written.extend_from_slice(&record);
         }
         drain(&ring, &mut out);
         assert!(refused_at_the_end > 0, "the ring's end was reached");
+        assert!(refused_full > 0, "the ring was full");
         assert_eq!(out, written);
 
         // After an eviction, payloads are atomic words: in place is refused.
         ring.head.evicted.store(true, Ordering::Relaxed);
-        assert!(ring
-            .try_push_owned_in_place(Level::Info, 8, u64::MAX, 1, 0, |_| unreachable!())
-            .is_err());
+        assert_eq!(
+            ring.try_push_owned_in_place(Level::Info, 8, u64::MAX, 1, 0, |_| unreachable!()),
+            Err(NotInPlace::CopyInstead)
+        );
     }
 }

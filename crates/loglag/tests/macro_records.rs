@@ -187,3 +187,87 @@ fn the_oldest_queued_age_is_measured_from_when_the_record_was_logged() {
         assert_eq!(m.written_records, 2, "{path}");
     }
 }
+
+/// Plain macro records into a queue that fills (the writer held in its sink): under
+/// the dropping policies each record no ring takes is counted once, as `queue_full`
+/// at its level and as a full event, and nothing else is lost. Under `ShedByLevel`
+/// a WARN record logged after INFO was refused still gets the reserve INFO may not
+/// use, through the thread's ring and the shared one alike. Records of the thread
+/// that were kept come out in the order they were logged, and the in-band reports
+/// announce every drop.
+#[test]
+fn plain_records_refused_by_every_ring_are_counted_once_at_their_level() {
+    use std::io::Write as _;
+    let _lock = global_lock();
+    for policy in [loglag::Overflow::ShedByLevel, loglag::Overflow::DropNewest] {
+        let gate = support::Gate::closed();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (mut writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(64 << 10)
+            .overflow(policy)
+            .build(sink)
+            .unwrap();
+        loglag::set_global(&writer, Format::Json, Level::Info);
+        writer.write_all(b"{\"first\":true}\n").unwrap();
+        entered.recv().unwrap();
+
+        // About 100 bytes each: 2,000 of them are three times the budget.
+        let text = "x".repeat(40);
+        for n in 0..2_000u64 {
+            loglag::info!(n, text = text.as_str(), "filling");
+        }
+        let after_info = writer.metrics();
+        let info_dropped = after_info.dropped_of(loglag::DropReason::QueueFull, Level::Info);
+        assert!(
+            info_dropped > 0,
+            "{policy:?}: the queue never filled: {after_info:?}"
+        );
+        assert!(
+            after_info.queue_full_events >= info_dropped,
+            "{after_info:?}"
+        );
+        for n in 0..10u64 {
+            loglag::warn!(n, text = text.as_str(), "after");
+        }
+        let warn_dropped = writer
+            .metrics()
+            .dropped_of(loglag::DropReason::QueueFull, Level::Warn);
+        match policy {
+            loglag::Overflow::ShedByLevel => {
+                assert_eq!(warn_dropped, 0, "WARN has a reserve INFO may not fill")
+            }
+            _ => assert_eq!(warn_dropped, 10, "no reserve: the queue stays full"),
+        }
+
+        gate.open();
+        let m = guard.shutdown();
+        assert!(m.is_accounted(), "{m:?}");
+        assert_eq!(m.accepted, 1 + 2_000 + 10, "{m:?}");
+        assert_eq!(m.dropped_records(), info_dropped + warn_dropped, "{m:?}");
+        assert_eq!(m.written_records, m.accepted - m.dropped_records(), "{m:?}");
+        let lines = json_lines(&out);
+        // The in-band reports announce every drop; the rest are the records.
+        let (reports, lines): (Vec<_>, Vec<_>) =
+            lines.into_iter().partition(|l| l["target"] == "loglag");
+        let announced: u64 = reports
+            .iter()
+            .map(|r| r["fields"]["dropped"].as_u64().unwrap())
+            .sum();
+        assert_eq!(announced, m.dropped_records(), "{policy:?}: {reports:?}");
+        assert_eq!(lines.len() as u64, m.written_records);
+        let kept: Vec<u64> = lines
+            .iter()
+            .filter(|l| l["fields"]["message"] == "filling")
+            .map(|l| l["fields"]["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(kept.len() as u64, 2_000 - info_dropped, "{policy:?}");
+        assert!(
+            kept.windows(2).all(|w| w[0] < w[1]),
+            "{policy:?}: out of order"
+        );
+        let warned = lines.iter().filter(|l| l["level"] == "WARN").count() as u64;
+        assert_eq!(warned, 10 - warn_dropped, "{policy:?}");
+    }
+}

@@ -15,7 +15,7 @@ use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::mode::Mode;
 use crate::overflow::Overflow;
-use crate::queue::{footprint, Full, Ring};
+use crate::queue::{footprint, Full, NotInPlace, Ring};
 
 thread_local! {
     /// The pipeline whose producer path (counting, claiming a ring, pushing) this
@@ -357,8 +357,10 @@ impl Core {
             }
             let limit = self.thread_ring_limit[level as usize];
             // One lookup of the thread's ring for both paths: a full ring (the hot
-            // burst) must not cost the copying path a second one.
+            // burst) must not cost the copying path a second one, nor a second read
+            // of the writer's tail.
             return self.lanes.with_own(|own| {
+                let mut own_full = false;
                 if let Some(ring) = own {
                     let pushed = ring.try_push_owned_in_place(
                         level,
@@ -373,13 +375,30 @@ impl Core {
                             debug_assert!(out.is_full(), "a plain record's length was wrong");
                         },
                     );
-                    if let Ok(used_after) = pushed {
-                        return self.pushed(level, used_after, footprint(len));
+                    match pushed {
+                        Ok(used_after) => return self.pushed(level, used_after, footprint(len)),
+                        Err(NotInPlace::Full) => own_full = true,
+                        Err(NotInPlace::CopyInstead) => {}
                     }
+                }
+                // Both rings full under a policy that drops the newest record (the
+                // hot burst): counted as `enqueue` counts it, without encoding the
+                // record for a push that would be refused.
+                if own_full
+                    && matches!(
+                        self.config.overflow,
+                        Overflow::DropNewest | Overflow::ShedByLevel
+                    )
+                    && !self.lanes.shared.has_room(
+                        footprint(len),
+                        self.limit(self.lanes.shared_capacity(), level),
+                    )
+                {
+                    return self.refuse_newest(level);
                 }
                 format::with_capture_buffer(|captured| {
                     encode(&mut Encoder::begin(captured, site, format, time));
-                    self.enqueue(own, level, captured, true, &stamps);
+                    self.enqueue(own, own_full, level, captured, true, &stamps);
                 });
             });
         }
@@ -418,7 +437,7 @@ impl Core {
             return;
         }
         self.lanes
-            .with_own(|own| self.enqueue(own, level, record, captured, stamps));
+            .with_own(|own| self.enqueue(own, false, level, record, captured, stamps));
     }
 
     /// Pushes into the thread's own ring, else into the shared ring (no ring of its
@@ -449,18 +468,23 @@ impl Core {
         shared.try_push(level, record, limit, enqueued, captured, merge_key)
     }
 
+    /// Pushes a record (see [`Core::push`]), applying the overflow policy while no
+    /// ring takes it. `own_full`: the thread's own ring was just found full by the
+    /// writer's tail, so the first try goes straight to the shared ring.
     fn enqueue(
         &self,
         own: Option<&Ring>,
+        own_full: bool,
         level: Level,
         record: &[u8],
         captured: bool,
         stamps: &Stamps,
     ) {
         let mut deadline = None;
+        let mut skip_own = own_full;
         loop {
             let pushed = if self.take_record_slot() {
-                let pushed = self.push(own, level, record, captured, stamps);
+                let pushed = self.push(own.filter(|_| !skip_own), level, record, captured, stamps);
                 if pushed.is_err() {
                     self.release_record_slots(1);
                 }
@@ -468,22 +492,14 @@ impl Core {
             } else {
                 Err(Full)
             };
+            skip_own = false;
             match pushed {
                 Ok(used_after) => {
                     self.pushed(level, used_after, footprint(record.len()));
                     return;
                 }
                 Err(_) => {
-                    let events = self
-                        .counters
-                        .queue_full_events
-                        .fetch_add(1, Ordering::Relaxed);
-                    // The backlog at its peak, from one full event in 64 (reading it
-                    // sums every ring's positions); the writer notes it at every batch.
-                    if events % 64 == 0 {
-                        self.counters.note_backlog(self.lanes.used_bytes());
-                    }
-                    self.wake_writer();
+                    self.note_full_event();
                     // A sink that logs (on the writer thread, or inside a sync write):
                     // it must never wait, nor evict under the writer; only this thread
                     // could make the room. Checked here, off the non-full hot path.
@@ -550,6 +566,33 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// A record no ring took: counted as a full event, the backlog noted now and
+    /// then, and the writer woken.
+    fn note_full_event(&self) {
+        let events = self
+            .counters
+            .queue_full_events
+            .fetch_add(1, Ordering::Relaxed);
+        // The backlog at its peak, from one full event in 64 (reading it sums every
+        // ring's positions); the writer notes it at every batch.
+        if events % 64 == 0 {
+            self.counters.note_backlog(self.lanes.used_bytes());
+        }
+        self.wake_writer();
+    }
+
+    /// `enqueue`'s answer to a record no ring takes under `DropNewest` or
+    /// `ShedByLevel`, for a caller that knows it before encoding the record.
+    fn refuse_newest(&self, level: Level) {
+        self.note_full_event();
+        let reason = if inside_any_sink() {
+            DropReason::Reentrant
+        } else {
+            DropReason::QueueFull
+        };
+        self.counters.count_drop(reason, level, 1);
     }
 
     /// With `max_records`: takes a slot for one more record, or says there is none.
