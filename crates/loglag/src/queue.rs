@@ -87,6 +87,7 @@ impl PopBound {
 pub(crate) struct Full;
 
 /// Why a record was not written in place ([`Ring::try_push_owned_in_place`]).
+#[cfg(not(loglag_loom))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotInPlace {
     /// The ring has no room for it now, by the writer's own `tail`: the copying
@@ -551,6 +552,7 @@ impl Ring {
     /// before its compare-and-swap, for a caller that can skip encoding a record the
     /// ring would refuse. Another producer, or the writer, may change the answer the
     /// next instant, as it may `try_push`'s.
+    #[cfg(not(loglag_loom))]
     #[inline]
     pub(crate) fn has_room(&self, need: u64, limit: u64) -> bool {
         let head = self.head.head.load(Ordering::Relaxed);

@@ -15,7 +15,9 @@ use crate::level::Level;
 use crate::metrics::DropReason;
 use crate::mode::Mode;
 use crate::overflow::Overflow;
-use crate::queue::{footprint, Full, NotInPlace, Ring};
+#[cfg(not(loglag_loom))]
+use crate::queue::NotInPlace;
+use crate::queue::{footprint, Full, Ring};
 
 thread_local! {
     /// The pipeline whose producer path (counting, claiming a ring, pushing) this
@@ -585,6 +587,7 @@ impl Core {
 
     /// `enqueue`'s answer to a record no ring takes under `DropNewest` or
     /// `ShedByLevel`, for a caller that knows it before encoding the record.
+    #[cfg(not(loglag_loom))]
     fn refuse_newest(&self, level: Level) {
         self.note_full_event();
         let reason = if inside_any_sink() {
