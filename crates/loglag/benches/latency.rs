@@ -44,7 +44,7 @@ const PAUSE: Duration = Duration::from_micros(50);
 /// what its clocks cost, the call with the pipeline off and with capture only (the
 /// record built, timestamp included, but not pushed), and both back to back in a loop
 /// (`loop_*`: every column is the loop's mean per call, no timer in it).
-const BREAKDOWN: [&str; 15] = [
+const BREAKDOWN: [&str; 16] = [
     "noop",
     "rdtsc",
     "clock_coarse",
@@ -56,18 +56,20 @@ const BREAKDOWN: [&str; 15] = [
     "loop_macro_default",
     "loop_ticklog",
     "loop_tracing_floor",
+    "loop_tracing_visit_floor",
     "loop_layer",
     "loop_capture_only_16k",
     "loop_macro_16k",
     "loop_memcpy_16k",
 ];
 
-const LOGGERS: [&str; 17] = [
+const LOGGERS: [&str; 18] = [
     "noop",
     "ticklog",
     "loglag_macro",
     "loglag_macro_2_threads",
     "tracing_floor",
+    "tracing_visit_floor",
     "loglag_layer",
     "loglag_fmt_writer",
     "tracing_appender",
@@ -345,6 +347,42 @@ macro_rules! macro_event {
     };
 }
 
+/// What any tracing Layer pays before it does anything: a registry whose one Layer
+/// does nothing.
+struct Floor;
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Floor {}
+
+/// What a Layer that reads the event's values pays before it does anything with
+/// them: `Floor`, plus tracing's visit of every field (each value handed over and
+/// dropped; the message's `Debug` is not run).
+struct VisitFloor;
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for VisitFloor {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Drop;
+        impl tracing::field::Visit for Drop {
+            fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                black_box(value);
+            }
+            fn record_str(&mut self, _: &tracing::field::Field, value: &str) {
+                black_box(value);
+            }
+            fn record_i64(&mut self, _: &tracing::field::Field, value: i64) {
+                black_box(value);
+            }
+            fn record_u64(&mut self, _: &tracing::field::Field, value: u64) {
+                black_box(value);
+            }
+            fn record_f64(&mut self, _: &tracing::field::Field, value: f64) {
+                black_box(value);
+            }
+            fn record_bool(&mut self, _: &tracing::field::Field, value: bool) {
+                black_box(value);
+            }
+        }
+        event.record(&mut Drop);
+    }
+}
+
 fn report(p: [f64; 4], drops: u64) {
     println!("RESULT {} {} {} {drops} {}", p[0], p[1], p[2], p[3]);
 }
@@ -439,9 +477,7 @@ fn run_child(name: &str, dir: &Path) {
         // The default pipeline, back to back in loops of 2,000 calls (about 200 KiB,
         // within the default thread ring), draining between loops: what `perf record`
         // should look at for the caller's cost, free of the timer and of page faults.
-        "loop_macro_default" | "loop_layer" | "loop_tracing_floor" => {
-            struct Floor;
-            impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Floor {}
+        "loop_macro_default" | "loop_layer" | "loop_tracing_floor" | "loop_tracing_visit_floor" => {
             let (writer, guard) = loglag_file(dir, name);
             loglag::set_global(&writer, loglag::Format::Json, loglag::Level::Info);
             let loops = || {
@@ -469,6 +505,10 @@ fn run_child(name: &str, dir: &Path) {
                 ),
                 "loop_tracing_floor" => tracing::subscriber::with_default(
                     tracing_subscriber::registry().with(Floor),
+                    loops,
+                ),
+                "loop_tracing_visit_floor" => tracing::subscriber::with_default(
+                    tracing_subscriber::registry().with(VisitFloor),
                     loops,
                 ),
                 _ => loops(),
@@ -623,12 +663,15 @@ fn run_child(name: &str, dir: &Path) {
                 std::fs::read(&path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
             report(p, calls.saturating_sub(lines as u64));
         }
-        // What any tracing Layer pays before it does anything: a registry whose one
-        // Layer does nothing. The loglag_layer row minus this one is loglag's own.
+        // The loglag_layer row minus this one is loglag's own cost.
         "tracing_floor" => {
-            struct Floor;
-            impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Floor {}
             let sub = tracing_subscriber::registry().with(Floor);
+            let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
+            report(p, 0);
+        }
+        // The loglag_layer row minus this one is what loglag does with the values.
+        "tracing_visit_floor" => {
+            let sub = tracing_subscriber::registry().with(VisitFloor);
             let p = tracing::subscriber::with_default(sub, || measure(|i| event!(i)));
             report(p, 0);
         }
