@@ -511,7 +511,7 @@ impl Core {
     /// call): a bug in loglag itself. Nobody may wait for it any more: close the
     /// pipeline, count what it held as lost, and wake every waiter.
     pub(crate) fn writer_died(&self) {
-        self.closed.store(true, Ordering::Release);
+        self.call.closed.store(true, Ordering::Release);
         self.handshake.exit(self.lanes.tail_sum(), |batch| {
             if self.spool.is_none() {
                 let counters = &self.counters;

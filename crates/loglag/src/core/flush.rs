@@ -121,10 +121,10 @@ impl Core {
     pub(crate) fn shutdown(&self, timeout: Duration) -> Metrics {
         if self.in_forked_child() {
             // No writer thread here to wait for, and the queue is the parent's.
-            self.closed.store(true, Ordering::Release);
+            self.call.closed.store(true, Ordering::Release);
             return self.metrics();
         }
-        if self.closed.swap(true, Ordering::AcqRel) {
+        if self.call.closed.swap(true, Ordering::AcqRel) {
             if self.config.mode != Mode::Async {
                 return self.metrics();
             }
@@ -186,7 +186,7 @@ impl Core {
     /// `deadline`, without waiting for the writer.
     #[cfg(test)]
     pub(crate) fn close_with_deadline(&self, deadline: Instant) {
-        self.closed.store(true, Ordering::Release);
+        self.call.closed.store(true, Ordering::Release);
         self.handshake.begin_shutdown(deadline);
     }
 }
@@ -268,7 +268,7 @@ mod tests {
                 let core = core.clone();
                 std::thread::spawn(move || core.shutdown(core.config.shutdown_timeout))
             };
-            while !core.closed.load(Ordering::Acquire) {
+            while !core.call.closed.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
             let second = {

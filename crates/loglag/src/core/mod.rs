@@ -36,8 +36,37 @@ use crate::spool::{Recovered, SpoolHeader};
 /// Everything the builder decided, validated: the pipeline adjusts none of it.
 pub(crate) type Config = crate::settings::Settings;
 
-pub(crate) struct Core {
+/// What a logging call reads of its pipeline, on two adjacent cache lines (which the
+/// adjacent-line prefetcher fetches as a pair): a call after a pause or a context
+/// switch finds them cold, and spread over `Settings`, `Core` and `Lanes` (whose
+/// fields Rust orders by alignment) they were several misses on the call's tail.
+/// Settings here are copies of `Core::config`'s, which never change after the start.
+#[repr(C, align(128))]
+struct CallPath {
+    /// The pipeline's id (its thread tables' key, as `Lanes`' is).
     id: u64,
+    /// `Settings::max_record_bytes`, as clamped to the ring.
+    max_record_bytes: usize,
+    batch_bytes: u64,
+    /// The fork generation this pipeline was built in (see `fork.rs`).
+    born_in: u64,
+    /// `limit` for a thread ring, per level, computed once: every thread ring has the
+    /// same capacity.
+    thread_ring_limit: [u64; 5],
+    mode: Mode,
+    flush_level: Level,
+    /// `async`, no spool, no `max_records`: a record can be written in place into its
+    /// thread's ring (`Core::submit_fixed`) and rendered by the writer.
+    in_place: bool,
+    /// Thread rings, so records carry a merge key.
+    merges: bool,
+    /// The overflow policy drops the newest record (`DropNewest`, `ShedByLevel`).
+    drops_newest: bool,
+    closed: AtomicBool,
+}
+
+pub(crate) struct Core {
+    call: CallPath,
     config: Config,
     /// The rings: the shared one and each logging thread's own.
     lanes: Lanes,
@@ -50,10 +79,6 @@ pub(crate) struct Core {
     fold_at: std::sync::atomic::AtomicUsize,
     /// The share of a ring kept free for higher levels (`ShedByLevel`), per level.
     level_reserve: [u64; 5],
-    /// `limit` for a thread ring, per level, computed once: every thread ring has the
-    /// same capacity, and this is the hot path.
-    thread_ring_limit: [u64; 5],
-    closed: AtomicBool,
     writer: OnceLock<Thread>,
     wake_requested: AtomicBool,
     /// The writer is parked for a short poll because records are queued: a producer
@@ -76,8 +101,6 @@ pub(crate) struct Core {
     recovered: Recovered,
     /// The format of in-band drop reports, as [`Format::index`].
     report_format: std::sync::atomic::AtomicU8,
-    /// The fork generation this pipeline was built in (see `fork.rs`).
-    born_in: u64,
     /// The sink's descriptor as of the writer's last batch, or -1: where a forked
     /// child writes.
     sink_fd: std::sync::atomic::AtomicI32,
@@ -223,7 +246,24 @@ impl Core {
         // Read /proc/cpuinfo here, once, never on a caller's path.
         clock::decide();
         Core {
-            id,
+            call: CallPath {
+                id,
+                max_record_bytes: config.max_record_bytes,
+                batch_bytes: config.batch_bytes as u64,
+                born_in: crate::fork::watch(),
+                thread_ring_limit,
+                mode: config.mode,
+                flush_level: config.flush_level,
+                in_place: config.mode == Mode::Async
+                    && spool.is_none()
+                    && config.max_records.is_none(),
+                merges: lanes.merges(),
+                drops_newest: matches!(
+                    config.overflow,
+                    Overflow::DropNewest | Overflow::ShedByLevel
+                ),
+                closed: AtomicBool::new(false),
+            },
             config,
             lanes,
             counters: {
@@ -237,8 +277,6 @@ impl Core {
             accepted_retired: AtomicU64::new(0),
             fold_at: std::sync::atomic::AtomicUsize::new(64),
             level_reserve,
-            thread_ring_limit,
-            closed: AtomicBool::new(false),
             writer: OnceLock::new(),
             wake_requested: AtomicBool::new(false),
             writer_polling: AtomicBool::new(false),
@@ -251,7 +289,6 @@ impl Core {
                 config_report.unwrap_or(Format::Compact).index(),
             ),
             report_format_settled: AtomicBool::new(config_report.is_some()),
-            born_in: crate::fork::watch(),
             sink_fd: std::sync::atomic::AtomicI32::new(-1),
             sink_identity: [AtomicU64::new(0), AtomicU64::new(0)],
             child_warned: AtomicBool::new(false),
@@ -302,7 +339,7 @@ impl Core {
 
     /// This pipeline's id, for [`ThreadMark`].
     pub(crate) fn id(&self) -> u64 {
-        self.id
+        self.call.id
     }
 
     /// Per-thread counter slots held (for the test that exited threads do not leak them).
@@ -338,7 +375,7 @@ impl Core {
 
     /// Whether this process is a `fork()` of the one that built the pipeline.
     fn in_forked_child(&self) -> bool {
-        crate::fork::generation() != self.born_in
+        crate::fork::generation() != self.call.born_in
     }
 }
 

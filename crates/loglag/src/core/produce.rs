@@ -63,8 +63,10 @@ impl Core {
     /// logs into its own pipeline runs on the writer, or is caught here in `sync` mode.
     #[inline]
     fn enter_producing(&self) -> Option<ThreadMark> {
-        let reentered = PRODUCING.try_with(|p| p.get() == self.id).unwrap_or(false);
-        (!reentered).then(|| ThreadMark::set(&PRODUCING, self.id))
+        let reentered = PRODUCING
+            .try_with(|p| p.get() == self.call.id)
+            .unwrap_or(false);
+        (!reentered).then(|| ThreadMark::set(&PRODUCING, self.call.id))
     }
 
     /// A re-entered record (see [`Core::enter_producing`]): accepted and dropped with
@@ -79,7 +81,7 @@ impl Core {
     fn count_accepted(&self) {
         let counted = ACCEPTED.try_with(|accepted| {
             let (core, slot) = accepted.last.get();
-            if core == self.id {
+            if core == self.call.id {
                 // SAFETY: `slot` points into an `Arc` that `slots` holds for the life
                 // of this thread-local (entries are never removed), which is alive.
                 let slot = unsafe { &*slot };
@@ -102,9 +104,9 @@ impl Core {
                 self.accepted_retired.fetch_add(1, Ordering::AcqRel);
                 return;
             };
-            if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.id) {
+            if let Some((_, slot)) = slots.iter().find(|(id, _)| *id == self.call.id) {
                 slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Release);
-                accepted.last.set((self.id, Arc::as_ptr(slot)));
+                accepted.last.set((self.call.id, Arc::as_ptr(slot)));
                 return;
             }
             let slot = Arc::new(AtomicU64::new(1));
@@ -121,8 +123,8 @@ impl Core {
             }
             all.push(slot.clone());
             drop(all);
-            accepted.last.set((self.id, Arc::as_ptr(&slot)));
-            slots.push((self.id, slot));
+            accepted.last.set((self.call.id, Arc::as_ptr(&slot)));
+            slots.push((self.call.id, slot));
         });
         if counted.is_err() {
             // Logging from a thread-local destructor: no slot left, use the shared one.
@@ -159,7 +161,7 @@ impl Core {
 
     /// The producer path: hands one formatted record (ending in `\n`) to the pipeline.
     pub(crate) fn submit(&self, level: Level, record: &[u8]) {
-        match self.config.mode {
+        match self.call.mode {
             Mode::Off | Mode::FormatOnly => return,
             Mode::Sync | Mode::Async => {}
         }
@@ -170,9 +172,9 @@ impl Core {
             return self.drop_reentrant(level);
         };
         self.count_accepted();
-        if record.len() > self.config.max_record_bytes {
+        if record.len() > self.call.max_record_bytes {
             self.counters.truncated.fetch_add(1, Ordering::Relaxed);
-            let max = self.config.max_record_bytes;
+            let max = self.call.max_record_bytes;
             let done = SCRATCH.try_with(|scratch| {
                 // A Debug impl that logs while we format would find the scratch borrowed.
                 let Ok(mut scratch) = scratch.try_borrow_mut() else {
@@ -198,7 +200,7 @@ impl Core {
     #[inline]
     fn stamps_of(&self, time: clock::Raw) -> Stamps {
         Stamps {
-            merge_key: if self.lanes.merges() {
+            merge_key: if self.call.merges {
                 clock::merge_key_of(time)
             } else {
                 0
@@ -211,7 +213,7 @@ impl Core {
     #[inline]
     fn stamps_now(&self) -> Stamps {
         Stamps {
-            merge_key: if self.lanes.merges() {
+            merge_key: if self.call.merges {
                 clock::merge_key()
             } else {
                 0
@@ -236,10 +238,10 @@ impl Core {
         self.accepted_retired.fetch_add(1, Ordering::AcqRel);
         let fd = self.sink_fd.load(Ordering::Acquire);
         let truncated;
-        let record = if record.len() > self.config.max_record_bytes {
+        let record = if record.len() > self.call.max_record_bytes {
             self.counters.truncated.fetch_add(1, Ordering::Relaxed);
             let mut own = Vec::new();
-            format::truncate_into(&mut own, record, self.config.max_record_bytes);
+            format::truncate_into(&mut own, record, self.call.max_record_bytes);
             truncated = own;
             &truncated[..]
         } else {
@@ -278,7 +280,7 @@ impl Core {
     /// this process's own writer (not `sync`, not a spool, which outlives the process
     /// and its static pointers, and not in a forked child, which writes lines itself).
     fn defers_rendering(&self) -> bool {
-        self.config.mode == Mode::Async && self.spool.is_none() && !self.in_forked_child()
+        self.call.mode == Mode::Async && self.spool.is_none() && !self.in_forked_child()
     }
 
     /// The capturing front-ends' producer path: `fill` captures one record, which goes
@@ -292,7 +294,7 @@ impl Core {
         format: Format,
         fill: impl FnOnce(&mut Encoder<'_>),
     ) {
-        let mode = self.config.mode;
+        let mode = self.call.mode;
         if mode == Mode::Off {
             return;
         }
@@ -308,7 +310,7 @@ impl Core {
             if mode == Mode::FormatOnly {
                 // What the caller pays is the capture; rendering is the writer's.
                 std::hint::black_box(&captured);
-            } else if deferred && captured.len() <= self.config.max_record_bytes {
+            } else if deferred && captured.len() <= self.call.max_record_bytes {
                 let Some(_producing) = self.enter_producing() else {
                     return self.drop_reentrant(level);
                 };
@@ -342,22 +344,18 @@ impl Core {
     ) {
         let len = capture::HEADER + values_len;
         #[cfg(not(loglag_loom))]
-        if self.config.mode == Mode::Async
-            && self.config.max_records.is_none()
-            && len <= self.config.max_record_bytes
-            && self.defers_rendering()
-        {
+        if self.call.in_place && len <= self.call.max_record_bytes && !self.in_forked_child() {
             let time = clock::now();
             let Some(_producing) = self.enter_producing() else {
                 return self.drop_reentrant(level);
             };
             self.count_accepted();
             let stamps = self.stamps_of(time);
-            if self.closed.load(Ordering::Acquire) {
+            if self.call.closed.load(Ordering::Acquire) {
                 self.counters.count_drop(DropReason::Shutdown, level, 1);
                 return;
             }
-            let limit = self.thread_ring_limit[level as usize];
+            let limit = self.call.thread_ring_limit[level as usize];
             // One lookup of the thread's ring for both paths: a full ring (the hot
             // burst) must not cost the copying path a second one, nor a second read
             // of the writer's tail.
@@ -414,9 +412,9 @@ impl Core {
     /// this record completed a batch and it is not polling.
     #[inline]
     fn pushed(&self, level: Level, used_after: u64, footprint: u64) {
-        let batch = self.config.batch_bytes as u64;
+        let batch = self.call.batch_bytes;
         let crossed = used_after >= batch && used_after - footprint < batch;
-        if level >= self.config.flush_level {
+        if level >= self.call.flush_level {
             self.wake_writer();
         } else if crossed && {
             // Push, then load the flag (the writer: store it, then look, in
@@ -431,10 +429,10 @@ impl Core {
     }
 
     fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, stamps: &Stamps) {
-        if self.config.mode == Mode::Sync {
+        if self.call.mode == Mode::Sync {
             return self.write_sync(level, record);
         }
-        if self.closed.load(Ordering::Acquire) {
+        if self.call.closed.load(Ordering::Acquire) {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         }
@@ -459,7 +457,7 @@ impl Core {
             enqueued,
         } = stamps;
         if let Some(ring) = own {
-            let limit = self.thread_ring_limit[level as usize];
+            let limit = self.call.thread_ring_limit[level as usize];
             let pushed = ring.try_push_owned(level, record, limit, enqueued, captured, merge_key);
             if pushed.is_ok() {
                 return pushed;
@@ -561,7 +559,7 @@ impl Core {
                             return;
                         }
                     }
-                    if self.closed.load(Ordering::Acquire) {
+                    if self.call.closed.load(Ordering::Acquire) {
                         self.counters.count_drop(DropReason::Shutdown, level, 1);
                         return;
                     }
@@ -652,7 +650,7 @@ impl Core {
         let result = loop {
             // Checked under the lock; the writer notifies under the same lock after
             // releasing space, so no wake-up is lost.
-            if fits() || self.closed.load(Ordering::Acquire) {
+            if fits() || self.call.closed.load(Ordering::Acquire) {
                 break true;
             }
             let timeout = match deadline {
@@ -718,7 +716,7 @@ impl Core {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         };
-        let _inside = ThreadMark::inside_sink(self.id);
+        let _inside = ThreadMark::inside_sink(self.call.id);
         if crate::sink::call_sink(|| sink.sink().before_batch(record.len())).is_err() {
             self.counters.write_errors.fetch_add(1, Ordering::Relaxed);
         }
