@@ -98,25 +98,36 @@ impl LatencyBuckets {
     }
 }
 
-/// The live counters shared by producers and the writer.
+/// The live counters shared by producers and the writer. Those a logging call
+/// counts (drops, full events, truncations) come first, and the writer's start on
+/// cache lines of their own: the writer updates them on every batch, and a full
+/// queue's drop path otherwise missed on them for every record it counted.
+#[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    pub(crate) dropped: [[AtomicU64; 5]; 4],
+    pub(crate) queue_full_events: AtomicU64,
+    pub(crate) truncated: AtomicU64,
+    /// Spool mode: the header's count of drops not yet announced, which survives a
+    /// crash.
+    pub(crate) ledger: std::sync::OnceLock<crate::ledger::DropLedger>,
+    _writer_lines: LineBreak,
     pub(crate) written_records: AtomicU64,
     pub(crate) written_bytes: AtomicU64,
-    pub(crate) dropped: [[AtomicU64; 5]; 4],
-    pub(crate) truncated: AtomicU64,
     pub(crate) write_syscalls: AtomicU64,
     pub(crate) write_errors: AtomicU64,
     pub(crate) max_backlog_bytes: AtomicU64,
-    pub(crate) queue_full_events: AtomicU64,
     pub(crate) write_latency: LatencyBuckets,
     /// A write failed part-way through a line: the sink holds a fragment with no
     /// newline, which would glue itself to the next record.
     pub(crate) torn_line: std::sync::atomic::AtomicBool,
-    /// Spool mode: the header's count of drops not yet announced, which survives a
-    /// crash.
-    pub(crate) ledger: std::sync::OnceLock<crate::ledger::DropLedger>,
 }
+
+/// A field that starts the next field of a `repr(C)` struct on a new pair of cache
+/// lines (the adjacent-line prefetcher fetches lines in pairs).
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct LineBreak;
 
 impl Counters {
     /// If a failed write left a fragment, ends its line first, so that the next record
