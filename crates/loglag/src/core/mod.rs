@@ -48,6 +48,8 @@ struct CallPath {
     /// `Settings::max_record_bytes`, as clamped to the ring.
     max_record_bytes: usize,
     batch_bytes: u64,
+    /// `Settings::max_records`: read by every push, to take a slot.
+    max_records: Option<u64>,
     /// The fork generation this pipeline was built in (see `fork.rs`).
     born_in: u64,
     /// `limit` for a thread ring, per level, computed once: every thread ring has the
@@ -250,6 +252,7 @@ impl Core {
                 id,
                 max_record_bytes: config.max_record_bytes,
                 batch_bytes: config.batch_bytes as u64,
+                max_records: config.max_records,
                 born_in: crate::fork::watch(),
                 thread_ring_limit,
                 mode: config.mode,

@@ -598,7 +598,7 @@ impl Core {
 
     /// With `max_records`: takes a slot for one more record, or says there is none.
     fn take_record_slot(&self) -> bool {
-        match self.config.max_records {
+        match self.call.max_records {
             None => true,
             Some(max) => {
                 if self.queued_records.fetch_add(1, Ordering::AcqRel) < max {
@@ -613,7 +613,7 @@ impl Core {
 
     /// Gives back `n` slots (records written, or evicted).
     pub(super) fn release_record_slots(&self, n: u64) {
-        if self.config.max_records.is_some() && n > 0 {
+        if self.call.max_records.is_some() && n > 0 {
             self.queued_records.fetch_sub(n, Ordering::AcqRel);
         }
     }
