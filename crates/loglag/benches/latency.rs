@@ -13,6 +13,8 @@
 //! cargo bench -p loglag --bench latency -- --batched --only noop,ticklog,loglag_macro
 //!                                    # bursts of 16 timed together (issue 34's harness)
 //! cargo bench -p loglag --bench latency -- --only breakdown  # the macro's call taken apart
+//! cargo bench -p loglag --bench latency -- --by-position --only ticklog,loglag_macro
+//!                                    # also percentiles by a call's place in its burst
 //! LATENCY_CAPACITY_BYTES=1048576 cargo bench -p loglag --bench latency -- --only loglag_macro
 //!                                    # loglag's rows with another capacity_bytes (or
 //!                                    # LATENCY_BATCH_BYTES for batch_bytes,
@@ -93,6 +95,8 @@ fn main() {
     };
     let batched = args.iter().any(|a| a == "--batched");
     BATCHED.store(batched, std::sync::atomic::Ordering::Relaxed);
+    let by_position = args.iter().any(|a| a == "--by-position");
+    BY_POSITION.store(by_position, std::sync::atomic::Ordering::Relaxed);
     if let Some(name) = value("--child") {
         let dir = PathBuf::from(value("--dir").expect("--dir"));
         return child(&name, &dir);
@@ -120,9 +124,15 @@ fn main() {
                 .args(["--child", name, "--dir"])
                 .arg(dir.path())
                 .args(batched.then_some("--batched"))
+                .args(by_position.then_some("--by-position"))
                 .output()
                 .expect("run a child");
             let text = String::from_utf8_lossy(&out.stdout);
+            for line in String::from_utf8_lossy(&out.stderr).lines() {
+                if line.starts_with("position ") {
+                    eprintln!("\n  {name}, {line}");
+                }
+            }
             let Some(line) = text.lines().find(|l| l.starts_with("RESULT ")) else {
                 panic!(
                     "{name} gave no result: {}",
@@ -233,6 +243,10 @@ const BIG_BURSTS: usize = 2_000;
 /// harness issue 34 compared ticklog with. The timer's cost is spread over 16 calls,
 /// so differences of a few ns show; a tail is a burst's, not one call's.
 static BATCHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--by-position`: the per-call harness also gives each call's position in its burst
+/// its own percentiles (on stderr), to tell the first call after a pause from the rest.
+static BY_POSITION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 const BATCHED_PAUSE: Duration = Duration::from_micros(1);
 const BATCHED_BURSTS: usize = 200_000 / BURST;
 
@@ -293,6 +307,26 @@ fn measure_each(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f
         let until = ticks() + pause;
         while ticks() < until {
             std::hint::spin_loop();
+        }
+    }
+    if BY_POSITION.load(std::sync::atomic::Ordering::Relaxed) {
+        for position in [0, 1, BURST / 2, BURST - 1] {
+            let mut at: Vec<u64> = samples
+                .iter()
+                .skip(position)
+                .step_by(BURST)
+                .copied()
+                .collect();
+            at.sort_unstable();
+            let q = |p: f64| {
+                at[((at.len() as f64 * p).ceil() as usize).min(at.len()) - 1] as f64 / per_ns
+            };
+            eprintln!(
+                "position {position}: p50 {:.0} ns, p99 {:.0}, p99.9 {:.0}",
+                q(0.5),
+                q(0.99),
+                q(0.999)
+            );
         }
     }
     samples.sort_unstable();
