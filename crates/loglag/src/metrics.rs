@@ -101,7 +101,9 @@ impl LatencyBuckets {
 /// The live counters shared by producers and the writer. Those a logging call
 /// counts (drops, full events, truncations) come first, and the writer's start on
 /// cache lines of their own: the writer updates them on every batch, and a full
-/// queue's drop path otherwise missed on them for every record it counted.
+/// queue's drop path otherwise missed on them for every record it counted. Each side
+/// writes one field of the other's now and then: producers `max_backlog_bytes` (one
+/// full event in 64), the writer `truncated` (a record cut when it renders).
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {

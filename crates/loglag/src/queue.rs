@@ -1540,6 +1540,45 @@ mod tests {
         assert!(out.chunks(record.len()).all(|c| c == record));
     }
 
+    /// `has_room` answers what `try_push` would: a record that exactly fits the limit
+    /// has room, one byte more has none, and the answer follows `tail` as the writer
+    /// releases space; the ring's capacity caps any limit.
+    #[cfg(not(loglag_loom))]
+    #[test]
+    fn has_room_agrees_with_try_push_to_the_byte() {
+        let record = [b'r'; 100];
+        let need = footprint(record.len());
+        for limit in [need, 3 * need, 3 * need + 7, 4096, u64::MAX] {
+            let ring = Ring::new(4096);
+            loop {
+                let room = ring.has_room(need, limit);
+                let pushed = ring
+                    .try_push(Level::Info, &record, limit, 1, false, 0)
+                    .is_ok();
+                assert_eq!(room, pushed, "limit {limit}, used {}", ring.used_bytes());
+                if !pushed {
+                    break;
+                }
+            }
+            let used = ring.used_bytes();
+            assert!(used + need > limit.min(4096) && used <= limit.min(4096));
+            // One byte short of room, and exactly room (the capacity caps a limit).
+            assert!(!ring.has_room(need, used + need - 1));
+            assert_eq!(ring.has_room(need, used + need), used + need <= 4096);
+            let mut out = Vec::new();
+            ring.pop_into(
+                &mut out,
+                1,
+                true,
+                &mut Vec::new(),
+                &mut |_, _: &[u8], _: &mut Vec<u8>| {},
+                PopBound::NONE,
+                |_| {},
+            );
+            assert!(ring.has_room(need, limit), "room after a release");
+        }
+    }
+
     /// Records written in place (`try_push_owned_in_place`) pop as written, around
     /// the ring's end too: a payload that would wrap is refused with nothing written
     /// (the caller copies it in instead), and so is one into a ring that evicted. A

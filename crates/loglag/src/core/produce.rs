@@ -329,9 +329,11 @@ impl Core {
     /// macro call with plain values: `values_len` bytes after the header), which
     /// `put` writes straight into this thread's own ring, with no copy in between,
     /// when the record goes to the writer and its ring has contiguous room now.
-    /// Otherwise `encode` captures it as `submit_captured` does, and it takes the
-    /// path every record takes. Either way it is counted accepted once, and `put` and
-    /// `encode` write the same bytes.
+    /// When neither that ring nor the shared one has room under a policy that drops
+    /// the newest record, it is counted dropped without being encoded. Otherwise
+    /// `encode` captures it as `submit_captured` does, and it takes the path every
+    /// record takes. Either way it is counted accepted once, and `put` and `encode`
+    /// write the same bytes.
     #[inline]
     pub(crate) fn submit_fixed(
         &self,
@@ -385,10 +387,7 @@ impl Core {
                 // hot burst): counted as `enqueue` counts it, without encoding the
                 // record for a push that would be refused.
                 if own_full
-                    && matches!(
-                        self.config.overflow,
-                        Overflow::DropNewest | Overflow::ShedByLevel
-                    )
+                    && self.call.drops_newest
                     && !self.lanes.shared.has_room(
                         footprint(len),
                         self.limit(self.lanes.shared_capacity(), level),
