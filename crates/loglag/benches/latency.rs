@@ -902,8 +902,10 @@ fn run_child(name: &str, dir: &Path) {
 fn rss_table() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let exe = std::env::current_exe().expect("own path");
-    println!("| logger | idle KiB | after 1,000 records | after 1,000,000 records |");
-    println!("|---|---:|---:|---:|");
+    println!(
+        "| logger | idle KiB | after 1,000 records | after 1,000,000 records | then 3 s idle |"
+    );
+    println!("|---|---:|---:|---:|---:|");
     for name in ["rss_loglag", "rss_tracing_appender"] {
         let out = Command::new(&exe)
             .args(["--child", name, "--dir"])
@@ -915,7 +917,14 @@ fn rss_table() {
             panic!("{name}: {}", String::from_utf8_lossy(&out.stderr));
         };
         let v: Vec<&str> = line[4..].split_whitespace().collect();
-        println!("| {} | +{} | +{} | +{} |", &name[4..], v[0], v[1], v[2]);
+        println!(
+            "| {} | +{} | +{} | +{} | +{} |",
+            &name[4..],
+            v[0],
+            v[1],
+            v[2],
+            v[3]
+        );
     }
 }
 
@@ -942,6 +951,9 @@ fn rss_child(name: &str, dir: &Path) {
                 writer.flush(Duration::from_secs(10)).expect("flushed");
                 marks.push(procfs::vm_rss_kib().unwrap_or(0));
             }
+            // What an idle pipeline gives back after the burst.
+            std::thread::sleep(Duration::from_secs(3));
+            marks.push(procfs::vm_rss_kib().unwrap_or(0));
             drop(guard);
         }
         "rss_tracing_appender" => {
@@ -963,6 +975,8 @@ fn rss_child(name: &str, dir: &Path) {
                     std::thread::sleep(Duration::from_millis(100));
                     marks.push(procfs::vm_rss_kib().unwrap_or(0));
                 }
+                std::thread::sleep(Duration::from_secs(3));
+                marks.push(procfs::vm_rss_kib().unwrap_or(0));
             });
             drop(guard);
         }

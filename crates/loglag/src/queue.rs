@@ -197,9 +197,12 @@ pub(crate) struct Ring {
     /// Regions skipped because their header could not have been written by a
     /// producer of this process.
     pub(crate) torn: AtomicU64,
-    /// Bytes from the start of an anonymous ring known resident (page-aligned); the
-    /// capacity or more once all are. Only the writer moves it.
-    resident_to: AtomicU64,
+    /// The positions `[lo, hi)` whose memory is known resident in an anonymous ring
+    /// (page-aligned, at most a lap: every page once `hi - lo` is the capacity); `hi`
+    /// is `u64::MAX` for memory nobody manages (heap words, a mapped spool). Only the
+    /// writer moves them (`keep_resident_ahead`, `give_back`).
+    resident_lo: AtomicU64,
+    resident_hi: AtomicU64,
     _storage: Storage,
 }
 
@@ -210,6 +213,16 @@ pub(crate) const RESIDENT_AT_START: usize = 256 << 10;
 
 /// How far ahead of the producers the writer keeps a ring's memory resident.
 pub(crate) const RESIDENT_AHEAD: u64 = 256 << 10;
+
+/// How `Ring::page_ranges` rounds a byte range to pages.
+#[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+#[derive(Clone, Copy)]
+enum Rounding {
+    /// Every page the range touches (advice that changes no byte).
+    Outward,
+    /// Only pages the range holds whole (advice that drops the bytes).
+    Inward,
+}
 
 /// The system's page size (4 KiB here; 16 or 64 KiB on some aarch64 kernels), which
 /// `madvise` needs its start aligned to.
@@ -308,7 +321,8 @@ impl Ring {
             }
             let base = NonNull::new(map.as_mut_ptr() as *mut AtomicU64).expect("mapped");
             let ring = Ring::with_storage(base, bytes as u64, false, 0, Storage::Anonymous(map));
-            ring.resident_to.store(
+            ring.resident_lo.store(0, Ordering::Relaxed);
+            ring.resident_hi.store(
                 (resident as u64).next_multiple_of(page_size()),
                 Ordering::Relaxed,
             );
@@ -373,7 +387,8 @@ impl Ring {
             torn: AtomicU64::new(0),
             // Heap words are zeroed by the allocator, a mapped spool is the file's:
             // nothing for the writer to do.
-            resident_to: AtomicU64::new(u64::MAX),
+            resident_lo: AtomicU64::new(0),
+            resident_hi: AtomicU64::new(u64::MAX),
             _storage: storage,
         }
     }
@@ -381,39 +396,138 @@ impl Ring {
     /// Makes the ring's memory resident up to [`RESIDENT_AHEAD`] bytes past `head` (and
     /// as much again, so that this runs once per that many bytes), on the writer,
     /// with `MADV_POPULATE_WRITE`, which faults the pages in without writing to
-    /// them: a producer may be writing there. Once the producers have lapped the
-    /// ring, every page is resident and this is two loads. Where the kernel lacks
-    /// it (before Linux 5.14), the producers take the faults, as any first touch.
+    /// them: a producer may be writing there. Once a lap is resident, this is three
+    /// loads. Where the kernel lacks the advice (before Linux 5.14), the producers take
+    /// the faults, as any first touch.
     pub(crate) fn keep_resident_ahead(&self) {
-        let resident = self.resident_to.load(Ordering::Relaxed);
-        if resident >= self.capacity {
+        let (lo, hi) = (
+            self.resident_lo.load(Ordering::Relaxed),
+            self.resident_hi.load(Ordering::Relaxed),
+        );
+        if hi == u64::MAX || hi - lo >= self.capacity {
             return;
         }
         let head = self.head.head.load(Ordering::Relaxed);
-        if head.saturating_add(RESIDENT_AHEAD) <= resident {
+        if head.saturating_add(RESIDENT_AHEAD) <= hi {
             return;
         }
-        let to = head
-            .saturating_add(2 * RESIDENT_AHEAD)
-            .min(self.capacity)
-            .next_multiple_of(page_size());
+        let to = (head + 2 * RESIDENT_AHEAD).next_multiple_of(page_size());
+        // Never more than a lap: past it, every page is resident.
+        let lap_start = to.saturating_sub(self.capacity);
         #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
-        {
-            // SAFETY: `[resident, to)` lies in this ring's mapping (rounded up to its
-            // last page, which the mapping covers), and the advice changes no byte.
+        for (start, end) in self.page_ranges(hi.max(lap_start), to, Rounding::Outward) {
+            // SAFETY: `[start, end)` lies in this ring's mapping (whose last page covers
+            // a capacity that is no multiple of the page), and the advice changes no
+            // byte.
             let populated = unsafe {
                 libc::madvise(
-                    self.byte_ptr().add(resident as usize).cast(),
-                    (to - resident) as usize,
+                    self.byte_ptr().add(start).cast(),
+                    end - start,
                     libc::MADV_POPULATE_WRITE,
                 )
             } == 0;
             if !populated {
-                self.resident_to.store(u64::MAX, Ordering::Relaxed);
+                // No such advice here: the producers fault pages in themselves.
+                self.resident_hi.store(u64::MAX, Ordering::Relaxed);
                 return;
             }
         }
-        self.resident_to.store(to, Ordering::Relaxed);
+        self.resident_lo.store(lo.max(lap_start), Ordering::Relaxed);
+        self.resident_hi.store(to, Ordering::Relaxed);
+    }
+
+    /// Gives back to the system the memory of about `len` bytes of free space just past
+    /// `head`, if the ring is empty with its `head` at `from`; returns the new `head`,
+    /// or `None` with nothing done. For the writer of an idle pipeline (when, and how
+    /// much: `Core::give_back_idle_memory`), so that a pipeline a burst once filled
+    /// holds, idle, what it held at start.
+    ///
+    /// How it stays out of the producers' way: the chunk is the free space just past
+    /// `head`, which the writer reserves with the producers' own compare-and-swap (so
+    /// no producer writes there), drops with `MADV_DONTNEED` (whole pages, which read
+    /// as zero again: free space in a shared ring is zero already), and releases at
+    /// once by moving `tail` past it, as if it were a record popped. Producers that
+    /// arrive meanwhile find the budget that much smaller, and no record of theirs is
+    /// touched. Only the shared ring of an anonymous mapping (zeroed free space,
+    /// producers that reserve by compare-and-swap) whose capacity is whole pages.
+    pub(crate) fn give_back(&self, from: u64, len: u64) -> Option<u64> {
+        #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+        {
+            let page = page_size();
+            let managed = self.resident_hi.load(Ordering::Relaxed) != u64::MAX;
+            if !self.zero_on_release || !managed || self.capacity % page != 0 {
+                return None;
+            }
+            let _consumer = self.consume.lock().unwrap_or_else(|e| e.into_inner());
+            let tail = self.tail.0.load(Ordering::Acquire);
+            let head = self.head.head.load(Ordering::Acquire);
+            if head != tail || head != from {
+                return None; // records queued, or reserved, or logged since
+            }
+            // Chunks end on a page, so that a run of them leaves only its first page
+            // cut in two (positions and offsets agree on pages: whole-page capacity).
+            let end = (head + len.min(self.capacity)) / page * page;
+            if end <= head {
+                return None;
+            }
+            if self
+                .head
+                .head
+                .compare_exchange(head, end, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                return None; // a producer got there first
+            }
+            for (start, stop) in self.page_ranges(head, end, Rounding::Inward) {
+                // SAFETY: `[start, stop)` holds whole pages of the reserved chunk, which
+                // no producer writes (the CAS above) and no reader reads (it is past
+                // every published record); they read back as zero, as free space is.
+                unsafe {
+                    libc::madvise(
+                        self.byte_ptr().add(start).cast(),
+                        stop - start,
+                        libc::MADV_DONTNEED,
+                    );
+                }
+            }
+            // Nothing is known resident past `end` any more: `keep_resident_ahead`
+            // makes the pages ahead of the producers resident again as they come.
+            self.resident_lo.store(end, Ordering::Relaxed);
+            self.resident_hi.store(end, Ordering::Relaxed);
+            // Released: producers may reach the chunk again (acquiring this store).
+            self.tail.0.store(end, Ordering::Release);
+            Some(end)
+        }
+        #[cfg(not(all(target_os = "linux", not(any(miri, loglag_loom)))))]
+        {
+            let _ = (from, len);
+            None
+        }
+    }
+
+    /// The byte ranges of the ring that hold positions `[from, to)` (at most a lap),
+    /// as one or two ranges (split at the ring's end), rounded to pages: outward
+    /// (every page they touch) or inward (only pages they hold whole).
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    fn page_ranges(&self, from: u64, to: u64, rounding: Rounding) -> Vec<(usize, usize)> {
+        let page = page_size();
+        let len = (to - from).min(self.capacity);
+        let start = self.offset(from);
+        let first_end = (start + len).min(self.capacity);
+        let mut ranges = vec![(start, first_end)];
+        if start + len > self.capacity {
+            ranges.push((0, start + len - self.capacity));
+        }
+        let mapped = self.capacity.next_multiple_of(page);
+        ranges
+            .into_iter()
+            .map(|(a, b)| match rounding {
+                Rounding::Outward => (a / page * page, b.next_multiple_of(page).min(mapped)),
+                Rounding::Inward => (a.next_multiple_of(page), b / page * page),
+            })
+            .filter(|(a, b)| a < b)
+            .map(|(a, b)| (a as usize, b as usize))
+            .collect()
     }
 
     /// Forces a mapped ring to stable storage (msync); nothing for a heap ring.
@@ -1538,6 +1652,189 @@ mod tests {
         });
         assert_eq!(popped, pushed);
         assert!(out.chunks(record.len()).all(|c| c == record));
+    }
+
+    /// After a burst has made a whole 8 MiB shared ring resident, the writer gives its
+    /// memory back a chunk at a time, down to `RESIDENT_AHEAD` past `head`; never
+    /// while a record is queued or a producer holds a reservation, nor from a `head`
+    /// that has moved. Every record logged after (another lap and a half, over the
+    /// pages given back) pops byte for byte, and the writer makes the pages ahead of
+    /// the producers resident again.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    #[test]
+    fn an_idle_ring_gives_its_memory_back_and_logs_on_unchanged() {
+        let capacity = 8u64 << 20;
+        let page = page_size();
+        let ring = Ring::new(capacity as usize);
+        let resident_count = |ring: &Ring| {
+            resident_pages(ring, capacity)
+                .iter()
+                .filter(|&&r| r)
+                .count() as u64
+        };
+        // A lap and a half, the writer popping and keeping memory resident ahead.
+        let lap = |ring: &Ring, laps: f64, seed: u8| {
+            let mut sent = Vec::new();
+            let mut out = Vec::new();
+            let until = ring.head_position() + (capacity as f64 * laps) as u64;
+            let mut n = 0u64;
+            while ring.head_position() < until {
+                let record: Vec<u8> = (0..1 + (n * 37) % 1500)
+                    .map(|i| seed.wrapping_add((n + i) as u8))
+                    .collect();
+                ring.try_push(Level::Info, &record, u64::MAX, 1, false, n)
+                    .expect("the writer keeps up");
+                sent.extend_from_slice(&record);
+                n += 1;
+                if n % 64 == 0 {
+                    pop(ring, &mut out, usize::MAX, |_| {});
+                    ring.keep_resident_ahead();
+                }
+            }
+            pop(ring, &mut out, usize::MAX, |_| {});
+            assert_eq!(out, sent, "every record as it was pushed");
+        };
+        lap(&ring, 1.5, 0);
+        let emulated = std::env::var("LOGLAG_EMULATOR").is_ok_and(|e| e == "qemu-user");
+        if !emulated {
+            assert_eq!(
+                resident_count(&ring),
+                capacity / page,
+                "a lap made it all resident"
+            );
+        }
+
+        // Not while a record is queued, nor a producer holds a reservation, nor from a
+        // `head` that has moved on.
+        let chunk = capacity / 8;
+        ring.try_push(Level::Info, b"queued", u64::MAX, 1, false, 0)
+            .unwrap();
+        assert_eq!(ring.give_back(ring.head_position(), chunk), None, "queued");
+        pop(&ring, &mut Vec::new(), usize::MAX, |_| {});
+        let reserved = ring.reserve_unpublished(8);
+        assert_eq!(
+            ring.give_back(ring.head_position(), chunk),
+            None,
+            "reserved"
+        );
+        ring.publish_reserved(reserved, Level::Info, b"reserved", 1);
+        pop(&ring, &mut Vec::new(), usize::MAX, |_| {});
+        assert_eq!(
+            ring.give_back(ring.head_position() - 8, chunk),
+            None,
+            "moved on"
+        );
+
+        // Idle: chunks go back until all but RESIDENT_AHEAD has.
+        let head = ring.head_position();
+        let mut at = head;
+        while at - head + chunk <= capacity - RESIDENT_AHEAD {
+            at = ring.give_back(at, chunk).expect("given back");
+        }
+        at = ring
+            .give_back(at, capacity - RESIDENT_AHEAD - (at - head))
+            .expect("the rest");
+        assert_eq!(ring.head_position(), at);
+        assert_eq!(ring.used_bytes(), 0, "nothing left reserved");
+        assert!(
+            at - head >= capacity - RESIDENT_AHEAD - page,
+            "{}",
+            at - head
+        );
+        if !emulated {
+            let left = resident_count(&ring) * page;
+            assert!(
+                left <= RESIDENT_AHEAD + 2 * page,
+                "{left} bytes still resident"
+            );
+        }
+
+        // Logging on: another lap and a half over the pages given back.
+        lap(&ring, 1.5, 100);
+        if !emulated {
+            let head = ring.head_position();
+            let resident = resident_pages(&ring, capacity);
+            for pos in (head..head + RESIDENT_AHEAD).step_by(page as usize) {
+                assert!(
+                    resident[(ring.offset(pos) / page) as usize],
+                    "ahead of head"
+                );
+            }
+        }
+    }
+
+    /// Producers logging in bursts while the writer pops, keeps memory resident ahead
+    /// and gives it back at every idle moment: every record arrives once, whole, and
+    /// in its producer's order, whoever wins the race for `head`.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    #[test]
+    fn giving_memory_back_never_touches_a_record() {
+        use std::sync::atomic::AtomicUsize;
+        let ring = Ring::new(1 << 20);
+        let done = AtomicUsize::new(0);
+        const PRODUCERS: usize = 2;
+        const RECORDS: u64 = 40_000;
+        let given_back = std::thread::scope(|scope| {
+            for producer in 0..PRODUCERS as u64 {
+                let ring = &ring;
+                let done = &done;
+                scope.spawn(move || {
+                    for n in 0..RECORDS {
+                        let len = 16 + (n * 13 % 600) as usize;
+                        let mut record = vec![(n % 251) as u8; len];
+                        record[..8].copy_from_slice(&(producer << 56 | n).to_le_bytes());
+                        while ring
+                            .try_push(Level::Info, &record, u64::MAX, 1, false, n)
+                            .is_err()
+                        {
+                            std::thread::yield_now();
+                        }
+                        // Now and then, a pause for the ring to drain.
+                        if n % 500 == 499 {
+                            while ring.used_bytes() > 0 {
+                                std::thread::yield_now();
+                            }
+                        }
+                    }
+                    done.fetch_add(1, Ordering::Release);
+                });
+            }
+            let mut next = [0u64; PRODUCERS];
+            let mut given_back = 0;
+            let mut out = Vec::new();
+            let mut lens = Vec::new();
+            loop {
+                let finished = done.load(Ordering::Acquire) == PRODUCERS;
+                out.clear();
+                lens.clear();
+                pop(&ring, &mut out, usize::MAX, |p| lens.push(p.len));
+                let mut at = 0;
+                for &len in &lens {
+                    let record = &out[at..at + len];
+                    at += len;
+                    let id = u64::from_le_bytes(record[..8].try_into().unwrap());
+                    let (producer, n) = ((id >> 56) as usize, id & ((1 << 56) - 1));
+                    assert_eq!(n, next[producer], "producer {producer}: order or loss");
+                    assert_eq!(len, 16 + (n * 13 % 600) as usize);
+                    assert!(record[8..].iter().all(|&b| b == (n % 251) as u8), "bytes");
+                    next[producer] += 1;
+                }
+                ring.keep_resident_ahead();
+                given_back += ring.give_back(ring.head_position(), 256 << 10).is_some() as u32;
+                if finished && ring.used_bytes() == 0 {
+                    break;
+                }
+                if lens.is_empty() {
+                    std::thread::yield_now();
+                }
+            }
+            assert_eq!(next, [RECORDS; PRODUCERS], "every record");
+            given_back
+        });
+        // Whether an idle moment came in the middle is up to the scheduler; what is
+        // asserted above holds either way.
+        eprintln!("chunks given back while logging: {given_back}");
+        assert_eq!(ring.used_bytes(), 0);
     }
 
     /// `has_room` answers what `try_push` would: a record that exactly fits the limit

@@ -66,7 +66,8 @@ impl Writer {
             let queued = self.core.queued_seen(&mut self.state);
             if !drain_all && queued < batch_bytes {
                 let left = interval - since;
-                self.core.wait_for_batch(&self.state, queued, left, poll);
+                self.core
+                    .wait_for_batch(&mut self.state, queued, left, poll);
                 continue;
             }
             // Write what is queued now, not what keeps arriving while we write: bounded

@@ -57,7 +57,22 @@ pub(crate) struct DrainState {
     sweep: Option<Sweep>,
     /// Bytes released to producers since blocked ones were last woken.
     released_unannounced: u64,
+    /// Since when the shared ring has been empty at one `head`, and how much of its
+    /// memory has been given back since (`Core::give_back_idle_memory`).
+    shared_idle: SharedIdle,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct SharedIdle {
+    head: u64,
+    since: Instant,
+    given_back: u64,
+}
+
+/// How long the shared ring stays empty before its memory goes back: well past a
+/// flush interval, so a pipeline that logs in bursts a second apart or less does not
+/// give memory back between them and make it resident again.
+const GIVE_BACK_AFTER: Duration = Duration::from_secs(1);
 
 impl DrainState {
     pub(crate) fn new(core: &Core) -> DrainState {
@@ -77,6 +92,11 @@ impl DrainState {
             view: WriterView::default(),
             sweep: None,
             released_unannounced: 0,
+            shared_idle: SharedIdle {
+                head: u64::MAX,
+                since: Instant::now(),
+                given_back: 0,
+            },
         }
     }
 
@@ -127,7 +147,7 @@ impl Core {
     /// it; with none it parks until woken, or `left`.
     pub(crate) fn wait_for_batch(
         &self,
-        state: &DrainState,
+        state: &mut DrainState,
         queued: u64,
         left: Duration,
         poll: Duration,
@@ -139,6 +159,7 @@ impl Core {
             self.writer_polling.store(true, Ordering::SeqCst);
             thread::park_timeout(left.min(poll));
         } else {
+            self.give_back_idle_memory(state);
             self.writer_polling.store(false, Ordering::SeqCst);
             // Store, then load the ring (the producer: push, then load the flag, in
             // `Core::enqueue`).
@@ -148,6 +169,39 @@ impl Core {
             if self.lanes.used_bytes_seen(&state.view) < self.config.batch_bytes as u64 {
                 thread::park_timeout(left);
             }
+        }
+    }
+
+    /// While the writer waits with nothing queued: once the shared ring has been empty
+    /// at one `head` for `GIVE_BACK_AFTER`, gives its memory back a chunk (an eighth
+    /// of it, at least 256 KiB) per wait, all but `RESIDENT_AHEAD` bytes past `head`
+    /// (what it held at start). A record logged into it starts over.
+    fn give_back_idle_memory(&self, state: &mut DrainState) {
+        let ring = &self.lanes.shared;
+        let head = ring.head_position();
+        let idle = &mut state.shared_idle;
+        if idle.head != head || ring.used_bytes() != 0 {
+            *idle = SharedIdle {
+                head,
+                since: Instant::now(),
+                given_back: 0,
+            };
+            return;
+        }
+        let keep = crate::queue::RESIDENT_AHEAD;
+        let left = ring.capacity().saturating_sub(keep + idle.given_back);
+        if left == 0 || idle.since.elapsed() < GIVE_BACK_AFTER {
+            return;
+        }
+        let chunk = (ring.capacity() / 8).max(256 << 10).min(left);
+        match ring.give_back(head, chunk) {
+            Some(end) => {
+                idle.given_back += end - head;
+                idle.head = end;
+            }
+            // Nothing more to do (a ring that is not ours to give back, or a
+            // producer got there first: then `head` moves and this starts over).
+            None => idle.given_back = ring.capacity(),
         }
     }
 
