@@ -82,9 +82,10 @@ impl NonBlockingBuilder {
 
     /// The byte budget for queued records, headers included: at least 256 bytes, at
     /// most 16 GiB or the machine's physical memory, whichever is less (the budget is
-    /// mapped when the pipeline starts; on Linux 256 KiB of it is resident then, and
-    /// the rest becomes resident ahead of the producers as they reach it, and stays:
-    /// an idle pipeline with the defaults holds about 0.7 MiB). Outside that, `build`
+    /// mapped when the pipeline starts; on Linux 256 KiB of it is resident then, the
+    /// rest becomes resident ahead of the producers as they reach it, and after a
+    /// second of idling it is given back: an idle pipeline with the defaults holds
+    /// about 0.7 MiB, and about 1 MiB a few seconds after a burst). Outside that, `build`
     /// is an error and `finish` uses the default (8 MiB) with a warning on stderr.
     pub fn capacity_bytes(mut self, bytes: usize) -> Self {
         self.settings.capacity_bytes = bytes;

@@ -454,8 +454,10 @@ impl Ring {
         #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
         {
             let page = page_size();
-            let managed = self.resident_hi.load(Ordering::Relaxed) != u64::MAX;
-            if !self.zero_on_release || !managed || self.capacity % page != 0 {
+            // (Whether the kernel can populate ahead, `resident_hi`, is another matter:
+            // pages dropped here are faulted in by producers there, as any first touch.)
+            let anonymous = matches!(self._storage, Storage::Anonymous(_));
+            if !self.zero_on_release || !anonymous || self.capacity % page != 0 {
                 return None;
             }
             let _consumer = self.consume.lock().unwrap_or_else(|e| e.into_inner());
@@ -490,10 +492,24 @@ impl Ring {
                     );
                 }
             }
-            // Nothing is known resident past `end` any more: `keep_resident_ahead`
-            // makes the pages ahead of the producers resident again as they come.
-            self.resident_lo.store(end, Ordering::Relaxed);
-            self.resident_hi.store(end, Ordering::Relaxed);
+            // What is still resident past `end`: up to a lap from `head` if every page
+            // was, else what was known ahead of `head` (at least nothing). Exact, so
+            // that `keep_resident_ahead` does not make the pages about to be given
+            // back resident again.
+            let (lo, hi) = (
+                self.resident_lo.load(Ordering::Relaxed),
+                self.resident_hi.load(Ordering::Relaxed),
+            );
+            if hi != u64::MAX {
+                let still = if hi - lo >= self.capacity {
+                    head + self.capacity
+                } else {
+                    hi.min(head + self.capacity)
+                };
+                self.resident_lo.store(end, Ordering::Relaxed);
+                self.resident_hi
+                    .store((still / page * page).max(end), Ordering::Relaxed);
+            }
             // Released: producers may reach the chunk again (acquiring this store).
             self.tail.0.store(end, Ordering::Release);
             Some(end)
@@ -1741,6 +1757,9 @@ mod tests {
             "{}",
             at - head
         );
+        // The writer's next look ahead finds the pages past `head` resident already:
+        // it makes none of those just given back resident again.
+        ring.keep_resident_ahead();
         if !emulated {
             let left = resident_count(&ring) * page;
             assert!(
@@ -1831,10 +1850,58 @@ mod tests {
             assert_eq!(next, [RECORDS; PRODUCERS], "every record");
             given_back
         });
-        // Whether an idle moment came in the middle is up to the scheduler; what is
-        // asserted above holds either way.
+        // How many idle moments came in the middle is up to the scheduler; the last
+        // look, with every record popped, always finds one.
         eprintln!("chunks given back while logging: {given_back}");
+        assert!(given_back > 0, "memory was given back");
         assert_eq!(ring.used_bytes(), 0);
+    }
+
+    /// `page_ranges` splits a run of positions at the ring's end and rounds each part
+    /// to pages: outward (every page touched, never past the mapping) or inward (only
+    /// whole pages), also for a capacity that is no multiple of the page.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    #[test]
+    fn page_ranges_split_at_the_end_and_round_to_pages() {
+        let page = page_size() as usize;
+        let ring = Ring::new(16 * page);
+        let cap = 16 * page as u64;
+        let p = page as u64;
+        // Inside, unaligned: outward covers pages 1..=3, inward only page 2.
+        assert_eq!(
+            ring.page_ranges(p + 5, 3 * p + 5, Rounding::Outward),
+            vec![(page, 4 * page)]
+        );
+        assert_eq!(
+            ring.page_ranges(p + 5, 3 * p + 5, Rounding::Inward),
+            vec![(2 * page, 3 * page)]
+        );
+        // Across the end, a lap later: two parts.
+        let from = cap + 14 * p + 7;
+        assert_eq!(
+            ring.page_ranges(from, from + 4 * p, Rounding::Outward),
+            vec![(14 * page, 16 * page), (0, 3 * page)]
+        );
+        assert_eq!(
+            ring.page_ranges(from, from + 4 * p, Rounding::Inward),
+            vec![(15 * page, 16 * page), (0, 2 * page)]
+        );
+        // More than a lap is a lap.
+        assert_eq!(
+            ring.page_ranges(0, 3 * cap, Rounding::Inward),
+            vec![(0, 16 * page)]
+        );
+        // A capacity of 10.5 pages: outward ends at the mapping's last page.
+        let odd = Ring::new(10 * page + page / 2);
+        let odd_cap = odd.capacity();
+        assert_eq!(
+            odd.page_ranges(9 * p, odd_cap, Rounding::Outward),
+            vec![(9 * page, 11 * page)]
+        );
+        assert_eq!(
+            odd.page_ranges(9 * p, odd_cap, Rounding::Inward),
+            vec![(9 * page, 10 * page)]
+        );
     }
 
     /// `has_room` answers what `try_push` would: a record that exactly fits the limit

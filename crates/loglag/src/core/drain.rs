@@ -174,8 +174,8 @@ impl Core {
 
     /// While the writer waits with nothing queued: once the shared ring has been empty
     /// at one `head` for `GIVE_BACK_AFTER`, gives its memory back a chunk (an eighth
-    /// of it, at least 256 KiB) per wait, all but `RESIDENT_AHEAD` bytes past `head`
-    /// (what it held at start). A record logged into it starts over.
+    /// of the room a TRACE record has in it) per wait, all but `RESIDENT_AHEAD` bytes
+    /// past `head` (what it held at start). A record logged into it starts over.
     fn give_back_idle_memory(&self, state: &mut DrainState) {
         let ring = &self.lanes.shared;
         let head = ring.head_position();
@@ -193,11 +193,21 @@ impl Core {
         if left == 0 || idle.since.elapsed() < GIVE_BACK_AFTER {
             return;
         }
-        let chunk = (ring.capacity() / 8).max(256 << 10).min(left);
+        // While a chunk is reserved it counts as queued: small enough that a record
+        // of any level still finds room beside it, in the smallest the shared ring
+        // can be (all thread rings made).
+        let room = super::limit(
+            &self.level_reserve,
+            self.lanes.min_shared_capacity(),
+            Level::Trace,
+        );
+        let chunk = (ring.capacity() / 8).min(room / 8).min(left);
         match ring.give_back(head, chunk) {
             Some(end) => {
                 idle.given_back += end - head;
                 idle.head = end;
+                // A producer that arrived while the chunk was reserved may wait.
+                self.space_released();
             }
             // Nothing more to do (a ring that is not ours to give back, or a
             // producer got there first: then `head` moves and this starts over).
