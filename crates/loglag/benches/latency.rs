@@ -280,12 +280,15 @@ fn measure_batched(mut call: impl FnMut(u64)) -> [f64; 4] {
     }
     samples.sort_unstable();
     let per_call = |t: u64| t as f64 / per_ns / BURST as f64;
-    let q = |p: f64| {
-        per_call(samples[((samples.len() as f64 * p).ceil() as usize).min(samples.len()) - 1])
-    };
+    let q = |p: f64| per_call(quantile(&samples, p));
     let fastest = &samples[..samples.len() * 99 / 100];
     let mean = fastest.iter().map(|&t| per_call(t)).sum::<f64>() / fastest.len() as f64;
     [q(0.50), q(0.99), q(0.999), mean]
+}
+
+/// The `p` quantile of sorted `samples` (nearest rank).
+fn quantile(samples: &[u64], p: f64) -> u64 {
+    samples[((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1]
 }
 
 fn measure_each(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f64; 4] {
@@ -318,9 +321,7 @@ fn measure_each(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f
                 .copied()
                 .collect();
             at.sort_unstable();
-            let q = |p: f64| {
-                at[((at.len() as f64 * p).ceil() as usize).min(at.len()) - 1] as f64 / per_ns
-            };
+            let q = |p: f64| quantile(&at, p) as f64 / per_ns;
             eprintln!(
                 "position {position}: p50 {:.0} ns, p99 {:.0}, p99.9 {:.0}",
                 q(0.5),
@@ -330,9 +331,7 @@ fn measure_each(mut call: impl FnMut(u64), pause: Duration, bursts: usize) -> [f
         }
     }
     samples.sort_unstable();
-    let q = |p: f64| {
-        samples[((samples.len() as f64 * p).ceil() as usize).min(samples.len()) - 1] as f64 / per_ns
-    };
+    let q = |p: f64| quantile(&samples, p) as f64 / per_ns;
     // The timer's steps are ~10 ns on this VM, too coarse for a difference of a few
     // ns between builds; the mean of the fastest 99% resolves one.
     let fastest = &samples[..samples.len() * 99 / 100];
@@ -898,7 +897,8 @@ fn run_child(name: &str, dir: &Path) {
 /// call until the guard has written everything.
 /// `--rss`: what one pipeline with its default configuration keeps resident, each
 /// logger in its own process: VmRSS before building it, after 200 ms idle, after
-/// 1,000 records and after 1,000,000 (each flushed), as differences from before.
+/// 1,000 records, after 1,000,000 (each flushed) and 3 s after that, idle, as
+/// differences from before.
 fn rss_table() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let exe = std::env::current_exe().expect("own path");

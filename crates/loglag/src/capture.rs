@@ -308,17 +308,7 @@ impl<'a> Encoder<'a> {
     fn text(&mut self, index: u8, args: fmt::Arguments<'_>) {
         self.buf.extend_from_slice(&[TAG_STR, index, 0, 0, 0, 0]);
         let start = self.buf.len();
-        // Straight into the buffer: `io::Write`'s adapter would carry an error the
-        // buffer never returns.
-        struct Text<'v>(&'v mut Vec<u8>);
-        impl fmt::Write for Text<'_> {
-            #[inline]
-            fn write_str(&mut self, s: &str) -> fmt::Result {
-                self.0.extend_from_slice(s.as_bytes());
-                Ok(())
-            }
-        }
-        let _ = fmt::Write::write_fmt(&mut Text(self.buf), args);
+        let _ = std::io::Write::write_fmt(self.buf, args);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }

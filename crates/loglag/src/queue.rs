@@ -1604,6 +1604,19 @@ mod tests {
         map.iter().map(|b| b & 1 == 1).collect()
     }
 
+    /// How many of the ring's first `bytes` bytes' pages are resident.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    fn resident_count(ring: &Ring, bytes: u64) -> u64 {
+        resident_pages(ring, bytes).iter().filter(|&&r| r).count() as u64
+    }
+
+    /// Under qemu-user (`scripts/test-aarch64` says so), whose `madvise` answers
+    /// success and does nothing for residency advice: there only bytes are checked.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    fn under_qemu_user() -> bool {
+        std::env::var("LOGLAG_EMULATOR").is_ok_and(|e| e == "qemu-user")
+    }
+
     /// An 8 MiB ring holds 256 KiB resident when made (an idle pipeline held its whole
     /// budget before), and the writer's `keep_resident_ahead` makes the pages ahead of
     /// the producers resident without changing a byte, and none far beyond them.
@@ -1614,8 +1627,11 @@ mod tests {
         let page = page_size();
         let ring = Ring::new(capacity as usize);
         let resident = resident_pages(&ring, capacity);
-        let count = resident.iter().filter(|&&r| r).count() as u64;
-        assert_eq!(count, RESIDENT_AT_START as u64 / page, "resident when made");
+        assert_eq!(
+            resident_count(&ring, capacity),
+            RESIDENT_AT_START as u64 / page,
+            "resident when made"
+        );
         assert!(resident[..(RESIDENT_AT_START as u64 / page) as usize]
             .iter()
             .all(|&r| r));
@@ -1623,11 +1639,11 @@ mod tests {
         // Nothing to do while the producers are further than RESIDENT_AHEAD from the
         // end of what is resident.
         ring.keep_resident_ahead();
-        let count = resident_pages(&ring, capacity)
-            .iter()
-            .filter(|&&r| r)
-            .count() as u64;
-        assert_eq!(count, RESIDENT_AT_START as u64 / page, "not yet needed");
+        assert_eq!(
+            resident_count(&ring, capacity),
+            RESIDENT_AT_START as u64 / page,
+            "not yet needed"
+        );
 
         // Producers 200 KiB in: the writer makes [head, head + 2 × ahead) resident.
         let record = [b'x'; 1000];
@@ -1641,10 +1657,7 @@ mod tests {
         ring.keep_resident_ahead();
         let resident = resident_pages(&ring, capacity);
         let through = (head + 2 * RESIDENT_AHEAD).div_ceil(page);
-        // qemu-user answers `madvise` with success and does nothing for this advice
-        // (seen under scripts/test-aarch64): there only the bytes are checked.
-        let emulated = std::env::var("LOGLAG_EMULATOR").is_ok_and(|e| e == "qemu-user");
-        if emulated {
+        if under_qemu_user() {
             eprintln!(
                 "SKIPPED under qemu-user: residency ahead of head (madvise is a no-op there)"
             );
@@ -1682,12 +1695,6 @@ mod tests {
         let capacity = 8u64 << 20;
         let page = page_size();
         let ring = Ring::new(capacity as usize);
-        let resident_count = |ring: &Ring| {
-            resident_pages(ring, capacity)
-                .iter()
-                .filter(|&&r| r)
-                .count() as u64
-        };
         // A lap and a half, the writer popping and keeping memory resident ahead.
         let lap = |ring: &Ring, laps: f64, seed: u8| {
             let mut sent = Vec::new();
@@ -1711,10 +1718,10 @@ mod tests {
             assert_eq!(out, sent, "every record as it was pushed");
         };
         lap(&ring, 1.5, 0);
-        let emulated = std::env::var("LOGLAG_EMULATOR").is_ok_and(|e| e == "qemu-user");
+        let emulated = under_qemu_user();
         if !emulated {
             assert_eq!(
-                resident_count(&ring),
+                resident_count(&ring, capacity),
                 capacity / page,
                 "a lap made it all resident"
             );
@@ -1761,7 +1768,7 @@ mod tests {
         // it makes none of those just given back resident again.
         ring.keep_resident_ahead();
         if !emulated {
-            let left = resident_count(&ring) * page;
+            let left = resident_count(&ring, capacity) * page;
             assert!(
                 left <= RESIDENT_AHEAD + 2 * page,
                 "{left} bytes still resident"
