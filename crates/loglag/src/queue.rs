@@ -98,6 +98,16 @@ pub(crate) enum NotInPlace {
     CopyInstead,
 }
 
+/// What a record carries besides its bytes: the writer's merge key (0 without
+/// thread rings) and its enqueue stamp (`clock::stamp_of`). Passed by reference: a
+/// copy of it through the ring lookup's closure was stored as two words and loaded
+/// as one, a store-forwarding stall that was half of `submit_accepted`'s samples.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stamps {
+    pub(crate) merge_key: u64,
+    pub(crate) enqueued: u64,
+}
+
 /// Renders a captured record (level, captured bytes) onto the end of a batch.
 pub(crate) type Render<'a> = dyn FnMut(Level, &[u8], &mut Vec<u8>) + 'a;
 
@@ -203,6 +213,10 @@ pub(crate) struct Ring {
     /// writer moves them (`keep_resident_ahead`, `give_back`).
     resident_lo: AtomicU64,
     resident_hi: AtomicU64,
+    /// How far ahead of `head` the writer keeps memory resident: [`RESIDENT_AHEAD`],
+    /// doubled each time the producers are found past `resident_hi` (a burst that
+    /// outran the writer's last look). Only the writer moves it.
+    resident_ahead: AtomicU64,
     _storage: Storage,
 }
 
@@ -389,6 +403,7 @@ impl Ring {
             // nothing for the writer to do.
             resident_lo: AtomicU64::new(0),
             resident_hi: AtomicU64::new(u64::MAX),
+            resident_ahead: AtomicU64::new(RESIDENT_AHEAD),
             _storage: storage,
         }
     }
@@ -399,6 +414,11 @@ impl Ring {
     /// them: a producer may be writing there. Once a lap is resident, this is three
     /// loads. Where the kernel lacks the advice (before Linux 5.14), the producers take
     /// the faults, as any first touch.
+    ///
+    /// Producers found past what was resident (a burst faster than the writer's
+    /// looks: in the hot burst the caller took a thousand page faults, a microsecond
+    /// each, one call in forty) double the distance, up to half a lap: a burst that
+    /// outruns the writer fills the ring anyway. A give-back starts it afresh.
     pub(crate) fn keep_resident_ahead(&self) {
         let (lo, hi) = (
             self.resident_lo.load(Ordering::Relaxed),
@@ -408,10 +428,15 @@ impl Ring {
             return;
         }
         let head = self.head.head.load(Ordering::Relaxed);
-        if head.saturating_add(RESIDENT_AHEAD) <= hi {
+        let mut ahead = self.resident_ahead.load(Ordering::Relaxed);
+        if head > hi {
+            ahead = (ahead * 2).min(self.capacity / 2).max(RESIDENT_AHEAD);
+            self.resident_ahead.store(ahead, Ordering::Relaxed);
+        }
+        if head.saturating_add(ahead) <= hi {
             return;
         }
-        let to = (head + 2 * RESIDENT_AHEAD).next_multiple_of(page_size());
+        let to = (head + 2 * ahead).next_multiple_of(page_size());
         // Never more than a lap: past it, every page is resident.
         let lap_start = to.saturating_sub(self.capacity);
         #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
@@ -510,6 +535,7 @@ impl Ring {
                 self.resident_hi
                     .store((still / page * page).max(end), Ordering::Relaxed);
             }
+            self.resident_ahead.store(RESIDENT_AHEAD, Ordering::Relaxed);
             // Released: producers may reach the chunk again (acquiring this store).
             self.tail.0.store(end, Ordering::Release);
             Some(end)
@@ -725,7 +751,9 @@ impl Ring {
     }
 
     /// `try_push_owned` for a captured record that `fill` writes in place: exactly
-    /// `len` bytes, straight into the ring, with no copy in between. Only where the
+    /// `len` bytes, straight into the ring, with no copy in between. `fill` returns
+    /// the record's stamps: it reads the clock only once the record has room (one
+    /// producer, so its keys follow its calls whenever they are read). Only where the
     /// payload lies before the ring's end (no wrap) and the ring has never evicted
     /// (after an eviction payloads are written as atomic words): otherwise
     /// `Err(CopyInstead)`. `Err(Full)` when the ring has no room, by the writer's
@@ -738,9 +766,7 @@ impl Ring {
         level: Level,
         len: usize,
         limit: u64,
-        now_ns: u64,
-        key: u64,
-        fill: impl FnOnce(&mut [u8]),
+        fill: impl FnOnce(&mut [u8]) -> Stamps,
     ) -> Result<u64, NotInPlace> {
         if self.head.evicted.load(Ordering::Relaxed) {
             return Err(NotInPlace::CopyInstead);
@@ -771,10 +797,96 @@ impl Ring {
             self.zero_padding_word(start + len);
             std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
         };
-        fill(payload);
-        self.publish(head, level, payload, now_ns, true, key);
+        let stamps = fill(payload);
+        self.publish(
+            head,
+            level,
+            payload,
+            stamps.enqueued,
+            true,
+            stamps.merge_key,
+        );
         self.head.head.store(head + need, Ordering::Release);
         Ok(head + need - tail)
+    }
+
+    /// `try_push` for a captured record that `fill` writes in place, as
+    /// [`try_push_owned_in_place`](Ring::try_push_owned_in_place) does for a thread's
+    /// own ring: for the shared ring, whose producers reserve with the
+    /// compare-and-swap. `Err(Full)` when the record does not fit under `limit` now;
+    /// `Err(CopyInstead)` where its payload would wrap the ring's end or the ring has
+    /// evicted. Either way nothing is reserved and `fill` is not called. `stamps`
+    /// were read before the reservation, as every shared ring record's are (the
+    /// order across a spill, in `lanes.rs`, needs it). `fill` runs between the
+    /// reservation and the release store that publishes the record, so it must not
+    /// log (the writer waits at an unpublished record): it copies plain values, never
+    /// runs a caller's code.
+    #[cfg(not(loglag_loom))]
+    #[inline]
+    pub(crate) fn try_push_in_place(
+        &self,
+        level: Level,
+        len: usize,
+        limit: u64,
+        stamps: &Stamps,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<u64, NotInPlace> {
+        let need = footprint(len);
+        let limit = limit.min(self.capacity);
+        let mut head = self.head.head.load(Ordering::Relaxed);
+        loop {
+            let tail = self.tail.0.load(Ordering::Acquire);
+            // A stale `head` behind `tail`: see `try_push`.
+            let used = head.wrapping_sub(tail);
+            if used > self.capacity {
+                head = self.head.head.load(Ordering::Relaxed);
+                crate::sync::spin_loop();
+                continue;
+            }
+            // As in a thread's ring: a wrap first, then room.
+            let start = self.offset(head + HEADER) as usize;
+            if start + len > self.capacity as usize {
+                return Err(NotInPlace::CopyInstead);
+            }
+            let used_after = used + need;
+            if used_after > limit {
+                return Err(NotInPlace::Full);
+            }
+            // Read after the acquire of `tail`, as `write_payload` reads it: space an
+            // eviction freed is reached only through that `tail` (or a later one),
+            // which the flag's store precedes. After an eviction payloads are
+            // written as atomic words, which a slice cannot be.
+            if self.head.evicted.load(Ordering::Relaxed) {
+                return Err(NotInPlace::CopyInstead);
+            }
+            match self.head.head.compare_exchange_weak(
+                head,
+                head + need,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // SAFETY: `[head, head+need)` is ours until we publish its state
+                    // word, and its payload `[start, start + len)` lies inside the
+                    // ring without wrapping (checked above for this `head`).
+                    let payload = unsafe {
+                        self.zero_padding_word(start + len);
+                        std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
+                    };
+                    fill(payload);
+                    self.publish(
+                        head,
+                        level,
+                        payload,
+                        stamps.enqueued,
+                        true,
+                        stamps.merge_key,
+                    );
+                    return Ok(used_after);
+                }
+                Err(actual) => head = actual,
+            }
+        }
     }
 
     /// Writes a record's payload and header at `pos` and publishes its state word.
@@ -1683,6 +1795,64 @@ mod tests {
         assert!(out.chunks(record.len()).all(|c| c == record));
     }
 
+    /// Producers that ran past what the writer made resident (a burst between two of
+    /// its looks) double how far ahead it looks, up to half a lap; producers it kept
+    /// ahead of do not.
+    #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
+    #[test]
+    fn a_burst_that_outruns_the_writer_doubles_its_look_ahead() {
+        let capacity = 8u64 << 20;
+        let page = page_size();
+        let ring = Ring::new(capacity as usize);
+        let record = [b'y'; 1000];
+        let push_to = |ring: &Ring, to: u64| {
+            while ring.head_position() < to {
+                ring.try_push(Level::Info, &record, u64::MAX, 1, false, 0)
+                    .unwrap();
+            }
+        };
+        let resident_hi = |ring: &Ring| ring.resident_hi.load(Ordering::Relaxed);
+        let ahead = |ring: &Ring| ring.resident_ahead.load(Ordering::Relaxed);
+
+        // Kept ahead of: the distance stays.
+        push_to(&ring, 200 << 10);
+        ring.keep_resident_ahead();
+        assert_eq!(ahead(&ring), RESIDENT_AHEAD);
+        let head = ring.head_position();
+        assert_eq!(
+            resident_hi(&ring),
+            (head + 2 * RESIDENT_AHEAD).next_multiple_of(page)
+        );
+
+        // Past what is resident before the writer looked: twice as far, each time.
+        let mut expected = RESIDENT_AHEAD;
+        for _ in 0..6 {
+            push_to(&ring, resident_hi(&ring) + 1);
+            ring.keep_resident_ahead();
+            expected = (expected * 2).min(capacity / 2);
+            assert_eq!(ahead(&ring), expected, "doubled, up to half a lap");
+            if resident_hi(&ring) - ring.resident_lo.load(Ordering::Relaxed) >= capacity {
+                break; // a lap is resident: nothing is tracked any more
+            }
+            let head = ring.head_position();
+            assert_eq!(
+                resident_hi(&ring),
+                (head + 2 * expected).next_multiple_of(page),
+                "resident through twice the distance past head"
+            );
+            if !under_qemu_user() {
+                let through = (head + 2 * expected).min(capacity).div_ceil(page) as usize;
+                assert!(resident_pages(&ring, capacity)[..through]
+                    .iter()
+                    .all(|&r| r));
+            }
+            // The writer pops as it goes, so the ring never fills.
+            let mut out = Vec::new();
+            pop(&ring, &mut out, usize::MAX, |_| {});
+        }
+        assert!(expected > RESIDENT_AHEAD);
+    }
+
     /// After a burst has made a whole 8 MiB shared ring resident, the writer gives its
     /// memory back a chunk at a time, down to `RESIDENT_AHEAD` past `head`; never
     /// while a record is queued or a producer holds a reservation, nor from a `head`
@@ -1950,14 +2120,15 @@ mod tests {
         }
     }
 
-    /// Records written in place (`try_push_owned_in_place`) pop as written, around
-    /// the ring's end too: a payload that would wrap is refused with nothing written
-    /// (the caller copies it in instead), and so is one into a ring that evicted. A
-    /// ring is said full only when the writer's tail says so, and a try after the
-    /// writer made room writes in place though the producer's cached tail is stale.
+    /// Records written in place pop as written, around the ring's end too, in a
+    /// thread's own ring (`try_push_owned_in_place`) and in the shared ring
+    /// (`try_push_in_place`): a payload that would wrap is refused with nothing
+    /// written (the caller copies it in instead), and so is one into a ring that
+    /// evicted. A ring is said full only when the writer's tail says so, and a try
+    /// after the writer made room writes in place though the producer's cached tail
+    /// is stale.
     #[cfg(not(loglag_loom))]
-    #[test]
-    fn records_written_in_place_pop_as_written_and_never_wrap() {
+    fn records_written_in_place_pop_as_written_and_never_wrap(ring: Ring, shared: bool) {
         // Captured records are "rendered" as their bytes.
         let drain = |ring: &Ring, out: &mut Vec<u8>| {
             ring.pop_into(
@@ -1970,40 +2141,52 @@ mod tests {
                 |_| {},
             );
         };
-        let ring = Ring::single_producer(1024);
+        let stamps = Stamps {
+            merge_key: 0,
+            enqueued: 1,
+        };
+        let in_place = |ring: &Ring, len: usize, fill: &dyn Fn(&mut [u8])| {
+            if shared {
+                ring.try_push_in_place(Level::Info, len, u64::MAX, &stamps, fill)
+            } else {
+                ring.try_push_owned_in_place(Level::Info, len, u64::MAX, |dst| {
+                    fill(dst);
+                    stamps
+                })
+            }
+        };
+        let capacity = ring.capacity();
         let (mut out, mut written) = (Vec::new(), Vec::new());
         let (mut refused_at_the_end, mut refused_full) = (0, 0);
         for i in 0..200u32 {
             let len = 1 + (i as usize * 7) % 90;
             let record = vec![b'a' + (i % 26) as u8; len];
-            let in_place = |ring: &Ring| {
-                ring.try_push_owned_in_place(Level::Info, len, u64::MAX, 1, 0, |dst| {
-                    assert_eq!(dst.len(), len);
-                    dst.copy_from_slice(&record);
-                })
+            let fill = |dst: &mut [u8]| {
+                assert_eq!(dst.len(), len);
+                dst.copy_from_slice(&record);
             };
-            match in_place(&ring) {
+            match in_place(&ring, len, &fill) {
                 Ok(_) => {}
                 Err(NotInPlace::CopyInstead) => {
                     assert!(
-                        ring.offset(ring.head_position() + HEADER) as usize + len > 1024,
+                        ring.offset(ring.head_position() + HEADER) + len as u64 > capacity,
                         "refused only at the ring's end"
                     );
                     refused_at_the_end += 1;
                     // Would wrap: refused even with room, so drain and copy it in.
                     drain(&ring, &mut out);
-                    ring.try_push_owned(Level::Info, &record, u64::MAX, 1, true, 0)
+                    ring.try_push(Level::Info, &record, u64::MAX, 1, true, 0)
                         .expect("fits an empty ring");
                 }
                 Err(NotInPlace::Full) => {
                     // Full by the writer's tail too: really no room.
                     let need = footprint(len);
-                    assert!(ring.used_bytes() + need > 1024, "refused with room");
+                    assert!(ring.used_bytes() + need > capacity, "refused with room");
                     refused_full += 1;
                     // Once the writer has made room, the next try reads its tail
                     // (the cached one still says full) and writes in place.
                     drain(&ring, &mut out);
-                    in_place(&ring).expect("in place once drained");
+                    in_place(&ring, len, &fill).expect("in place once drained");
                 }
             }
             written.extend_from_slice(&record);
@@ -2012,12 +2195,112 @@ mod tests {
         assert!(refused_at_the_end > 0, "the ring's end was reached");
         assert!(refused_full > 0, "the ring was full");
         assert_eq!(out, written);
+        assert_eq!(ring.used_bytes(), 0, "nothing left reserved");
 
         // After an eviction, payloads are atomic words: in place is refused.
         ring.head.evicted.store(true, Ordering::Relaxed);
         assert_eq!(
-            ring.try_push_owned_in_place(Level::Info, 8, u64::MAX, 1, 0, |_| unreachable!()),
+            in_place(&ring, 8, &|_| unreachable!()),
             Err(NotInPlace::CopyInstead)
         );
+    }
+
+    #[cfg(not(loglag_loom))]
+    #[test]
+    fn records_written_in_place_into_a_thread_ring_pop_as_written() {
+        records_written_in_place_pop_as_written_and_never_wrap(Ring::single_producer(1024), false);
+    }
+
+    #[cfg(not(loglag_loom))]
+    #[test]
+    fn records_written_in_place_into_the_shared_ring_pop_as_written() {
+        records_written_in_place_pop_as_written_and_never_wrap(Ring::new(1024), true);
+    }
+
+    /// Producers writing in place into the shared ring while others copy into it and
+    /// the writer pops: every record comes out whole, each producer's in its order,
+    /// none lost or written twice (the compare-and-swap reserves for both kinds).
+    #[cfg(not(loglag_loom))]
+    #[test]
+    fn producers_in_place_and_copying_share_a_ring() {
+        const PER_PRODUCER: u32 = if cfg!(miri) { 200 } else { 20_000 };
+        let ring = Ring::new(4096);
+        let record = |producer: u32, i: u32| {
+            let len = 8 + (i as usize * 13 + producer as usize) % 60;
+            let mut bytes = vec![producer as u8; len];
+            bytes[..4].copy_from_slice(&i.to_le_bytes());
+            bytes
+        };
+        std::thread::scope(|s| {
+            for producer in 0..3u32 {
+                let ring = &ring;
+                s.spawn(move || {
+                    let stamps = Stamps {
+                        merge_key: 0,
+                        enqueued: 1,
+                    };
+                    for i in 0..PER_PRODUCER {
+                        let bytes = record(producer, i);
+                        loop {
+                            let pushed = if producer == 2 {
+                                ring.try_push(Level::Info, &bytes, u64::MAX, 1, true, 0)
+                                    .map_err(|_| NotInPlace::Full)
+                            } else {
+                                ring.try_push_in_place(
+                                    Level::Info,
+                                    bytes.len(),
+                                    u64::MAX,
+                                    &stamps,
+                                    |dst| dst.copy_from_slice(&bytes),
+                                )
+                            };
+                            match pushed {
+                                Ok(_) => break,
+                                Err(NotInPlace::CopyInstead) => {
+                                    if ring
+                                        .try_push(Level::Info, &bytes, u64::MAX, 1, true, 0)
+                                        .is_ok()
+                                    {
+                                        break;
+                                    }
+                                }
+                                Err(NotInPlace::Full) => {}
+                            }
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            let mut next = [0u32; 3];
+            let mut out = Vec::new();
+            while next.iter().any(|&n| n < PER_PRODUCER) {
+                out.clear();
+                let mut lens = Vec::new();
+                ring.pop_into(
+                    &mut out,
+                    usize::MAX,
+                    true,
+                    &mut Vec::new(),
+                    &mut |_, captured: &[u8], out: &mut Vec<u8>| {
+                        lens.push(captured.len());
+                        out.extend_from_slice(captured)
+                    },
+                    PopBound::NONE,
+                    |_| {},
+                );
+                let mut at = 0;
+                for len in lens {
+                    let bytes = &out[at..at + len];
+                    at += len;
+                    let producer = bytes[len - 1] as u32;
+                    let i = u32::from_le_bytes(bytes[..4].try_into().unwrap());
+                    assert_eq!(i, next[producer as usize], "producer {producer}'s order");
+                    assert_eq!(bytes, record(producer, i), "record {i} of {producer}");
+                    next[producer as usize] += 1;
+                }
+                std::thread::yield_now();
+            }
+        });
+        assert_eq!(ring.used_bytes(), 0);
     }
 }

@@ -17,7 +17,7 @@ use crate::mode::Mode;
 use crate::overflow::Overflow;
 #[cfg(not(loglag_loom))]
 use crate::queue::NotInPlace;
-use crate::queue::{footprint, Full, Ring};
+use crate::queue::{footprint, Full, Ring, Stamps};
 
 thread_local! {
     /// The pipeline whose producer path (counting, claiming a ring, pushing) this
@@ -29,15 +29,6 @@ thread_local! {
     };
     /// Scratch for records that must be truncated.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// What a record carries besides its bytes: the writer's merge key (0 without
-/// thread rings) and its enqueue stamp (`clock::stamp_of`). Passed by reference: a
-/// copy of it through the ring lookup's closure was stored as two words and loaded
-/// as one, a store-forwarding stall that was half of `submit_accepted`'s samples.
-struct Stamps {
-    merge_key: u64,
-    enqueued: u64,
 }
 
 /// A thread's accepted counters: each is a plain counter that only this thread
@@ -341,59 +332,79 @@ impl Core {
         site: Site,
         format: Format,
         values_len: usize,
-        put: impl FnOnce(&mut Fixed<'_>),
+        put: impl Fn(&mut Fixed<'_>),
         encode: impl FnOnce(&mut Encoder<'_>),
     ) {
         let len = capture::HEADER + values_len;
         #[cfg(not(loglag_loom))]
         if self.call.in_place && len <= self.call.max_record_bytes && !self.in_forked_child() {
-            let time = clock::now();
             let Some(_producing) = self.enter_producing() else {
                 return self.drop_reentrant(level);
             };
             self.count_accepted();
-            let stamps = self.stamps_of(time);
             if self.call.closed.load(Ordering::Acquire) {
                 self.counters.count_drop(DropReason::Shutdown, level, 1);
                 return;
             }
             let limit = self.call.thread_ring_limit[level as usize];
+            let write = |out: &mut [u8], time: clock::Raw| {
+                let mut out = Fixed::new(out);
+                out.put(&capture::header(site, format, time));
+                put(&mut out);
+                debug_assert!(out.is_full(), "a plain record's length was wrong");
+            };
             // One lookup of the thread's ring for both paths: a full ring (the hot
             // burst) must not cost the copying path a second one, nor a second read
             // of the writer's tail.
             return self.lanes.with_own(|own| {
                 let mut own_full = false;
                 if let Some(ring) = own {
-                    let pushed = ring.try_push_owned_in_place(
-                        level,
-                        len,
-                        limit,
-                        stamps.enqueued,
-                        stamps.merge_key,
-                        |out| {
-                            let mut out = Fixed::new(out);
-                            out.put(&capture::header(site, format, time));
-                            put(&mut out);
-                            debug_assert!(out.is_full(), "a plain record's length was wrong");
-                        },
-                    );
+                    // The clock is read once the record has room: a record refused
+                    // reads none (its `rdtsc` was a third of the hot burst's drops).
+                    let pushed = ring.try_push_owned_in_place(level, len, limit, |out| {
+                        let time = clock::now();
+                        write(out, time);
+                        self.stamps_of(time)
+                    });
                     match pushed {
                         Ok(used_after) => return self.pushed(level, used_after, footprint(len)),
                         Err(NotInPlace::Full) => own_full = true,
                         Err(NotInPlace::CopyInstead) => {}
                     }
                 }
-                // Both rings full under a policy that drops the newest record (the
-                // hot burst): counted as `enqueue` counts it, without encoding the
-                // record for a push that would be refused.
-                if own_full
+                let shared = &self.lanes.shared;
+                // No ring of its own, or it is full (the hot burst): in place into the
+                // shared ring. Where that is full too under a policy that drops the
+                // newest record, it is counted as `enqueue` counts it, never encoded,
+                // and the clock is not read. (Read, it is read before the
+                // reservation: the order across a spill needs it, see `lanes.rs`.)
+                let shared_first = own.is_none() || own_full;
+                if shared_first
                     && self.call.drops_newest
-                    && !self.lanes.shared.has_room(
+                    && !shared.has_room(
                         footprint(len),
                         self.limit(self.lanes.shared_capacity(), level),
                     )
                 {
                     return self.refuse_newest(level);
+                }
+                let time = clock::now();
+                let stamps = self.stamps_of(time);
+                if shared_first {
+                    let pushed = shared.try_push_in_place(
+                        level,
+                        len,
+                        self.limit(self.lanes.shared_capacity(), level),
+                        &stamps,
+                        |out| write(out, time),
+                    );
+                    match pushed {
+                        Ok(used_after) => return self.pushed(level, used_after, footprint(len)),
+                        Err(NotInPlace::Full) if self.call.drops_newest => {
+                            return self.refuse_newest(level)
+                        }
+                        Err(_) => {}
+                    }
                 }
                 format::with_capture_buffer(|captured| {
                     encode(&mut Encoder::begin(captured, site, format, time));
@@ -407,23 +418,24 @@ impl Core {
     }
 
     /// After a record of `footprint` bytes was pushed and the rings hold `used_after`
-    /// bytes: wakes the writer for a record at the flush level, or unparks it when
-    /// this record completed a batch and it is not polling.
+    /// bytes: wakes the writer for a record at the flush level, else as
+    /// [`wake_after_push`] says.
     #[inline]
     fn pushed(&self, level: Level, used_after: u64, footprint: u64) {
-        let batch = self.call.batch_bytes;
-        let crossed = used_after >= batch && used_after - footprint < batch;
         if level >= self.call.flush_level {
-            self.wake_writer();
-        } else if crossed && {
-            // Push, then load the flag (the writer: store it, then look, in
-            // `Core::wait_for_batch`).
-            std::sync::atomic::fence(Ordering::SeqCst);
-            !self.writer_polling.load(Ordering::SeqCst)
-        } {
-            // A full batch is ready: not urgent, the writer takes whole batches. A
-            // polling writer finds it by itself.
-            self.unpark_writer();
+            return self.wake_writer();
+        }
+        match wake_after_push(used_after, footprint, self.call.batch_bytes) {
+            WakeAfterPush::No => {}
+            WakeAfterPush::Always => self.unpark_writer(),
+            WakeAfterPush::UnlessPolling => {
+                // Push, then load the flag (the writer: store it, then look, in
+                // `Core::wait_for_batch`).
+                std::sync::atomic::fence(Ordering::SeqCst);
+                if !self.writer_polling.load(Ordering::SeqCst) {
+                    self.unpark_writer();
+                }
+            }
         }
     }
 
@@ -740,5 +752,68 @@ impl Core {
                 self.counters.count_drop(DropReason::IoError, level, 1);
             }
         }
+    }
+}
+
+/// What a push that took a ring to `used_after` bytes, with a record of `footprint`
+/// bytes, asks of a writer that is not needed at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WakeAfterPush {
+    No,
+    /// It completed a batch: the writer takes whole batches, and a polling writer
+    /// finds it by itself.
+    UnlessPolling,
+    /// It completed a second batch: a burst. A polling writer looks again only after
+    /// its poll (10 ms by default), in which a burst filled the 8 MiB ring with its
+    /// producers faulting in every page the writer had not made resident yet (a
+    /// thousand page faults on the caller in the hot burst). Once per burst per ring.
+    Always,
+}
+
+#[inline]
+fn wake_after_push(used_after: u64, footprint: u64, batch: u64) -> WakeAfterPush {
+    let before = used_after - footprint;
+    let crossed = |mark: u64| used_after >= mark && before < mark;
+    if crossed(2 * batch) {
+        WakeAfterPush::Always
+    } else if crossed(batch) {
+        WakeAfterPush::UnlessPolling
+    } else {
+        WakeAfterPush::No
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{wake_after_push, WakeAfterPush};
+
+    /// A burst wakes even a polling writer, once, at its second batch; the first
+    /// batch wakes it unless it polls; nothing else does.
+    #[test]
+    fn a_second_batch_wakes_the_writer_even_while_it_polls() {
+        let batch = 64 << 10;
+        let record = 104;
+        let mut asks = Vec::new();
+        let mut used = 0;
+        while used < 10 * batch {
+            used += record;
+            let ask = wake_after_push(used, record, batch);
+            if ask != WakeAfterPush::No {
+                asks.push((used, ask));
+            }
+        }
+        assert_eq!(
+            asks,
+            [
+                (batch.next_multiple_of(record), WakeAfterPush::UnlessPolling),
+                ((2 * batch).next_multiple_of(record), WakeAfterPush::Always),
+            ]
+        );
+        // A record that crosses both marks at once is a burst.
+        assert_eq!(
+            wake_after_push(2 * batch, 2 * batch, batch),
+            WakeAfterPush::Always
+        );
+        assert_eq!(wake_after_push(batch - 1, 8, batch), WakeAfterPush::No);
     }
 }
