@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::capture::Site;
+use crate::capture::{PlainRecord, Site};
 use crate::core::Core;
 use crate::format::Format;
 use crate::handle::NonBlocking;
@@ -64,7 +64,7 @@ pub fn set_max_level(level: Option<Level>) {
 pub mod __private {
     use super::*;
 
-    pub use crate::capture::{Callsite, Encoder, Fixed, MESSAGE};
+    pub use crate::capture::{literal_message, Callsite, Encoder, Fixed, MESSAGE};
 
     /// The level filter: one relaxed load.
     #[inline(always)]
@@ -102,20 +102,26 @@ pub mod __private {
         }
         // SAFETY: globals are leaked, never freed.
         let global = unsafe { &*global };
-        let len = message.map_or(0, |_| Fixed::STATIC_LEN) + values.plain_len();
+        // A message the call site holds is not copied (the record says so).
+        let carried = message.filter(|_| site.message.is_none());
+        let len = carried.map_or(0, |_| Fixed::STATIC_LEN) + values.plain_len();
+        let record = PlainRecord {
+            site: Site::Loglag(site),
+            format: global.format,
+            site_message: message.is_some() && carried.is_none(),
+            values_len: len,
+        };
         global.core.submit_fixed(
             site.level,
-            Site::Loglag(site),
-            global.format,
-            len,
+            record,
             |out| {
-                if let Some(message) = message {
+                if let Some(message) = carried {
                     out.static_str(MESSAGE, message);
                 }
                 values.put_plain(0, out);
             },
             |encoder| {
-                if let Some(message) = message {
+                if let Some(message) = carried {
                     encoder.static_str(MESSAGE, message);
                 }
                 values.capture_all(0, encoder);
@@ -408,6 +414,7 @@ macro_rules! __loglag_emit {
                 file: file!(),
                 line: line!(),
                 names: &[$($n,)*],
+                message: $crate::__loglag_site_message!($($message)*),
             };
         if $crate::macros::__private::enabled($level) {
             // A `match`, not a `let`: temporaries the values borrow live to its end.
@@ -418,6 +425,22 @@ macro_rules! __loglag_emit {
             }
         }
     }};
+}
+
+/// The message a call site holds ([`Callsite::message`](crate::capture::Callsite)): a
+/// literal without arguments or braces.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __loglag_site_message {
+    () => {
+        ::core::option::Option::None
+    };
+    ($fmt:literal) => {
+        $crate::macros::__private::literal_message($fmt)
+    };
+    ($fmt:literal $($args:tt)+) => {
+        ::core::option::Option::None
+    };
 }
 
 /// A call's values as a list: `(a, (b, ()))`.
@@ -481,10 +504,12 @@ mod tests {
         file: "f.rs",
         line: 1,
         names: &["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+        message: None,
     };
 
     /// The bytes a call with these values gives through `Encoder` (the copying path)
-    /// and through `Fixed` (in place, with the length computed first).
+    /// and through `Fixed` (in place, with the length computed first), with its
+    /// message carried as a field.
     fn both<V: Values>(values: &V) -> (Vec<u8>, Vec<u8>) {
         let time = Raw {
             value: 42,
@@ -533,6 +558,58 @@ mod tests {
         assert_eq!(encoded, fixed);
         let (encoded, fixed) = both(&());
         assert_eq!(encoded, fixed);
+    }
+
+    /// A call whose literal message its call site holds: its record carries no
+    /// message field, and the header says the site's message is the record's, on
+    /// both paths alike.
+    #[test]
+    fn a_literal_message_stays_with_its_call_site() {
+        static HELD: Callsite = Callsite {
+            level: Level::Info,
+            target: "t",
+            file: "f.rs",
+            line: 1,
+            names: &["n"],
+            message: crate::__loglag_site_message!("listening"),
+        };
+        assert_eq!(HELD.message, Some("listening"));
+        let none: Option<&str> = crate::__loglag_site_message!("port {}" 1);
+        assert_eq!(none, None);
+        let none: Option<&str> = crate::__loglag_site_message!();
+        assert_eq!(none, None);
+        let time = Raw {
+            value: 42,
+            tsc: true,
+        };
+        let site = Site::Loglag(&HELD);
+        let values = (8080u16, ());
+        let mut encoded = Vec::new();
+        let mut encoder = Encoder::begin(&mut encoded, site, Format::Json, time);
+        encoder.site_message();
+        values.capture_all(0, &mut encoder);
+        let mut fixed = vec![0xAA; crate::capture::HEADER + values.plain_len()];
+        let mut out = Fixed::new(&mut fixed);
+        let record = crate::capture::PlainRecord {
+            site,
+            format: Format::Json,
+            site_message: true,
+            values_len: values.plain_len(),
+        };
+        out.put(&record.header(time));
+        values.put_plain(0, &mut out);
+        assert!(out.is_full());
+        assert_eq!(encoded, fixed);
+        if cfg!(miri) {
+            return; // rendering reads the wall clock, which miri's isolation hides
+        }
+        let mut line = Vec::new();
+        crate::capture::render_now(&fixed, Level::Info, &mut line);
+        let line = String::from_utf8(line).unwrap();
+        assert!(
+            line.contains(r#""fields":{"message":"listening","n":8080}"#),
+            "{line}"
+        );
     }
 
     /// `%value` and `?value` are never plain: their `Display` or `Debug` could log,

@@ -282,10 +282,13 @@ fn the_macros_write_what_the_layer_writes_for_the_same_event() {
             loglag::error!(target: "billing", amount = -5i32);
             tracing::debug!("{{literal}} braces");
             loglag::debug!("{{literal}} braces");
+            // A literal its call site holds, with what needs escaping in every format.
+            tracing::info!(n = 1, "quote \" back\\slash\ttab\nline \u{7f}");
+            loglag::info!(n = 1, "quote \" back\\slash\ttab\nline \u{7f}");
         });
         guard.shutdown();
         let lines: Vec<String> = lines(&out).iter().map(|l| untimed(l)).collect();
-        assert_eq!(lines.len(), 8, "{lines:#?}");
+        assert_eq!(lines.len(), 10, "{lines:#?}");
         for pair in lines.chunks(2) {
             assert_eq!(pair[0], pair[1], "{format:?}");
         }

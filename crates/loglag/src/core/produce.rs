@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{inside_any_sink, limit, Core, ThreadMark};
-use crate::capture::{self, Encoder, Fixed, Site};
+use crate::capture::{self, Encoder, Fixed, PlainRecord, Site};
 use crate::clock;
 use crate::format::{self, Format};
 use crate::level::Level;
@@ -317,25 +317,23 @@ impl Core {
     }
 
     /// `submit_captured` for a record whose length is known before it is written (a
-    /// macro call with plain values: `values_len` bytes after the header), which
-    /// `put` writes straight into this thread's own ring, with no copy in between,
-    /// when the record goes to the writer and its ring has contiguous room now.
-    /// When neither that ring nor the shared one has room under a policy that drops
-    /// the newest record, it is counted dropped without being encoded. Otherwise
-    /// `encode` captures it as `submit_captured` does, and it takes the path every
-    /// record takes. Either way it is counted accepted once, and `put` and `encode`
-    /// write the same bytes.
+    /// macro call with plain values: `record.values_len` bytes after the header), which
+    /// `put` writes straight into ring memory, with no copy in between, when the
+    /// record goes to the writer and its thread's ring (or, that one full, the
+    /// shared ring) has contiguous room now. When neither ring has room under a
+    /// policy that drops the newest record, it is counted dropped without being
+    /// encoded, or the clock read. Otherwise `encode` captures it as
+    /// `submit_captured` does, and it takes the path every record takes. Either way
+    /// it is counted accepted once, and `put` and `encode` write the same bytes.
     #[inline]
     pub(crate) fn submit_fixed(
         &self,
         level: Level,
-        site: Site,
-        format: Format,
-        values_len: usize,
+        record: PlainRecord,
         put: impl Fn(&mut Fixed<'_>),
         encode: impl FnOnce(&mut Encoder<'_>),
     ) {
-        let len = capture::HEADER + values_len;
+        let len = record.len();
         #[cfg(not(loglag_loom))]
         if self.call.in_place && len <= self.call.max_record_bytes && !self.in_forked_child() {
             let Some(_producing) = self.enter_producing() else {
@@ -349,7 +347,7 @@ impl Core {
             let limit = self.call.thread_ring_limit[level as usize];
             let write = |out: &mut [u8], time: clock::Raw| {
                 let mut out = Fixed::new(out);
-                out.put(&capture::header(site, format, time));
+                out.put(&record.header(time));
                 put(&mut out);
                 debug_assert!(out.is_full(), "a plain record's length was wrong");
             };
@@ -407,14 +405,19 @@ impl Core {
                     }
                 }
                 format::with_capture_buffer(|captured| {
-                    encode(&mut Encoder::begin(captured, site, format, time));
+                    encode(&mut record.begin(captured, time));
                     self.enqueue(own, own_full, level, captured, true, &stamps);
                 });
             });
         }
         #[cfg(loglag_loom)]
         let _ = (len, put);
-        self.submit_captured(level, site, format, encode);
+        self.submit_captured(level, record.site, record.format, |encoder| {
+            if record.site_message {
+                encoder.site_message();
+            }
+            encode(encoder);
+        });
     }
 
     /// After a record of `footprint` bytes was pushed and the rings hold `used_after`
