@@ -766,10 +766,15 @@ enum WakeAfterPush {
     /// It completed a batch: the writer takes whole batches, and a polling writer
     /// finds it by itself.
     UnlessPolling,
-    /// It completed a second batch: a burst. A polling writer looks again only after
-    /// its poll (10 ms by default), in which a burst filled the 8 MiB ring with its
+    /// It took the ring past [`RESIDENT_AHEAD`](crate::queue::RESIDENT_AHEAD) bytes
+    /// queued: a burst, halfway through the memory the writer made resident ahead
+    /// at its last look (twice that). A polling writer looks again only after its
+    /// poll (10 ms by default), in which a burst filled the 8 MiB shared ring with its
     /// producers faulting in every page the writer had not made resident yet (a
-    /// thousand page faults on the caller in the hot burst). Once per burst per ring.
+    /// thousand page faults on the caller in the hot burst). A thread ring, resident
+    /// whole, never holds that much. (At two batches, it woke the writer of a steady
+    /// trickle every few milliseconds, a futex call on the caller each time: per-call
+    /// p99.9 2.1 µs.)
     Always,
 }
 
@@ -777,7 +782,7 @@ enum WakeAfterPush {
 fn wake_after_push(used_after: u64, footprint: u64, batch: u64) -> WakeAfterPush {
     let before = used_after - footprint;
     let crossed = |mark: u64| used_after >= mark && before < mark;
-    if crossed(2 * batch) {
+    if crossed(crate::queue::RESIDENT_AHEAD) {
         WakeAfterPush::Always
     } else if crossed(batch) {
         WakeAfterPush::UnlessPolling
@@ -790,15 +795,16 @@ fn wake_after_push(used_after: u64, footprint: u64, batch: u64) -> WakeAfterPush
 mod tests {
     use super::{wake_after_push, WakeAfterPush};
 
-    /// A burst wakes even a polling writer, once, at its second batch; the first
-    /// batch wakes it unless it polls; nothing else does.
+    /// A burst wakes even a polling writer, once, when the ring holds
+    /// `RESIDENT_AHEAD`; a batch wakes it unless it polls; nothing else does.
     #[test]
-    fn a_second_batch_wakes_the_writer_even_while_it_polls() {
+    fn a_burst_wakes_the_writer_even_while_it_polls() {
         let batch = 64 << 10;
-        let record = 104;
+        let burst = crate::queue::RESIDENT_AHEAD;
+        let record = 88;
         let mut asks = Vec::new();
         let mut used = 0;
-        while used < 10 * batch {
+        while used < 8 * burst {
             used += record;
             let ask = wake_after_push(used, record, batch);
             if ask != WakeAfterPush::No {
@@ -809,14 +815,13 @@ mod tests {
             asks,
             [
                 (batch.next_multiple_of(record), WakeAfterPush::UnlessPolling),
-                ((2 * batch).next_multiple_of(record), WakeAfterPush::Always),
+                (burst.next_multiple_of(record), WakeAfterPush::Always),
             ]
         );
-        // A record that crosses both marks at once is a burst.
-        assert_eq!(
-            wake_after_push(2 * batch, 2 * batch, batch),
-            WakeAfterPush::Always
-        );
+        // A record that crosses both marks at once is a burst, and so is a batch
+        // configured as large.
+        assert_eq!(wake_after_push(burst, burst, batch), WakeAfterPush::Always);
+        assert_eq!(wake_after_push(burst, 8, burst), WakeAfterPush::Always);
         assert_eq!(wake_after_push(batch - 1, 8, batch), WakeAfterPush::No);
     }
 }
