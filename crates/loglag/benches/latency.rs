@@ -15,6 +15,9 @@
 //! cargo bench -p loglag --bench latency -- --only breakdown  # the macro's call taken apart
 //! cargo bench -p loglag --bench latency -- --by-position --only ticklog,loglag_macro
 //!                                    # also percentiles by a call's place in its burst
+//! cargo bench -p loglag --bench latency -- --batched --by-phase --only ticklog,loglag_macro
+//!                                    # also the p50 of every 1,000 bursts, in order:
+//!                                    # the queue filling, then full
 //! LATENCY_CAPACITY_BYTES=1048576 cargo bench -p loglag --bench latency -- --only loglag_macro
 //!                                    # loglag's rows with another capacity_bytes (or
 //!                                    # LATENCY_BATCH_BYTES for batch_bytes,
@@ -97,6 +100,8 @@ fn main() {
     BATCHED.store(batched, std::sync::atomic::Ordering::Relaxed);
     let by_position = args.iter().any(|a| a == "--by-position");
     BY_POSITION.store(by_position, std::sync::atomic::Ordering::Relaxed);
+    let by_phase = args.iter().any(|a| a == "--by-phase");
+    BY_PHASE.store(by_phase, std::sync::atomic::Ordering::Relaxed);
     if let Some(name) = value("--child") {
         let dir = PathBuf::from(value("--dir").expect("--dir"));
         return child(&name, &dir);
@@ -125,11 +130,12 @@ fn main() {
                 .arg(dir.path())
                 .args(batched.then_some("--batched"))
                 .args(by_position.then_some("--by-position"))
+                .args(by_phase.then_some("--by-phase"))
                 .output()
                 .expect("run a child");
             let text = String::from_utf8_lossy(&out.stdout);
             for line in String::from_utf8_lossy(&out.stderr).lines() {
-                if line.starts_with("position ") {
+                if line.starts_with("position ") || line.starts_with("phases ") {
                     eprintln!("\n  {name}, {line}");
                 }
             }
@@ -247,6 +253,12 @@ static BATCHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// `--by-position`: the per-call harness also gives each call's position in its burst
 /// its own percentiles (on stderr), to tell the first call after a pause from the rest.
 static BY_POSITION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `--by-phase`: the batched harness also gives the p50 of every 1,000 bursts, in
+/// the order they ran (on stderr): a logger that keeps records shows the queue filling
+/// (each call keeps its record) and then full (most calls drop theirs), and the run's
+/// p50 falls in whichever phase holds more bursts.
+static BY_PHASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+const PHASE_BURSTS: usize = 1_000;
 const BATCHED_PAUSE: Duration = Duration::from_micros(1);
 const BATCHED_BURSTS: usize = 200_000 / BURST;
 
@@ -278,8 +290,22 @@ fn measure_batched(mut call: impl FnMut(u64)) -> [f64; 4] {
             std::hint::spin_loop();
         }
     }
-    samples.sort_unstable();
     let per_call = |t: u64| t as f64 / per_ns / BURST as f64;
+    if BY_PHASE.load(std::sync::atomic::Ordering::Relaxed) {
+        let phases: Vec<String> = samples
+            .chunks(PHASE_BURSTS)
+            .map(|chunk| {
+                let mut chunk = chunk.to_vec();
+                chunk.sort_unstable();
+                format!("{:.0}", per_call(quantile(&chunk, 0.5)))
+            })
+            .collect();
+        eprintln!(
+            "phases (p50 ns of each {PHASE_BURSTS} bursts, in order): {}",
+            phases.join(" ")
+        );
+    }
+    samples.sort_unstable();
     let q = |p: f64| per_call(quantile(&samples, p));
     let fastest = &samples[..samples.len() * 99 / 100];
     let mean = fastest.iter().map(|&t| per_call(t)).sum::<f64>() / fastest.len() as f64;
