@@ -48,6 +48,9 @@ const TAG_BOOL: u8 = 4;
 const TAG_STR: u8 = 5;
 const TAG_STATIC: u8 = 6;
 const TAG_EXTRA: u8 = 7;
+/// Where a record written in place ends before its computed length (a length
+/// computed wrong: a bug): [`Fixed::finish`] zeroes the rest, and rendering stops.
+const TAG_END: u8 = 0;
 
 /// The field index that names the message rather than a call-site field.
 pub const MESSAGE: u8 = u8::MAX;
@@ -195,7 +198,8 @@ macro_rules! plain_fields {
 
 /// A record whose length is known before it is written (a macro call with plain
 /// values), but for its values: where it comes from, how it renders, whether its
-/// message is its call site's (no field carries it then), and its values' length.
+/// message is its call site's (no field carries it then), and the length of what
+/// follows the header (the fields, a carried message included).
 #[derive(Clone, Copy)]
 pub(crate) struct PlainRecord {
     pub(crate) site: Site,
@@ -257,6 +261,8 @@ pub(crate) fn header(site: Site, format: Format, time: Raw) -> [u8; HEADER] {
 pub struct Fixed<'a> {
     out: &'a mut [u8],
     at: usize,
+    /// A field did not fit (the length was computed too short) and was left out.
+    overflowed: bool,
 }
 
 impl fmt::Debug for Fixed<'_> {
@@ -272,18 +278,44 @@ impl fmt::Debug for Fixed<'_> {
 impl<'a> Fixed<'a> {
     #[inline]
     pub(crate) fn new(out: &'a mut [u8]) -> Fixed<'a> {
-        Fixed { out, at: 0 }
+        Fixed {
+            out,
+            at: 0,
+            overflowed: false,
+        }
     }
 
     /// Whether exactly the slice's length was written.
     pub(crate) fn is_full(&self) -> bool {
-        self.at == self.out.len()
+        self.at == self.out.len() && !self.overflowed
     }
 
+    /// Never panics: the slice is ring memory between the record's reservation and
+    /// its publication, and a panic there would leave the writer waiting at the
+    /// shared ring's unpublished record for good. A field that does not fit (a
+    /// length computed too short) is left out; [`Fixed::finish`] says so.
     #[inline]
     pub(crate) fn put(&mut self, bytes: &[u8]) {
-        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
-        self.at += bytes.len();
+        match self.out.get_mut(self.at..self.at + bytes.len()) {
+            Some(into) => {
+                into.copy_from_slice(bytes);
+                self.at += bytes.len();
+            }
+            None => self.overflowed = true,
+        }
+    }
+
+    /// Ends the record: bytes no field wrote (a length computed too long) are zeroed,
+    /// where rendering stops (`TAG_END`). Whether exactly the computed length was
+    /// written, which the caller asserts once the record is published.
+    #[inline]
+    pub(crate) fn finish(mut self) -> bool {
+        let exact = self.is_full();
+        if !exact {
+            self.out[self.at..].fill(TAG_END);
+            self.at = self.out.len();
+        }
+        exact
     }
 
     /// Bytes of an integer or float field.
@@ -518,6 +550,7 @@ fn render_at(header: &[u8], mut rec: &[u8], level: Level, time: SystemTime, out:
                 extra = bytes;
                 continue;
             }
+            TAG_END => break,
             _ => {
                 debug_assert!(false, "unknown capture tag {tag}");
                 break;
@@ -577,6 +610,19 @@ mod tests {
         );
     }
 
+    /// A captured record (header and fields) rendered at the epoch, as WARN.
+    fn render(rec: &[u8]) -> String {
+        let mut out = Vec::new();
+        render_at(
+            &rec[..HEADER],
+            &rec[HEADER..],
+            Level::Warn,
+            SystemTime::UNIX_EPOCH,
+            &mut out,
+        );
+        String::from_utf8(out).unwrap()
+    }
+
     /// A record whose message is its call site's renders as one that carries the
     /// same message as its first field, in every format, and is shorter by that
     /// field.
@@ -595,17 +641,6 @@ mod tests {
             if cfg!(miri) && format == Format::Syslog {
                 continue; // its header names the host: `gethostname`, which miri lacks
             }
-            let render = |rec: &[u8]| {
-                let mut out = Vec::new();
-                render_at(
-                    &rec[..HEADER],
-                    &rec[HEADER..],
-                    Level::Warn,
-                    SystemTime::UNIX_EPOCH,
-                    &mut out,
-                );
-                String::from_utf8(out).unwrap()
-            };
             let mut carried = Vec::new();
             let mut e = Encoder::begin(&mut carried, Site::Loglag(&SITE), format, raw);
             e.static_str(MESSAGE, "slow query");
@@ -630,5 +665,42 @@ mod tests {
         assert_eq!(literal_message("user {user}"), None);
         assert_eq!(literal_message("a {{brace}}"), None);
         assert_eq!(literal_message("}"), None);
+    }
+
+    /// A plain record whose length was computed wrong (a bug) never panics while it
+    /// is being written (it may be in ring memory, reserved and not yet published):
+    /// too short, the field that does not fit is left out; too long, the rest is
+    /// zeroed and rendering stops there. `finish` says it was not exact.
+    #[test]
+    fn a_plain_record_of_the_wrong_length_is_ended_not_panicked() {
+        let raw = Raw {
+            value: 0,
+            tsc: false,
+        };
+        let header = header(Site::Loglag(&SITE), Format::Logfmt, raw);
+        let exact = HEADER + 2 * Fixed::WORD_LEN;
+        // (length, what renders, where the fields written end)
+        for (len, shows, written) in [
+            (exact, "id=1 user=2", exact),
+            (exact - 1, "id=1", HEADER + Fixed::WORD_LEN),
+            (exact + 9, "id=1 user=2", exact),
+        ] {
+            // What the ring held before, past the fields: bytes that would render as
+            // fields (`ok=true`) were they not zeroed.
+            let mut ring_memory = vec![0u8; len];
+            for (i, byte) in ring_memory[written..].iter_mut().enumerate() {
+                *byte = [TAG_BOOL, 2, 1][i % 3];
+            }
+            let mut out = Fixed::new(&mut ring_memory);
+            out.put(&header);
+            out.u64(0, 1);
+            out.u64(1, 2);
+            assert_eq!(out.finish(), len == exact, "{len}");
+            let line = render(&ring_memory);
+            assert!(
+                line.ends_with(&format!("target=app::db {shows}\n")),
+                "{len}: {line}"
+            );
+        }
     }
 }

@@ -19,7 +19,8 @@
 //! ```
 //!
 //! A shared ring's producers reserve space with one compare-and-swap on `head` (the
-//! only shared read-modify-write on that path), copy their bytes, then publish the
+//! only shared read-modify-write on that path), copy or write their bytes in place
+//! (`try_push_in_place`), then publish the
 //! state word with a release store. A thread's own ring has one producer
 //! (`try_push_owned`): no compare-and-swap, a cached copy of `tail` on the producer's
 //! cache line, and `head` stored after the record is published. The writer reads committed records in order from `tail`,
@@ -86,12 +87,13 @@ impl PopBound {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Full;
 
-/// Why a record was not written in place ([`Ring::try_push_owned_in_place`]).
+/// Why a record was not written in place ([`Ring::try_push_owned_in_place`],
+/// [`Ring::try_push_in_place`]).
 #[cfg(not(loglag_loom))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotInPlace {
-    /// The ring has no room for it now, by the writer's own `tail`: the copying
-    /// path need not try this ring again.
+    /// The ring has no room for it now, by the writer's own `tail`: for a thread's
+    /// ring, the copying path need not try it again.
     Full,
     /// It would wrap the ring's end, or the ring has evicted: the copying path may
     /// still put it into this ring.
@@ -99,9 +101,11 @@ pub(crate) enum NotInPlace {
 }
 
 /// What a record carries besides its bytes: the writer's merge key (0 without
-/// thread rings) and its enqueue stamp (`clock::stamp_of`). Passed by reference: a
-/// copy of it through the ring lookup's closure was stored as two words and loaded
-/// as one, a store-forwarding stall that was half of `submit_accepted`'s samples.
+/// thread rings) and its enqueue stamp (`clock::stamp_of`). Passed by reference
+/// through the copying path: a copy of it through the ring lookup's closure was
+/// stored as two words and loaded as one, a store-forwarding stall that was half of
+/// `submit_accepted`'s samples. (A record written in place into its thread's ring
+/// returns it from its `fill`, once its clock is read.)
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stamps {
     pub(crate) merge_key: u64,
@@ -227,6 +231,11 @@ pub(crate) const RESIDENT_AT_START: usize = 256 << 10;
 
 /// How far ahead of the producers the writer keeps a ring's memory resident.
 pub(crate) const RESIDENT_AHEAD: u64 = 256 << 10;
+
+/// The most the writer makes resident ahead of the producers at one look, however
+/// often they outran it: one `madvise` on the writer's thread, which a ring of a
+/// gigabyte must not make its whole lap.
+pub(crate) const MOST_RESIDENT_AHEAD: u64 = 16 * RESIDENT_AHEAD;
 
 /// How `Ring::page_ranges` rounds a byte range to pages.
 #[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
@@ -408,7 +417,7 @@ impl Ring {
         }
     }
 
-    /// Makes the ring's memory resident up to [`RESIDENT_AHEAD`] bytes past `head` (and
+    /// Makes the ring's memory resident up to `resident_ahead` bytes past `head` (and
     /// as much again, so that this runs once per that many bytes), on the writer,
     /// with `MADV_POPULATE_WRITE`, which faults the pages in without writing to
     /// them: a producer may be writing there. Once a lap is resident, this is three
@@ -417,8 +426,9 @@ impl Ring {
     ///
     /// Producers found past what was resident (a burst faster than the writer's
     /// looks: in the hot burst the caller took a thousand page faults, a microsecond
-    /// each, one call in forty) double the distance, up to half a lap: a burst that
-    /// outruns the writer fills the ring anyway. A give-back starts it afresh.
+    /// each, one call in forty) double the distance ([`RESIDENT_AHEAD`] at first), up
+    /// to half a lap or [`MOST_RESIDENT_AHEAD`]: a burst that outruns the writer fills
+    /// the ring anyway. A give-back starts it afresh.
     pub(crate) fn keep_resident_ahead(&self) {
         let (lo, hi) = (
             self.resident_lo.load(Ordering::Relaxed),
@@ -430,7 +440,9 @@ impl Ring {
         let head = self.head.head.load(Ordering::Relaxed);
         let mut ahead = self.resident_ahead.load(Ordering::Relaxed);
         if head > hi {
-            ahead = (ahead * 2).min(self.capacity / 2).max(RESIDENT_AHEAD);
+            // (Half a small ring may be less than where the distance starts.)
+            let most = (self.capacity / 2).clamp(RESIDENT_AHEAD, MOST_RESIDENT_AHEAD);
+            ahead = (ahead * 2).min(most);
             self.resident_ahead.store(ahead, Ordering::Relaxed);
         }
         if head.saturating_add(ahead) <= hi {
@@ -1829,8 +1841,8 @@ mod tests {
         for _ in 0..6 {
             push_to(&ring, resident_hi(&ring) + 1);
             ring.keep_resident_ahead();
-            expected = (expected * 2).min(capacity / 2);
-            assert_eq!(ahead(&ring), expected, "doubled, up to half a lap");
+            expected = (expected * 2).min(capacity / 2).min(MOST_RESIDENT_AHEAD);
+            assert_eq!(ahead(&ring), expected, "doubled, up to a cap");
             if resident_hi(&ring) - ring.resident_lo.load(Ordering::Relaxed) >= capacity {
                 break; // a lap is resident: nothing is tracked any more
             }
@@ -2197,12 +2209,19 @@ mod tests {
         assert_eq!(out, written);
         assert_eq!(ring.used_bytes(), 0, "nothing left reserved");
 
-        // After an eviction, payloads are atomic words: in place is refused.
-        ring.head.evicted.store(true, Ordering::Relaxed);
+        // After an eviction, payloads are atomic words: in place is refused, with
+        // room and nowhere near the ring's end.
+        let fresh = if shared {
+            Ring::new(capacity as usize)
+        } else {
+            Ring::single_producer(capacity as usize)
+        };
+        fresh.head.evicted.store(true, Ordering::Relaxed);
         assert_eq!(
-            in_place(&ring, 8, &|_| unreachable!()),
+            in_place(&fresh, 8, &|_| unreachable!()),
             Err(NotInPlace::CopyInstead)
         );
+        assert_eq!(fresh.used_bytes(), 0, "nothing reserved");
     }
 
     #[cfg(not(loglag_loom))]
@@ -2273,7 +2292,14 @@ mod tests {
             }
             let mut next = [0u32; 3];
             let mut out = Vec::new();
+            let mut looks_without_a_record = 0u64;
             while next.iter().any(|&n| n < PER_PRODUCER) {
+                // A producer that died, or a reservation never published, would
+                // otherwise keep this loop looking for good.
+                assert!(
+                    looks_without_a_record < 10_000_000,
+                    "no record in ten million looks: {next:?} of {PER_PRODUCER} each"
+                );
                 out.clear();
                 let mut lens = Vec::new();
                 ring.pop_into(
@@ -2288,6 +2314,11 @@ mod tests {
                     PopBound::NONE,
                     |_| {},
                 );
+                if lens.is_empty() {
+                    looks_without_a_record += 1;
+                } else {
+                    looks_without_a_record = 0;
+                }
                 let mut at = 0;
                 for len in lens {
                     let bytes = &out[at..at + len];

@@ -60,7 +60,8 @@ struct CallPath {
     mode: Mode,
     flush_level: Level,
     /// `async`, no spool, no `max_records`: a record can be written in place into its
-    /// thread's ring (`Core::submit_fixed`) and rendered by the writer.
+    /// thread's ring or the shared ring (`Core::submit_fixed`) and rendered by the
+    /// writer.
     #[cfg_attr(loglag_loom, allow(dead_code))]
     in_place: bool,
     /// Thread rings, so records carry a merge key.
@@ -88,7 +89,8 @@ pub(crate) struct Core {
     writer: OnceLock<Thread>,
     wake_requested: AtomicBool,
     /// The writer is parked for a short poll because records are queued: a producer
-    /// that fills a batch need not wake it. Waking a parked thread is a futex system
+    /// that fills a batch need not wake it (one that takes the shared ring past
+    /// `RESIDENT_AHEAD` does: `WakeAfterPush::Always`). Waking a parked thread is a futex system
     /// call, microseconds on the caller's path (p99.9 7.8 µs before this, 1.3 µs after,
     /// `cargo bench -p loglag --bench latency -- --rounds 1 --only loglag_macro`).
     writer_polling: AtomicBool,
