@@ -301,8 +301,13 @@ impl<'a> Fixed<'a> {
                 into.copy_from_slice(bytes);
                 self.at += bytes.len();
             }
-            None => self.overflowed = true,
+            None => self.left_out(),
         }
+    }
+
+    #[cold]
+    fn left_out(&mut self) {
+        self.overflowed = true;
     }
 
     /// Ends the record: bytes no field wrote (a length computed too long) are zeroed,
