@@ -681,7 +681,24 @@ impl Ring {
         captured: bool,
         key: u64,
     ) -> Result<u64, Full> {
-        let need = footprint(bytes.len());
+        let (head, used_after) = self.reserve(footprint(bytes.len()), limit, Full, |_| None)?;
+        // SAFETY: `[head, head+need)` is ours until we publish the state word.
+        unsafe { self.write_record(head, level, bytes, now_ns, captured, key) };
+        Ok(used_after)
+    }
+
+    /// Reserves `need` bytes under `limit` with the producers' compare-and-swap on
+    /// `head`: the position reserved and the ring's bytes used after, or `full`.
+    /// `refuse` looks at each `head` tried (after the acquire of `tail`, before the
+    /// room check) and may refuse it.
+    #[inline]
+    fn reserve<E>(
+        &self,
+        need: u64,
+        limit: u64,
+        full: E,
+        refuse: impl Fn(u64) -> Option<E>,
+    ) -> Result<(u64, u64), E> {
         let limit = limit.min(self.capacity);
         let mut head = self.head.head.load(Ordering::Relaxed);
         loop {
@@ -696,9 +713,12 @@ impl Ring {
                 crate::sync::spin_loop();
                 continue;
             }
+            if let Some(refused) = refuse(head) {
+                return Err(refused);
+            }
             let used_after = used + need;
             if used_after > limit {
-                return Err(Full);
+                return Err(full);
             }
             match self.head.head.compare_exchange_weak(
                 head,
@@ -706,11 +726,7 @@ impl Ring {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => {
-                    // SAFETY: `[head, head+need)` is ours until we publish the state word.
-                    unsafe { self.write_record(head, level, bytes, now_ns, captured, key) };
-                    return Ok(used_after);
-                }
+                Ok(_) => return Ok((head, used_after)),
                 Err(actual) => head = actual,
             }
         }
@@ -726,7 +742,7 @@ impl Ring {
         let head = self.head.head.load(Ordering::Relaxed);
         let tail = self.tail.0.load(Ordering::Acquire);
         let used = head.wrapping_sub(tail);
-        // A stale `head` behind `tail` (see `try_push`) says nothing: room, and
+        // A stale `head` behind `tail` (see `reserve`) says nothing: room, and
         // `try_push` decides.
         used > self.capacity || used.saturating_add(need) <= limit.min(self.capacity)
     }
@@ -803,21 +819,8 @@ impl Ring {
         }
         // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
         // (checked above), so the writer does not read it until `head` moves, and the
-        // payload `[start, start + len)` lies inside the ring without wrapping
-        // (checked above).
-        let payload = unsafe {
-            self.zero_padding_word(start + len);
-            std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
-        };
-        let stamps = fill(payload);
-        self.publish(
-            head,
-            level,
-            payload,
-            stamps.enqueued,
-            true,
-            stamps.merge_key,
-        );
+        // payload lies inside the ring without wrapping (checked above).
+        unsafe { self.write_in_place(head, level, len, fill) };
         self.head.head.store(head + need, Ordering::Release);
         Ok(head + need - tail)
     }
@@ -825,9 +828,9 @@ impl Ring {
     /// `try_push` for a captured record that `fill` writes in place, as
     /// [`try_push_owned_in_place`](Ring::try_push_owned_in_place) does for a thread's
     /// own ring: for the shared ring, whose producers reserve with the
-    /// compare-and-swap. `Err(Full)` when the record does not fit under `limit` now;
-    /// `Err(CopyInstead)` where its payload would wrap the ring's end or the ring has
-    /// evicted. Either way nothing is reserved and `fill` is not called. `stamps`
+    /// compare-and-swap. `Err(CopyInstead)` where its payload would wrap the ring's
+    /// end or the ring has evicted, else `Err(Full)` when the record does not fit
+    /// under `limit` now. Either way nothing is reserved and `fill` is not called. `stamps`
     /// were read before the reservation, as every shared ring record's are (the
     /// order across a spill, in `lanes.rs`, needs it). `fill` runs between the
     /// reservation and the release store that publishes the record, so it must not
@@ -843,62 +846,52 @@ impl Ring {
         stamps: &Stamps,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<u64, NotInPlace> {
-        let need = footprint(len);
-        let limit = limit.min(self.capacity);
-        let mut head = self.head.head.load(Ordering::Relaxed);
-        loop {
-            let tail = self.tail.0.load(Ordering::Acquire);
-            // A stale `head` behind `tail`: see `try_push`.
-            let used = head.wrapping_sub(tail);
-            if used > self.capacity {
-                head = self.head.head.load(Ordering::Relaxed);
-                crate::sync::spin_loop();
-                continue;
-            }
-            // As in a thread's ring: a wrap first, then room.
-            let start = self.offset(head + HEADER) as usize;
-            if start + len > self.capacity as usize {
-                return Err(NotInPlace::CopyInstead);
-            }
-            let used_after = used + need;
-            if used_after > limit {
-                return Err(NotInPlace::Full);
-            }
-            // Read after the acquire of `tail`, as `write_payload` reads it: space an
-            // eviction freed is reached only through that `tail` (or a later one),
-            // which the flag's store precedes. After an eviction payloads are
-            // written as atomic words, which a slice cannot be.
-            if self.head.evicted.load(Ordering::Relaxed) {
-                return Err(NotInPlace::CopyInstead);
-            }
-            match self.head.head.compare_exchange_weak(
-                head,
-                head + need,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    // SAFETY: `[head, head+need)` is ours until we publish its state
-                    // word, and its payload `[start, start + len)` lies inside the
-                    // ring without wrapping (checked above for this `head`).
-                    let payload = unsafe {
-                        self.zero_padding_word(start + len);
-                        std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
-                    };
-                    fill(payload);
-                    self.publish(
-                        head,
-                        level,
-                        payload,
-                        stamps.enqueued,
-                        true,
-                        stamps.merge_key,
-                    );
-                    return Ok(used_after);
-                }
-                Err(actual) => head = actual,
-            }
-        }
+        let wraps = |head: u64| self.offset(head + HEADER) as usize + len > self.capacity as usize;
+        let (head, used_after) = self.reserve(footprint(len), limit, NotInPlace::Full, |head| {
+            // The `evicted` flag is read after the acquire of `tail`, as
+            // `write_payload` reads it: space an eviction freed is reached only
+            // through that `tail` (or a later one), which the flag's store precedes.
+            // After an eviction payloads are written as atomic words, which a slice
+            // cannot be.
+            (wraps(head) || self.head.evicted.load(Ordering::Relaxed))
+                .then_some(NotInPlace::CopyInstead)
+        })?;
+        // SAFETY: `[head, head+need)` is ours until we publish its state word, and its
+        // payload lies inside the ring without wrapping (refused otherwise, for this
+        // `head`).
+        unsafe {
+            self.write_in_place(head, level, len, |payload| {
+                fill(payload);
+                *stamps
+            })
+        };
+        Ok(used_after)
+    }
+
+    /// Has `fill` write the payload of the record at `pos` (`len` bytes) straight into
+    /// the ring, then publishes it with the stamps `fill` returns.
+    ///
+    /// # Safety
+    /// The caller owns `[pos, pos + footprint(len))` exclusively, and its payload does
+    /// not wrap the ring's end.
+    #[cfg(not(loglag_loom))]
+    #[inline]
+    unsafe fn write_in_place(
+        &self,
+        pos: u64,
+        level: Level,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Stamps,
+    ) {
+        let start = self.offset(pos + HEADER) as usize;
+        // SAFETY: forwarded from the caller: the payload and its padding word lie in
+        // the record's span, inside the ring.
+        let payload = unsafe {
+            self.zero_padding_word(start + len);
+            std::slice::from_raw_parts_mut(self.byte_ptr().add(start), len)
+        };
+        let stamps = fill(payload);
+        self.publish(pos, level, payload, stamps.enqueued, true, stamps.merge_key);
     }
 
     /// Writes a record's payload and header at `pos` and publishes its state word.
