@@ -461,7 +461,7 @@ fn drop_oldest_against_a_concurrent_pop(single_producer: bool) {
                 "a header read as {seen:?}"
             );
         }
-        let _ = ring.has_unpublished();
+        let _ = ring.look_oldest();
         pop(&ring, &mut out);
         thread::yield_now();
     }
@@ -494,5 +494,59 @@ fn loom_drop_oldest_eviction_against_a_concurrent_pop_shared_ring() {
 fn loom_drop_oldest_eviction_against_a_concurrent_pop_thread_ring() {
     check("drop_oldest_thread_ring", None, || {
         drop_oldest_against_a_concurrent_pop(true)
+    });
+}
+
+/// `DropOldest` in a thread's own ring while the writer merges: the thread logs P and
+/// B into its ring and A into the shared ring (its ring full), then evicts P to make
+/// room. B, still in its ring, is older than A. The evictor zeroes P's state word
+/// before it moves `tail`; a merge that looks in between must wait, not take the ring
+/// for empty and write A before B (seen under qemu: `thread 4: seq 19749 written
+/// after seq 19978`).
+#[test]
+fn loom_drop_oldest_eviction_in_a_thread_ring_against_the_merge() {
+    check("drop_oldest_thread_ring_merge", None, || {
+        let lanes = Arc::new(Lanes::with_rings(u64::MAX - 102, 240, 80, 1));
+        let thread = {
+            let lanes = lanes.clone();
+            thread::spawn(move || {
+                let ring = lanes.claim().expect("the only claim");
+                push_owned(&ring.ring, Level::Info, b"P", 1);
+                push_owned(&ring.ring, Level::Info, b"B", 3);
+                push_shared(&lanes.shared, Level::Info, b"A", 4);
+                // Room for one more record, as a full ring's producer asks.
+                let mut evicted = Vec::new();
+                assert!(ring
+                    .ring
+                    .evict_oldest(footprint(1), 2 * footprint(1), |p| evicted.push(p.len)));
+                evicted.len()
+            })
+        };
+        let mut view = WriterView::default();
+        let mut out = Vec::new();
+        let drain = |view: &mut WriterView, out: &mut Vec<u8>| {
+            lanes.pop_merged(
+                view,
+                out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                |_| {},
+            );
+        };
+        for _ in 0..2 {
+            drain(&mut view, &mut out);
+            thread::yield_now();
+        }
+        let evicted = thread.join().unwrap();
+        drain(&mut view, &mut out);
+        let written: Vec<u8> = out.iter().copied().filter(|&b| b != b'P').collect();
+        assert_eq!(written, b"BA", "B and A in key order: {out:?}");
+        match evicted {
+            0 => assert_eq!(out, b"PBA", "written in key order"),
+            1 => assert_eq!(out, b"BA", "P evicted, the rest in key order"),
+            n => panic!("{n} records evicted for one record's room"),
+        }
     });
 }

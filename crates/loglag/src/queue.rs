@@ -68,6 +68,21 @@ pub(crate) struct Peeked {
     pub(crate) len: usize,
 }
 
+/// What one look at a ring's oldest end found ([`Ring::look_oldest`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Oldest {
+    /// Nothing was reserved past `tail`.
+    Empty,
+    /// The oldest record, published.
+    Published(Peeked),
+    /// Something lies past `tail` whose key cannot be read now: a record reserved but
+    /// not yet published (the shared ring's producers), or records whose state words
+    /// an evicting producer (`DropOldest`) has zeroed and whose `tail` it has yet to
+    /// move. Either may hide records older than any other ring's, so a merge must
+    /// wait, not pass it as empty.
+    Unknown,
+}
+
 /// How far one `pop_into` may go: up to a position, and no record whose merge key is
 /// above `max_key` (the next record of another ring comes first).
 #[derive(Debug, Clone, Copy)]
@@ -930,13 +945,6 @@ impl Ring {
         self.word(pos).store(state, Ordering::Release);
     }
 
-    /// Whether the oldest reserved record is not yet published (its producer is
-    /// between its compare-and-swap and its release store).
-    pub(crate) fn has_unpublished(&self) -> bool {
-        self.header_at_tail()
-            .is_some_and(|(_, state, _)| state & COMMITTED == 0)
-    }
-
     /// `head`, and the state word and merge key at `tail`, if `tail < head`.
     ///
     /// Read as a seqlock, since the caller may not hold `consume`: an evicting
@@ -980,6 +988,25 @@ impl Ring {
         self.head.head.fetch_add(footprint(len), Ordering::AcqRel)
     }
 
+    /// Starts evicting the oldest record as `evict_oldest` does, and stops where a
+    /// preempted evictor would: its state word zeroed, `tail` not yet moved. Returns
+    /// the record's span, for `finish_eviction`.
+    #[cfg(test)]
+    pub(crate) fn evict_oldest_unfinished(&self) -> (u64, u64) {
+        let tail = self.tail.0.load(Ordering::Acquire);
+        let state = self.word(tail).load(Ordering::Acquire);
+        assert!(state & COMMITTED != 0, "a published record to evict");
+        self.word(tail).store(0, Ordering::Relaxed);
+        (tail, tail + footprint((state >> 8) as usize))
+    }
+
+    /// Ends what `evict_oldest_unfinished` began: `tail` moves past the record.
+    #[cfg(test)]
+    pub(crate) fn finish_eviction(&self, (from, to): (u64, u64)) {
+        fence(Ordering::Release);
+        self.release_held(from, to);
+    }
+
     /// Publishes what `reserve_unpublished` reserved at `pos`.
     #[cfg(test)]
     pub(crate) fn publish_reserved(&self, pos: u64, level: Level, bytes: &[u8], key: u64) {
@@ -991,12 +1018,25 @@ impl Ring {
     /// position up to which records were reserved when it was read (the bound of a
     /// `pop_into` that must not take records published after this look).
     pub(crate) fn peek(&self) -> Option<Peeked> {
-        let (head, state, key) = self.header_at_tail()?;
-        (state & COMMITTED != 0).then_some(Peeked {
-            key,
-            head,
-            len: (state >> 8) as usize,
-        })
+        match self.look_oldest() {
+            Oldest::Published(seen) => Some(seen),
+            Oldest::Empty | Oldest::Unknown => None,
+        }
+    }
+
+    /// `peek` that tells an empty ring from one whose oldest record cannot be read
+    /// now, in one look: two looks (an empty `peek`, then a check for an unpublished
+    /// record) could straddle an eviction and call a ring with records empty.
+    pub(crate) fn look_oldest(&self) -> Oldest {
+        match self.header_at_tail() {
+            None => Oldest::Empty,
+            Some((head, state, key)) if state & COMMITTED != 0 => Oldest::Published(Peeked {
+                key,
+                head,
+                len: (state >> 8) as usize,
+            }),
+            Some(_) => Oldest::Unknown,
+        }
     }
 
     /// `peek` from a thread other than the consumer (a `DropOldest` producer looking
@@ -1024,7 +1064,7 @@ impl Ring {
     /// Writes `bytes` at `pos` (8-aligned).
     ///
     /// A thread that reads a header word without holding `consume` (the writer's
-    /// `peek` and `has_unpublished`) reads it at a `tail` it loaded; if someone else
+    /// `look_oldest`) reads it at a `tail` it loaded; if someone else
     /// moves `tail` past that record meanwhile and a producer reuses the space, the
     /// producer's payload write races with that load. A plain `memcpy` racing with
     /// an atomic load is a data race, undefined behaviour even though the reader
@@ -1648,8 +1688,7 @@ mod tests {
         let mut out = Vec::new();
         loop {
             let finished = producer.is_finished();
-            let _ = ring.has_unpublished();
-            if let Some(seen) = ring.peek() {
+            if let Oldest::Published(seen) = ring.look_oldest() {
                 assert_eq!(seen.len, 20, "a header read as {seen:?}");
             }
             out.clear();
