@@ -412,7 +412,9 @@ impl<'a> Encoder<'a> {
     fn text(&mut self, index: u8, args: fmt::Arguments<'_>) {
         self.buf.extend_from_slice(&[TAG_STR, index, 0, 0, 0, 0]);
         let start = self.buf.len();
-        let _ = std::io::Write::write_fmt(self.buf, args);
+        // Through `fmt::Write`, not `io::Write`: the latter wraps the buffer in an
+        // adapter that keeps an `io::Error` per write, for a `Vec` that cannot fail.
+        let _ = fmt::Write::write_fmt(&mut TextSink(self.buf), args);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }
@@ -425,6 +427,17 @@ impl<'a> Encoder<'a> {
         fill(self.buf);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
+    }
+}
+
+/// A record's buffer as a `fmt::Write` target.
+struct TextSink<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for TextSink<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 
