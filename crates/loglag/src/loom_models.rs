@@ -550,3 +550,60 @@ fn loom_drop_oldest_eviction_in_a_thread_ring_against_the_merge() {
         }
     });
 }
+
+/// The merge's second look, against the same eviction: the writer already knows the
+/// thread's ring and finds it empty, the thread then logs P and B into it and A into
+/// the shared ring, and starts evicting P. The writer's first look chose A; its second
+/// look, at the thread's ring, must wait for the eviction rather than take the ring
+/// for empty and write A before B.
+#[test]
+fn loom_drop_oldest_eviction_against_the_merges_second_look() {
+    check("drop_oldest_second_look", None, || {
+        let lanes = Arc::new(Lanes::with_rings(u64::MAX - 103, 240, 80, 1));
+        let ring = lanes.claim().expect("the only claim");
+        let mut view = WriterView::default();
+        // The writer knows the ring before the thread logs.
+        lanes.refresh(&mut view);
+        let thread = {
+            let lanes = lanes.clone();
+            thread::spawn(move || {
+                push_owned(&ring.ring, Level::Info, b"P", 1);
+                push_owned(&ring.ring, Level::Info, b"B", 2);
+                push_shared(&lanes.shared, Level::Info, b"A", 3);
+                let mut evicted = 0;
+                assert!(ring
+                    .ring
+                    .evict_oldest(footprint(1), 2 * footprint(1), |_| evicted += 1));
+                evicted
+            })
+        };
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            lanes.pop_merged(
+                &mut view,
+                &mut out,
+                usize::MAX,
+                true,
+                &mut Vec::new(),
+                &mut |_, _, _| {},
+                |_| {},
+            );
+            thread::yield_now();
+        }
+        let evicted = thread.join().unwrap();
+        lanes.pop_merged(
+            &mut view,
+            &mut out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
+        match evicted {
+            0 => assert_eq!(out, b"PBA", "written in key order"),
+            1 => assert_eq!(out, b"BA", "P evicted, the rest in key order"),
+            n => panic!("{n} records evicted for one record's room"),
+        }
+    });
+}

@@ -991,9 +991,15 @@ impl Ring {
     /// Starts evicting the oldest record as `evict_oldest` does, and stops where a
     /// preempted evictor would: its state word zeroed, `tail` not yet moved. Returns
     /// the record's span, for `finish_eviction`.
+    /// (It does not hold `consume`, as `evict_oldest` does: a test must not pop in
+    /// between.)
     #[cfg(test)]
     pub(crate) fn evict_oldest_unfinished(&self) -> (u64, u64) {
         let tail = self.tail.0.load(Ordering::Acquire);
+        assert!(
+            tail < self.head.head.load(Ordering::Acquire),
+            "a record to evict"
+        );
         let state = self.word(tail).load(Ordering::Acquire);
         assert!(state & COMMITTED != 0, "a published record to evict");
         self.word(tail).store(0, Ordering::Relaxed);
@@ -1003,6 +1009,7 @@ impl Ring {
     /// Ends what `evict_oldest_unfinished` began: `tail` moves past the record.
     #[cfg(test)]
     pub(crate) fn finish_eviction(&self, (from, to): (u64, u64)) {
+        self.head.evicted.store(true, Ordering::Relaxed);
         fence(Ordering::Release);
         self.release_held(from, to);
     }
