@@ -499,10 +499,7 @@ impl Lanes {
     /// other. (A thread ring mid-eviction taken for empty let the shared ring's
     /// records of its thread pass the older ones it still held: `thread 4: seq 19749
     /// written after seq 19978`, under qemu, about one run in 30.)
-    fn oldest(
-        &self,
-        view: &WriterView,
-    ) -> Result<(Option<Choice>, u64), Unreadable> {
+    fn oldest(&self, view: &WriterView) -> Result<(Option<Choice>, u64), Unreadable> {
         let mut best: Option<Choice> = None;
         let mut second = u64::MAX;
         let mut consider = |which: Option<usize>, seen: Peeked| match best {

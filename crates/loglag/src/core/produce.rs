@@ -389,7 +389,29 @@ impl Core {
     /// Pushes a record (see [`Core::push`]), applying the overflow policy while no
     /// ring takes it. `own_full`: the thread's own ring was just found full by the
     /// writer's tail, so the first try goes straight to the shared ring.
+    #[inline]
     fn enqueue(
+        &self,
+        own: Option<&Ring>,
+        own_full: bool,
+        level: Level,
+        record: &[u8],
+        captured: bool,
+        stamps: &Stamps,
+    ) {
+        // The common case inline, with no record count to keep: a ring takes it.
+        if !own_full && self.call.max_records.is_none() {
+            if let Ok((used_after, shared)) = self.push(own, level, record, captured, stamps) {
+                return self.pushed(level, used_after, footprint(record.len()), shared);
+            }
+        }
+        self.enqueue_or_overflow(own, own_full, level, record, captured, stamps);
+    }
+
+    /// `enqueue` once no ring took the record at first (or with a record count to
+    /// keep): tries again, and applies the overflow policy while no ring takes it.
+    #[inline(never)]
+    fn enqueue_or_overflow(
         &self,
         own: Option<&Ring>,
         own_full: bool,
