@@ -601,6 +601,8 @@ impl Lanes {
                 self.refresh(view);
                 continue;
             }
+            #[cfg(test)]
+            tests::between_the_looks();
             let Ok(next_elsewhere) = self.next_elsewhere(view, which) else {
                 if look_again(&mut unreadable_looks) {
                     continue;
@@ -711,6 +713,19 @@ mod tests {
     use super::*;
     use crate::level::Level;
 
+    thread_local! {
+        /// What a test does between the merge's first and second look (`pop_merged`):
+        /// other threads' pushes and evictions, in that window.
+        static BETWEEN_THE_LOOKS: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs (once) what the test put between the merge's two looks.
+    pub(super) fn between_the_looks() {
+        if let Some(mut f) = BETWEEN_THE_LOOKS.with(|f| f.borrow_mut().take()) {
+            f();
+        }
+    }
+
     fn drain(lanes: &Lanes) -> Vec<u8> {
         let (mut view, mut out) = (WriterView::default(), Vec::new());
         lanes.pop_merged(
@@ -772,6 +787,53 @@ mod tests {
         let evicting = own.evict_oldest_unfinished();
         assert!(matches!(own.look_oldest(), Oldest::Unknown));
         assert_eq!(drain(&lanes), b"", "nothing passes a ring mid-eviction");
+        own.finish_eviction(evicting);
+        assert_eq!(drain(&lanes), b"BA");
+    }
+
+    /// The merge's second look, against an eviction: the first look finds the
+    /// thread's ring empty and chooses A in the shared ring; then, before the second
+    /// look, P and B (older than A) are logged into the thread's ring and P's eviction
+    /// begins. The second look cannot read that ring and must wait: taking it for
+    /// empty wrote A before B.
+    #[test]
+    fn a_ring_mid_eviction_at_the_second_look_stops_the_merge() {
+        let lanes = Arc::new(Lanes::new(u64::MAX - 11, 256 << 10, 8 << 10));
+        let own = lanes.with_own(|own| own.expect("a ring of its own") as *const Ring);
+        // SAFETY: the ring is the thread table's, alive as long as `lanes`.
+        let own: &'static Ring = unsafe { &*own };
+        lanes
+            .shared
+            .try_push(Level::Info, b"A", u64::MAX, 0, false, 3)
+            .unwrap();
+        let evicting = Arc::new(Mutex::new(None));
+        let set = evicting.clone();
+        BETWEEN_THE_LOOKS.with(|f| {
+            *f.borrow_mut() = Some(Box::new(move || {
+                for (byte, key) in [(b"P", 1), (b"B", 2)] {
+                    own.try_push_owned(Level::Info, byte, u64::MAX, 0, false, key)
+                        .unwrap();
+                }
+                *set.lock().unwrap() = Some(own.evict_oldest_unfinished());
+            }))
+        });
+        let (mut view, mut out) = (WriterView::default(), Vec::new());
+        lanes.refresh(&mut view);
+        lanes.pop_merged(
+            &mut view,
+            &mut out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
+        assert_eq!(out, b"", "A waits while the ring with B cannot be read");
+        let evicting = evicting
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the second look came");
         own.finish_eviction(evicting);
         assert_eq!(drain(&lanes), b"BA");
     }
