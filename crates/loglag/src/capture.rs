@@ -414,7 +414,7 @@ impl<'a> Encoder<'a> {
         let start = self.buf.len();
         // Through `fmt::Write`, not `io::Write`: the latter wraps the buffer in an
         // adapter that keeps an `io::Error` per write, for a `Vec` that cannot fail.
-        let _ = fmt::Write::write_fmt(&mut TextSink(self.buf), args);
+        let _ = fmt::Write::write_fmt(&mut crate::format::FmtVec(self.buf), args);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }
@@ -427,17 +427,6 @@ impl<'a> Encoder<'a> {
         fill(self.buf);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
-    }
-}
-
-/// A record's buffer as a `fmt::Write` target.
-struct TextSink<'a>(&'a mut Vec<u8>);
-
-impl fmt::Write for TextSink<'_> {
-    #[inline]
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
     }
 }
 

@@ -89,14 +89,7 @@ impl PartialLine {
         level: Level,
         args: std::fmt::Arguments<'_>,
     ) -> io::Result<()> {
-        struct Into<'a>(&'a mut Vec<u8>);
-        impl std::fmt::Write for Into<'_> {
-            fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                self.0.extend_from_slice(s.as_bytes());
-                Ok(())
-            }
-        }
-        std::fmt::write(&mut Into(&mut self.0), args)
+        std::fmt::write(&mut crate::format::FmtVec(&mut self.0), args)
             .map_err(|_| io::Error::other("a Display implementation returned an error"))?;
         self.submit_whole_lines(core, level);
         Ok(())

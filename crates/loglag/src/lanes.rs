@@ -32,8 +32,8 @@
 //! takes them, then A, before the thread's next record. What it needs: a ring whose
 //! oldest end cannot be read (`queue::Oldest::Unknown`: the shared ring's oldest
 //! record reserved but not yet published, or any ring's oldest records being evicted
-//! under `DropOldest`) stops the merge until it can (the key there is not known), and a clock that agrees across cores to within the time
-//! of a compare-and-swap (an invariant TSC, or `CLOCK_MONOTONIC`). Between threads, the writer merges by the records' merge keys
+//! under `DropOldest`) stops the merge until it can (the key there is not known), and
+//! a clock that agrees across cores to within the time of a compare-and-swap (an invariant TSC, or `CLOCK_MONOTONIC`). Between threads, the writer merges by the records' merge keys
 //! (`clock::merge_key`: the TSC, or `CLOCK_MONOTONIC`, read when the record is logged):
 //! records of different threads come out in timestamp order, except that a record
 //! published after the writer has already written a later-stamped record of another
@@ -493,7 +493,7 @@ impl Lanes {
 
     /// The ring whose oldest published record has the smallest key, and the next
     /// smallest key among the others. Thread rings are looked at first, then the
-    /// shared ring. `None` also when any ring's oldest end is `Oldest::Unknown` (the
+    /// shared ring. `Unreadable` when any ring's oldest end is `Oldest::Unknown` (the
     /// shared ring's oldest record reserved but not yet published, or a producer
     /// evicting from a ring): the key there is unknown, and may be older than any
     /// other. (A thread ring mid-eviction taken for empty let the shared ring's
@@ -512,16 +512,12 @@ impl Lanes {
             }
         };
         for (i, r) in view.rings.iter().enumerate() {
-            match r.ring.look_oldest() {
-                Oldest::Published(seen) => consider(Some(i), seen),
-                Oldest::Unknown => return Err(Unreadable),
-                Oldest::Empty => {}
+            if let Some(seen) = published(&r.ring)? {
+                consider(Some(i), seen);
             }
         }
-        match self.shared.look_oldest() {
-            Oldest::Published(seen) => consider(None, seen),
-            Oldest::Unknown => return Err(Unreadable),
-            Oldest::Empty => {}
+        if let Some(seen) = published(&self.shared)? {
+            consider(None, seen);
         }
         Ok((best, second))
     }
@@ -538,10 +534,8 @@ impl Lanes {
             .chain(which.is_some().then_some(&self.shared));
         let mut next = u64::MAX;
         for ring in others {
-            match ring.look_oldest() {
-                Oldest::Published(seen) => next = next.min(seen.key),
-                Oldest::Unknown => return Err(Unreadable),
-                Oldest::Empty => {}
+            if let Some(seen) = published(ring)? {
+                next = next.min(seen.key);
             }
         }
         Ok(next)
@@ -649,12 +643,38 @@ impl Lanes {
     }
 }
 
+#[cfg(test)]
+impl Lanes {
+    /// Everything the merge takes now, in one call (the tests' and loom models' writer).
+    pub(crate) fn merge_all(&self, view: &mut WriterView, out: &mut Vec<u8>) {
+        self.pop_merged(
+            view,
+            out,
+            usize::MAX,
+            true,
+            &mut Vec::new(),
+            &mut |_, _, _| {},
+            |_| {},
+        );
+    }
+}
+
 /// The ring the merge takes from next (its index in the view, `None` for the shared
 /// ring) and its oldest record as seen.
 type Choice = (Option<usize>, Peeked);
 
 /// A ring's oldest end could not be read now (`Oldest::Unknown`): the merge waits.
 struct Unreadable;
+
+/// A ring's oldest published record, `None` if it is empty, `Unreadable` if its oldest
+/// end cannot be read now.
+fn published(ring: &Ring) -> Result<Option<Peeked>, Unreadable> {
+    match ring.look_oldest() {
+        Oldest::Published(seen) => Ok(Some(seen)),
+        Oldest::Empty => Ok(None),
+        Oldest::Unknown => Err(Unreadable),
+    }
+}
 
 /// How often one merge looks again at a ring it could not read before it stops: an
 /// eviction or a publication ends within a few instructions unless its thread was
@@ -728,15 +748,7 @@ mod tests {
 
     fn drain(lanes: &Lanes) -> Vec<u8> {
         let (mut view, mut out) = (WriterView::default(), Vec::new());
-        lanes.pop_merged(
-            &mut view,
-            &mut out,
-            usize::MAX,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        lanes.merge_all(&mut view, &mut out);
         out
     }
 
@@ -819,15 +831,7 @@ mod tests {
         });
         let (mut view, mut out) = (WriterView::default(), Vec::new());
         lanes.refresh(&mut view);
-        lanes.pop_merged(
-            &mut view,
-            &mut out,
-            usize::MAX,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        lanes.merge_all(&mut view, &mut out);
         assert_eq!(out, b"", "A waits while the ring with B cannot be read");
         let evicting = evicting
             .lock()

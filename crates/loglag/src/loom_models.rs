@@ -198,15 +198,7 @@ fn loom_thread_ring_handed_over_at_thread_exit() {
         // The writer refreshes its view of the rings at each sweep.
         let mut drain = |view: &mut WriterView| {
             lanes.refresh(view);
-            lanes.pop_merged(
-                view,
-                &mut out,
-                usize::MAX,
-                true,
-                &mut Vec::new(),
-                &mut |_, _, _| {},
-                |_| {},
-            );
+            lanes.merge_all(view, &mut out);
         };
         drain(&mut view);
         let pushed: Vec<u8> = threads
@@ -252,15 +244,7 @@ fn loom_merge_across_rings_and_the_flush_progress_sum() {
         // producers).
         let sweep_once = |view: &mut WriterView, out: &mut Vec<u8>, progress: &mut u64| {
             let sweep = lanes.begin_sweep(view);
-            lanes.pop_merged(
-                view,
-                out,
-                usize::MAX,
-                true,
-                &mut Vec::new(),
-                &mut |_, _, _| {},
-                |_| {},
-            );
+            lanes.merge_all(view, out);
             if let Some(p) = lanes.progress(view, Some(&sweep)) {
                 *progress = (*progress).max(p);
             }
@@ -524,23 +508,12 @@ fn loom_drop_oldest_eviction_in_a_thread_ring_against_the_merge() {
         };
         let mut view = WriterView::default();
         let mut out = Vec::new();
-        let drain = |view: &mut WriterView, out: &mut Vec<u8>| {
-            lanes.pop_merged(
-                view,
-                out,
-                usize::MAX,
-                true,
-                &mut Vec::new(),
-                &mut |_, _, _| {},
-                |_| {},
-            );
-        };
         for _ in 0..2 {
-            drain(&mut view, &mut out);
+            lanes.merge_all(&mut view, &mut out);
             thread::yield_now();
         }
         let evicted = thread.join().unwrap();
-        drain(&mut view, &mut out);
+        lanes.merge_all(&mut view, &mut out);
         let written: Vec<u8> = out.iter().copied().filter(|&b| b != b'P').collect();
         assert_eq!(written, b"BA", "B and A in key order: {out:?}");
         match evicted {
@@ -579,27 +552,11 @@ fn loom_drop_oldest_eviction_against_the_merges_second_look() {
         };
         let mut out = Vec::new();
         for _ in 0..2 {
-            lanes.pop_merged(
-                &mut view,
-                &mut out,
-                usize::MAX,
-                true,
-                &mut Vec::new(),
-                &mut |_, _, _| {},
-                |_| {},
-            );
+            lanes.merge_all(&mut view, &mut out);
             thread::yield_now();
         }
         let evicted = thread.join().unwrap();
-        lanes.pop_merged(
-            &mut view,
-            &mut out,
-            usize::MAX,
-            true,
-            &mut Vec::new(),
-            &mut |_, _, _| {},
-            |_| {},
-        );
+        lanes.merge_all(&mut view, &mut out);
         match evicted {
             0 => assert_eq!(out, b"PBA", "written in key order"),
             1 => assert_eq!(out, b"BA", "P evicted, the rest in key order"),

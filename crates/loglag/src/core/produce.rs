@@ -400,21 +400,25 @@ impl Core {
         stamps: &Stamps,
     ) {
         // The common case inline, with no record count to keep: a ring takes it.
-        if !own_full && self.call.max_records.is_none() {
+        let tried = !own_full && self.call.max_records.is_none();
+        if tried {
             if let Ok((used_after, shared)) = self.push(own, level, record, captured, stamps) {
                 return self.pushed(level, used_after, footprint(record.len()), shared);
             }
         }
-        self.enqueue_or_overflow(own, own_full, level, record, captured, stamps);
+        self.enqueue_or_overflow(own, own_full, tried, level, record, captured, stamps);
     }
 
-    /// `enqueue` once no ring took the record at first (or with a record count to
-    /// keep): tries again, and applies the overflow policy while no ring takes it.
+    /// `enqueue` once no ring took the record at first (`refused`: that push was made
+    /// and is not made again before the overflow policy applies), or with a record
+    /// count to keep: applies the overflow policy while no ring takes it.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn enqueue_or_overflow(
         &self,
         own: Option<&Ring>,
         own_full: bool,
+        refused: bool,
         level: Level,
         record: &[u8],
         captured: bool,
@@ -422,8 +426,11 @@ impl Core {
     ) {
         let mut deadline = None;
         let mut skip_own = own_full;
+        let mut refused = refused;
         loop {
-            let pushed = if self.take_record_slot() {
+            let pushed = if std::mem::take(&mut refused) {
+                Err(Full)
+            } else if self.take_record_slot() {
                 let pushed = self.push(own.filter(|_| !skip_own), level, record, captured, stamps);
                 if pushed.is_err() {
                     self.release_record_slots(1);

@@ -183,6 +183,17 @@ pub(crate) fn with_line_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     with_buffer(&LINE, f)
 }
 
+/// A byte buffer as a `fmt::Write` target: formatted text appended as it is.
+pub(crate) struct FmtVec<'a>(pub(crate) &'a mut Vec<u8>);
+
+impl std::fmt::Write for FmtVec<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
 /// The same for a record's captured form, which may be rendered into the line buffer.
 #[inline]
 pub(crate) fn with_capture_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
