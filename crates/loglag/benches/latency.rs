@@ -22,6 +22,10 @@
 //!                                    # loglag's rows with another capacity_bytes (or
 //!                                    # LATENCY_BATCH_BYTES for batch_bytes,
 //!                                    # LATENCY_THREAD_RING_BYTES=0 for one shared ring)
+//! LATENCY_MODE=format-only cargo bench -p loglag --bench latency -- --batched --only loglag_layer
+//!                                    # loglag's rows in another mode: format-only
+//!                                    # captures each record and queues none, which
+//!                                    # splits a row's cost into capture and queue
 //! ```
 //!
 //! Every logger writes the same event, a message and three fields (`request_id`,
@@ -370,7 +374,13 @@ fn file(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn loglag_file(dir: &Path, name: &str) -> (loglag::NonBlocking, loglag::WorkerGuard) {
-    let mut builder = loglag::NonBlockingBuilder::default().mode(loglag::Mode::Async);
+    let mode = match std::env::var("LATENCY_MODE") {
+        Ok(mode) => mode
+            .parse()
+            .unwrap_or_else(|e| panic!("LATENCY_MODE={mode:?}: {e}")),
+        Err(_) => loglag::Mode::Async,
+    };
+    let mut builder = loglag::NonBlockingBuilder::default().mode(mode);
     if let Some(bytes) = std::env::var("LATENCY_CAPACITY_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())
