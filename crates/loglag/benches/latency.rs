@@ -295,6 +295,13 @@ fn measure_batched(mut call: impl FnMut(u64)) -> [f64; 4] {
         }
     }
     let per_call = |t: u64| t as f64 / per_ns / BURST as f64;
+    if let Ok(path) = std::env::var("LATENCY_DUMP") {
+        let text: String = samples
+            .iter()
+            .map(|&t| format!("{:.1}\n", per_call(t)))
+            .collect();
+        std::fs::write(path, text).unwrap();
+    }
     if BY_PHASE.load(std::sync::atomic::Ordering::Relaxed) {
         let phases: Vec<String> = samples
             .chunks(PHASE_BURSTS)

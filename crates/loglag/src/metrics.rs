@@ -206,18 +206,28 @@ impl Counters {
 
     /// A consistent snapshot. Written and dropped are read before `accepted`, and every
     /// record is counted as accepted before it can be written or dropped, so
-    /// `in_flight = accepted − written − dropped` is never negative.
+    /// `in_flight = accepted − written − dropped` is never negative. `threads` gives
+    /// what the callers' threads counted (`Core::thread_counts`): `accepted`, and the
+    /// refusals for want of room that are part of `dropped` and of the full events.
     pub(crate) fn snapshot(
         &self,
-        accepted: impl FnOnce() -> u64,
+        threads: impl FnOnce() -> crate::core::ThreadTotals,
         in_flight_bytes: u64,
         oldest_age: Option<Duration>,
     ) -> Metrics {
         let written_records = self.written_records.load(Ordering::Acquire);
-        let dropped: [[u64; 5]; 4] = std::array::from_fn(|r| {
+        let queue_full_events = self.queue_full_events.load(Ordering::Relaxed);
+        let mut dropped: [[u64; 5]; 4] = std::array::from_fn(|r| {
             std::array::from_fn(|l| self.dropped[r][l].load(Ordering::Acquire))
         });
-        let accepted = accepted();
+        let threads = threads();
+        for (total, refused) in dropped[DropReason::QueueFull as usize]
+            .iter_mut()
+            .zip(threads.refused)
+        {
+            *total += refused;
+        }
+        let accepted = threads.accepted;
         let dropped_records: u64 = dropped.iter().flatten().sum();
         Metrics {
             accepted,
@@ -230,7 +240,7 @@ impl Counters {
             write_syscalls: self.write_syscalls.load(Ordering::Relaxed),
             write_errors: self.write_errors.load(Ordering::Relaxed),
             truncated: self.truncated.load(Ordering::Relaxed),
-            queue_full_events: self.queue_full_events.load(Ordering::Relaxed),
+            queue_full_events: queue_full_events + threads.refused.iter().sum::<u64>(),
             oldest_queued_age: oldest_age,
             write_latency: self.write_latency.snapshot(),
             recovered_records: 0,

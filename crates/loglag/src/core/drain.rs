@@ -475,9 +475,15 @@ impl Core {
     /// is never lost.
     pub(crate) fn report_drops(&self, state: &mut DrainState, sink: &mut HeldSink) {
         let counters = &self.counters;
-        let now: [[u64; 5]; 4] = std::array::from_fn(|r| {
+        let mut now: [[u64; 5]; 4] = std::array::from_fn(|r| {
             std::array::from_fn(|l| counters.dropped[r][l].load(Ordering::Acquire))
         });
+        // With the refusals counted on the callers' threads (`refuse_newest`; none
+        // with a spool, whose ledger journals every drop on the shared counters).
+        let refused = self.thread_counts().refused;
+        for (total, refused) in now[DropReason::QueueFull as usize].iter_mut().zip(refused) {
+            *total += refused;
+        }
         let delta: [[u64; 5]; 4] =
             std::array::from_fn(|r| std::array::from_fn(|l| now[r][l] - state.reported[r][l]));
         let by_reason: [u64; 4] = delta.map(|levels| levels.iter().sum());

@@ -14,6 +14,7 @@
 //! it reaches them only through method calls.
 
 mod accepted;
+pub(crate) use accepted::ThreadTotals;
 pub(crate) mod drain;
 pub(crate) mod flush;
 mod produce;
@@ -80,10 +81,12 @@ pub(crate) struct Core {
     /// The rings: the shared one and each logging thread's own.
     lanes: Lanes,
     counters: Counters,
-    /// Per-thread `accepted` counters: each has a single writer, so counting costs a
-    /// plain store, not a shared read-modify-write.
-    accepted_slots: Mutex<Vec<Arc<AtomicU64>>>,
+    /// Per-thread counters (`accepted`, and refusals for want of room): each has a
+    /// single writer, so counting costs a plain store, not a shared read-modify-write.
+    accepted_slots: Mutex<Vec<Arc<accepted::ThreadCounts>>>,
     accepted_retired: AtomicU64,
+    /// Exited threads' refusals (`QueueFull`), by level, folded from their slots.
+    refused_retired: [AtomicU64; 5],
     /// Slot-list length at which exited threads' slots are next folded away.
     fold_at: std::sync::atomic::AtomicUsize,
     /// The share of a ring kept free for higher levels (`ShedByLevel`), per level.
@@ -287,6 +290,7 @@ impl Core {
             },
             accepted_slots: Mutex::new(Vec::new()),
             accepted_retired: AtomicU64::new(0),
+            refused_retired: Default::default(),
             fold_at: std::sync::atomic::AtomicUsize::new(64),
             level_reserve,
             writer: OnceLock::new(),
@@ -367,7 +371,7 @@ impl Core {
         let age = self.lanes.oldest_enqueued_ns().map(crate::clock::stamp_age);
         let mut m = self
             .counters
-            .snapshot(|| self.accepted(), in_flight_bytes, age);
+            .snapshot(|| self.thread_counts(), in_flight_bytes, age);
         m.recovered_records = self.recovered.records;
         m.spool_refused = self.config.spool_refused;
         m.torn_records = self.recovered.torn + self.lanes.shared.torn.load(Ordering::Relaxed);

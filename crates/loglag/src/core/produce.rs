@@ -534,6 +534,17 @@ impl Core {
     /// `ShedByLevel`, for a caller that knows it before encoding the record.
     #[cfg(not(loglag_loom))]
     fn refuse_newest(&self, level: Level) {
+        // On this thread's own counters where it can: no shared read-modify-write on
+        // the hot burst's drop path. Not with a spool, whose ledger journals each drop.
+        if self.counters.ledger.get().is_none() && !inside_any_sink() {
+            if let Some(refused) = self.count_refused_on_thread(level) {
+                // The backlog at its peak, now and then (see `note_full_event`).
+                if refused % 64 == 0 {
+                    self.counters.note_backlog(self.lanes.used_bytes());
+                }
+                return self.wake_writer();
+            }
+        }
         self.note_full_event();
         let reason = if inside_any_sink() {
             DropReason::Reentrant
