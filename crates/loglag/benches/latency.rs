@@ -26,6 +26,10 @@
 //!                                    # loglag's rows in another mode: format-only
 //!                                    # captures each record and queues none, which
 //!                                    # splits a row's cost into capture and queue
+//! LATENCY_DUMP=/tmp/bursts.txt target/release/deps/latency-<hash> --child loglag_macro --dir /tmp/x --batched
+//!                                    # one child's bursts, in the order they ran: each
+//!                                    # burst's mean per call in ns, one per line (where
+//!                                    # its slow bursts fall: clustered, periodic)
 //! ```
 //!
 //! Every logger writes the same event, a message and three fields (`request_id`,
@@ -300,7 +304,7 @@ fn measure_batched(mut call: impl FnMut(u64)) -> [f64; 4] {
             .iter()
             .map(|&t| format!("{:.1}\n", per_call(t)))
             .collect();
-        std::fs::write(path, text).unwrap();
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("LATENCY_DUMP={path}: {e}"));
     }
     if BY_PHASE.load(std::sync::atomic::Ordering::Relaxed) {
         let phases: Vec<String> = samples
