@@ -446,6 +446,12 @@ impl Core {
                     return;
                 }
                 Err(_) => {
+                    // Counted as `submit_fixed` counts a record it can refuse before
+                    // encoding it (on this thread's counters, where it can).
+                    #[cfg(not(loglag_loom))]
+                    if self.call.drops_newest {
+                        return self.refuse_newest(level);
+                    }
                     self.note_full_event();
                     // A sink that logs (on the writer thread, or inside a sync write):
                     // it must never wait, nor evict under the writer; only this thread
