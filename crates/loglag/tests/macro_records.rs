@@ -275,80 +275,112 @@ fn plain_records_refused_by_every_ring_are_counted_once_at_their_level() {
 /// The refusals a full queue counts on the logging threads' own counters (no shared
 /// read-modify-write on the drop path) are part of every total: while the threads
 /// live, after they have exited (their counters folded into the pipeline's), in the
-/// in-band reports, and in the full events. Each thread's kept records stay in order.
+/// in-band reports, and in the full events; from the macro's in-place path and from
+/// the copying path (a formatted line) alike. Each thread's kept records stay in order.
 #[test]
 fn refusals_counted_on_exited_threads_are_kept_and_announced() {
     use std::io::Write as _;
     let _lock = global_lock();
-    let gate = support::Gate::closed();
-    let (sink, out) = TestSink::new(Behaviour::Fast);
-    let (sink, entered) = sink.gated(gate.clone());
-    let (mut writer, guard) = NonBlockingBuilder::default()
-        .mode(Mode::Async)
-        .capacity_bytes(64 << 10)
-        .overflow(loglag::Overflow::DropNewest)
-        .build(sink)
-        .unwrap();
-    loglag::set_global(&writer, Format::Json, Level::Info);
-    writer.write_all(b"{\"first\":true}\n").unwrap();
-    entered.recv().unwrap();
+    for policy in [loglag::Overflow::DropNewest, loglag::Overflow::ShedByLevel] {
+        let gate = support::Gate::closed();
+        let (sink, out) = TestSink::new(Behaviour::Fast);
+        let (sink, entered) = sink.gated(gate.clone());
+        let (mut writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .capacity_bytes(64 << 10)
+            .overflow(policy)
+            .build(sink)
+            .unwrap();
+        loglag::set_global(&writer, Format::Json, Level::Info);
+        writer.write_all(b"{\"first\":true}\n").unwrap();
+        entered.recv().unwrap();
 
-    const THREADS: u64 = 4;
-    const EACH: u64 = 2_000;
-    let text = "x".repeat(40);
-    let log = |thread: u64| {
-        for n in 0..EACH {
-            loglag::info!(thread, n, text = text.as_str(), "filling");
-        }
-    };
-    // Two threads run and exit before the first look at the totals, two after it: the
-    // totals hold the refusals of live threads and of folded ones alike.
-    std::thread::scope(|s| {
-        s.spawn(|| log(0));
-        s.spawn(|| log(1));
-    });
-    let before = writer.metrics();
-    let refused_before = before.dropped_of(loglag::DropReason::QueueFull, Level::Info);
-    assert!(refused_before > 0, "the queue never filled: {before:?}");
-    std::thread::scope(|s| {
-        s.spawn(|| log(2));
-        s.spawn(|| log(3));
-    });
-    let during = writer.metrics();
-    let refused = during.dropped_of(loglag::DropReason::QueueFull, Level::Info);
-    assert!(refused > refused_before, "{during:?}");
-    assert_eq!(during.accepted, 1 + THREADS * EACH, "{during:?}");
-    assert!(during.queue_full_events >= refused, "{during:?}");
-    assert!(during.is_accounted(), "{during:?}");
-
-    gate.open();
-    let m = guard.shutdown();
-    assert!(m.is_accounted(), "{m:?}");
-    assert_eq!(m.in_flight_records, 0, "{m:?}");
-    assert_eq!(
-        m.dropped_records(),
-        refused,
-        "no drop but the refusals: {m:?}"
-    );
-    assert_eq!(m.written_records, 1 + THREADS * EACH - refused, "{m:?}");
-    let lines = json_lines(&out);
-    let (reports, lines): (Vec<_>, Vec<_>) =
-        lines.into_iter().partition(|l| l["target"] == "loglag");
-    let announced: u64 = reports
-        .iter()
-        .map(|r| r["fields"]["dropped"].as_u64().unwrap())
-        .sum();
-    assert_eq!(announced, refused, "{reports:?}");
-    assert_eq!(lines.len() as u64, m.written_records);
-    for thread in 0..THREADS {
-        let kept: Vec<u64> = lines
-            .iter()
-            .filter(|l| l["fields"]["thread"] == thread)
-            .map(|l| l["fields"]["n"].as_u64().unwrap())
-            .collect();
+        const THREADS: u64 = 4;
+        const EACH: u64 = 2_000;
+        // Threads 0 and 2 log through the macro (in place), 1 and 3 formatted lines
+        // (the copying path).
+        let log = |thread: u64, mut writer: loglag::NonBlocking| {
+            let text = "x".repeat(40);
+            for n in 0..EACH {
+                if thread % 2 == 0 {
+                    loglag::info!(thread, n, text = text.as_str(), "filling");
+                } else {
+                    let line = format!(
+                        "{{\"fields\":{{\"thread\":{thread},\"n\":{n},\"text\":\"{text}\"}}}}\n"
+                    );
+                    writer.write_all(line.as_bytes()).unwrap();
+                }
+            }
+        };
+        // Joined (which waits for their thread-locals to be destroyed, unlike the end
+        // of a scope): two threads have exited before the first look at the totals,
+        // two after it, so the totals hold refusals of live and folded threads alike.
+        let run = |threads: std::ops::Range<u64>| {
+            let handles: Vec<_> = threads
+                .map(|t| {
+                    let writer = writer.clone();
+                    std::thread::spawn(move || log(t, writer))
+                })
+                .collect();
+            for handle in handles {
+                handle.join().unwrap();
+            }
+        };
+        run(0..2);
+        let before = writer.metrics();
+        let refused_before = before.dropped_of(loglag::DropReason::QueueFull, Level::Info);
         assert!(
-            kept.windows(2).all(|w| w[0] < w[1]),
-            "thread {thread}: out of order"
+            refused_before > 0,
+            "{policy:?}: the queue never filled: {before:?}"
         );
+        run(2..4);
+        let during = writer.metrics();
+        let refused = during.dropped_of(loglag::DropReason::QueueFull, Level::Info);
+        assert!(refused > refused_before, "{policy:?}: {during:?}");
+        assert_eq!(
+            during.accepted,
+            1 + THREADS * EACH,
+            "{policy:?}: {during:?}"
+        );
+        assert!(
+            during.queue_full_events >= refused,
+            "{policy:?}: {during:?}"
+        );
+        assert!(during.is_accounted(), "{policy:?}: {during:?}");
+
+        gate.open();
+        let m = guard.shutdown();
+        assert!(m.is_accounted(), "{policy:?}: {m:?}");
+        assert_eq!(m.in_flight_records, 0, "{policy:?}: {m:?}");
+        assert_eq!(
+            m.dropped_records(),
+            refused,
+            "{policy:?}: only the refusals: {m:?}"
+        );
+        assert_eq!(
+            m.written_records,
+            1 + THREADS * EACH - refused,
+            "{policy:?}: {m:?}"
+        );
+        let lines = json_lines(&out);
+        let (reports, lines): (Vec<_>, Vec<_>) =
+            lines.into_iter().partition(|l| l["target"] == "loglag");
+        let announced: u64 = reports
+            .iter()
+            .map(|r| r["fields"]["dropped"].as_u64().unwrap())
+            .sum();
+        assert_eq!(announced, refused, "{policy:?}: {reports:?}");
+        assert_eq!(lines.len() as u64, m.written_records);
+        for thread in 0..THREADS {
+            let kept: Vec<u64> = lines
+                .iter()
+                .filter(|l| l["fields"]["thread"] == thread)
+                .map(|l| l["fields"]["n"].as_u64().unwrap())
+                .collect();
+            assert!(
+                kept.windows(2).all(|w| w[0] < w[1]),
+                "{policy:?}: thread {thread}: out of order"
+            );
+        }
     }
 }

@@ -165,6 +165,9 @@ impl Core {
             if Arc::strong_count(counts) > 1 {
                 return true;
             }
+            // `strong_count` reads relaxed: this pairs with the exited thread's release
+            // as it dropped its `Arc` (as `Arc::drop` does), so its last counts are seen.
+            std::sync::atomic::fence(Ordering::Acquire);
             // Refusals first, as `thread_counts` reads them.
             for (retired, refused) in self.refused_retired.iter().zip(&counts.refused) {
                 retired.fetch_add(refused.load(Ordering::Acquire), Ordering::AcqRel);

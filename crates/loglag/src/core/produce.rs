@@ -544,8 +544,9 @@ impl Core {
         // the hot burst's drop path. Not with a spool, whose ledger journals each drop.
         if self.counters.ledger.get().is_none() && !inside_any_sink() {
             if let Some(refused) = self.count_refused_on_thread(level) {
-                // The backlog at its peak, now and then (see `note_full_event`).
-                if refused % 64 == 0 {
+                // The backlog at its peak, now and then (see `note_full_event`): at
+                // each thread's first refusal at a level, and every 64th after.
+                if refused % 64 == 1 {
                     self.counters.note_backlog(self.lanes.used_bytes());
                 }
                 return self.wake_writer();
