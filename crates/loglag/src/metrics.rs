@@ -98,6 +98,15 @@ impl LatencyBuckets {
     }
 }
 
+/// What the callers' threads counted on their own counters (`core/accepted.rs`),
+/// exited threads included: `accepted`, and the records refused for want of room
+/// (`QueueFull`), by level, which are part of `dropped` and of the full events.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ThreadTotals {
+    pub(crate) accepted: u64,
+    pub(crate) refused: [u64; 5],
+}
+
 /// The live counters shared by producers and the writer. Those a logging call
 /// counts (drops, full events, truncations) come first, and the writer's start on
 /// cache lines of their own: the writer updates them on every batch, and a full
@@ -211,7 +220,7 @@ impl Counters {
     /// refusals for want of room that are part of `dropped` and of the full events.
     pub(crate) fn snapshot(
         &self,
-        threads: impl FnOnce() -> crate::core::ThreadTotals,
+        threads: impl FnOnce() -> ThreadTotals,
         in_flight_bytes: u64,
         oldest_age: Option<Duration>,
     ) -> Metrics {

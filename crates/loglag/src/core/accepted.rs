@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::Core;
 #[cfg(not(loglag_loom))]
 use crate::level::Level;
+use crate::metrics::ThreadTotals;
 
 thread_local! {
     /// This thread's counters, one set per pipeline it has logged to.
@@ -29,14 +30,6 @@ pub(super) struct ThreadCounts {
     /// Records refused for want of room under `DropNewest` or `ShedByLevel`
     /// (`QueueFull`), by level. Each is also a full event.
     refused: [AtomicU64; 5],
-}
-
-/// What the threads have counted, exited ones included.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct ThreadTotals {
-    pub(crate) accepted: u64,
-    /// Drops for `QueueFull`, by level, counted on the threads (see [`ThreadCounts`]).
-    pub(crate) refused: [u64; 5],
 }
 
 /// One thread's counters, for every pipeline it has logged to.

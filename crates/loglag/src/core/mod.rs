@@ -14,7 +14,6 @@
 //! it reaches them only through method calls.
 
 mod accepted;
-pub(crate) use accepted::ThreadTotals;
 pub(crate) mod drain;
 pub(crate) mod flush;
 mod produce;
