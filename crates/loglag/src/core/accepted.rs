@@ -83,12 +83,20 @@ impl Core {
                 thread.last.set((self.call.id, Arc::as_ptr(counts)));
                 return;
             }
+            let mut all = match self.accepted_slots.try_lock() {
+                Ok(all) => all,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                // Held by a reader (`thread_counts`: a metrics read, the writer's drop
+                // report) or, should a signal handler have interrupted this very thread
+                // inside one, by this thread, whose wait would never end: this record
+                // is counted on the shared total, and the slot made at a later one.
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+                    return;
+                }
+            };
             let counts = Arc::new(ThreadCounts::default());
             counts.accepted.store(1, Ordering::Release);
-            let mut all = self
-                .accepted_slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
             // Threads come and go; fold the slots of exited ones into the total whenever
             // the list doubles, so memory follows the live threads, not all threads ever.
             if all.len() >= self.fold_at.load(Ordering::Relaxed) {
@@ -169,5 +177,38 @@ impl Core {
                 .fetch_add(counts.accepted.load(Ordering::Acquire), Ordering::AcqRel);
             false
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A thread's first record to a pipeline while that thread holds the counters' lock
+    /// itself (a signal handler that logs from inside a metrics read on that thread)
+    /// is counted, on the shared total, without waiting for the lock; its next record
+    /// makes the thread's slot.
+    #[test]
+    fn a_first_record_under_its_threads_own_lock_is_counted_without_waiting() {
+        let config = crate::NonBlockingBuilder::default()
+            .mode(crate::Mode::Async)
+            .config();
+        let core = Arc::new(Core::new(config, None));
+        let (done, finished) = std::sync::mpsc::channel();
+        let on_thread = core.clone();
+        std::thread::spawn(move || {
+            let held = on_thread.accepted_slots.lock().unwrap();
+            on_thread.count_accepted();
+            drop(held);
+            on_thread.count_accepted();
+            let _ = done.send(on_thread.slot_count());
+        });
+        // A bound on a hang, not a synchronisation: the answer comes at once or never.
+        let slots = finished
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a first record waited for the lock its own thread holds");
+        assert_eq!(slots, 1, "the second record made the thread's slot");
+        assert_eq!(core.thread_counts().accepted, 2);
     }
 }
