@@ -101,7 +101,7 @@ impl LatencyBuckets {
 /// What the callers' threads counted on their own counters (`core/accepted.rs`),
 /// exited threads included: `accepted`, and the records refused for want of room
 /// (`QueueFull`), by level, which are part of `dropped` and of the full events.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct ThreadTotals {
     pub(crate) accepted: u64,
     pub(crate) refused: [u64; 5],

@@ -31,6 +31,46 @@ fn json_lines(out: &Arc<Mutex<Vec<u8>>>) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The global pipeline (64 KiB, `policy`) into a sink that holds the writer in its
+/// first write, a line of its own, until `gate` opens: everything logged meanwhile
+/// stays queued or is refused.
+fn held_global_pipeline(
+    policy: loglag::Overflow,
+) -> (
+    loglag::NonBlocking,
+    loglag::WorkerGuard,
+    support::Gate,
+    Arc<Mutex<Vec<u8>>>,
+) {
+    use std::io::Write as _;
+    let gate = support::Gate::closed();
+    let (sink, out) = TestSink::new(Behaviour::Fast);
+    let (sink, entered) = sink.gated(gate.clone());
+    let (mut writer, guard) = NonBlockingBuilder::default()
+        .mode(Mode::Async)
+        .capacity_bytes(64 << 10)
+        .overflow(policy)
+        .build(sink)
+        .unwrap();
+    loglag::set_global(&writer, Format::Json, Level::Info);
+    writer.write_all(b"{\"first\":true}\n").unwrap();
+    entered.recv().unwrap();
+    (writer, guard, gate, out)
+}
+
+/// The drops the in-band reports announce, the reports, and the other lines.
+fn announced_drops(
+    lines: Vec<serde_json::Value>,
+) -> (u64, Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let (reports, lines): (Vec<_>, Vec<_>) =
+        lines.into_iter().partition(|l| l["target"] == "loglag");
+    let announced = reports
+        .iter()
+        .map(|r| r["fields"]["dropped"].as_u64().unwrap())
+        .sum();
+    (announced, reports, lines)
+}
+
 /// Payloads of every size from empty to three times an 8 KiB ring's room, so records
 /// land at every offset before the ring's end and many outgrow the room they began in.
 #[test]
@@ -197,21 +237,9 @@ fn the_oldest_queued_age_is_measured_from_when_the_record_was_logged() {
 /// announce every drop.
 #[test]
 fn plain_records_refused_by_every_ring_are_counted_once_at_their_level() {
-    use std::io::Write as _;
     let _lock = global_lock();
     for policy in [loglag::Overflow::ShedByLevel, loglag::Overflow::DropNewest] {
-        let gate = support::Gate::closed();
-        let (sink, out) = TestSink::new(Behaviour::Fast);
-        let (sink, entered) = sink.gated(gate.clone());
-        let (mut writer, guard) = NonBlockingBuilder::default()
-            .mode(Mode::Async)
-            .capacity_bytes(64 << 10)
-            .overflow(policy)
-            .build(sink)
-            .unwrap();
-        loglag::set_global(&writer, Format::Json, Level::Info);
-        writer.write_all(b"{\"first\":true}\n").unwrap();
-        entered.recv().unwrap();
+        let (writer, guard, gate, out) = held_global_pipeline(policy);
 
         // About 100 bytes each: 2,000 of them are three times the budget.
         let text = "x".repeat(40);
@@ -249,12 +277,7 @@ fn plain_records_refused_by_every_ring_are_counted_once_at_their_level() {
         assert_eq!(m.written_records, m.accepted - m.dropped_records(), "{m:?}");
         let lines = json_lines(&out);
         // The in-band reports announce every drop; the rest are the records.
-        let (reports, lines): (Vec<_>, Vec<_>) =
-            lines.into_iter().partition(|l| l["target"] == "loglag");
-        let announced: u64 = reports
-            .iter()
-            .map(|r| r["fields"]["dropped"].as_u64().unwrap())
-            .sum();
+        let (announced, reports, lines) = announced_drops(lines);
         assert_eq!(announced, m.dropped_records(), "{policy:?}: {reports:?}");
         assert_eq!(lines.len() as u64, m.written_records);
         let kept: Vec<u64> = lines
@@ -282,18 +305,7 @@ fn refusals_counted_on_exited_threads_are_kept_and_announced() {
     use std::io::Write as _;
     let _lock = global_lock();
     for policy in [loglag::Overflow::DropNewest, loglag::Overflow::ShedByLevel] {
-        let gate = support::Gate::closed();
-        let (sink, out) = TestSink::new(Behaviour::Fast);
-        let (sink, entered) = sink.gated(gate.clone());
-        let (mut writer, guard) = NonBlockingBuilder::default()
-            .mode(Mode::Async)
-            .capacity_bytes(64 << 10)
-            .overflow(policy)
-            .build(sink)
-            .unwrap();
-        loglag::set_global(&writer, Format::Json, Level::Info);
-        writer.write_all(b"{\"first\":true}\n").unwrap();
-        entered.recv().unwrap();
+        let (writer, guard, gate, out) = held_global_pipeline(policy);
 
         const THREADS: u64 = 4;
         const EACH: u64 = 2_000;
@@ -363,12 +375,7 @@ fn refusals_counted_on_exited_threads_are_kept_and_announced() {
             "{policy:?}: {m:?}"
         );
         let lines = json_lines(&out);
-        let (reports, lines): (Vec<_>, Vec<_>) =
-            lines.into_iter().partition(|l| l["target"] == "loglag");
-        let announced: u64 = reports
-            .iter()
-            .map(|r| r["fields"]["dropped"].as_u64().unwrap())
-            .sum();
+        let (announced, reports, lines) = announced_drops(lines);
         assert_eq!(announced, refused, "{policy:?}: {reports:?}");
         assert_eq!(lines.len() as u64, m.written_records);
         for thread in 0..THREADS {

@@ -3,7 +3,8 @@
 //! caller's path, no shared read-modify-write) that `Core::thread_counts` sums. So is
 //! a record refused because no ring had room under a policy that drops the newest
 //! (`QueueFull`): the hot burst's drop path, where two shared read-modify-writes (the
-//! drop and the full event) were 11–13 ns of its 23.
+//! drop and the full event) were 10–11 ns of its 22 (BENCHMARKS.md, seventeenth
+//! session).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};

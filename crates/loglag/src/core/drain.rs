@@ -478,11 +478,9 @@ impl Core {
         let mut now: [[u64; 5]; 4] = std::array::from_fn(|r| {
             std::array::from_fn(|l| counters.dropped[r][l].load(Ordering::Acquire))
         });
-        // With the refusals counted on the callers' threads (`refuse_newest`: only
-        // under a policy that drops the newest, and never with a spool, whose ledger
-        // journals every drop on the shared counters). Not asked otherwise: it takes
-        // the lock the threads' first records take.
-        if self.call.drops_newest && counters.ledger.get().is_none() {
+        // With the refusals counted on the callers' threads. Not asked where there
+        // are none: it takes the lock the threads' first records take.
+        if self.refuses_on_threads() {
             let refused = self.thread_counts().refused;
             for (total, refused) in now[DropReason::QueueFull as usize].iter_mut().zip(refused) {
                 *total += refused;

@@ -536,13 +536,20 @@ impl Core {
         self.wake_writer();
     }
 
+    /// Whether refusals for want of room are counted on the callers' threads
+    /// (`refuse_newest`): under a policy that drops the newest, and never with a
+    /// spool, whose ledger journals every drop on the shared counters.
+    pub(super) fn refuses_on_threads(&self) -> bool {
+        self.call.drops_newest && self.counters.ledger.get().is_none()
+    }
+
     /// `enqueue`'s answer to a record no ring takes under `DropNewest` or
     /// `ShedByLevel`, for a caller that knows it before encoding the record.
     #[cfg(not(loglag_loom))]
     fn refuse_newest(&self, level: Level) {
         // On this thread's own counters where it can: no shared read-modify-write on
-        // the hot burst's drop path. Not with a spool, whose ledger journals each drop.
-        if self.counters.ledger.get().is_none() && !inside_any_sink() {
+        // the hot burst's drop path.
+        if self.refuses_on_threads() && !inside_any_sink() {
             if let Some(refused) = self.count_refused_on_thread(level) {
                 // The backlog at its peak, now and then (see `note_full_event`): at
                 // each thread's first refusal at a level, and every 64th after.
