@@ -473,6 +473,116 @@ fn an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind() {
     )
 }
 
+/// Whether process `pid` has exited: gone from /proc, or a zombie waiting to be reaped.
+fn has_exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat.get(i + 2..i + 3))
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// Whether SIGINT is pending for `pid` (sent, not yet delivered to a handler).
+fn sigint_pending(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .filter_map(|l| l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:")))
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+}
+
+/// Reads the pid a process wrote (whole: written to a temporary name, then renamed).
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A second SIGINT (GNU `timeout -s INT` sends two; an impatient Ctrl-C) while the lab
+/// is busy (here: waiting for an app that never gets ready, which does not watch the
+/// first): the lab still kills the app, the `setsid` daemon it started and its cgroup,
+/// and removes its scratch directory (FIFOs, the app's stderr), before it exits 130.
+/// It used to exit at once, leaving the daemon, the cgroup and the directory behind.
+#[test]
+fn a_second_sigint_still_kills_the_app_and_removes_the_labs_files() {
+    within(
+        "a_second_sigint_still_kills_the_app_and_removes_the_labs_files",
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let marks = tempfile::tempdir().unwrap();
+            let script = marks.path().join("daemonizing_app.sh");
+            // Writes its pid, starts a daemon in a session of its own that writes its
+            // pid, and never listens.
+            std::fs::write(
+                &script,
+                r#"echo $$ > "$1/app.tmp" && mv "$1/app.tmp" "$1/app.pid"
+setsid sh -c 'echo $$ > "$1/daemon.tmp" && mv "$1/daemon.tmp" "$1/daemon.pid"; exec sleep 600' sh "$1" &
+exec sleep 600
+"#,
+            )
+            .unwrap();
+            let app = format!(
+                "sh {} {} {{port}} {{log_path}}",
+                script.display(),
+                marks.path().display()
+            );
+            let lab = loglag()
+                .env("TMPDIR", tmp.path())
+                .args(["lab", "--app", &app, "--conditions", "c"])
+                .args(["--expect-lines", "1", "--sinks", "fast", "--duration", "1s"])
+                .args(["--ready-timeout", "600s"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let lab_pid = lab.id();
+            let (app_pid, daemon_pid) = loop {
+                if let (Some(a), Some(d)) = (
+                    read_pid(&marks.path().join("app.pid")),
+                    read_pid(&marks.path().join("daemon.pid")),
+                ) {
+                    break (a, d);
+                }
+                assert!(!has_exited(lab_pid), "the lab ended before its app started");
+                // Waiting for another process to write a file: polling is all there is.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let interrupt = || {
+                // SAFETY: kill(2) on our own unreaped child.
+                assert_eq!(unsafe { libc::kill(lab_pid as i32, libc::SIGINT) }, 0);
+            };
+            interrupt();
+            // Two signals still pending at once are one: the second is sent once the
+            // first has reached the lab's handler.
+            while sigint_pending(lab_pid) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert!(!has_exited(lab_pid), "one SIGINT does not end the readiness wait");
+            interrupt();
+            let out = lab.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let app_gone = has_exited(app_pid);
+            let daemon_gone = has_exited(daemon_pid);
+            // Whatever the outcome, nothing of this test outlives it.
+            for pid in [app_pid, daemon_pid] {
+                // SAFETY: kill(2); the pids are this test's app's, checked just above.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            assert_eq!(out.status.code(), Some(130), "{stderr}");
+            assert!(app_gone, "the app {app_pid} still runs: {stderr}");
+            assert!(daemon_gone, "its setsid daemon {daemon_pid} still runs: {stderr}");
+            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+                let group = Path::new(root).join(format!("loglag-{lab_pid}-app-0"));
+                assert!(!group.exists(), "{} left behind: {stderr}", group.display());
+            }
+            assert_nothing_left(tmp.path(), "after two SIGINTs");
+            // The second SIGINT's teardown did it, not the first's way out.
+            assert!(stderr.contains("interrupted again"), "{stderr}");
+        },
+    )
+}
+
 #[test]
 fn an_app_that_loses_its_buffer_at_shutdown_shows_the_exact_loss() {
     within(

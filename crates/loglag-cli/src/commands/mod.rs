@@ -53,7 +53,59 @@ pub(crate) use torture::torture;
 /// Exit code after Ctrl-C, as shells expect.
 pub(crate) const INTERRUPTED: u8 = 130;
 
-/// SIGINT/SIGTERM set the flag so the lab can clean up; a second one exits at once.
+/// SIGINT/SIGTERM set the flag so the lab can clean up on its way out. A second one
+/// (GNU `timeout -s INT` sends two; an impatient Ctrl-C) does not wait for that: it
+/// kills what the lab started (an `--app`'s cgroup and process groups) and removes its
+/// scratch directories (`loglag_lab::sys::teardown`), then exits. A third exits at
+/// once.
+#[cfg(unix)]
+pub(crate) fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    use std::io::Read;
+    use std::os::fd::IntoRawFd;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+    let flag = Arc::new(AtomicBool::new(false));
+    // The handler wakes the teardown thread through a socket: a write is all it may do.
+    let (mut woken, wake) = std::os::unix::net::UnixStream::pair()?;
+    // Open for the process's life: the handler may run at any time.
+    let wake = wake.into_raw_fd();
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())?;
+        // SAFETY: the handler makes only async-signal-safe calls: an atomic add,
+        // write(2) and _exit(2).
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                match SIGNALS.fetch_add(1, Ordering::SeqCst) + 1 {
+                    1 => {}
+                    2 => {
+                        libc::write(wake, b"2".as_ptr().cast(), 1);
+                    }
+                    _ => signal_hook::low_level::exit(INTERRUPTED as i32),
+                }
+            })?;
+        }
+    }
+    std::thread::Builder::new()
+        .name("second-interrupt".into())
+        .spawn(move || {
+            let mut byte = [0u8];
+            if woken.read_exact(&mut byte).is_ok() {
+                eprintln!(
+                    "loglag: interrupted again: killing what the lab started and removing its scratch files, then exiting (once more exits at once)"
+                );
+                let done = loglag_lab::sys::teardown::now();
+                eprintln!("loglag: {done}; exiting");
+                // Not `process::exit`: the main thread may hold stdout's lock, and
+                // nothing is left to flush.
+                signal_hook::low_level::exit(INTERRUPTED as i32);
+            }
+        })?;
+    Ok(flag)
+}
+
+/// SIGINT (Ctrl-C) sets the flag so the command can clean up; a second one exits at
+/// once (no process of the lab's runs here).
+#[cfg(not(unix))]
 pub(crate) fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -11,6 +11,8 @@ const PERIOD_US: u64 = 100_000;
 pub struct CpuLimit {
     dir: PathBuf,
     pub cores: f64,
+    /// Removed by a second Ctrl-C's teardown, should the lab not get to drop it.
+    _held: super::teardown::Held,
 }
 
 impl CpuLimit {
@@ -22,13 +24,13 @@ impl CpuLimit {
         if cpu_limits_are_v2() {
             let dir = root.join(name);
             make_dir(&dir)?;
-            let limit = CpuLimit { dir, cores };
+            let limit = CpuLimit::held(dir, cores);
             write(&limit.dir.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?;
             Ok(limit)
         } else if root.join("cpu").is_dir() {
             let dir = root.join("cpu").join(name);
             make_dir(&dir)?;
-            let limit = CpuLimit { dir, cores };
+            let limit = CpuLimit::held(dir, cores);
             write(&limit.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
             write(&limit.dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
             Ok(limit)
@@ -37,6 +39,14 @@ impl CpuLimit {
                 io::ErrorKind::Unsupported,
                 "no cgroup CPU controller under /sys/fs/cgroup",
             ))
+        }
+    }
+
+    fn held(dir: PathBuf, cores: f64) -> CpuLimit {
+        CpuLimit {
+            _held: super::teardown::hold_cpu_limit(&dir),
+            dir,
+            cores,
         }
     }
 
@@ -125,6 +135,9 @@ pub fn cpu_limits_are_v2() -> bool {
 #[derive(Debug)]
 pub struct KillGroup {
     dir: PathBuf,
+    /// Killed and removed by a second Ctrl-C's teardown, should the lab not get to
+    /// drop it.
+    _held: super::teardown::Held,
 }
 
 impl KillGroup {
@@ -138,7 +151,10 @@ impl KillGroup {
         })?;
         let dir = root.join(name);
         make_dir(&dir)?;
-        let group = KillGroup { dir };
+        let group = KillGroup {
+            _held: super::teardown::hold_kill_group(&dir),
+            dir,
+        };
         if !group.dir.join("cgroup.kill").exists() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -194,6 +210,20 @@ impl Drop for KillGroup {
     }
 }
 
+/// SIGKILLs what the kill group at `dir` holds and waits (up to a second) until it is
+/// empty; returns how many processes it held.
+pub(crate) fn kill_dir(dir: &Path) -> usize {
+    let held = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    if held > 0 {
+        kill_all(dir);
+    }
+    held
+}
+
 /// SIGKILLs every process in the cgroup at `dir` (`cgroup.kill`) and waits up to a
 /// second for them to be gone.
 fn kill_all(dir: &Path) {
@@ -209,6 +239,12 @@ fn kill_all(dir: &Path) {
 }
 
 fn remove_when_empty(dir: &Path) {
+    remove_dir_when_empty(dir);
+}
+
+/// Removes the cgroup at `dir` once its processes have left it; returns whether this
+/// call removed it.
+pub(crate) fn remove_dir_when_empty(dir: &Path) -> bool {
     // A killed process leaves the cgroup only once the kernel has finished tearing
     // it down: retry EBUSY briefly.
     for _ in 0..100 {
@@ -216,9 +252,10 @@ fn remove_when_empty(dir: &Path) {
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            _ => return,
+            r => return r.is_ok(),
         }
     }
+    false
 }
 
 impl Drop for CpuLimit {

@@ -60,6 +60,8 @@ pub fn role_command(exe: &Path, role: &str, settings: &impl serde::Serialize) ->
 pub struct ChildGuard {
     pub child: Child,
     reaped: Option<std::process::ExitStatus>,
+    /// The group, for a second Ctrl-C's teardown: let go of before the leader is reaped.
+    held: Option<super::teardown::Held>,
 }
 
 impl ChildGuard {
@@ -70,9 +72,17 @@ impl ChildGuard {
             .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
         Ok(ChildGuard {
+            held: Some(super::teardown::hold_group(child.id())),
             child,
             reaped: None,
         })
+    }
+
+    /// Reaps the leader (blocking until it exits), after letting go of its group: from
+    /// then on its id may be reused, and no teardown may signal it.
+    fn reap(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.held.take();
+        self.child.wait()
     }
 
     pub fn pid(&self) -> u32 {
@@ -102,7 +112,7 @@ impl ChildGuard {
     fn reap_if_exited(&mut self) -> Option<std::process::ExitStatus> {
         if self.reaped.is_none() && self.has_exited() {
             self.kill_group(Signal::Kill);
-            self.reaped = self.child.wait().ok();
+            self.reaped = self.reap().ok();
         }
         self.reaped
     }
@@ -138,7 +148,7 @@ impl ChildGuard {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_group(Signal::Kill);
-        self.reaped = self.child.wait().ok();
+        self.reaped = self.reap().ok();
         Ended::Killed { after: grace }
     }
 
@@ -159,7 +169,7 @@ impl ChildGuard {
             );
         }
         self.kill_group(Signal::Kill);
-        let status = self.child.wait()?;
+        let status = self.reap()?;
         self.reaped = Some(status);
         Ok(status)
     }
@@ -234,7 +244,7 @@ impl Drop for ChildGuard {
     fn drop(&mut self) {
         if self.reaped.is_none() {
             self.kill_group(Signal::Kill);
-            let _ = self.child.wait();
+            let _ = self.reap();
         }
     }
 }

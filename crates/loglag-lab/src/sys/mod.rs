@@ -1,5 +1,6 @@
 //! What talks to the operating system: child processes and the contract with them,
-//! cgroups, scratch directories, the shared clock, and the units users type.
+//! cgroups, scratch directories, what a second Ctrl-C tears down, the shared clock,
+//! and the units users type.
 pub mod cgroup;
 pub mod child;
 pub mod clock;
@@ -7,4 +8,5 @@ pub mod procfs;
 pub mod scratch;
 pub mod signal;
 pub mod stop;
+pub mod teardown;
 pub mod units;

@@ -146,6 +146,29 @@ pub fn with_descendants(pid: u32) -> Vec<u32> {
     family
 }
 
+/// Whether a process of group `pgid` is alive: running, sleeping or stopped, not a
+/// zombie (which has exited and waits for its parent to reap it).
+pub fn group_has_live_processes(pgid: i32) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|p| {
+            let Some(stat) = std::fs::read_to_string(p.path().join("stat")).ok() else {
+                return false;
+            };
+            // After the command name (in parentheses, which may hold spaces): the
+            // state, the parent pid, the process group.
+            let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            group == Some(pgid) && !matches!(state, Some("Z" | "X" | "x"))
+        })
+}
+
 /// The first number after `key` at the start of a line.
 fn field(text: &str, key: &str) -> Option<u64> {
     text.lines()

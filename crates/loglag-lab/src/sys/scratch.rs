@@ -5,10 +5,25 @@
 use std::io;
 use std::path::Path;
 
+/// A scratch directory: removed when it drops, or by a second Ctrl-C's teardown
+/// (`teardown::now`) should the lab not get that far.
+#[derive(Debug)]
+pub struct Scratch {
+    // Declared first, so dropped first: let go of before the directory is removed.
+    _held: super::teardown::Held,
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
 /// Creates `$TMPDIR/loglag-<kind>-<pid>-XXXXXX`, removed when the returned guard drops,
 /// after removing stale `loglag-<kind>-<pid>-*` directories whose lab is gone. Returns
 /// the directory and, if any were removed, a warning that says so.
-pub fn create(kind: &str) -> io::Result<(tempfile::TempDir, Option<String>)> {
+pub fn create(kind: &str) -> io::Result<(Scratch, Option<String>)> {
     let tmp = std::env::temp_dir();
     let removed = remove_stale(&tmp, kind);
     let warning = (removed > 0).then(|| {
@@ -28,6 +43,10 @@ pub fn create(kind: &str) -> io::Result<(tempfile::TempDir, Option<String>)> {
                 ),
             )
         })?;
+    let dir = Scratch {
+        _held: super::teardown::hold_dir(dir.path()),
+        dir,
+    };
     Ok((dir, warning))
 }
 
