@@ -473,6 +473,36 @@ fn an_app_that_crashes_gives_a_clear_error_and_leaves_nothing_behind() {
     )
 }
 
+/// An app that fails after writing terminal escapes on stderr (a window title, a
+/// cleared screen): the lab's error shows its last lines with the escapes made
+/// visible, and not one raw ESC or BEL reaches the user's terminal.
+#[test]
+fn an_apps_terminal_escapes_are_shown_escaped_when_it_fails() {
+    within(
+        "an_apps_terminal_escapes_are_shown_escaped_when_it_fails",
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = loglag()
+                .env("TMPDIR", tmp.path())
+                .args(["lab", "--conditions", "none", "--sinks", "fast"])
+                .args(["--duration", "1s", "--app"])
+                .arg(r#"sh -c 'printf "\033]0;pwned\007\033[2Jboom\n" >&2; exit 3' {port} {log_path}"#)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(1));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(r"stderr: \x1b]0;pwned\x07\x1b[2Jboom"),
+                "{stderr}"
+            );
+            assert!(
+                !out.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+                "a raw escape reached the terminal: {stderr:?}"
+            );
+        },
+    )
+}
+
 /// Whether process `pid` has exited: gone from /proc, or a zombie waiting to be reaped.
 fn has_exited(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -624,11 +624,20 @@ impl std::fmt::Display for AppExit {
     }
 }
 
-/// The last lines of a child's stderr, for error messages.
+/// The last lines of a child's stderr, for error messages: what an `--app` wrote, shown
+/// [`visible`], so that its escapes (a window title, a cleared screen, colours) do not
+/// reach the user's terminal.
 fn tail(path: &Path) -> String {
-    let mut text = String::new();
-    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text));
-    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    let mut bytes = Vec::new();
+    let _ = std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes));
+    let text = String::from_utf8_lossy(&bytes);
+    // Split first, so that a line's `\r\n` ending is not shown as an escape.
+    let lines: Vec<String> = text
+        .lines()
+        .rev()
+        .take(5)
+        .map(|l| visible(l.as_bytes()))
+        .collect();
     if lines.is_empty() {
         "(no output on stderr)".into()
     } else {
@@ -636,5 +645,45 @@ fn tail(path: &Path) -> String {
             "stderr: {}",
             lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
         )
+    }
+}
+
+/// `bytes` as text that is safe on a terminal: invalid UTF-8 shown lossily (U+FFFD),
+/// and every control character but `\n` and `\t` (C0, DEL, and C1 U+0080-U+009F, which
+/// some terminals take as CSI, OSC, ...) as a visible escape: `\x1b`, `\x7f`, `\u{9b}`.
+pub(crate) fn visible(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let text = String::from_utf8_lossy(bytes);
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c as u32 {
+            0x0a | 0x09 => shown.push(c),
+            n @ (0x00..=0x1f | 0x7f) => {
+                let _ = write!(shown, "\\x{n:02x}");
+            }
+            n @ 0x80..=0x9f => {
+                let _ = write!(shown, "\\u{{{n:x}}}");
+            }
+            _ => shown.push(c),
+        }
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible;
+
+    #[test]
+    fn control_characters_are_shown_escaped_and_invalid_utf8_lossily() {
+        let shown = visible(b"a\x1b]0;pwned\x07\x1b[2Jb\tc\r\n\xc2\x9b\x7f \xff \xc3\xa9");
+        assert_eq!(
+            shown,
+            "a\\x1b]0;pwned\\x07\\x1b[2Jb\tc\\x0d\n\\u{9b}\\x7f \u{fffd} \u{e9}"
+        );
+        assert!(
+            !shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
     }
 }
