@@ -269,7 +269,7 @@ impl Lanes {
             // SAFETY: `last` points into a ring this thread's table holds (see
             // `OwnRings::last`), and the table keeps it while this call runs: a signal
             // handler that logs meanwhile may change other pipelines' entries, never
-            // this one's (this pipeline is alive, and `PRODUCING` keeps the handler out
+            // this one's (this pipeline is alive, and its entered mark keeps the handler out
             // of it).
             Some(ring) => f(Some(unsafe { &*ring })),
             None => self.with_own_slow(f),

@@ -69,13 +69,23 @@ impl log::Log for Logger {
             return;
         }
         let level = Level::from(record.level());
+        let core = &self.writer.core;
+        // Marked before the thread-local line buffer is taken: a signal handler that
+        // logs there is refused as `reentrant`, never handed a half-taken buffer.
+        let Some(entered) = core.enter() else {
+            return core.drop_reentrant(level);
+        };
         with_line_buffer(|buf| {
             let mut line =
                 LineBuilder::begin(buf, self.format, SystemTime::now(), level, record.target());
-            line.field("message", Value::Args(*record.args()));
+            {
+                // The arguments' `Display` is the caller's code: one that logs is logged.
+                let _user = entered.user_code();
+                line.field("message", Value::Args(*record.args()));
+            }
             line.finish();
             if mode != Mode::FormatOnly {
-                self.writer.submit(level, buf);
+                core.submit_entered(level, buf);
             } else {
                 std::hint::black_box(&buf);
             }

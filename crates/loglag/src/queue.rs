@@ -1384,6 +1384,8 @@ impl Ring {
                 Err(std::sync::TryLockError::WouldBlock) => return None,
             }
         };
+        #[cfg(test)]
+        tests::while_consuming();
         let tail = self.tail.0.load(Ordering::Acquire);
         if tail >= self.head.head.load(Ordering::Acquire) {
             return None;
@@ -1498,8 +1500,26 @@ pub(crate) unsafe fn scan(base: *const u8, capacity: u64, from: u64) -> Scan {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    thread_local! {
+        /// What a test does while this thread holds a ring's consumer lock in
+        /// `oldest_enqueued_ns` (a signal handler landing there).
+        static WHILE_CONSUMING: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// Runs `f` (once) the next time this thread holds a ring's consumer lock for a peek.
+    pub(crate) fn on_next_consume(f: impl FnOnce() + 'static) {
+        WHILE_CONSUMING.with(|w| *w.borrow_mut() = Some(Box::new(f)));
+    }
+
+    pub(super) fn while_consuming() {
+        if let Some(f) = WHILE_CONSUMING.with(|w| w.borrow_mut().take()) {
+            f();
+        }
+    }
 
     /// `pop_into` for rings that hold no captured records.
     fn pop(ring: &Ring, out: &mut Vec<u8>, max: usize, each: impl FnMut(Popped)) -> (usize, u64) {

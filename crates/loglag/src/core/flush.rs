@@ -74,6 +74,9 @@ impl Core {
 
     /// Waits until every record accepted before the call is written or dropped.
     pub(crate) fn flush(&self, timeout: Duration) -> Result<Flushed, FlushTimeout> {
+        // A signal handler that logs while this thread waits here, or holds the `sync`
+        // sink's lock, is refused (`entered.rs`), not made to wait on itself.
+        let _entered = self.enter();
         if self.in_forked_child() {
             // Everything this process logged is written already; the parent's queue
             // is the parent's.
@@ -297,6 +300,34 @@ mod tests {
             }
             writer.join().unwrap();
             assert_eq!(out.lock().unwrap().as_slice(), b"held\nqueued\n");
+        });
+    }
+
+    /// A signal handler that logs while its thread is inside `metrics()` holding a
+    /// ring's consumer lock: under `Block` with a full ring it waited for room the
+    /// writer could not make (the writer waits for that lock), and every producer then
+    /// blocked (6 of 6 runs). Its record is now refused as `reentrant` at once, with
+    /// nothing enqueued, whatever the ring holds; the same in `flush`.
+    #[test]
+    fn a_record_logged_while_metrics_holds_a_consumer_lock_is_dropped_as_reentrant() {
+        bounded("metrics under a handler", || {
+            let config = crate::NonBlockingBuilder::default()
+                .mode(Mode::Async)
+                .overflow(crate::Overflow::Block)
+                .config();
+            let core = Arc::new(Core::new(config, None));
+            core.submit(Level::Info, b"queued\n");
+            let handler = core.clone();
+            crate::queue::tests::on_next_consume(move || {
+                handler.submit(Level::Warn, b"from a handler\n");
+            });
+            let m = core.metrics();
+            assert_eq!(m.accepted, 2, "{m:?}");
+            assert_eq!(m.dropped_of(DropReason::Reentrant, Level::Warn), 1, "{m:?}");
+            assert_eq!(
+                m.in_flight_records, 1,
+                "only the thread's own record is queued"
+            );
         });
     }
 

@@ -15,6 +15,7 @@
 
 mod accepted;
 pub(crate) mod drain;
+mod entered;
 pub(crate) mod flush;
 mod produce;
 
@@ -144,7 +145,7 @@ thread_local! {
 }
 
 /// Marks this thread as inside one pipeline's sink (`INSIDE_SINK`) or producer path
-/// (`PRODUCING`) until dropped, then gives back the mark it replaced. (Nothing to give
+/// (`entered.rs` keeps which pipelines a thread is inside) until dropped, then gives back the mark it replaced. (Nothing to give
 /// back from a thread-local destructor, where the mark is gone.)
 pub(crate) struct ThreadMark {
     mark: &'static std::thread::LocalKey<Cell<u64>>,
@@ -366,6 +367,9 @@ impl Core {
     }
 
     pub(crate) fn metrics(&self) -> Metrics {
+        // It takes a ring's consumer lock: a signal handler that logs meanwhile must
+        // not wait for room only the writer, waiting for that lock, can make.
+        let _entered = self.enter();
         let in_flight_bytes = self.lanes.used_bytes() + self.handshake.in_flight_bytes();
         let age = self.lanes.oldest_enqueued_ns().map(crate::clock::stamp_age);
         let mut m = self

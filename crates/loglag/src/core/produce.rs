@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::entered::{self, EnteredMark};
 use super::{inside_any_sink, limit, Core, ThreadMark};
 use crate::capture::{self, Encoder, Fixed, PlainRecord, Site};
 use crate::clock;
@@ -19,34 +20,34 @@ use crate::queue::NotInPlace;
 use crate::queue::{footprint, Full, Ring, Stamps};
 
 thread_local! {
-    /// The pipeline whose producer path (counting, claiming a ring, pushing) this
-    /// thread is inside; 0 for none.
-    static PRODUCING: Cell<u64> = const { Cell::new(0) };
     /// Scratch for records that must be truncated.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Core {
-    /// Enters this pipeline's producer path on this thread; `None` if this thread is
+    /// Enters this pipeline on this thread (see `entered.rs`); `None` if this thread is
     /// already in it. That happens only to a signal handler that logs, interrupting
-    /// this thread while it logged to the same pipeline: its record cannot take the
-    /// ring claim lock, or the ring, that the interrupted call holds, so it is counted
-    /// accepted on a shared atomic and dropped as `reentrant`. Another pipeline is
-    /// entered as usual (a `sync` sink that logs through a second pipeline), and the
+    /// this thread while it was inside the same pipeline (logging, reading its metrics,
+    /// flushing): its record cannot take the ring claim lock, the ring, the consumer
+    /// lock or the thread-local buffer that the interrupted call may hold, so it is
+    /// counted accepted on a shared atomic and dropped as `reentrant`. Another pipeline
+    /// is entered as usual (a `sync` sink that logs through a second pipeline), and the
     /// thread-local tables the pipelines share are borrowed with `try_`. A sink that
     /// logs into its own pipeline runs on the writer, or is caught here in `sync` mode.
     #[inline]
-    fn enter_producing(&self) -> Option<ThreadMark> {
-        let reentered = PRODUCING
-            .try_with(|p| p.get() == self.call.id)
-            .unwrap_or(false);
-        (!reentered).then(|| ThreadMark::set(&PRODUCING, self.call.id))
+    pub(crate) fn enter(&self) -> Option<EnteredMark> {
+        entered::enter(self.call.id).ok()
     }
 
-    /// A re-entered record (see [`Core::enter_producing`]): accepted and dropped with
-    /// atomics only, which a signal handler may use.
+    /// A re-entered record (see [`Core::enter`]): accepted and dropped with atomics
+    /// only, which a signal handler may use. It never waits, allocates or locks,
+    /// whatever the policy.
     #[cold]
-    fn drop_reentrant(&self, level: Level) {
+    pub(crate) fn drop_reentrant(&self, level: Level) {
+        match self.call.mode {
+            Mode::Off | Mode::FormatOnly => return,
+            Mode::Sync | Mode::Async => {}
+        }
         self.accepted_retired.fetch_add(1, Ordering::AcqRel);
         self.counters.count_drop(DropReason::Reentrant, level, 1);
     }
@@ -57,12 +58,22 @@ impl Core {
             Mode::Off | Mode::FormatOnly => return,
             Mode::Sync | Mode::Async => {}
         }
+        let Some(_entered) = self.enter() else {
+            return self.drop_reentrant(level);
+        };
+        self.submit_entered(level, record);
+    }
+
+    /// [`Core::submit`] on a thread that has entered this pipeline already (a
+    /// front-end that marked the thread before formatting on it).
+    pub(crate) fn submit_entered(&self, level: Level, record: &[u8]) {
+        match self.call.mode {
+            Mode::Off | Mode::FormatOnly => return,
+            Mode::Sync | Mode::Async => {}
+        }
         if self.in_forked_child() {
             return self.submit_in_forked_child(level, record);
         }
-        let Some(_producing) = self.enter_producing() else {
-            return self.drop_reentrant(level);
-        };
         self.count_accepted();
         if record.len() > self.call.max_record_bytes {
             self.counters.truncated.fetch_add(1, Ordering::Relaxed);
@@ -190,6 +201,11 @@ impl Core {
         if mode == Mode::Off {
             return;
         }
+        // The mark covers the thread-local buffer's take and give-back too: a handler
+        // that lands there must not touch it (see `entered.rs`).
+        let Some(entered) = self.enter() else {
+            return self.drop_reentrant(level);
+        };
         let deferred = self.defers_rendering();
         // `format-only` measures what an async caller pays, so it reads the same clock.
         let time = if deferred || mode == Mode::FormatOnly {
@@ -198,20 +214,22 @@ impl Core {
             clock::realtime()
         };
         format::with_capture_buffer(|captured| {
-            fill(&mut Encoder::begin(captured, site, format, time));
+            {
+                // The values' `Display`/`Debug` are the caller's code: one that logs is
+                // logged.
+                let _user = entered.user_code();
+                fill(&mut Encoder::begin(captured, site, format, time));
+            }
             if mode == Mode::FormatOnly {
                 // What the caller pays is the capture; rendering is the writer's.
                 std::hint::black_box(&captured);
             } else if deferred && captured.len() <= self.call.max_record_bytes {
-                let Some(_producing) = self.enter_producing() else {
-                    return self.drop_reentrant(level);
-                };
                 self.count_accepted();
                 self.submit_accepted(level, captured, true, &self.stamps_of(time));
             } else {
                 format::with_line_buffer(|line| {
                     capture::render_now(captured, level, line);
-                    self.submit(level, line);
+                    self.submit_entered(level, line);
                 });
             }
         });
@@ -237,7 +255,7 @@ impl Core {
         let len = record.len();
         #[cfg(not(loglag_loom))]
         if self.call.in_place && len <= self.call.max_record_bytes && !self.in_forked_child() {
-            let Some(_producing) = self.enter_producing() else {
+            let Some(_entered) = self.enter() else {
                 return self.drop_reentrant(level);
             };
             self.count_accepted();

@@ -172,9 +172,23 @@ pub(crate) fn write_time(out: &mut Vec<u8>, timer: TimerKind, t: SystemTime) {
     }
 }
 
+/// A reusable per-thread buffer. The `Vec` is taken out of its cell while in use; the
+/// flag says so first, in one byte's store, because moving a `Vec` in or out of a
+/// `Cell` is three words: a signal handler landing half-way through must never take
+/// the half-moved one (it was `free(0x1)`). A caller that finds the flag up (a `Debug`
+/// that logs, a handler) grows a buffer of its own.
+struct ThreadBuffer {
+    in_use: std::cell::Cell<bool>,
+    buffer: std::cell::Cell<Vec<u8>>,
+}
+
 thread_local! {
-    static LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    static CAPTURE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static LINE: ThreadBuffer = const {
+        ThreadBuffer { in_use: std::cell::Cell::new(false), buffer: std::cell::Cell::new(Vec::new()) }
+    };
+    static CAPTURE: ThreadBuffer = const {
+        ThreadBuffer { in_use: std::cell::Cell::new(false), buffer: std::cell::Cell::new(Vec::new()) }
+    };
 }
 
 /// Runs `f` with this thread's reusable record buffer, cleared. Falls back to a fresh
@@ -200,22 +214,49 @@ pub(crate) fn with_capture_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     with_buffer(&CAPTURE, f)
 }
 
-/// The buffer is taken out of the thread-local and put back, not borrowed: a call
-/// re-entered meanwhile finds an empty one and grows its own, and `f` is called
-/// directly, not moved through an `Option` (whose copy stalled on store forwarding).
+/// The buffer is taken out of the thread-local and put back, not borrowed, and `f` is
+/// called directly, not moved through an `Option` (whose copy stalled on store
+/// forwarding). Every step is undone by a handler before the code it interrupted
+/// resumes, so the flag's load and store need not be one instruction.
 #[inline]
 fn with_buffer<R>(
-    key: &'static std::thread::LocalKey<std::cell::Cell<Vec<u8>>>,
+    key: &'static std::thread::LocalKey<ThreadBuffer>,
     f: impl FnOnce(&mut Vec<u8>) -> R,
 ) -> R {
-    let mut buf = key.try_with(std::cell::Cell::take).unwrap_or_default();
-    buf.clear();
-    let r = f(&mut buf);
-    // Do not let one huge record pin a huge buffer for the thread's lifetime.
-    if buf.capacity() <= 256 << 10 {
-        let _ = key.try_with(|cell| cell.set(buf));
+    let taken = key.try_with(|b| {
+        if b.in_use.get() {
+            return None;
+        }
+        b.in_use.set(true);
+        Some(b.buffer.take())
+    });
+    let Ok(Some(buf)) = taken else {
+        return f(&mut Vec::new());
+    };
+    let mut lent = Lent { key, buf };
+    lent.buf.clear();
+    f(&mut lent.buf)
+}
+
+/// A thread's buffer while lent out: given back when dropped, also when `f` panics (a
+/// `Display` that panics), which would otherwise leave the flag up for good.
+struct Lent {
+    key: &'static std::thread::LocalKey<ThreadBuffer>,
+    buf: Vec<u8>,
+}
+
+impl Drop for Lent {
+    #[inline]
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let _ = self.key.try_with(|b| {
+            // Do not let one huge record pin a huge buffer for the thread's lifetime.
+            if buf.capacity() <= 256 << 10 {
+                b.buffer.set(buf);
+            }
+            b.in_use.set(false);
+        });
     }
-    r
 }
 
 /// Writes into `out` a copy of `record` cut to at most `max` bytes (on a character
