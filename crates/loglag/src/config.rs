@@ -153,14 +153,14 @@ impl Config {
     }
 
     /// Defaults, then the TOML file at `path` ([`from_toml`](Self::from_toml)). A file
-    /// that cannot be read is an error naming it.
+    /// that cannot be read is an error naming it, and so is one that is not a regular
+    /// file (a FIFO, which would hold the start until a writer came; a device such as
+    /// `/dev/zero`, which never ends; a directory; a socket) or is larger than 1 MiB.
     pub fn from_file(
         path: impl AsRef<std::path::Path>,
     ) -> Result<Config, Box<dyn std::error::Error>> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-        })?;
+        let text = read_config_file(path, MAX_CONFIG_FILE_BYTES)?;
         Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()).into())
     }
 
@@ -327,6 +327,87 @@ impl Config {
         let sink = spec.open()?;
         Ok(self.builder().build(sink)?)
     }
+}
+
+/// The largest file [`Config::from_file`] reads: a configuration file is a few
+/// hundred bytes; anything near this is not one.
+pub(crate) const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of the regular file at `path`, at most `limit` bytes. The file is opened
+/// first and the opened descriptor is checked (not the path, which could be swapped in
+/// between), without blocking on a FIFO (unix: `O_NONBLOCK`; a FIFO is then refused as
+/// not a regular file). At most `limit + 1` bytes are read, so a file that grows while
+/// it is read is refused too. Every error names the path.
+fn read_config_file(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    let named = |e: Error| Error::new(e.kind(), format!("cannot read {}: {e}", path.display()));
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(named)?;
+    let kind = file.metadata().map_err(named)?.file_type();
+    if !kind.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "cannot read {}: it is {}, not a regular file",
+                path.display(),
+                file_kind(&kind)
+            ),
+        ));
+    }
+    let too_large = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!(
+                "cannot read {}: a configuration file is at most {} bytes ({}), and this one is larger",
+                path.display(),
+                limit,
+                crate::units::format_size(limit)
+            ),
+        )
+    };
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(named)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("cannot read {}: not UTF-8 text ({e})", path.display()),
+        )
+    })
+}
+
+/// What a file that is not a regular one is, for an error.
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+    }
+    "a special file"
 }
 
 /// The warnings to print: all, but an unknown variable's only the first time.
@@ -511,5 +592,96 @@ mod tests {
             "the variable wins"
         );
         assert_eq!(k.overflow, Overflow::Block, "the bad variable is skipped");
+    }
+
+    /// `from_file`'s error, as text.
+    fn from_file_error(path: &std::path::Path) -> String {
+        match Config::from_file(path) {
+            Ok(_) => panic!("{} was read as a configuration file", path.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A FIFO is refused at once, naming it, instead of holding the start until a
+    /// writer opens it. Run on a thread the test bounds: a hang fails it (and the FIFO
+    /// is then opened for writing, to let the blocked open go).
+    #[cfg(unix)]
+    #[test]
+    fn from_file_refuses_a_fifo_without_waiting_for_a_writer() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("loglag.toml");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                Config::from_file(&path)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            );
+        });
+        let result = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(result) => result,
+            Err(_) => {
+                let _writer = std::fs::OpenOptions::new().write(true).open(&fifo);
+                panic!("from_file on a FIFO was still blocked after 30 s");
+            }
+        };
+        let e = result.expect_err("a FIFO is not a configuration file");
+        assert!(
+            e.contains(&fifo.display().to_string()),
+            "names the path: {e}"
+        );
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+    }
+
+    /// `/dev/zero` never ends: it is refused as a device, not read until memory runs
+    /// out.
+    #[cfg(unix)]
+    #[test]
+    fn from_file_refuses_a_device_instead_of_reading_it_forever() {
+        let e = from_file_error("/dev/zero".as_ref());
+        assert!(e.contains("/dev/zero"), "names the path: {e}");
+        assert!(e.contains("a character device, not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn from_file_refuses_a_directory_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = from_file_error(dir.path());
+        assert!(
+            e.contains(&dir.path().display().to_string()),
+            "names the path: {e}"
+        );
+        #[cfg(unix)]
+        assert!(e.contains("a directory, not a regular file"), "{e}");
+    }
+
+    /// A file over 1 MiB is refused naming the path and the limit; one of exactly
+    /// 1 MiB (a comment) is read.
+    #[test]
+    fn from_file_refuses_a_file_over_one_mebibyte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("loglag.toml");
+        let limit = MAX_CONFIG_FILE_BYTES as usize;
+        let mut text = format!("flush_level = \"warn\"\n#{}\n", "x".repeat(limit));
+        text.truncate(limit);
+        std::fs::write(&path, &text).unwrap();
+        let c = Config::from_file(&path).expect("a file of exactly the limit is read");
+        assert_eq!(c.builder().config().flush_level, Level::Warn);
+        text.push('x');
+        std::fs::write(&path, &text).unwrap();
+        let e = from_file_error(&path);
+        assert!(
+            e.contains(&path.display().to_string()),
+            "names the path: {e}"
+        );
+        assert!(
+            e.contains("at most 1048576 bytes (1MiB)"),
+            "names the limit: {e}"
+        );
     }
 }
