@@ -17,9 +17,13 @@
 //! serves each connection on a thread of its own, so one slow client does not hold up
 //! another's scrape. A client has 5 s from its accept to send its request head, however
 //! it paces its bytes (then the connection is closed unanswered), at most 16 KiB of it
-//! (else `431`), and 5 s more to take the answer; 32 connections are served at once,
-//! and one beyond them is answered `503` and closed at once, never queued. [`Limits`]
-//! changes the deadline and the cap ([`serve_with`]).
+//! (else `431`), and 5 s more to take the answer. 32 connections are open at once; a
+//! newcomer beyond them is never queued: it takes the slot of the connection accepted
+//! longest ago among those waiting on their client (a head still unfinished, or an
+//! answer given and the close awaited), which is closed, so that clients that connect
+//! and then dribble or say nothing cannot keep a scraper out, however many they are.
+//! Only when all 32 are being answered is a newcomer answered `503` and closed at
+//! once. [`Limits`] changes the deadline and the cap ([`serve_with`]).
 //!
 //! ```no_run
 //! let (writer, _guard) = loglag::non_blocking(std::io::stdout());
@@ -286,7 +290,8 @@ pub fn text(prefix: &str, pipelines: &[(Option<&str>, &Metrics)]) -> String {
 /// How long a client has to send its request head, from its accept. Bytes do not
 /// extend it; the answer then has as long again to be taken.
 const HEAD_DEADLINE: Duration = Duration::from_secs(5);
-/// Connections served at once; a new one beyond them is answered 503 and closed.
+/// Connections open at once; a new one beyond them displaces the oldest waiting on
+/// its client, or is answered 503 and closed when all are being answered.
 const MAX_CONNECTIONS: usize = 32;
 /// The largest request head read (a request line and a few headers): beyond it the
 /// answer is 431.
@@ -298,7 +303,7 @@ const MAX_DRAIN: usize = 1 << 20;
 const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
 
 /// What the endpoint allows its clients: [`serve`] uses `Limits::default()` (a 5 s
-/// deadline for the request head, 32 connections at once).
+/// deadline for the request head, 32 connections open at once).
 ///
 /// ```
 /// use std::time::Duration;
@@ -331,8 +336,13 @@ impl Limits {
         self
     }
 
-    /// How many connections are served at once; a connection beyond them is answered
-    /// `503 Service Unavailable` and closed at once, never queued. Default 32.
+    /// How many connections are open at once. A connection beyond them is never
+    /// queued: it displaces the open connection accepted longest ago among those
+    /// waiting on their client (its request head unfinished, or its answer given and
+    /// its close awaited), which is closed unanswered; when every open connection is
+    /// being answered, the newcomer is answered `503 Service Unavailable` and closed
+    /// at once. So a client whose request arrives is answered however many clients
+    /// hold connections without finishing their requests. Default 32.
     pub fn max_connections(mut self, n: usize) -> Limits {
         self.max_connections = n;
         self
@@ -374,8 +384,10 @@ impl Drop for MetricsServer {
 /// thread of its own, so a slow or idle client delays no other scrape. With the
 /// default [`Limits`]: a client has 5 s from its accept to send its request head
 /// (at most 16 KiB, else `431`), however it paces its bytes, and 5 s more to take
-/// the answer; 32 connections are served at once, and one beyond them is answered
-/// `503` and closed at once. See [`serve_with`] to change them.
+/// the answer. 32 connections are open at once; a newcomer beyond them displaces the
+/// oldest connection still waiting on its client (a slow or silent one), or, when all
+/// 32 are being answered, is answered `503` and closed at once. See [`serve_with`] to
+/// change them.
 pub fn serve(
     addr: impl ToSocketAddrs,
     pipelines: Vec<(String, NonBlocking)>,
@@ -412,11 +424,72 @@ pub fn serve_with(
     })
 }
 
-/// The open connections: a clone of each socket, so that a stop can end them.
-type Open = Arc<Mutex<Vec<(u64, TcpStream)>>>;
+/// What an open connection is doing, for choosing which one makes room for a newcomer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Waiting for the client's request head (accepted, not yet read, or partial).
+    Head,
+    /// Its whole request arrived: the answer is being rendered and written.
+    Answering,
+    /// Answered: waiting for the client's EOF (or the deadline) before the close.
+    Draining,
+}
 
-/// The acceptor: hands each connection to a thread of its own, refuses those beyond
-/// the cap, and on a stop shuts every open connection and joins its thread.
+/// One open connection: its accept order, a clone of its socket (so that a stop, or a
+/// newcomer needing its slot, can end it) and its phase.
+struct Conn {
+    id: u64,
+    stream: TcpStream,
+    phase: Phase,
+}
+
+/// The open connections, in no particular order.
+type Open = Arc<Mutex<Vec<Conn>>>;
+
+fn lock_open(open: &Open) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+    open.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes room for a newcomer in a full registry: the connection accepted longest ago
+/// among those waiting on their client (a head still unfinished, or an answer given and
+/// the client's EOF awaited) is shut and forgotten; its thread sees its read end and
+/// returns. False when every connection is being answered: the newcomer is refused.
+///
+/// So however many clients connect and then dribble or say nothing, a client whose
+/// request arrives is answered: each newcomer displaces the oldest of them, and a
+/// connection is displaced only once `max_connections` others arrived after it while
+/// it was still waiting on its client.
+fn make_room(open: &mut Vec<Conn>) -> bool {
+    let oldest = open
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.phase != Phase::Answering)
+        .min_by_key(|(_, c)| c.id)
+        .map(|(i, _)| i);
+    let Some(i) = oldest else {
+        return false;
+    };
+    let displaced = open.swap_remove(i);
+    let _ = displaced.stream.shutdown(Shutdown::Both);
+    true
+}
+
+/// Moves connection `id` to `phase`; false if it is no longer open (displaced by a
+/// newcomer: its socket is shut, and it must not be answered).
+fn enter(open: &Open, id: u64, phase: Phase) -> bool {
+    let mut open = lock_open(open);
+    match open.iter_mut().find(|c| c.id == id) {
+        Some(c) => {
+            c.phase = phase;
+            true
+        }
+        None => false,
+    }
+}
+
+/// The acceptor: hands each connection to a thread of its own, makes room for it when
+/// the cap is reached (see [`make_room`]), refuses it when no connection can give up its
+/// slot, and on a stop shuts every open connection and joins its thread.
 fn accept(
     listener: &TcpListener,
     stopping: &AtomicBool,
@@ -440,17 +513,22 @@ fn accept(
         };
         // Finished threads are joined as they go, so the list stays near the cap.
         threads.retain(|t| !t.is_finished());
+        // Ids grow with the accept order: the smallest is the oldest connection.
         let id = next_id;
-        next_id = next_id.wrapping_add(1);
+        next_id += 1;
         {
-            let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
-            if open.len() >= limits.max_connections {
-                drop(open);
+            let mut registry = lock_open(&open);
+            if registry.len() >= limits.max_connections && !make_room(&mut registry) {
+                drop(registry);
                 refuse(stream);
                 continue;
             }
             match stream.try_clone() {
-                Ok(clone) => open.push((id, clone)),
+                Ok(clone) => registry.push(Conn {
+                    id,
+                    stream: clone,
+                    phase: Phase::Head,
+                }),
                 Err(_) => continue,
             }
         }
@@ -458,35 +536,36 @@ fn accept(
         let spawned = std::thread::Builder::new()
             .name("loglag-metrics-conn".into())
             .spawn(move || {
-                serve_connection(&stream, &pipelines, limits);
+                serve_connection(&stream, &pipelines, limits, |phase| {
+                    enter(&registry, id, phase)
+                });
                 // Out of the registry first: then the socket's last descriptor is
                 // this one, and dropping it closes the connection.
-                let mut open = registry.lock().unwrap_or_else(|e| e.into_inner());
-                open.retain(|(i, _)| *i != id);
-                drop(open);
+                lock_open(&registry).retain(|c| c.id != id);
                 drop(stream);
             });
         match spawned {
             Ok(t) => threads.push(t),
             Err(_) => {
-                let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(i) = open.iter().position(|(i, _)| *i == id) {
-                    let (_, s) = open.swap_remove(i);
-                    let _ = s.shutdown(Shutdown::Both);
+                let mut registry = lock_open(&open);
+                if let Some(i) = registry.iter().position(|c| c.id == id) {
+                    let c = registry.swap_remove(i);
+                    let _ = c.stream.shutdown(Shutdown::Both);
                 }
             }
         }
     }
     // Stopping: every connection's reads and writes end now, so its thread does too.
-    for (_, s) in open.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        let _ = s.shutdown(Shutdown::Both);
+    for c in lock_open(&open).iter() {
+        let _ = c.stream.shutdown(Shutdown::Both);
     }
     for t in threads {
         let _ = t.join();
     }
 }
 
-/// A connection beyond the cap: a 503 if the socket takes it at once, then closed.
+/// A connection beyond the cap while every open one is being answered: a 503 if the
+/// socket takes it at once, then closed.
 /// Nothing here waits on the client.
 fn refuse(stream: TcpStream) {
     if stream.set_nonblocking(true).is_ok() {
@@ -599,12 +678,22 @@ fn write_by(stream: &TcpStream, mut bytes: &[u8], by: Option<Instant>) -> io::Re
 }
 
 /// One connection, from its accept to its close: every step bounded by a deadline.
-fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], limits: Limits) {
+/// `enter` records each phase it moves to, and says false once the connection was
+/// displaced to make room for a newer one (its socket is shut: nothing more is done).
+fn serve_connection(
+    stream: &TcpStream,
+    pipelines: &[(String, NonBlocking)],
+    limits: Limits,
+    enter: impl Fn(Phase) -> bool,
+) {
     let request = match read_head(stream, deadline_after(limits.head_deadline)) {
         Head::Request(line) => Some(line),
         Head::TooLarge => None,
         Head::Nothing => return,
     };
+    if !enter(Phase::Answering) {
+        return;
+    }
     let (status, body) = match request {
         None => (
             "431 Request Header Fields Too Large",
@@ -626,7 +715,7 @@ fn serve_connection(stream: &TcpStream, pipelines: &[(String, NonBlocking)], lim
         body.len()
     );
     let by = deadline_after(limits.head_deadline);
-    if write_by(stream, answer.as_bytes(), by).is_err() {
+    if write_by(stream, answer.as_bytes(), by).is_err() || !enter(Phase::Draining) {
         return;
     }
     // The answer is whole; the client's EOF (or the deadline) ends the exchange. What
