@@ -329,3 +329,111 @@ fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
     let end = start + dom[start..].find('"').unwrap();
     dom[start..end].replace("&quot;", "\"").replace("[]", "")
 }
+
+/// Issue 47: hostile result directories (a CI artefact, a bug attachment) render in
+/// Chromium without running anything they carry. The payloads, were they run, would
+/// set the page's title to `pwned` and a `data-marker` attribute on it: a `javascript:`
+/// step and `spans_file` (the links), markup in names, quotes that would end an
+/// attribute. A script added for the test clicks every `javascript:` link (there
+/// must be none) and leaves each anchor's resolved protocol in the DOM it dumps.
+#[test]
+fn hostile_reports_run_no_script_in_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("LOGLAG_REQUIRE_BROWSER").is_none(),
+            "LOGLAG_REQUIRE_BROWSER is set but no chromium is installed"
+        );
+        skip_note!("SKIPPED: no chromium; install Debian's `chromium` to run the browser test");
+        return;
+    };
+    const RUN: &str =
+        "document.title='pwned';document.documentElement.setAttribute('data-marker','ran')";
+    let link = format!("javascript:{RUN}");
+    let markup = format!("</title><script>{RUN}</script><img src=x onerror=\"{RUN}\">");
+    let quote = format!("\" onmouseover=\"{RUN}\" x=\"");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../loglag-lab/tests/fixtures");
+    let work = tempfile::tempdir().unwrap();
+
+    // A hops result, through `loglag report`: the link, and markup in its names.
+    let hops = work.path().join("hops");
+    std::fs::create_dir(&hops).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("hops/summary.json")).unwrap())
+            .unwrap();
+    doc["hops"]["spans_file"] = link.clone().into();
+    doc["hops"]["machine"]["cpu"] = markup.clone().into();
+    doc["hops"]["waterfalls"][0]["trace_id"] = quote.clone().into();
+    std::fs::write(hops.join("summary.json"), doc.to_string()).unwrap();
+    loglag().arg("report").arg(&hops).assert().success();
+    let mut pages = vec![(
+        "hops",
+        std::fs::read_to_string(hops.join("report.html")).unwrap(),
+    )];
+
+    // A preset's page with `javascript:` steps: `loglag report` refuses such a
+    // directory, so the page is rendered as `--report` would have written it.
+    let mut preset: loglag_lab::report::PresetSummary =
+        serde_json::from_slice(&std::fs::read(fixtures.join("buffers-preset.json")).unwrap())
+            .unwrap();
+    preset.steps = vec![
+        link.clone(),
+        format!("{link}//"),
+        quote.clone(),
+        "term".into(),
+    ];
+    preset.description = markup.clone();
+    pages.push(("preset", loglag_lab::html::render_preset(&preset)));
+
+    const CHECK: &str = r#"<script>
+(function () {
+  const links = Array.from(document.querySelectorAll('a'));
+  links.filter(a => a.protocol === 'javascript:').forEach(a => a.click());
+  document.body.setAttribute('data-protocols', links.map(a => a.protocol).join(' '));
+})();
+</script>"#;
+    for (name, page) in pages {
+        assert!(
+            !page.to_ascii_lowercase().contains("<script"),
+            "{name}: a <script in the page"
+        );
+        assert_eq!(
+            loglag_lab::html::untrusted::links_outside(&page),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        let html = work.path().join(format!("{name}.html"));
+        std::fs::write(&html, page.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
+        let out = headless(&browser, &work.path().join(format!("profile-{name}")))
+            // Runs the page's tasks (a clicked link's script among them) before the
+            // dump, in virtual time: no waiting on the clock.
+            .arg("--virtual-time-budget=5000")
+            .arg("--dump-dom")
+            .arg(format!("file://{}", html.display()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dom = String::from_utf8_lossy(&out.stdout);
+        let start = dom
+            .find("data-protocols=\"")
+            .expect("the checking script ran and left its result")
+            + "data-protocols=\"".len();
+        let protocols = &dom[start..start + dom[start..].find('"').unwrap()];
+        assert!(
+            protocols.split_whitespace().all(|p| p == "file:"),
+            "{name}: a link that is not a file inside the directory: {protocols}"
+        );
+        if name == "preset" {
+            // The plain names (`term`, and the quotes, percent-encoded) are linked.
+            assert_eq!(protocols, "file: file:", "{name}: the steps' links");
+        }
+        assert!(!dom.contains("data-marker=\""), "{name}: a payload ran");
+        assert!(
+            !dom.contains("<title>pwned</title>"),
+            "{name}: a payload ran"
+        );
+    }
+}

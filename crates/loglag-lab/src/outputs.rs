@@ -315,12 +315,52 @@ impl<R: 'static> ExportManager<R> {
     }
 }
 
+/// Writes `path` through a new file beside it, renamed over it once complete: a
+/// symbolic link at `path` is replaced, never followed (a result directory from
+/// elsewhere may hold one pointing outside it), and a reader never sees half a file.
 fn write_file(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| named(path, "cannot create", e))?;
-    let mut file = io::BufWriter::new(file);
-    fill(&mut file)
-        .and_then(|()| file.flush())
-        .map_err(|e| named(path, "cannot write", e))
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map_or_else(
+        || std::ffi::OsString::from("file"),
+        std::ffi::OsStr::to_os_string,
+    );
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(&name);
+    // Created exclusively (O_EXCL): an existing name, a link included, is never opened.
+    let temp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| named(path, "cannot create", e))?;
+    // A page or a table is for reading, as a plain `File::create` would leave it (a
+    // temporary file is made private).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| named(path, "cannot create", e))?;
+    }
+    let mut out = io::BufWriter::new(temp);
+    fill(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| named(path, "cannot write", e))?;
+    let temp = out
+        .into_inner()
+        .map_err(|e| named(path, "cannot write", e.into_error()))?;
+    temp.persist(path)
+        .map_err(|e| named(path, "cannot write", e.error))?;
+    Ok(())
+}
+
+/// Writes a report page to `path` (inside a result directory) as every file of one is
+/// written: through a new file renamed over `path`, so a symbolic link there is
+/// replaced, not followed.
+pub fn write_page(path: &Path, page: &str) -> io::Result<()> {
+    write_file(path, |out| out.write_all(page.as_bytes()))
 }
 
 fn named(path: &Path, what: &str, e: io::Error) -> io::Error {
@@ -360,12 +400,16 @@ fn guess_kind(dir: &Path) -> ResultKind {
     }
 }
 
+/// A result's JSON, every figure in it checked (`html::untrusted::check_figures`).
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => LoadError::Missing(path.to_owned()),
         _ => LoadError::Unreadable(path.to_owned(), e),
     })?;
-    serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.to_owned(), e.to_string()))
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| LoadError::Corrupt(path.to_owned(), e.to_string()))?;
+    html::untrusted::check_figures(path, &value)?;
+    serde_json::from_value(value).map_err(|e| LoadError::Corrupt(path.to_owned(), e.to_string()))
 }
 
 /// A table-only result's page: its Markdown table, as its manager shows it, drawn.
@@ -385,11 +429,93 @@ fn table_page<R: serde::de::DeserializeOwned>(
     ))
 }
 
+/// How deep presets may nest (a preset's step that is a preset, ...): the presets
+/// loglag writes nest one deep.
+pub const MAX_NESTING: usize = 4;
+
 /// The report pages of a result directory, read by its manifest: (path, page), the
 /// directory's own `report.html` first (the caller may write that one elsewhere),
 /// then a page per part (a preset's steps).
+///
+/// The directory is untrusted input (see `html/untrusted.rs`): a step must be a plain
+/// directory name whose directory is inside `dir` (a symbolic link out of it is
+/// refused), presets nest at most [`MAX_NESTING`] deep and no directory is read twice;
+/// every page path returned is inside `dir`.
 pub fn render_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, LoadError> {
+    let root = dir.canonicalize().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => LoadError::Missing(dir.to_owned()),
+        _ => LoadError::Unreadable(dir.to_owned(), e),
+    })?;
+    let mut seen = vec![root.clone()];
+    render_nested(dir, &root, 0, &mut seen)
+}
+
+/// A preset's step: `dir/step`, after checking it is a plain name, inside `root` and
+/// not read before.
+fn step_dir(
+    dir: &Path,
+    file: &Path,
+    step: &str,
+    root: &Path,
+    seen: &mut Vec<PathBuf>,
+) -> Result<PathBuf, LoadError> {
+    html::untrusted::component(step).map_err(|why| {
+        LoadError::Refused(
+            file.to_owned(),
+            format!(
+                "step {step:?} is not a directory name inside {}: {why}",
+                dir.display()
+            ),
+        )
+    })?;
+    let path = dir.join(step);
+    let real = match path.canonicalize() {
+        Ok(real) => real,
+        // Read as a directory without a result: the error says what is missing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(path),
+        Err(e) => return Err(LoadError::Unreadable(path, e)),
+    };
+    if !real.starts_with(root) {
+        return Err(LoadError::Refused(
+            file.to_owned(),
+            format!(
+                "step {step:?} leads outside {} (to {}, through a symbolic link)",
+                root.display(),
+                real.display()
+            ),
+        ));
+    }
+    if seen.contains(&real) {
+        return Err(LoadError::Refused(
+            file.to_owned(),
+            format!(
+                "step {step:?} is {}, which is read already (presets that name each other)",
+                real.display()
+            ),
+        ));
+    }
+    seen.push(real);
+    Ok(path)
+}
+
+fn render_nested(
+    dir: &Path,
+    root: &Path,
+    depth: usize,
+    seen: &mut Vec<PathBuf>,
+) -> Result<Vec<(PathBuf, String)>, LoadError> {
     let manifest = read_manifest(dir)?;
+    if let Some(m) = &manifest {
+        html::untrusted::component(&m.summary).map_err(|why| {
+            LoadError::Corrupt(
+                dir.join(MANIFEST),
+                format!(
+                    "summary {:?} is not a file name inside the directory: {why}",
+                    m.summary
+                ),
+            )
+        })?;
+    }
     let kind = manifest
         .as_ref()
         .map_or_else(|| guess_kind(dir), |m| m.kind);
@@ -406,9 +532,16 @@ pub fn render_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, LoadError> {
         ResultKind::Lab => vec![(own, html::render(&html::load_dir(dir)?))],
         ResultKind::Preset => {
             let preset: PresetSummary = read_json(&summary)?;
+            if depth >= MAX_NESTING && !preset.steps.is_empty() {
+                return Err(LoadError::Refused(
+                    summary,
+                    format!("presets nest more than {MAX_NESTING} deep"),
+                ));
+            }
             let mut pages = vec![(own, html::render_preset(&preset))];
             for step in &preset.steps {
-                pages.extend(render_dir(&dir.join(step))?);
+                let step = step_dir(dir, &summary, step, root, seen)?;
+                pages.extend(render_nested(&step, root, depth + 1, seen)?);
             }
             pages
         }

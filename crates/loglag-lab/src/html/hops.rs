@@ -88,7 +88,7 @@ fn waterfall(w: &Waterfall) -> String {
         .iter()
         .map(|s| s.start_ms + s.duration_ms)
         .fold(w.latency_ms, f64::max)
-        .max(1e-6);
+        .clamp(1e-6, f64::MAX);
     let scale = (width - label_w - 70.0) / end;
     let rows_end = 10.0 + row_h * w.spans.len() as f64;
     // Room under the rows for the time axis.
@@ -143,8 +143,14 @@ fn waterfall(w: &Waterfall) -> String {
 }
 
 /// A time axis under a waterfall: ticks at a round step (1, 2 or 5 × a power of ten
-/// ms) from 0 to the request's end, each labelled.
+/// ms) from 0 to the request's end, each labelled. At most a dozen ticks whatever
+/// `end_ms` is; an end that is not a positive finite number gets the line alone.
 fn time_axis(out: &mut String, left: f64, scale: f64, end_ms: f64, y: f64) {
+    let _ = write!(
+        out,
+        "<line x1=\"{left:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#555\"/>",
+        left + end_ms * scale
+    );
     let raw = end_ms / 5.0;
     let magnitude = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
@@ -152,18 +158,18 @@ fn time_axis(out: &mut String, left: f64, scale: f64, end_ms: f64, y: f64) {
         .map(|m| m * magnitude)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * magnitude);
-    let _ = write!(
-        out,
-        "<line x1=\"{left:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#555\"/>",
-        left + end_ms * scale
-    );
-    let mut t = 0.0;
-    while t <= end_ms + step * 1e-9 {
+    if !(end_ms.is_finite() && end_ms > 0.0 && step.is_normal() && step.is_finite()) {
+        return;
+    }
+    // `raw` ≤ step, so 5 steps reach the end; the bound holds should rounding not.
+    let ticks = ((end_ms / step + 1e-9).floor() as usize).min(12);
+    for i in 0..=ticks {
+        let t = i as f64 * step;
         let x = left + t * scale;
         let label = if step >= 1.0 {
             format!("{t:.0} ms")
         } else {
-            let digits = (-step.log10()).ceil() as usize;
+            let digits = ((-step.log10()).ceil() as usize).min(17);
             format!("{t:.digits$} ms")
         };
         let _ = write!(
@@ -172,7 +178,6 @@ fn time_axis(out: &mut String, left: f64, scale: f64, end_ms: f64, y: f64) {
             y + 5.0,
             y + 18.0
         );
-        t += step;
     }
 }
 
@@ -304,10 +309,15 @@ pub fn render_hops(s: &HopsSummary) -> String {
         h.push_str(&waterfall(w));
     }
     if let Some(f) = &s.spans_file {
+        // A link only to a relative path inside the directory; anything else is text.
+        let parts: Vec<&str> = f.split('/').collect();
+        let shown = match super::untrusted::href(&parts) {
+            Some(href) => format!("<a href=\"{href}\">{}</a>", esc(f)),
+            None => format!("<code>{}</code>", esc(f)),
+        };
         let _ = write!(
             h,
-            "<p>Every span: <a href=\"{0}\">{0}</a> (OTLP/JSON; Jaeger 1.55+ imports it through the UI's upload).</p>",
-            esc(f)
+            "<p>Every span: {shown} (OTLP/JSON; Jaeger 1.55+ imports it through the UI's upload).</p>"
         );
     }
     h.push_str("</body></html>\n");
@@ -422,5 +432,20 @@ mod tests {
         assert_eq!(labels(3.27), ["0 ms", "1 ms", "2 ms", "3 ms"]);
         assert_eq!(labels(0.35), ["0.0 ms", "0.1 ms", "0.2 ms", "0.3 ms"]);
         assert_eq!(labels(42.0), ["0 ms", "10 ms", "20 ms", "30 ms", "40 ms"]);
+    }
+
+    /// An end no request has (1e308 ms, infinite, subnormal, NaN) draws a bounded
+    /// axis: it once looped forever at an infinite end, growing the page without limit.
+    #[test]
+    fn a_waterfall_time_axis_stays_bounded_whatever_its_end() {
+        for end_ms in [1e308, f64::MAX, f64::INFINITY, f64::NAN, 5e-324, 0.0, -1.0] {
+            let mut out = String::new();
+            super::time_axis(&mut out, 0.0, 1.0, end_ms, 0.0);
+            assert!(
+                out.matches("<text").count() <= 13 && out.len() < 20_000,
+                "{end_ms}: {} bytes",
+                out.len()
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ mod hops;
 pub use hops::render_hops;
 pub mod svg;
 pub mod tables;
+pub mod untrusted;
 
 use std::fmt::Write as _;
 use std::io;
@@ -25,6 +26,10 @@ pub enum LoadError {
     Unreadable(PathBuf, io::Error),
     Corrupt(PathBuf, String),
     Schema(PathBuf, u64),
+    /// Something the directory names that the report will not follow: a step that is
+    /// not a plain directory name, one outside the directory, presets nested too deep
+    /// or naming each other. Names the file that holds it, and says why.
+    Refused(PathBuf, String),
 }
 
 impl std::fmt::Display for LoadError {
@@ -42,6 +47,7 @@ impl std::fmt::Display for LoadError {
                 "{} has schema {v}; this loglag reads schemas 1 to {SCHEMA}",
                 p.display()
             ),
+            LoadError::Refused(p, why) => write!(f, "{}: {why}", p.display()),
         }
     }
 }
@@ -69,6 +75,7 @@ pub fn load_dir(dir: &Path) -> Result<Summary, LoadError> {
         Some(v) => return Err(LoadError::Schema(path, v)),
         None => return Err(LoadError::Corrupt(path, "no \"schema\" field".into())),
     }
+    untrusted::check_figures(&path, &value)?;
     let mut summary: Summary = serde_json::from_value(value)
         .map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
     let requests_path = dir.join("requests.csv");
@@ -102,12 +109,39 @@ fn parse_csv<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<
         .collect()
 }
 
+/// Each row's figures checked by [`untrusted::figure`]; the error names the line (the
+/// header is line 1) and the column.
+fn check_rows<T>(
+    path: &Path,
+    rows: Vec<T>,
+    figures: impl Fn(&T) -> Vec<(&'static str, Option<f64>)>,
+) -> Result<Vec<T>, LoadError> {
+    for (i, row) in rows.iter().enumerate() {
+        for (column, value) in figures(row) {
+            if let Some(v) = value {
+                untrusted::figure(column, v).map_err(|why| {
+                    LoadError::Corrupt(path.to_owned(), format!("line {}: {why}", i + 2))
+                })?;
+            }
+        }
+    }
+    Ok(rows)
+}
+
 fn parse_requests(path: &Path, text: &str) -> Result<Vec<RequestRow>, LoadError> {
-    parse_csv(path, text)
+    check_rows(path, parse_csv(path, text)?, |r: &RequestRow| {
+        vec![
+            ("scheduled_ms", Some(r.scheduled_ms)),
+            ("send_lateness_ms", Some(r.send_lateness_ms)),
+            ("latency_ms", r.latency_ms),
+        ]
+    })
 }
 
 fn parse_timeseries(path: &Path, text: &str) -> Result<Vec<TimeseriesRow>, LoadError> {
-    parse_csv(path, text)
+    check_rows(path, parse_csv(path, text)?, |r: &TimeseriesRow| {
+        vec![("t_s", Some(r.t_s))]
+    })
 }
 
 /// One part of the report: a heading, a sentence on how to read it, and SVG charts
@@ -268,11 +302,20 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
     h.push_str(&step_bars(s));
     h.push_str("<h2>Steps</h2><ul>");
     for step in &s.steps {
-        let _ = write!(
-            h,
-            "<li><a href=\"{0}/report.html\">{0}</a>: charts and per-run figures</li>",
-            esc(step)
-        );
+        // A step that is not a plain directory name gets no link (`loglag report`
+        // refuses it too); its name is shown as text.
+        let _ = match untrusted::href(&[step, "report.html"]) {
+            Some(href) => write!(
+                h,
+                "<li><a href=\"{href}\">{}</a>: charts and per-run figures</li>",
+                esc(step)
+            ),
+            None => write!(
+                h,
+                "<li>{} (not a directory name inside this one: no link)</li>",
+                esc(step)
+            ),
+        };
     }
     h.push_str("</ul></body></html>\n");
     h
@@ -445,7 +488,10 @@ pub fn load_preset(dir: &Path) -> Result<Option<crate::report::PresetSummary>, L
         return Ok(None);
     }
     let text = read(&path)?;
-    serde_json::from_str(&text)
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| LoadError::Corrupt(path.clone(), e.to_string()))?;
+    untrusted::check_figures(&path, &value)?;
+    serde_json::from_value(value)
         .map(Some)
         .map_err(|e| LoadError::Corrupt(path, e.to_string()))
 }
@@ -577,4 +623,84 @@ pub fn render(s: &Summary) -> String {
     }
     h.push_str("</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> serde_json::Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    /// A step that is not a plain directory name (a `javascript:` URL, `..`, an
+    /// absolute path) is shown as text, never put in an `href`; a plain one is linked,
+    /// percent-encoded.
+    #[test]
+    fn a_preset_step_that_is_no_plain_name_is_shown_without_a_link() {
+        let mut preset: crate::report::PresetSummary =
+            serde_json::from_value(fixture("buffers-preset.json")).unwrap();
+        preset.steps = vec![
+            "javascript:document.title='pwned'//".into(),
+            "../outside".into(),
+            "/etc".into(),
+            "\" onclick=\"x".into(),
+            "term #2".into(),
+        ];
+        let page = render_preset(&preset);
+        assert_eq!(
+            untrusted::links_outside(&page),
+            Vec::<String>::new(),
+            "{page}"
+        );
+        assert!(!page.contains("href=\"javascript"), "{page}");
+        assert!(
+            page.contains("<li>javascript:document.title='pwned'// (not a directory name inside this one: no link)</li>"),
+            "the name is still shown: {page}"
+        );
+        // A plain name that is no URL's is linked, its quotes percent-encoded.
+        assert!(
+            page.contains(
+                "<a href=\"%22%20onclick%3D%22x/report.html\">&quot; onclick=&quot;x</a>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<a href=\"term%20%232/report.html\">term #2</a>"),
+            "{page}"
+        );
+    }
+
+    /// `spans_file` is linked only as a relative path inside the directory.
+    #[test]
+    fn a_spans_file_outside_the_directory_is_shown_without_a_link() {
+        let doc = fixture("hops/summary.json");
+        let mut hops: crate::report::HopsSummary =
+            serde_json::from_value(doc["hops"].clone()).unwrap();
+        for hostile in [
+            "javascript:document.title='pwned'",
+            "../../etc/passwd",
+            "/etc/passwd",
+            "data:text/html,<script>alert(1)</script>",
+            "spans//x.json",
+        ] {
+            hops.spans_file = Some(hostile.into());
+            let page = render_hops(&hops);
+            assert_eq!(
+                untrusted::links_outside(&page),
+                Vec::<String>::new(),
+                "{hostile}"
+            );
+            assert!(
+                page.contains(&format!("Every span: <code>{}</code>", esc(hostile))),
+                "{hostile}: shown as text"
+            );
+            assert!(!page.to_ascii_lowercase().contains("<script"));
+        }
+        hops.spans_file = Some("out/spans otlp.json".into());
+        assert!(render_hops(&hops).contains("<a href=\"out/spans%20otlp.json\">"));
+    }
 }

@@ -57,6 +57,10 @@ fn nines(p: f64) -> f64 {
     }
 }
 
+/// The most ticks an axis draws (a log axis over more decades than this ticks every
+/// few).
+const MAX_TICKS: usize = 12;
+
 /// One axis.
 #[derive(Debug, Clone)]
 pub struct Axis {
@@ -72,7 +76,16 @@ impl Axis {
         let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
         let max = values.iter().copied().fold(f64::MIN, f64::max);
         let (min, max) = match scale {
-            Scale::Linear | Scale::LinearMicros => (0.0, if max > 0.0 { max * 1.05 } else { 1.0 }),
+            // Headroom short of overflow; a span too small to divide into ticks (a
+            // subnormal maximum) is drawn as 0 to 1.
+            Scale::Linear | Scale::LinearMicros => (
+                0.0,
+                if max > f64::MIN_POSITIVE * 1e3 {
+                    (max * 1.05).min(f64::MAX)
+                } else {
+                    1.0
+                },
+            ),
             // Values are percentiles; the end is where 1/n resolves.
             Scale::Nines => (0.0, (values.len().max(10) as f64).log10()),
             Scale::Log | Scale::LogMicros => {
@@ -84,9 +97,12 @@ impl Axis {
                 if min_pos == f64::MAX {
                     (0.1, 10.0)
                 } else {
+                    // Decades that f64 holds: no zero (a subnormal's decade rounds
+                    // to it), no infinity (the decade above 1.8e308).
+                    let min = 10f64.powf(min_pos.log10().floor()).max(f64::MIN_POSITIVE);
                     (
-                        10f64.powf(min_pos.log10().floor()),
-                        10f64.powf(max.log10().ceil()).max(min_pos * 10.0),
+                        min,
+                        10f64.powf(max.log10().ceil()).max(min * 10.0).min(f64::MAX),
                     )
                 }
             }
@@ -116,7 +132,12 @@ impl Axis {
         }
     }
 
+    /// The ticks: at most [`MAX_TICKS`] (plus the ends of a nines axis) whatever the
+    /// range, and none past the axis for one that is not finite.
     fn ticks(&self) -> Vec<f64> {
+        if !(self.min.is_finite() && self.max.is_finite()) {
+            return Vec::new();
+        }
         match self.scale {
             Scale::Nines => {
                 let mut t = vec![0.0, 50.0, 90.0];
@@ -129,11 +150,18 @@ impl Axis {
                 t
             }
             Scale::Log | Scale::LogMicros => {
+                if self.min <= 0.0 {
+                    return Vec::new();
+                }
+                // Every decade, or every few when there are more than the ticks.
+                let decades = (self.max / self.min).log10().round().max(1.0);
+                let stride = (decades / MAX_TICKS as f64).ceil().max(1.0);
+                let factor = 10f64.powf(stride);
                 let mut t = Vec::new();
                 let mut v = self.min;
-                while v <= self.max * 1.0001 {
+                while v.is_finite() && v / 1.0001 <= self.max && t.len() <= MAX_TICKS {
                     t.push(v);
-                    v *= 10.0;
+                    v *= factor;
                 }
                 t
             }
@@ -146,7 +174,11 @@ impl Axis {
                     .map(|m| m * mag)
                     .find(|s| span / s <= 6.0)
                     .unwrap_or(mag * 10.0);
-                (0..=((span / step).floor() as usize))
+                if !(step.is_normal() && step.is_finite()) {
+                    // A span f64 cannot divide (subnormal, or beyond its range): the ends.
+                    return vec![self.min, self.max];
+                }
+                (0..=((span / step).floor() as usize).min(MAX_TICKS))
                     .map(|i| self.min + i as f64 * step)
                     .collect()
             }
@@ -827,6 +859,82 @@ mod tests {
         }
         let names: Vec<&str> = labels.iter().map(|l| l.1).collect();
         assert_eq!(names, ["0", "50", "90", "max"]);
+    }
+
+    /// Whatever the values (1e308, subnormal, the ends of f64), an axis has a bounded
+    /// number of ticks: a subnormal maximum once asked for usize::MAX of them (a
+    /// `capacity overflow` panic), and a log axis at 1e-324 looped on zero forever.
+    #[test]
+    fn axes_have_bounded_ticks_whatever_the_values() {
+        let extremes = [
+            vec![1e308],
+            vec![f64::MAX],
+            vec![5e-324],
+            vec![f64::MIN_POSITIVE],
+            vec![5e-324, 1e308],
+            vec![-f64::MAX, f64::MAX],
+            vec![f64::INFINITY, f64::NAN],
+            vec![0.0],
+            vec![],
+        ];
+        for scale in [
+            Scale::Linear,
+            Scale::LinearMicros,
+            Scale::Log,
+            Scale::LogMicros,
+        ] {
+            for values in &extremes {
+                let a = Axis::fit("v", scale, values.iter().copied());
+                assert!(
+                    a.min.is_finite() && a.max.is_finite(),
+                    "{scale:?} {values:?}: {a:?}"
+                );
+                let ticks = a.ticks();
+                assert!(
+                    ticks.len() <= MAX_TICKS + 1,
+                    "{scale:?} {values:?}: {ticks:?}"
+                );
+                assert!(
+                    ticks.iter().all(|t| t.is_finite()),
+                    "{scale:?} {values:?}: {ticks:?}"
+                );
+                // The chart around it is bounded too.
+                let svg = xy(
+                    "t",
+                    &a,
+                    &a,
+                    &[Series {
+                        name: "s".into(),
+                        color: PALETTE[0],
+                        mark: Mark::Line,
+                        points: values.iter().map(|&v| (v, v)).collect(),
+                        flagged: false,
+                    }],
+                    &[],
+                );
+                assert!(
+                    svg.len() < 100_000,
+                    "{scale:?} {values:?}: {} bytes",
+                    svg.len()
+                );
+            }
+        }
+        for (min, max) in [
+            (0.0, f64::INFINITY),
+            (f64::NAN, 1.0),
+            (1.0, 1.0),
+            (0.0, 1e-320),
+        ] {
+            for scale in [Scale::Linear, Scale::Log, Scale::Nines] {
+                let a = Axis {
+                    label: "v".into(),
+                    scale,
+                    min,
+                    max,
+                };
+                assert!(a.ticks().len() <= MAX_TICKS + 4, "{scale:?} {min} {max}");
+            }
+        }
     }
 
     #[test]

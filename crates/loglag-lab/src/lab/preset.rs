@@ -666,6 +666,22 @@ mod tests {
         request(args).steps("loglag".into())
     }
 
+    /// Every step a preset plans is a plain directory name, as `loglag report` (which
+    /// refuses any other: html/untrusted.rs) and the step links need.
+    #[test]
+    fn every_planned_step_is_a_plain_directory_name() {
+        for preset in ["buffers", "blocking", "sweep"] {
+            for step in steps(&["--preset", preset]).unwrap() {
+                assert_eq!(
+                    crate::html::untrusted::component(&step.label),
+                    Ok(step.label.as_str()),
+                    "{preset}"
+                );
+                assert!(crate::html::untrusted::href(&[&step.label]).is_some());
+            }
+        }
+    }
+
     #[test]
     fn presets_parse_and_plan_their_steps() {
         let buffers = steps(&["--preset", "buffers"]).unwrap();

@@ -15,7 +15,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, VERSION};
+use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, READS_VERSIONS, VERSION};
 use super::recovery::{resume, Recovered};
 use super::{invalid, spool_error, SpoolErrorKind, SpoolSync, MAX_CAPACITY};
 use crate::queue::Ring;
@@ -257,7 +257,7 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
             "not a loglag spool (bad magic); refusing to overwrite it",
         ));
     }
-    if word(1) != VERSION {
+    if !READS_VERSIONS.contains(&word(1)) {
         return Err(invalid(
             path,
             SpoolErrorKind::Version,
