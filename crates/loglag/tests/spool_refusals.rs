@@ -403,3 +403,61 @@ fn recover_opens_its_output_only_once_the_spool_is_valid() {
         assert!(!out.exists(), "no output file was created for {spool:?}");
     }
 }
+
+/// A spool above the maximum capacity (`capacity_bytes = 16GiB`) is refused, and the
+/// spool file the refused start created is gone (issue 47, 12): it used to be left
+/// behind, empty.
+#[test]
+fn a_spool_refused_for_its_size_leaves_no_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("app.spool");
+    let err = NonBlockingBuilder::default()
+        .spool(&spool)
+        .spool_required(true)
+        .capacity_bytes(16 << 30)
+        .build(TestSink::new(Behaviour::Fast).0)
+        .expect_err("a 16 GiB spool is above the maximum");
+    assert!(err.to_string().contains("above the maximum"), "{err}");
+    assert!(!spool.exists(), "the refused spool file was left behind");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A refused open never removes a file that was there before: an empty file someone
+/// put at the path stays, and a spool of a previous run that is refused (open to other
+/// users) stays byte for byte, its records still there to recover.
+#[cfg(unix)]
+#[test]
+fn a_refused_open_of_an_existing_spool_leaves_it_byte_for_byte() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.spool");
+    std::fs::File::create(&empty).unwrap();
+    NonBlockingBuilder::default()
+        .spool(&empty)
+        .spool_required(true)
+        .capacity_bytes(16 << 30)
+        .build(TestSink::new(Behaviour::Fast).0)
+        .expect_err("a 16 GiB spool is above the maximum");
+    assert_eq!(std::fs::read(&empty).unwrap(), b"", "an empty file stays");
+
+    let queued = a_spool_with_records_queued(dir.path());
+    let spool = dir.path().join("previous.spool");
+    sparse_spool(&spool, &queued, None, queued.len() as u64);
+    std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = NonBlockingBuilder::default()
+        .spool(&spool)
+        .spool_required(true)
+        .capacity_bytes(16 << 30)
+        .build(TestSink::new(Behaviour::Fast).0)
+        .expect_err("a spool other users can read is refused");
+    match err {
+        BuildError::Spool(e) => assert_eq!(e.kind, SpoolErrorKind::Permissions, "{e}"),
+        other => panic!("wrong error: {other}"),
+    }
+    assert_eq!(
+        std::fs::read(&spool).unwrap(),
+        queued,
+        "the previous run's spool is left byte for byte"
+    );
+}

@@ -1,7 +1,9 @@
 //! Opening a spool file: never through a symlink, created `0600`, owned by this user,
 //! `flock`ed against a second live process, its blocks allocated and its capacity read
 //! and checked against its length; then mapped and handed to recovery. What is no
-//! regular file, or empty, is refused without waiting on it.
+//! regular file, or empty, is refused without waiting on it. A spool file this open
+//! created and then refused (too large a capacity, no room on the disk) is removed;
+//! one that was there before never is.
 //!
 //! On Windows: a symbolic link is refused as on unix; the lock is one byte past the
 //! data (`crate::windows::try_lock`); there is no owner or mode to check (the file
@@ -33,18 +35,77 @@ pub(crate) fn open(
 }
 
 /// `create`: the capacity of a new spool; `None` only opens an existing one.
+///
+/// A spool file this call created and then refused (a capacity above the maximum, a
+/// disk without room for it) is removed, so that a refusal at start leaves nothing
+/// behind. A file that was there before is never removed, even empty: a spool from a
+/// previous run holds records to recover.
 pub(super) fn open_with(
     path: &Path,
     create: Option<usize>,
     sink: &mut dyn Sink,
     sync: SpoolSync,
 ) -> io::Result<(Ring, SpoolHeader, Recovered)> {
-    let (file, len) = open_locked(
+    let (file, len, created) = open_locked(
         path,
         Access::Write {
             create: create.is_some(),
         },
     )?;
+    // Ours to remove if refused: created by this call and still empty once locked (a
+    // process that locked it first and made it a spool makes it not ours).
+    let ours = match created && len == 0 {
+        true => file_id(&file).ok(),
+        false => None,
+    };
+    let opened = open_locked_file(path, file, len, create, sink, sync);
+    if let (Err(_), Some(id)) = (&opened, ours) {
+        // The file is closed (and unlocked) by now. Removed only if the path still
+        // names it: never a file another process put there since.
+        if path_id(path).is_ok_and(|now| now == id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    opened
+}
+
+/// The identity of an open file: device and inode (unix), volume and index (Windows).
+fn file_id(file: &std::fs::File) -> io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata()?;
+        Ok((meta.dev(), meta.ino()))
+    }
+    #[cfg(windows)]
+    {
+        Ok(crate::windows::file_info(file)?.id)
+    }
+}
+
+/// The identity of what `path` names, without following a symlink.
+fn path_id(path: &Path) -> io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path)?;
+        Ok((meta.dev(), meta.ino()))
+    }
+    #[cfg(windows)]
+    {
+        Ok(crate::windows::path_info(path)?.id)
+    }
+}
+
+/// [`open_with`] once the file is open and locked.
+fn open_locked_file(
+    path: &Path,
+    file: std::fs::File,
+    len: u64,
+    create: Option<usize>,
+    sink: &mut dyn Sink,
+    sync: SpoolSync,
+) -> io::Result<(Ring, SpoolHeader, Recovered)> {
     let fresh = len == 0;
     let capacity = match (fresh, create) {
         (true, Some(capacity)) => {
@@ -281,7 +342,7 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
 /// Checks, read-only, that `path` is a spool no live process holds, whose header
 /// and length agree. Returns its metadata.
 pub(super) fn check(path: &Path) -> io::Result<std::fs::Metadata> {
-    let (file, len) = open_locked(path, Access::Look)?;
+    let (file, len, _) = open_locked(path, Access::Look)?;
     if len == 0 {
         return Err(empty_spool(path));
     }
@@ -299,8 +360,8 @@ enum Access {
 /// Opens the spool (never through a symlink; created `0600`: it holds every queued
 /// record, secrets included) and locks it: exclusively to write it, shared to look, so
 /// that a live writer makes either fail. The lock goes with the process, however it
-/// ends. Returns the file and its length.
-fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> {
+/// ends. Returns the file, its length, and whether this call created it.
+fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64, bool)> {
     let (write, create, exclusive) = match access {
         Access::Write { create } => (true, create, true),
         Access::Look => (false, false, false),
@@ -313,7 +374,7 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
             return Err(not_a_regular_file(path, &meta));
         }
     }
-    let file = open_no_follow(path, write, create)?;
+    let (file, created) = open_no_follow(path, write, create)?;
     // A lock this process released a moment ago can still be held by a child another
     // thread forked in between, until that child calls exec (its copy of the
     // descriptor is close-on-exec, and a flock belongs to the shared open file): a
@@ -340,7 +401,7 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64)> 
     }
     // The length once locked: another process may have created the spool meanwhile.
     let len = file.metadata()?.len();
-    Ok((file, len))
+    Ok((file, len, created))
 }
 
 /// Takes the spool's lock without waiting: exclusive to write it, shared to look.
@@ -363,23 +424,25 @@ fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
 }
 
 /// Opens the spool without following a symlink, created `0600` on unix (Windows has
-/// no mode: the file takes its directory's ACL).
+/// no mode: the file takes its directory's ACL). Also returns whether it created it.
 #[cfg(windows)]
-fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs::File> {
+fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs::File, bool)> {
     use std::os::windows::fs::OpenOptionsExt;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(write)
-        .create(create)
-        .truncate(false)
-        .custom_flags(crate::windows::NO_FOLLOW)
-        .open(path)
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot open spool {}: {e}", path.display()),
-            )
-        })?;
+    let (file, created) = create_or_open(create, |new| {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create_new(new)
+            .truncate(false)
+            .custom_flags(crate::windows::NO_FOLLOW)
+            .open(path)
+    })
+    .map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot open spool {}: {e}", path.display()),
+        )
+    })?;
     let meta = file.metadata()?;
     if meta.file_type().is_symlink() {
         return Err(io::Error::new(
@@ -393,35 +456,65 @@ fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs:
     if !meta.is_file() {
         return Err(not_a_regular_file(path, &meta));
     }
-    Ok(file)
+    Ok((file, created))
+}
+
+/// `open(true)` creates the file only if there is none (`O_EXCL`), `open(false)`
+/// opens what is there: with `create`, the first, then the second if a file was
+/// there, a few times over should it come and go in between. Returns the file and
+/// whether it was created.
+fn create_or_open(
+    create: bool,
+    open: impl Fn(bool) -> io::Result<std::fs::File>,
+) -> io::Result<(std::fs::File, bool)> {
+    if !create {
+        return open(false).map(|f| (f, false));
+    }
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match open(true) {
+            Ok(file) => return Ok((file, true)),
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            Err(_) => {}
+        }
+        match open(false) {
+            Ok(file) => return Ok((file, false)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 4 => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Opens the spool without following a symlink, created `0600`, refuses what is no
-/// regular file, and clears the `O_NONBLOCK` it was opened with.
+/// regular file, and clears the `O_NONBLOCK` it was opened with. Also returns whether
+/// it created it.
 #[cfg(unix)]
-fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs::File> {
+fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs::File, bool)> {
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: should the path become a FIFO after that look, the open returns at
     // once rather than waiting for a writer, and what was opened is checked again.
-    let file = OpenOptions::new()
-        .read(true)
-        .write(write)
-        .create(create)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            let hint = if e.raw_os_error() == Some(libc::ELOOP) {
-                " (it is a symlink; a spool must be a regular file)"
-            } else {
-                ""
-            };
-            io::Error::new(
-                e.kind(),
-                format!("cannot open spool {}: {e}{hint}", path.display()),
-            )
-        })?;
+    let (file, created) = create_or_open(create, |new| {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create_new(new)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(path)
+    })
+    .map_err(|e| {
+        let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+            " (it is a symlink; a spool must be a regular file)"
+        } else {
+            ""
+        };
+        io::Error::new(
+            e.kind(),
+            format!("cannot open spool {}: {e}{hint}", path.display()),
+        )
+    })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_a_regular_file(path, &meta));
@@ -437,7 +530,7 @@ fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<std::fs:
     if !cleared {
         return Err(io::Error::last_os_error());
     }
-    Ok(file)
+    Ok((file, created))
 }
 
 /// The refusal of a path that is no regular file, saying what it is.
