@@ -348,6 +348,7 @@ fn emit_via_tracing_appender(
             dropped_io_error: 0,
             dropped_shutdown: 0,
             dropped_reentrant: 0,
+            dropped_rejected: 0,
             truncated: 0,
             write_syscalls: syscw().saturating_sub(syscw_before),
             io_errors: 0,
@@ -419,6 +420,7 @@ fn metrics(m: &Metrics) -> EmitMetrics {
         dropped_io_error: m.dropped_for(DropReason::IoError),
         dropped_shutdown: m.dropped_for(DropReason::Shutdown),
         dropped_reentrant: m.dropped_for(DropReason::Reentrant),
+        dropped_rejected: m.dropped_for(DropReason::Rejected),
         truncated: m.truncated,
         write_syscalls: m.write_syscalls,
         // The key is older than `Metrics::write_errors`; readers of the JSON know it so.

@@ -6,6 +6,8 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::metrics::DROP_REASONS;
+
 /// The first of the header words counting drops not yet announced.
 pub(crate) const UNANNOUNCED: usize = 16;
 /// The header word holding the report format.
@@ -13,6 +15,22 @@ pub(crate) const REPORT_FORMAT: usize = 36;
 /// The first of the words journaling a live report (counts, then length, sink length,
 /// device, inode).
 pub(crate) const PENDING_REPORT: usize = 40;
+/// The fifth reason (`rejected`, layout version 2) did not fit between the words
+/// above: its unannounced drops, then its live report's, by level. A version 1 spool
+/// has zeroes here (a new header is zeroed), so it is read as it was.
+const REJECTED_UNANNOUNCED: usize = 64;
+const REJECTED_PENDING: usize = 69;
+
+/// The header word counting `reason`'s drops at `level` (`pending`: in the live report).
+fn ledger_word(pending: bool, reason: usize, level: usize) -> usize {
+    debug_assert!(reason < DROP_REASONS && level < 5);
+    match (pending, reason) {
+        (false, 4) => REJECTED_UNANNOUNCED + level,
+        (true, 4) => REJECTED_PENDING + level,
+        (false, r) => UNANNOUNCED + r * 5 + level,
+        (true, r) => PENDING_REPORT + r * 5 + level,
+    }
+}
 
 /// The unannounced-drop words of a spool's header (see the layout above).
 #[derive(Debug, Clone, Copy)]
@@ -37,9 +55,7 @@ unsafe impl Sync for DropLedger {}
 
 impl DropLedger {
     pub(crate) fn word(&self, reason: usize, level: usize) -> &AtomicU64 {
-        debug_assert!(reason < 4 && level < 5);
-        // SAFETY: words 16..36 lie inside the 4096-byte header.
-        unsafe { &*self.words.as_ptr().add(UNANNOUNCED + reason * 5 + level) }
+        self.at(ledger_word(false, reason, level))
     }
 
     pub(crate) fn dropped(&self, reason: usize, level: usize, n: u64) {
@@ -55,7 +71,8 @@ impl DropLedger {
     }
 
     pub(crate) fn at(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: every index used is below 64, inside the 4096-byte header.
+        debug_assert!(i < 512);
+        // SAFETY: every index used is below 74, inside the 4096-byte (512-word) header.
         unsafe { &*self.words.as_ptr().add(i) }
     }
 
@@ -63,15 +80,14 @@ impl DropLedger {
     /// `position` and identity `identity`.
     pub(crate) fn begin_report(
         &self,
-        counts: &[[u64; 5]; 4],
+        counts: &[[u64; 5]; DROP_REASONS],
         len: u64,
         position: Option<u64>,
         identity: Option<(u64, u64)>,
     ) {
         for (r, levels) in counts.iter().enumerate() {
             for (l, &n) in levels.iter().enumerate() {
-                self.at(PENDING_REPORT + r * 5 + l)
-                    .store(n, Ordering::Release);
+                self.at(ledger_word(true, r, l)).store(n, Ordering::Release);
             }
         }
         let (dev, ino) = identity.unwrap_or((0, 0));
@@ -86,9 +102,9 @@ impl DropLedger {
     /// ledger only if it is.
     pub(crate) fn end_report(&self, written: bool) {
         if written {
-            for r in 0..4 {
+            for r in 0..DROP_REASONS {
                 for l in 0..5 {
-                    let n = self.at(PENDING_REPORT + r * 5 + l).load(Ordering::Acquire);
+                    let n = self.at(ledger_word(true, r, l)).load(Ordering::Acquire);
                     self.announced(r, l, n);
                 }
             }

@@ -20,15 +20,23 @@ pub enum DropReason {
     /// thread or while a `sync`-mode write holds the sink) when it could not be queued
     /// without waiting: waiting there would deadlock.
     Reentrant = 3,
+    /// The peer received it and refused it: a RELP collector's `500`, or an OTLP
+    /// collector's `partial_success` (which says how many, not which: the batch's last
+    /// records are counted, at their levels).
+    Rejected = 4,
 }
+
+/// How many drop reasons there are: the rows of [`Metrics::dropped`].
+pub const DROP_REASONS: usize = 5;
 
 impl DropReason {
     /// Every reason, in the order of the counters.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; DROP_REASONS] = [
         DropReason::QueueFull,
         DropReason::IoError,
         DropReason::Shutdown,
         DropReason::Reentrant,
+        DropReason::Rejected,
     ];
 
     /// The snake_case name used in reports and in Prometheus labels.
@@ -38,6 +46,7 @@ impl DropReason {
             DropReason::IoError => "io_error",
             DropReason::Shutdown => "shutdown",
             DropReason::Reentrant => "reentrant",
+            DropReason::Rejected => "rejected",
         }
     }
 }
@@ -116,7 +125,7 @@ pub(crate) struct ThreadTotals {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) dropped: [[AtomicU64; 5]; 4],
+    pub(crate) dropped: [[AtomicU64; 5]; DROP_REASONS],
     pub(crate) queue_full_events: AtomicU64,
     pub(crate) truncated: AtomicU64,
     /// Spool mode: the header's count of drops not yet announced, which survives a
@@ -226,7 +235,7 @@ impl Counters {
     ) -> Metrics {
         let written_records = self.written_records.load(Ordering::Acquire);
         let queue_full_events = self.queue_full_events.load(Ordering::Relaxed);
-        let mut dropped: [[u64; 5]; 4] = std::array::from_fn(|r| {
+        let mut dropped: [[u64; 5]; DROP_REASONS] = std::array::from_fn(|r| {
             std::array::from_fn(|l| self.dropped[r][l].load(Ordering::Acquire))
         });
         let threads = threads();
@@ -329,7 +338,7 @@ pub struct Metrics {
     pub written_bytes: u64,
     /// Records dropped, by reason and level: `dropped[DropReason as usize][Level as usize]`.
     /// The one record of drops; the methods below sum it.
-    pub dropped: [[u64; 5]; 4],
+    pub dropped: [[u64; 5]; DROP_REASONS],
     /// Records accepted but neither written nor dropped yet.
     pub in_flight_records: u64,
     /// Bytes queued or being written, ring headers included.
@@ -422,11 +431,15 @@ pub(crate) fn own_line(format: Format, message: &str, fields: &[(&str, u64)]) ->
 
 /// The in-band report of drops, by reason: "dropped N records {when} (queue_full=…, …)".
 /// The writer's live reports and spool recovery's both say it so.
-pub(crate) fn drop_report_line(format: Format, by_reason: [u64; 4], when: &str) -> Vec<u8> {
+pub(crate) fn drop_report_line(
+    format: Format,
+    by_reason: [u64; DROP_REASONS],
+    when: &str,
+) -> Vec<u8> {
     let total: u64 = by_reason.iter().sum();
     let message = format!(
-        "dropped {total} records {when} (queue_full={}, io_error={}, shutdown={}, reentrant={})",
-        by_reason[0], by_reason[1], by_reason[2], by_reason[3]
+        "dropped {total} records {when} (queue_full={}, io_error={}, shutdown={}, reentrant={}, rejected={})",
+        by_reason[0], by_reason[1], by_reason[2], by_reason[3], by_reason[4]
     );
     let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
     fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
@@ -439,7 +452,7 @@ mod tests {
 
     #[test]
     fn is_accounted_rejects_each_kind_of_imbalance() {
-        let mut dropped = [[0; 5]; 4];
+        let mut dropped = [[0; 5]; DROP_REASONS];
         dropped[DropReason::QueueFull as usize][Level::Info as usize] = 1;
         dropped[DropReason::IoError as usize][Level::Info as usize] = 1;
         dropped[DropReason::Reentrant as usize][Level::Debug as usize] = 1;
@@ -486,7 +499,7 @@ mod tests {
         assert_eq!(m.dropped_records(), by_level);
         assert_eq!(
             m.dropped_records(),
-            (0..4).map(|r| 50 * r + 10).sum::<u64>()
+            (0..DROP_REASONS as u64).map(|r| 50 * r + 10).sum::<u64>()
         );
     }
 
@@ -494,13 +507,22 @@ mod tests {
     #[test]
     fn drop_reasons_have_stable_names_in_prometheus_text() {
         let names: Vec<&str> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
-        assert_eq!(names, ["queue_full", "io_error", "shutdown", "reentrant"]);
+        assert_eq!(
+            names,
+            [
+                "queue_full",
+                "io_error",
+                "shutdown",
+                "reentrant",
+                "rejected"
+            ]
+        );
         let mut m = Metrics::default();
-        for (reason, n) in DropReason::ALL.into_iter().zip([3, 2, 1, 4]) {
+        for (reason, n) in DropReason::ALL.into_iter().zip([3, 2, 1, 4, 5]) {
             m.dropped[reason as usize][Level::Info as usize] = n;
         }
         let text = m.to_prometheus("loglag");
-        for (name, n) in names.iter().zip([3, 2, 1, 4]) {
+        for (name, n) in names.iter().zip([3, 2, 1, 4, 5]) {
             let line = format!("loglag_dropped_total{{reason=\"{name}\"}} {n}");
             assert!(text.contains(&line), "{line} not in:\n{text}");
         }

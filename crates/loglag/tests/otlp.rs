@@ -150,8 +150,16 @@ fn serve(stream: TcpStream, tx: Sender<Request>, script: Arc<Mutex<VecDeque<Answ
             ),
             Answer::Status(code, after) => (code, after, b"try later".to_vec()),
             Answer::Hold(gate) => {
+                // Seen before it is answered: a test can wait for the writer to be
+                // held here.
+                let _ = tx.send(Request {
+                    status: 200,
+                    content_type: content_type.clone(),
+                    export,
+                });
                 let _ = gate.lock().unwrap().recv();
-                (200, None, Vec::new())
+                write_answer(&mut stream, 200, None, &[]);
+                continue;
             }
         };
         let _ = tx.send(Request {
@@ -159,18 +167,28 @@ fn serve(stream: TcpStream, tx: Sender<Request>, script: Arc<Mutex<VecDeque<Answ
             content_type: content_type.clone(),
             export,
         });
-        let mut head = format!(
-            "HTTP/1.1 {status} X\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n",
-            reply.len()
-        );
-        if let Some(after) = retry_after {
-            head.push_str(&format!("Retry-After: {after}\r\n"));
-        }
-        head.push_str("\r\n");
-        if stream.write_all(head.as_bytes()).is_err() || stream.write_all(&reply).is_err() {
+        if !write_answer(&mut stream, status, retry_after, &reply) {
             return;
         }
     }
+}
+
+/// Writes one HTTP answer; false if the client has gone.
+fn write_answer(
+    stream: &mut TcpStream,
+    status: u16,
+    retry_after: Option<u64>,
+    reply: &[u8],
+) -> bool {
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n",
+        reply.len()
+    );
+    if let Some(after) = retry_after {
+        head.push_str(&format!("Retry-After: {after}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).is_ok() && stream.write_all(reply).is_ok()
 }
 
 /// The bodies of the records the collector took (answered 2xx), from `target`s
@@ -487,6 +505,130 @@ fn a_slow_collector_never_blocks_the_caller() {
     });
 }
 
+/// A collector that answers 200 but rejects every record of every request
+/// (`partial_success.rejected_log_records` equal to the batch): nothing it was sent is
+/// counted written. Each record is dropped as `rejected`, at its level. (It was
+/// `written=2000 dropped=0`.)
+#[test]
+fn a_collector_that_rejects_every_record_has_none_counted_written() {
+    within(LIMIT, "rejects all", || {
+        let collector = Collector::start();
+        for _ in 0..10_000 {
+            // More than the batch can hold: "all of them", whatever the batch.
+            collector.then(Answer::Rejects(i64::MAX));
+        }
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
+        for i in 0..2_000 {
+            let level = if i % 4 == 0 { Level::Warn } else { Level::Info };
+            writer.submit(
+                level,
+                format!("{{\"fields\":{{\"message\":\"r{i}\"}}}}\n").as_bytes(),
+            );
+        }
+        let m = guard.shutdown();
+        assert_accounted(&m);
+        let sent = bodies(&collector.drain()).len() as u64;
+        assert_eq!(m.written_records, 0, "{m:#?}");
+        assert_eq!(m.dropped_for(DropReason::Rejected), 2_000, "{m:#?}");
+        assert_eq!(
+            m.dropped_of(DropReason::Rejected, Level::Warn),
+            500,
+            "{m:#?}"
+        );
+        assert_eq!(sent, 2_000, "every record was sent, and refused");
+    });
+}
+
+/// A collector that rejects 2 of a request's 5 records: those 2 are dropped as
+/// `rejected` (the batch's last two, at their levels), the other 3 are written.
+#[test]
+fn a_collector_that_rejects_some_records_has_that_many_dropped_not_written() {
+    within(LIMIT, "rejects some", || {
+        let collector = Collector::start();
+        let (open, gate) = mpsc::channel();
+        collector
+            .then(Answer::Hold(Arc::new(Mutex::new(gate))))
+            .then(Answer::Rejects(2));
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .build(Otlp::http(&collector.endpoint()).unwrap())
+            .unwrap();
+        // The first request holds the writer while the next five queue up as one batch.
+        writer.submit(Level::Error, b"{\"fields\":{\"message\":\"first\"}}\n");
+        let held = collector.requests.recv().unwrap();
+        assert_eq!(held.records().len(), 1);
+        for (i, level) in [
+            Level::Info,
+            Level::Info,
+            Level::Info,
+            Level::Warn,
+            Level::Error,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            writer.submit(
+                level,
+                format!("{{\"fields\":{{\"message\":\"r{i}\"}}}}\n").as_bytes(),
+            );
+        }
+        open.send(()).unwrap();
+        let m = guard.shutdown();
+        assert_accounted(&m);
+        let second = collector.requests.recv().unwrap();
+        assert_eq!(
+            second.records().len(),
+            5,
+            "the five queued records in one request"
+        );
+        assert_eq!(m.written_records, 1 + 3, "{m:#?}");
+        assert_eq!(m.dropped_for(DropReason::Rejected), 2, "{m:#?}");
+        assert_eq!(
+            (
+                m.dropped_of(DropReason::Rejected, Level::Warn),
+                m.dropped_of(DropReason::Rejected, Level::Error)
+            ),
+            (1, 1),
+            "the batch's last two, at their levels: {m:#?}"
+        );
+    });
+}
+
+/// `Retry-After: 0` on every 429 made the retries a busy loop (9,089 requests a second
+/// for the batch's whole `retry_for`). The back-off's own pause is its floor: over a
+/// one-second `retry_for` it allows at most a handful of requests (100, 200, 400 ms...).
+#[test]
+fn retry_after_zero_never_turns_the_back_off_into_a_busy_loop() {
+    within(LIMIT, "retry-after 0", || {
+        let collector = Collector::start();
+        for _ in 0..100_000 {
+            collector.then(Answer::Status(429, Some(0)));
+        }
+        let (writer, guard) = NonBlockingBuilder::default()
+            .mode(Mode::Async)
+            .build(
+                Otlp::http(&collector.endpoint())
+                    .unwrap()
+                    .retry_for(Duration::from_secs(1)),
+            )
+            .unwrap();
+        writer.submit(Level::Error, b"{\"fields\":{\"message\":\"once\"}}\n");
+        let m = guard.shutdown();
+        assert_accounted(&m);
+        assert_eq!(m.dropped_for(DropReason::IoError), 1, "{m:#?}");
+        let requests = collector.drain().len();
+        // 1 s of pauses of 100, 200, 400 ms... allows 4 retries after the first try;
+        // a slow machine sends fewer, never more. A loop would send thousands.
+        assert!(
+            (1..=5).contains(&requests),
+            "{requests} requests in a one-second retry_for"
+        );
+    });
+}
+
 /// A 2xx with `partial_success` is said in-band, as a WARN record from `loglag`.
 #[test]
 fn records_the_collector_rejects_are_reported_in_band() {
@@ -505,10 +647,15 @@ fn records_the_collector_rejects_are_reported_in_band() {
         let got = taken(&collector.drain(), true);
         assert!(
             got.iter()
-                .any(|b| b.contains("rejected 2 of 1 records: attribute too long")),
+                .any(|b| b.contains("rejected 2 of 1 records (counted as 1): attribute too long")),
             "{got:?}"
         );
         assert_eq!(m.write_errors, 1, "counted as an error the sink absorbed");
+        assert_eq!(
+            (m.written_records, m.dropped_for(DropReason::Rejected)),
+            (1, 1),
+            "a peer's count is never more than the request held: {m:#?}"
+        );
     });
 }
 

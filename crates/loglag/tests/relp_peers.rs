@@ -448,12 +448,12 @@ fn a_record_refused_with_500_is_counted_dropped_and_the_rest_flow() {
         assert_eq!(copies.get(&message), Some(&1), "{message:?}");
     }
     assert_eq!(copies.get("after the refusal"), Some(&1));
-    // The refused record is not written: it is dropped (`io_error`) with its level,
+    // The refused record is not written: it is dropped (`rejected`) with its level,
     // and announced in-band; everything else is written.
     assert_eq!(m.accepted as usize, RECORDS + 1, "{m:#?}");
     assert_eq!(m.written_records as usize, RECORDS, "{m:#?}");
     assert_eq!(
-        (m.dropped_records(), m.dropped_for(DropReason::IoError)),
+        (m.dropped_records(), m.dropped_for(DropReason::Rejected)),
         (1, 1),
         "{m:#?}"
     );

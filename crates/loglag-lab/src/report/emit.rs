@@ -34,6 +34,10 @@ pub struct EmitMetrics {
     pub dropped_io_error: u64,
     pub dropped_shutdown: u64,
     pub dropped_reentrant: u64,
+    /// Refused by the peer (a RELP `500`, an OTLP `partial_success`); absent from
+    /// results written before the reason existed.
+    #[serde(default)]
+    pub dropped_rejected: u64,
     pub truncated: u64,
     pub write_syscalls: u64,
     /// `Metrics::write_errors` (failed write calls), under its older name.

@@ -16,7 +16,7 @@ use crate::clock::WallClock;
 use crate::handshake::Abandoned;
 use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
-use crate::metrics::DropReason;
+use crate::metrics::{DropReason, DROP_REASONS};
 use crate::sink::{write_all_counted, HeldSink};
 use crate::spool::SpoolHeader;
 
@@ -41,7 +41,7 @@ pub(crate) struct DrainState {
     start: u64,
     end: u64,
     /// Drops by reason already announced in-band.
-    reported: [[u64; 5]; 4],
+    reported: [[u64; 5]; DROP_REASONS],
     /// Whether the last write failed, so a streak of errors is reported on stderr once.
     failing: bool,
     /// When the spool was last synced (`SpoolSync::Every`).
@@ -83,7 +83,7 @@ impl DrainState {
             taken: 0,
             start: 0,
             end: 0,
-            reported: [[0; 5]; 4],
+            reported: [[0; 5]; DROP_REASONS],
             failing: false,
             last_sync: Instant::now(),
             clock: WallClock::new(),
@@ -370,15 +370,16 @@ impl Core {
         let mut first_failure: Option<String> = None;
         let accounted = self.handshake.end_batch(|| match result {
             Ok(refused) => {
-                // Records the peer refused inside the batch (RELP's `500`): each is
-                // dropped (`io_error`) with its level, not written.
+                // Records the peer refused inside the batch (RELP's `500`, OTLP's
+                // `partial_success`): each is dropped (`rejected`) with its level, not
+                // written.
                 let mut refused_bytes = 0u64;
                 let mut refused_records = 0u64;
                 if !refused.is_empty() {
                     let mut start = 0u64;
                     for &(len, level) in records {
                         if refused.contains(&start) {
-                            counters.count_drop(DropReason::IoError, level, 1);
+                            counters.count_drop(DropReason::Rejected, level, 1);
                             refused_bytes += len as u64;
                             refused_records += 1;
                         }
@@ -475,7 +476,7 @@ impl Core {
     /// is never lost.
     pub(crate) fn report_drops(&self, state: &mut DrainState, sink: &mut HeldSink) {
         let counters = &self.counters;
-        let mut now: [[u64; 5]; 4] = std::array::from_fn(|r| {
+        let mut now: [[u64; 5]; DROP_REASONS] = std::array::from_fn(|r| {
             std::array::from_fn(|l| counters.dropped[r][l].load(Ordering::Acquire))
         });
         // With the refusals counted on the callers' threads. Not asked where there
@@ -486,9 +487,9 @@ impl Core {
                 *total += refused;
             }
         }
-        let delta: [[u64; 5]; 4] =
+        let delta: [[u64; 5]; DROP_REASONS] =
             std::array::from_fn(|r| std::array::from_fn(|l| now[r][l] - state.reported[r][l]));
-        let by_reason: [u64; 4] = delta.map(|levels| levels.iter().sum());
+        let by_reason: [u64; DROP_REASONS] = delta.map(|levels| levels.iter().sum());
         let total: u64 = by_reason.iter().sum();
         if total == 0 {
             return;

@@ -285,6 +285,8 @@ impl Core {
                 let counters = Counters::default();
                 if let Some(header) = &spool {
                     let _ = counters.ledger.set(header.ledger());
+                    // Recovered already: from here on it holds this build's layout.
+                    header.adopt_current_layout();
                 }
                 counters
             },

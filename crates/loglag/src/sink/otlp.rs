@@ -52,10 +52,13 @@ pub enum OtlpEncoding {
 /// [`Otlp::retry_for`] (10 s); then the batch is lost, counted as `io_error`, and
 /// until a back-off (50 ms doubling to 5 s) has passed further batches are not tried
 /// (also `io_error`), so a collector that is down costs the writer no time. Any other
-/// status (400, 401, 404, 413 …) fails the batch at once. A collector that accepts a
-/// request but rejects some records (`partial_success`) is reported in-band; those
-/// records count as written. OTLP/HTTP is acknowledged: a 2xx means the collector
-/// has the batch.
+/// status (400, 401, 404, 413 …) fails the batch at once. A `Retry-After` shorter
+/// than the back-off's own pause is raised to it (`Retry-After: 0` would make the retries
+/// a busy loop). A collector that accepts a request but rejects some records
+/// (`partial_success`) is reported in-band, and those records are dropped as
+/// `rejected`, never counted written: all of the batch when it rejects all; else as
+/// many as it says, the batch's last ones (OTLP says how many, not which), at their
+/// levels. OTLP/HTTP is acknowledged: a 2xx means the collector has the rest.
 ///
 /// TLS is not built in: point the sink at a collector or agent on the host or in the
 /// pod (`http://127.0.0.1:4318`), which forwards over TLS.
@@ -78,6 +81,11 @@ pub struct Otlp {
     down: Backoff,
     notice: Option<String>,
     rejected: u64,
+    /// Where the records the collector rejected start, counted from `passed`'s zero
+    /// (see [`SinkReport::refused`]).
+    refused_at: Vec<u64>,
+    /// Bytes `write` took since the last report.
+    passed: u64,
 }
 
 impl std::fmt::Debug for Otlp {
@@ -139,6 +147,8 @@ impl Otlp {
             down: Backoff::new(FIRST_BACKOFF, MAX_BACKOFF),
             notice: None,
             rejected: 0,
+            refused_at: Vec::new(),
+            passed: 0,
         }
     }
 
@@ -212,7 +222,8 @@ impl Otlp {
     }
 
     /// Posts `body`, retrying what may succeed later, until `retry_for` has passed.
-    fn export(&mut self, body: &[u8], records: usize) -> io::Result<()> {
+    /// Returns how many of its `records` the collector rejected (`partial_success`).
+    fn export(&mut self, body: &[u8], records: usize) -> io::Result<usize> {
         if self.down.waiting(Instant::now()) {
             return Err(io::Error::new(
                 io::ErrorKind::NotConnected,
@@ -268,8 +279,7 @@ impl Otlp {
                         .unwrap_or_default();
                     if (200..300).contains(&status) {
                         self.down.reset();
-                        self.note_partial_success(&answer, records);
-                        return Ok(());
+                        return Ok(self.note_partial_success(&answer, records));
                     }
                     if (300..400).contains(&status) {
                         // Never followed: a redirect is a misconfigured endpoint (http
@@ -290,9 +300,11 @@ impl Otlp {
                     if !matches!(status, 429 | 502 | 503 | 504) {
                         return Err(error);
                     }
-                    // The back-off doubles on every retry, Retry-After or not.
+                    // The back-off doubles on every retry, Retry-After or not, and is
+                    // the floor of any Retry-After: a peer may ask for a longer pause,
+                    // never a shorter one (`0` was 9,089 requests a second).
                     let wait = waits.next();
-                    (error, retry_after.unwrap_or(wait))
+                    (error, retry_after.map_or(wait, |asked| asked.max(wait)))
                 }
                 Err(e) => (
                     io::Error::other(format!("OTLP collector at {}: {e}", self.endpoint)),
@@ -311,21 +323,32 @@ impl Otlp {
         }
     }
 
-    /// A 2xx may still say that the collector dropped some records.
-    fn note_partial_success(&mut self, answer: &[u8], records: usize) {
+    /// A 2xx may still say that the collector dropped some records: how many of the
+    /// request's `records` (a peer's number: never more than the request held).
+    fn note_partial_success(&mut self, answer: &[u8], records: usize) -> usize {
         let response = match self.encoding {
             OtlpEncoding::Protobuf => ExportLogsServiceResponse::decode(answer).ok(),
             OtlpEncoding::Json => serde_json::from_slice::<ExportLogsServiceResponse>(answer).ok(),
         };
-        if let Some(partial) = response.and_then(|r| r.partial_success) {
-            if partial.rejected_log_records > 0 {
-                self.rejected += 1;
-                self.notice = Some(format!(
-                    "the OTLP collector rejected {} of {records} records: {}",
-                    partial.rejected_log_records, partial.error_message
-                ));
-            }
+        let Some(partial) = response.and_then(|r| r.partial_success) else {
+            return 0;
+        };
+        if partial.rejected_log_records <= 0 {
+            return 0;
         }
+        self.rejected += 1;
+        let said = partial.rejected_log_records;
+        let rejected = usize::try_from(said).unwrap_or(usize::MAX).min(records);
+        // The peer's text, bounded (the in-band line escapes it).
+        let message: String = partial.error_message.chars().take(200).collect();
+        self.notice = Some(if said as u64 > records as u64 {
+            format!(
+                "the OTLP collector rejected {said} of {records} records (counted as {rejected}): {message}"
+            )
+        } else {
+            format!("the OTLP collector rejected {said} of {records} records: {message}")
+        });
+        rejected
     }
 }
 
@@ -344,17 +367,36 @@ impl Sink for Otlp {
             .map(|s| s.log_records.len())
             .sum();
         let body = self.encode(&request)?;
-        self.export(&body, records)?;
+        let rejected = self.export(&body, records)?;
+        if rejected > 0 {
+            // The last `rejected` records of those sent (the lines `request` read).
+            let starts: Vec<usize> = line_starts(lines).collect();
+            let first = starts.len().saturating_sub(rejected);
+            self.refused_at
+                .extend(starts[first..].iter().map(|&s| self.passed + s as u64));
+        }
+        self.passed += whole as u64;
         Ok(whole)
     }
 
     fn take_report(&mut self) -> SinkReport {
+        self.passed = 0;
         SinkReport {
             notice: self.notice.take(),
             absorbed_errors: std::mem::take(&mut self.rejected),
-            ..SinkReport::default()
+            refused: std::mem::take(&mut self.refused_at),
         }
     }
+}
+
+/// Where each non-empty line of `lines` starts: the records `Otlp::request` sends.
+fn line_starts(lines: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut start = 0;
+    lines.split(|&b| b == b'\n').filter_map(move |line| {
+        let at = start;
+        start += line.len() + 1;
+        (!line.is_empty()).then_some(at)
+    })
 }
 
 fn string_attribute(key: &str, value: &str) -> KeyValue {

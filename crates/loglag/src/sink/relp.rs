@@ -595,7 +595,7 @@ impl Relp {
                 1 => ("1 record".to_owned(), "its answer"),
                 n => (format!("{n} records"), "the last answer"),
             };
-            notices.push(format!("RELP: the collector refused {records} (not sent again; counted as dropped, io_error); {which}: {last}"));
+            notices.push(format!("RELP: the collector refused {records} (not sent again; counted as dropped, rejected); {which}: {last}"));
         }
         if self.resent > 0 {
             let n = std::mem::take(&mut self.resent);

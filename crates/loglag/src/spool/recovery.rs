@@ -13,6 +13,7 @@ use super::journal::Landed;
 use super::{invalid, SpoolErrorKind};
 use crate::ledger::REPORT_FORMAT;
 use crate::level::Level;
+use crate::metrics::DROP_REASONS;
 use crate::queue;
 use crate::sink::{call_sink, write_all_counted, Sink};
 
@@ -167,7 +168,7 @@ fn announce_unannounced(
     use crate::format::Format;
     let header = region.header();
     let ledger = header.ledger();
-    let by_reason: [u64; 4] = std::array::from_fn(|r| {
+    let by_reason: [u64; DROP_REASONS] = std::array::from_fn(|r| {
         (0..5)
             .map(|l| ledger.word(r, l).load(Ordering::Acquire))
             .sum()
@@ -189,7 +190,7 @@ fn announce_unannounced(
     if let (_, Err((e, _))) = write_all_counted(sink, &line) {
         return Err(e);
     }
-    for r in 0..4 {
+    for r in 0..DROP_REASONS {
         for l in 0..5 {
             ledger.word(r, l).store(0, Ordering::Release);
         }

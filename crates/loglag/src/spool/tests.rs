@@ -611,3 +611,41 @@ fn a_new_spool_has_all_its_blocks() {
         meta.len()
     );
 }
+
+/// Layout version 2 added the `rejected` row of the unannounced-drop ledger (words
+/// 64..69). A version 1 spool (zeroes there) is still recovered with its unannounced
+/// drops; a version 2 one announces its rejections; a version from the future is
+/// refused untouched.
+#[test]
+#[cfg_attr(miri, ignore = "a spool file and its mapping: miri maps no files")]
+fn a_version_1_spool_is_recovered_and_a_version_2_one_announces_rejections() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    // Version 1: 3 io_error drops (reason 1, level 0) not yet announced.
+    let spool = crashed_spool(dir.path(), &log, 0, 0);
+    set_word(&spool, 1, 1);
+    set_word(&spool, 16 + 5, 3);
+    let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+    assert_eq!((r.records, r.unannounced_drops), (RECORDS as u64, 3));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("io_error=3"), "{text}");
+    assert!(text.contains("rejected=0"), "{text}");
+    std::fs::remove_file(&spool).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    // Version 2: 2 rejected drops (reason 4, level 0).
+    let spool = crashed_spool(dir.path(), &log, 0, 0);
+    set_word(&spool, 64, 2);
+    let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
+    assert_eq!(r.unannounced_drops, 2);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("rejected=2"), "{text}");
+    std::fs::remove_file(&spool).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    // Version 3 is not one this build reads.
+    let spool = crashed_spool(dir.path(), &log, 0, 0);
+    set_word(&spool, 1, 3);
+    let before = std::fs::read(&spool).unwrap();
+    let e = recover(&spool, FdSink::append(&log).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("version 3"), "{e}");
+    assert_eq!(std::fs::read(&spool).unwrap(), before, "left as it was");
+}
