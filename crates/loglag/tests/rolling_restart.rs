@@ -304,6 +304,112 @@ fn a_second_writer_on_a_held_fixed_name_is_refused_naming_the_holder() {
     )
 }
 
+/// A forked child (a `fork` without `exec`, as a daemonizing helper does) that the test
+/// process adopts when its parent exits, so that it can reap it; killed and reaped on
+/// drop, whatever the test's outcome.
+#[cfg(target_os = "linux")]
+struct Orphan(i32);
+
+#[cfg(target_os = "linux")]
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        // SAFETY: signalling and reaping a child of this process by its pid.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// The finding: a process holding a fixed name forks a child without `exec` and exits;
+/// the child, sharing the open file (and so its `flock`), keeps the name held. A new
+/// writer was refused naming the dead parent (`/proc/locks` gives the lock's creator);
+/// now it names the child, which is alive. Linux (`/proc`).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fixed_name_held_by_a_forked_child_names_the_living_child_not_its_dead_parent() {
+    const TEST: &str =
+        "a_fixed_name_held_by_a_forked_child_names_the_living_child_not_its_dead_parent";
+    if let Some((_, dir)) = child_role() {
+        // The parent: holds the name, logs, forks a child that outlives it, says the
+        // child's pid, and ends.
+        let appender = appender(Naming::Fixed, Duration::ZERO).build(&dir).unwrap();
+        let (writer, guard) = NonBlockingBuilder::default().build(appender).unwrap();
+        writer.submit(Level::Info, b"parent 1\n");
+        guard.flush(Duration::from_secs(120)).unwrap();
+        // SAFETY: the child only closes descriptors and pauses (async-signal-safe)
+        // until it is killed.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: see above. Its stdio closed, the test's pipes end with the parent.
+            unsafe {
+                libc::close(0);
+                libc::close(1);
+                libc::close(2);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        println!("child {pid}");
+        std::io::stdout().flush().unwrap();
+        return;
+    }
+    within(Duration::from_secs(300), TEST, || {
+        // Orphans of this process's children come to it, so the test can reap the
+        // forked child once its parent is gone.
+        // SAFETY: a process attribute, set with its documented arguments.
+        let adopted = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        assert_eq!(adopted, 0, "PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().unwrap();
+        let mut parent = rerun_as_child(TEST, "parent", dir.path()).spawn().unwrap();
+        let parent_pid = parent.id();
+        let mut out = BufReader::new(parent.stdout.take().unwrap());
+        let mut seen = String::new();
+        let child: i32 = loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap() == 0 {
+                panic!("the parent ended without forking; it said:\n{seen}");
+            }
+            // After libtest's "test … ... " on the same line.
+            if let Some((_, pid)) = line.trim().rsplit_once("child ") {
+                break pid.parse().unwrap();
+            }
+            seen.push_str(&line);
+        };
+        let child = Orphan(child);
+        parent.stdout = Some(out.into_inner());
+        let result = wait_child_within(parent, Duration::from_secs(300), "parent");
+        assert!(
+            result.status.success(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+
+        let e = appender(Naming::Fixed, Duration::ZERO)
+            .build(dir.path())
+            .unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains(&format!("is held by process {}", child.0)),
+            "the error names the living child {}: {message}",
+            child.0
+        );
+        assert!(
+            !message.contains(&format!("is held by process {parent_pid}")),
+            "the error names the dead parent {parent_pid}: {message}"
+        );
+        drop(child);
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+        // The child gone, the name is free again.
+        appender(Naming::Fixed, Duration::ZERO)
+            .build(dir.path())
+            .expect("free once the child is gone");
+    })
+}
+
 /// Two pipelines in one process on the same dated names at once: the second leaves
 /// the first's live file to it, writes the next counter, and says so in-band.
 #[test]

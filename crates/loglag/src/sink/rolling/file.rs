@@ -563,32 +563,160 @@ pub(super) enum Open {
 }
 
 /// The error for a file another writer (or its housekeeper, compressing it) holds,
-/// naming that process where `/proc/locks` tells it.
-fn held_by_another(path: &Path, (_, ino): (u64, u64)) -> io::Error {
-    let holder = lock_holder(ino)
-        .map(|pid| {
-            if pid == std::process::id() {
-                " by another rolling sink in this process".to_owned()
-            } else {
-                format!(" by process {pid}")
-            }
-        })
-        .unwrap_or_default();
+/// naming the process that holds it where `/proc` tells it (Linux).
+///
+/// `/proc/locks` names the process that *took* an `flock`, but the lock belongs to the
+/// open file, which a child forked without `exec` shares: when the taker has exited and
+/// such a child lives on, the child holds the lock. So the taker is named only when it
+/// still holds the lock; otherwise the living processes whose open files carry it
+/// (`/proc/PID/fdinfo/FD`'s `lock:` lines) are.
+fn held_by_another(path: &Path, id: (u64, u64)) -> io::Error {
     io::Error::new(
         io::ErrorKind::WouldBlock,
-        format!("{} is held{holder}", path.display()),
+        format!("{} is held{}", path.display(), holder_named(id)),
     )
 }
 
-/// The process holding an `flock` on the file with inode `ino`, from `/proc/locks`
-/// (`1: FLOCK  ADVISORY  WRITE 1234 fe:00:5308727 0 EOF`). Linux only; `None` elsewhere
-/// or when the holder cannot be told.
-fn lock_holder(ino: u64) -> Option<u32> {
+/// " by …" naming who holds the `flock` on the file `id`, or "" when `/proc` does not
+/// tell (not Linux, or no such lock listed).
+#[cfg(target_os = "linux")]
+fn holder_named(id: (u64, u64)) -> String {
+    let Some(taker) = lock_taker(id.1) else {
+        return String::new();
+    };
+    let me = std::process::id();
+    if taker == me {
+        return " by another rolling sink in this process".to_owned();
+    }
+    // The taker still holds it (or its descriptors cannot be read, another user's).
+    if holds_lock(taker, id) != Some(false) && alive(taker) {
+        return format!(" by process {taker}");
+    }
+    // Every process's open files are read: a waiting writer that retries every 20 ms
+    // does it at most once a second for the same lock.
+    static LAST: Mutex<Option<Scanned>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let sharers = match &*last {
+        Some((was, by, at, found))
+            if *was == id && *by == taker && at.elapsed() < Duration::from_secs(1) =>
+        {
+            found.clone()
+        }
+        _ => {
+            let found: Vec<u32> = pids()
+                .filter(|&pid| pid != taker && holds_lock(pid, id) == Some(true))
+                .collect();
+            *last = Some((id, taker, std::time::Instant::now(), found.clone()));
+            found
+        }
+    };
+    drop(last);
+    let list = |pids: &[u32]| {
+        let names: Vec<String> = pids
+            .iter()
+            .map(|&p| {
+                if p == me {
+                    format!("{p} (this one)")
+                } else {
+                    p.to_string()
+                }
+            })
+            .collect();
+        names.join(", ")
+    };
+    match sharers.as_slice() {
+        [] => format!(
+            " by a process that process {taker} forked, most likely (process {taker} took \
+             the lock and has exited; no process whose open files /proc shows has it)"
+        ),
+        [one] => format!(
+            " by process {} (which has the locked file open, sharing it with process \
+             {taker} that took the lock and has exited: a child it forked without exec, \
+             most likely)",
+            list(&[*one])
+        ),
+        many => format!(
+            " by processes {} (which have the locked file open, sharing it with process \
+             {taker} that took the lock and has exited: children it forked without exec, \
+             most likely)",
+            list(many)
+        ),
+    }
+}
+
+/// The last scan for a lock's holders: the file, the lock's taker, when, and the
+/// processes found sharing it.
+#[cfg(target_os = "linux")]
+type Scanned = ((u64, u64), u32, std::time::Instant, Vec<u32>);
+
+/// Not Linux: no `/proc` to tell who holds it.
+#[cfg(not(target_os = "linux"))]
+fn holder_named(_: (u64, u64)) -> String {
+    String::new()
+}
+
+/// Whether a `/proc/locks` or `fdinfo` lock line is an `flock` on a file with inode
+/// `ino`, and if so the pid it gives (the lock's taker): `1: FLOCK  ADVISORY  WRITE
+/// 1234 fe:00:5308727 0 EOF`. A blocked waiter's line (`1: -> FLOCK …`) is not the
+/// lock. The device there is the filesystem's own, which an overlay's `stat` does not
+/// show, so only the inode is compared.
+#[cfg(target_os = "linux")]
+fn flock_line(line: &str, ino: u64) -> Option<u32> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.get(1) != Some(&"FLOCK") {
+        return None;
+    }
+    let inode = fields.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
+    (inode == ino).then(|| fields.get(4)?.parse().ok())?
+}
+
+/// The process that took the `flock` on a file with inode `ino`, from `/proc/locks`.
+/// Linux only; `None` elsewhere or when none is listed.
+#[cfg(target_os = "linux")]
+fn lock_taker(ino: u64) -> Option<u32> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    locks.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let is_flock = fields.get(1) == Some(&"FLOCK");
-        let inode = fields.get(5)?.rsplit(':').next()?.parse::<u64>().ok()?;
-        (is_flock && inode == ino).then(|| fields.get(4)?.parse().ok())?
+    locks.lines().find_map(|line| flock_line(line, ino))
+}
+
+/// Whether one of `pid`'s open files is the file `id` and carries an `flock` (its
+/// `fdinfo` lists the locks of the open file, which every process that inherited that
+/// open file shares); `None` when its descriptors cannot be read.
+#[cfg(target_os = "linux")]
+fn holds_lock(pid: u32, id: (u64, u64)) -> Option<bool> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fdinfo")).ok()?;
+    Some(fds.flatten().any(|fd| {
+        let locked = std::fs::read_to_string(fd.path()).is_ok_and(|info| {
+            info.lines()
+                .filter_map(|l| l.strip_prefix("lock:"))
+                .any(|l| flock_line(l, id.1).is_some())
+        });
+        // The same file as ours, as `stat` shows it to us (device and inode).
+        locked
+            && std::fs::metadata(format!(
+                "/proc/{pid}/fd/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .is_ok_and(|m| (m.dev(), m.ino()) == id)
+    }))
+}
+
+/// The processes `/proc` lists.
+#[cfg(target_os = "linux")]
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// Whether `pid` is a running process (listed, and not a zombie that has exited).
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name's closing parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
     })
 }
