@@ -519,7 +519,10 @@ fn sigint_pending(pid: u32) -> bool {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .filter_map(|l| l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:")))
+        .filter_map(|l| {
+            l.strip_prefix("SigPnd:")
+                .or_else(|| l.strip_prefix("ShdPnd:"))
+        })
         .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
         .any(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
 }
@@ -588,7 +591,10 @@ exec sleep 600
             while sigint_pending(lab_pid) {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            assert!(!has_exited(lab_pid), "one SIGINT does not end the readiness wait");
+            assert!(
+                !has_exited(lab_pid),
+                "one SIGINT does not end the readiness wait"
+            );
             interrupt();
             let out = lab.wait_with_output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -601,7 +607,10 @@ exec sleep 600
             }
             assert_eq!(out.status.code(), Some(130), "{stderr}");
             assert!(app_gone, "the app {app_pid} still runs: {stderr}");
-            assert!(daemon_gone, "its setsid daemon {daemon_pid} still runs: {stderr}");
+            assert!(
+                daemon_gone,
+                "its setsid daemon {daemon_pid} still runs: {stderr}"
+            );
             for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
                 let group = Path::new(root).join(format!("loglag-{lab_pid}-app-0"));
                 assert!(!group.exists(), "{} left behind: {stderr}", group.display());

@@ -270,7 +270,7 @@ impl Counters {
 
 /// The time one write to the sink took: percentiles, and the histogram behind them
 /// (power-of-two buckets), which Prometheus can aggregate across instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteLatency {
     /// Number of writes measured.
@@ -327,7 +327,7 @@ impl Default for WriteLatency {
 /// assert_eq!(m.dropped_of(DropReason::IoError, Level::Error), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Metrics {
     /// Records handed to the pipeline.
@@ -369,6 +369,83 @@ pub struct Metrics {
     /// corrupt, or not ours), so this pipeline runs without one: records survive a
     /// crash only as far as a pipeline without a spool does. It was warned about on stderr.
     pub spool_refused: bool,
+}
+
+/// Labelled, for a reader: drops as `{reason: {LEVEL: n}}` with the zeroes left out,
+/// and the histogram's non-empty buckets by their upper bound.
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Dropped<'a>(&'a [[u64; 5]; DROP_REASONS]);
+        impl std::fmt::Debug for Dropped<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut map = f.debug_map();
+                for reason in DropReason::ALL {
+                    let levels = &self.0[reason as usize];
+                    if levels.iter().any(|&n| n > 0) {
+                        map.entry(&reason.as_str(), &ByLevel(levels));
+                    }
+                }
+                map.finish()
+            }
+        }
+        struct ByLevel<'a>(&'a [u64; 5]);
+        impl std::fmt::Debug for ByLevel<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut map = f.debug_map();
+                for level in Level::ALL {
+                    let n = self.0[level as usize];
+                    if n > 0 {
+                        map.entry(&level.as_str(), &n);
+                    }
+                }
+                map.finish()
+            }
+        }
+        f.debug_struct("Metrics")
+            .field("accepted", &self.accepted)
+            .field("written_records", &self.written_records)
+            .field("written_bytes", &self.written_bytes)
+            .field("dropped_records", &self.dropped_records())
+            .field("dropped", &Dropped(&self.dropped))
+            .field("in_flight_records", &self.in_flight_records)
+            .field("in_flight_bytes", &self.in_flight_bytes)
+            .field("max_backlog_bytes", &self.max_backlog_bytes)
+            .field("write_syscalls", &self.write_syscalls)
+            .field("write_errors", &self.write_errors)
+            .field("truncated", &self.truncated)
+            .field("queue_full_events", &self.queue_full_events)
+            .field("oldest_queued_age", &self.oldest_queued_age)
+            .field("write_latency", &self.write_latency)
+            .field("recovered_records", &self.recovered_records)
+            .field("torn_records", &self.torn_records)
+            .field("spool_refused", &self.spool_refused)
+            .finish()
+    }
+}
+
+/// The non-empty buckets only, each by its upper bound (`"<=1.024µs": 3`).
+impl std::fmt::Debug for WriteLatency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Buckets<'a>(&'a [u64; 64]);
+        impl std::fmt::Debug for Buckets<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut map = f.debug_map();
+                for (i, &n) in self.0.iter().enumerate().filter(|(_, &n)| n > 0) {
+                    let bound = if i == 0 { 0 } else { 1u64 << i.min(63) };
+                    map.entry(&format_args!("<={:?}", Duration::from_nanos(bound)), &n);
+                }
+                map.finish()
+            }
+        }
+        f.debug_struct("WriteLatency")
+            .field("count", &self.count)
+            .field("p50", &self.p50)
+            .field("p99", &self.p99)
+            .field("max", &self.max)
+            .field("sum", &self.sum)
+            .field("buckets", &Buckets(&self.buckets))
+            .finish()
+    }
 }
 
 impl Metrics {
@@ -429,20 +506,48 @@ pub(crate) fn own_line(format: Format, message: &str, fields: &[(&str, u64)]) ->
     line
 }
 
-/// The in-band report of drops, by reason: "dropped N records {when} (queue_full=…, …)".
-/// The writer's live reports and spool recovery's both say it so.
+/// The in-band report of drops, by reason and by level: "dropped N records {when}
+/// (queue_full=…, io_error=…, shutdown=…, reentrant=…, rejected=…; WARN=…, INFO=…)",
+/// the levels that lost any, most severe first. Structured formats carry every reason
+/// and every level (`dropped_warn`, …) as fields. The writer's live reports and spool
+/// recovery's both say it so.
 pub(crate) fn drop_report_line(
     format: Format,
-    by_reason: [u64; DROP_REASONS],
+    dropped: &[[u64; 5]; DROP_REASONS],
     when: &str,
 ) -> Vec<u8> {
+    use std::fmt::Write as _;
+    let by_reason: [u64; DROP_REASONS] = dropped.map(|levels| levels.iter().sum());
+    let by_level: [u64; 5] = std::array::from_fn(|l| dropped.iter().map(|r| r[l]).sum());
     let total: u64 = by_reason.iter().sum();
-    let message = format!(
-        "dropped {total} records {when} (queue_full={}, io_error={}, shutdown={}, reentrant={}, rejected={})",
+    let mut message = format!(
+        "dropped {total} records {when} (queue_full={}, io_error={}, shutdown={}, reentrant={}, rejected={}",
         by_reason[0], by_reason[1], by_reason[2], by_reason[3], by_reason[4]
     );
+    let mut separator = "; ";
+    for level in Level::ALL.into_iter().rev() {
+        let n = by_level[level as usize];
+        if n > 0 {
+            let _ = write!(message, "{separator}{}={n}", level.as_str());
+            separator = ", ";
+        }
+    }
+    message.push(')');
+    const AT_LEVEL: [&str; 5] = [
+        "dropped_trace",
+        "dropped_debug",
+        "dropped_info",
+        "dropped_warn",
+        "dropped_error",
+    ];
     let mut fields: Vec<(&str, u64)> = vec![("dropped", total)];
     fields.extend(DropReason::ALL.iter().map(|r| r.as_str()).zip(by_reason));
+    fields.extend(
+        Level::ALL
+            .iter()
+            .map(|l| AT_LEVEL[*l as usize])
+            .zip(by_level),
+    );
     own_line(format, &message, &fields)
 }
 
@@ -492,7 +597,7 @@ mod tests {
         }
         assert_eq!(m.dropped_of(DropReason::Shutdown, Level::Warn), 23);
         assert_eq!(m.dropped_for(DropReason::IoError), 10 + 11 + 12 + 13 + 14);
-        assert_eq!(m.dropped_at(Level::Debug), 1 + 11 + 21 + 31);
+        assert_eq!(m.dropped_at(Level::Debug), 1 + 11 + 21 + 31 + 41);
         let by_reason: u64 = DropReason::ALL.into_iter().map(|r| m.dropped_for(r)).sum();
         let by_level: u64 = Level::ALL.into_iter().map(|l| m.dropped_at(l)).sum();
         assert_eq!(m.dropped_records(), by_reason);
@@ -501,6 +606,50 @@ mod tests {
             m.dropped_records(),
             (0..DROP_REASONS as u64).map(|r| 50 * r + 10).sum::<u64>()
         );
+    }
+
+    /// `{:?}` names each drop by reason and level and leaves zeroes out, and shows the
+    /// histogram's non-empty buckets by their bound (it printed `[[0, 553159, …]]` and
+    /// 64 bare numbers).
+    #[test]
+    fn debug_labels_drops_by_reason_and_level_and_skips_empty_buckets() {
+        let mut m = Metrics::default();
+        m.dropped[DropReason::QueueFull as usize][Level::Info as usize] = 553_159;
+        m.dropped[DropReason::QueueFull as usize][Level::Warn as usize] = 13_679;
+        m.write_latency.buckets[10] = 7;
+        let text = format!("{m:?}");
+        assert!(
+            text.contains(r#"dropped: {"queue_full": {"INFO": 553159, "WARN": 13679}}"#),
+            "{text}"
+        );
+        assert!(text.contains("dropped_records: 566838"), "{text}");
+        assert!(text.contains(r#"buckets: {<=1.024µs: 7}"#), "{text}");
+        assert!(!text.contains("[[0"), "{text}");
+        assert!(!text.contains("0, 0, 0"), "{text}");
+    }
+
+    /// The in-band drop line names the levels that lost records, most severe first, in
+    /// its text, and every level as a field.
+    #[test]
+    fn a_drop_line_names_the_levels_that_lost_records() {
+        let mut dropped = [[0; 5]; DROP_REASONS];
+        dropped[DropReason::QueueFull as usize][Level::Info as usize] = 37;
+        dropped[DropReason::QueueFull as usize][Level::Warn as usize] = 13_679;
+        let text = String::from_utf8(drop_report_line(
+            Format::Compact,
+            &dropped,
+            "since last report",
+        ))
+        .unwrap();
+        assert!(
+            text.contains("dropped 13716 records since last report (queue_full=13716, io_error=0, shutdown=0, reentrant=0, rejected=0; WARN=13679, INFO=37)"),
+            "{text}"
+        );
+        let json = String::from_utf8(drop_report_line(Format::Json, &dropped, "now")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(v["fields"]["dropped_warn"], 13_679, "{json}");
+        assert_eq!(v["fields"]["dropped_info"], 37, "{json}");
+        assert_eq!(v["fields"]["dropped_error"], 0, "{json}");
     }
 
     /// The reason names are an interface: Prometheus labels, in-band fields, the docs.

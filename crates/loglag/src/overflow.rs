@@ -36,7 +36,11 @@ pub enum Overflow {
     /// being written by another thread, the new record is dropped instead.
     DropOldest,
     /// Never wait. TRACE and DEBUG may fill the budget up to `budget − 2 × reserve`,
-    /// INFO up to `budget − reserve`, WARN and ERROR the whole budget.
+    /// INFO up to `budget − reserve`, WARN and ERROR the whole budget. So under a
+    /// flood the levels are shed in that order, and WARN and ERROR are shed only once
+    /// the whole budget is full: when they alone arrive faster than the sink drains,
+    /// the reserve runs out and they are dropped (counted, at their level) like the
+    /// rest.
     #[default]
     ShedByLevel,
 }

@@ -682,7 +682,9 @@ mod tests {
             "a\\x1b]0;pwned\\x07\\x1b[2Jb\tc\\x0d\n\\u{9b}\\x7f \u{fffd} \u{e9}"
         );
         assert!(
-            !shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
             "{shown:?}"
         );
     }

@@ -250,7 +250,10 @@ mod tests {
             // SAFETY: kill(2) on the group of our unreaped child.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
         }
-        assert!(!alive, "the shell's group (grandchild {grandchild}) still runs");
+        assert!(
+            !alive,
+            "the shell's group (grandchild {grandchild}) still runs"
+        );
         let status = child.wait().unwrap();
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),

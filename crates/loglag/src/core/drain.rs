@@ -495,7 +495,7 @@ impl Core {
             return;
         }
         let line =
-            crate::metrics::drop_report_line(self.report_format(), by_reason, "since last report");
+            crate::metrics::drop_report_line(self.report_format(), &delta, "since last report");
         // Journaled in the spool first: a kill right after the write (where SIGKILL
         // lands, on the way out of the system call) must not announce it twice.
         let ledger = self.counters.ledger.get().copied();

@@ -168,12 +168,9 @@ fn announce_unannounced(
     use crate::format::Format;
     let header = region.header();
     let ledger = header.ledger();
-    let by_reason: [u64; DROP_REASONS] = std::array::from_fn(|r| {
-        (0..5)
-            .map(|l| ledger.word(r, l).load(Ordering::Acquire))
-            .sum()
-    });
-    let total: u64 = by_reason.iter().sum();
+    let dropped: [[u64; 5]; DROP_REASONS] =
+        std::array::from_fn(|r| std::array::from_fn(|l| ledger.word(r, l).load(Ordering::Acquire)));
+    let total: u64 = dropped.iter().flatten().sum();
     if total == 0 {
         return Ok(());
     }
@@ -183,7 +180,7 @@ fn announce_unannounced(
     };
     let line = crate::metrics::drop_report_line(
         format,
-        by_reason,
+        &dropped,
         "before the previous process ended, announced at recovery",
     );
     call_sink(|| sink.before_batch(line.len()))?;
