@@ -40,18 +40,7 @@ fn a_signal_handler_that_logs_never_deadlocks_or_aborts_and_is_accounted_for() {
             .build(sink)
             .unwrap();
         assert!(WRITER.set(writer.clone()).is_ok(), "set once");
-        // SAFETY: installs a handler for SIGUSR1 in this test binary, which uses the
-        // signal for nothing else; the handler only logs and counts.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = log_from_the_handler as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            assert_eq!(
-                libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
-                0
-            );
-        }
+        install(libc::SIGUSR1, log_from_the_handler);
         const THREADS: usize = 200;
         const RECORDS: usize = 300;
         let mut logged = 0u64;
