@@ -488,9 +488,14 @@ mod tests {
             SinkSpec::File("/tmp/a.log".into())
         );
         assert_eq!(
-            "fifo://x.fifo".parse::<SinkSpec>().unwrap(),
-            SinkSpec::Fifo("x.fifo".into())
+            "fifo:///tmp/x.fifo".parse::<SinkSpec>().unwrap(),
+            SinkSpec::Fifo("/tmp/x.fifo".into())
         );
+        // RFC 8089: what follows `//` is a host, so no relative path.
+        assert!("fifo://x.fifo"
+            .parse::<SinkSpec>()
+            .unwrap_err()
+            .contains("host \"x.fifo\" is not supported"));
         assert!("tcp://1.2.3.4:5"
             .parse::<SinkSpec>()
             .unwrap_err()

@@ -13,6 +13,16 @@ use super::{Endpoint, FdSink, Relp, Sink, Syslog};
 /// `otlp+json://`); the OTLP
 /// sinks need the `otlp` feature.
 ///
+/// `file://`, `fifo://` and `syslog+unix://` URLs name a local file as RFC 8089 says:
+/// the host is empty (`file:///var/log/app.log`) or `localhost`
+/// (`file://localhost/var/log/app.log`, the same file), any other host is refused, and
+/// the path is percent-decoded (`file:///var/log/my%20app.log` is `my app.log`; a
+/// malformed escape or a NUL byte is refused). Written back ([`Display`]), the
+/// characters a URL path cannot hold as they are (space, `%`, `?`, `#`, control
+/// characters) are percent-encoded, so that the text parses back to the same sink. A
+/// relative path has no URL: `file://logs/app.log` names the host `logs` and is
+/// refused.
+///
 /// A `file://` URL may carry the options of a rolling file in its query: `rotate`,
 /// `max_file_size`, `keep`, `compress` ([`FileOptions`]). In a
 /// [`Config`](crate::Config), the query may also hold any other setting.
@@ -22,8 +32,13 @@ use super::{Endpoint, FdSink, Relp, Sink, Syslog};
 /// assert_eq!(spec.to_string(), "file:///var/log/app.log?rotate=daily&keep=7");
 /// let spec: loglag::SinkSpec = "syslog+tcp://127.0.0.1:514".parse()?;
 /// assert_eq!(spec.to_string(), "syslog+tcp://127.0.0.1:514");
+/// let spec: loglag::SinkSpec = "file://localhost/var/log/my%20app.log".parse()?;
+/// assert_eq!(spec, loglag::SinkSpec::File("/var/log/my app.log".into()));
+/// assert_eq!(spec.to_string(), "file:///var/log/my%20app.log");
 /// # Ok::<(), String>(())
 /// ```
+///
+/// [`Display`]: std::fmt::Display
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SinkSpec {
@@ -54,7 +69,7 @@ pub enum SinkSpec {
     },
 }
 
-const SCHEMES: &str = "stdout, stderr, file://PATH, fifo://PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix://PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+http+json://HOST:PORT[/PATH]";
+const SCHEMES: &str = "stdout, stderr, file:///PATH, fifo:///PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix:///PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+http+json://HOST:PORT[/PATH]";
 
 impl SinkSpec {
     /// Whether records for it should be RFC 5424 messages.
@@ -192,20 +207,15 @@ impl SinkSpec {
 
     fn parse_base(s: &str) -> Result<SinkSpec, String> {
         let s = s.trim();
-        let path = |p: &str| {
-            if p.is_empty() {
-                Err(format!("{s:?} has no path: write file:///var/log/app.log"))
-            } else {
-                Ok(url_path(p))
-            }
-        };
         match s {
             "stdout" | "-" => Ok(SinkSpec::Stdout),
             "stderr" => Ok(SinkSpec::Stderr),
             _ => match s.split_once("://") {
-                Some(("file", p)) => path(p).map(SinkSpec::File),
-                Some(("fifo", p)) => path(p).map(SinkSpec::Fifo),
-                Some(("syslog+unix", p)) => path(p).map(SinkSpec::SyslogUnix),
+                Some(("file", p)) => local_path("file", p, s).map(SinkSpec::File),
+                Some(("fifo", p)) => local_path("fifo", p, s).map(SinkSpec::Fifo),
+                Some(("syslog+unix", p)) => {
+                    local_path("syslog+unix", p, s).map(SinkSpec::SyslogUnix)
+                }
                 Some((scheme @ ("syslog+tcp" | "syslog+udp" | "relp"), hostport)) => {
                     if hostport
                         .rsplit_once(':')
@@ -236,17 +246,123 @@ impl SinkSpec {
     }
 }
 
+/// The file a `scheme://` URL names, `rest` being what follows `://` and `whole` the
+/// URL (for errors), as RFC 8089 reads it: an empty host or `localhost` (any case),
+/// then an absolute path, percent-decoded. On Windows, `file://C:/logs/app.log` (a
+/// drive where the host would be) names that drive too.
+fn local_path(scheme: &str, rest: &str, whole: &str) -> Result<PathBuf, String> {
+    let no_path = || format!("{whole:?} has no path: write {scheme}:///var/log/app.log");
+    if rest.is_empty() {
+        return Err(no_path());
+    }
+    #[cfg(windows)]
+    if has_drive(rest) {
+        return decoded_path(rest, whole).map(|p| url_path(&p));
+    }
+    let (host, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+        return Err(format!(
+            "{scheme}:// URLs name a local file: host {host:?} is not supported; write {scheme}:///PATH (an absolute path), e.g. {scheme}:///var/log/app.log"
+        ));
+    }
+    if path.is_empty() {
+        return Err(no_path());
+    }
+    decoded_path(path, whole).map(|p| url_path(&p))
+}
+
+/// Whether `p` starts with a drive letter (`C:`).
+#[cfg(windows)]
+fn has_drive(p: &str) -> bool {
+    let b = p.as_bytes();
+    b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':'
+}
+
+/// A URL path percent-decoded into a file path. A `%` not followed by two hex digits,
+/// and a NUL byte (no file name holds one), are refused. Bytes that are not UTF-8 are
+/// a unix file name's right; Windows names are UTF-16, so there they are refused.
+fn decoded_path(p: &str, whole: &str) -> Result<PathBuf, String> {
+    let mut bytes = Vec::with_capacity(p.len());
+    let mut rest = p.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b != b'%' {
+            bytes.push(b);
+            rest = tail;
+            continue;
+        }
+        let hex = |i: usize| tail.get(i).and_then(|d| (*d as char).to_digit(16));
+        let (Some(hi), Some(lo)) = (hex(0), hex(1)) else {
+            let escape: String = String::from_utf8_lossy(&tail[..tail.len().min(2)]).into();
+            return Err(format!(
+                "{whole:?}: %{escape} is not a percent escape (% and two hex digits; write %25 for a %)"
+            ));
+        };
+        bytes.push((hi * 16 + lo) as u8);
+        rest = &tail[2..];
+    }
+    if bytes.contains(&0) {
+        return Err(format!(
+            "{whole:?}: a file path cannot hold a NUL byte (%00)"
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
+            format!("{whole:?}: the path decodes to bytes that are not UTF-8, which no file name here holds")
+        })
+    }
+}
+
 /// A URL's path as a file path. On Windows `file:///C:/logs/app.log` has the path
 /// `/C:/logs/app.log`, which is `C:/logs/app.log` (`file://C:/logs/app.log` is too).
-fn url_path(p: &str) -> PathBuf {
+fn url_path(p: &std::path::Path) -> PathBuf {
     #[cfg(windows)]
-    if let Some(rest) = p.strip_prefix('/') {
-        let b = rest.as_bytes();
-        if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+    if let Some(rest) = p.to_str().and_then(|p| p.strip_prefix('/')) {
+        if has_drive(rest) {
             return PathBuf::from(rest);
         }
     }
-    PathBuf::from(p)
+    p.to_owned()
+}
+
+/// A file path as a URL path writes it: what a URL path cannot hold as it is (space,
+/// `%`, `?`, `#`, control characters, bytes that are not UTF-8) percent-encoded, the
+/// rest as it is, so that [`decoded_path`] gives the same path back.
+struct UrlPath<'a>(&'a std::path::Path);
+
+impl std::fmt::Display for UrlPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        #[cfg(unix)]
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(self.0.as_os_str());
+        #[cfg(not(unix))]
+        let lossy = self.0.to_string_lossy();
+        #[cfg(not(unix))]
+        let bytes = lossy.as_bytes();
+        for chunk in bytes.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if c.is_control() || matches!(c, ' ' | '%' | '?' | '#') {
+                    let mut buf = [0; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        write!(f, "%{b:02X}")?;
+                    }
+                } else {
+                    write!(f, "{c}")?;
+                }
+            }
+            for b in chunk.invalid() {
+                write!(f, "%{b:02X}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for SinkSpec {
@@ -254,14 +370,14 @@ impl std::fmt::Display for SinkSpec {
         match self {
             SinkSpec::Stdout => f.write_str("stdout"),
             SinkSpec::Stderr => f.write_str("stderr"),
-            SinkSpec::File(p) => write!(f, "file://{}", p.display()),
+            SinkSpec::File(p) => write!(f, "file://{}", UrlPath(p)),
             SinkSpec::RollingFile { path, options } => {
-                write!(f, "file://{}?{}", path.display(), options.query())
+                write!(f, "file://{}?{}", UrlPath(path), options.query())
             }
-            SinkSpec::Fifo(p) => write!(f, "fifo://{}", p.display()),
+            SinkSpec::Fifo(p) => write!(f, "fifo://{}", UrlPath(p)),
             SinkSpec::SyslogTcp(a) => write!(f, "syslog+tcp://{a}"),
             SinkSpec::SyslogUdp(a) => write!(f, "syslog+udp://{a}"),
-            SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", p.display()),
+            SinkSpec::SyslogUnix(p) => write!(f, "syslog+unix://{}", UrlPath(p)),
             SinkSpec::Relp(a) => write!(f, "relp://{a}"),
             SinkSpec::Otlp { endpoint, json } => {
                 let scheme = if *json { "otlp+http+json" } else { "otlp+http" };
@@ -465,6 +581,157 @@ impl FileOptions {
                 self.query()
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::SinkSpec;
+    use std::path::PathBuf;
+
+    fn parse(url: &str) -> Result<SinkSpec, String> {
+        url.parse::<SinkSpec>()
+    }
+
+    /// RFC 8089: `file://localhost/PATH` is `/PATH` on this host, as `file:///PATH`
+    /// is (it used to write `./localhost/PATH`); so for `fifo://` and `syslog+unix://`.
+    #[test]
+    fn a_file_url_with_localhost_names_the_absolute_path() {
+        for url in [
+            "file://localhost/var/log/app.log",
+            "file://LocalHost/var/log/app.log",
+            "file:///var/log/app.log",
+        ] {
+            assert_eq!(
+                parse(url).unwrap(),
+                SinkSpec::File("/var/log/app.log".into()),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            parse("fifo://localhost/run/app.fifo").unwrap(),
+            SinkSpec::Fifo("/run/app.fifo".into())
+        );
+        assert_eq!(
+            parse("syslog+unix://localhost/dev/log").unwrap(),
+            SinkSpec::SyslogUnix("/dev/log".into())
+        );
+        let e = parse("file://localhost").unwrap_err();
+        assert!(e.contains("has no path"), "{e}");
+    }
+
+    /// Any other host is refused, naming it and the form to write: a file URL names a
+    /// local file (`file://logs/app.log` used to be the relative `logs/app.log`).
+    #[test]
+    fn a_file_url_with_another_host_is_refused_naming_it() {
+        for (url, host) in [
+            ("file://example.com/var/log/app.log", "example.com"),
+            ("file://logs/app.log", "logs"),
+            ("file://app.log", "app.log"),
+            ("fifo://x.fifo", "x.fifo"),
+            ("syslog+unix://h/dev/log", "h"),
+        ] {
+            let e = parse(url).unwrap_err();
+            let scheme = url.split_once("://").unwrap().0;
+            assert!(
+                e.contains(&format!(
+                    "{scheme}:// URLs name a local file: host {host:?} is not supported; write {scheme}:///PATH"
+                )),
+                "{url}: {e}"
+            );
+        }
+    }
+
+    /// The path is percent-decoded (`%20` is a space, `%25` a `%`); a malformed escape
+    /// and a NUL byte are refused, naming the URL.
+    #[test]
+    fn percent_escapes_in_a_file_url_are_decoded() {
+        assert_eq!(
+            parse("file:///var/log/my%20app%25.log").unwrap(),
+            SinkSpec::File("/var/log/my app%.log".into())
+        );
+        assert_eq!(
+            parse("file:///var/log/caf%C3%A9%3F%23.log?rotate=daily").unwrap(),
+            SinkSpec::File("/var/log/café?#.log".into())
+                .with_file_options(&{
+                    let mut o = super::FileOptions::default();
+                    o.set("rotate", "daily").unwrap();
+                    o
+                })
+                .unwrap()
+        );
+        for (url, escape) in [
+            ("file:///tmp/100%.log", "%.l"),
+            ("file:///tmp/a%2", "%2"),
+            ("file:///tmp/a%zz", "%zz"),
+            ("file:///tmp/a%", "% "),
+        ] {
+            let e = parse(url).unwrap_err();
+            let escape = escape.trim_end();
+            assert!(
+                e.contains(&format!("{escape} is not a percent escape")),
+                "{url}: {e}"
+            );
+            assert!(e.contains(&format!("{url:?}")), "names the URL: {e}");
+        }
+        let e = parse("file:///tmp/a%00b").unwrap_err();
+        assert!(e.contains("cannot hold a NUL byte"), "{e}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let SinkSpec::File(p) = parse("file:///tmp/%FF%FE.log").unwrap() else {
+                panic!("a file");
+            };
+            assert_eq!(p.as_os_str().as_bytes(), b"/tmp/\xff\xfe.log");
+        }
+    }
+
+    /// Written back, a path with what a URL path cannot hold as it is (space, `%`,
+    /// `?`, `#`, control characters, bytes that are not UTF-8) is percent-encoded, and
+    /// the text parses back to the same sink.
+    #[test]
+    fn a_local_sink_reads_back_from_its_display() {
+        let mut paths: Vec<PathBuf> = [
+            "/var/log/app.log",
+            "/var/log/my app.log",
+            "/tmp/100%.log",
+            "/tmp/a?rotate=daily",
+            "/tmp/a#b",
+            "/tmp/line\nbreak\r\t\u{7f}\u{85}",
+            "/tmp/café ünïcode.log",
+            "/tmp/trailing ",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        #[cfg(unix)]
+        paths.push(std::ffi::OsStr::from_bytes(b"/tmp/\xff\x80.log").into());
+        #[cfg(unix)]
+        use std::os::unix::ffi::OsStrExt;
+        let mut daily = super::FileOptions::default();
+        daily.set("rotate", "daily").unwrap();
+        for p in paths {
+            for spec in [
+                SinkSpec::File(p.clone()),
+                SinkSpec::Fifo(p.clone()),
+                SinkSpec::SyslogUnix(p.clone()),
+                SinkSpec::RollingFile {
+                    path: p.clone(),
+                    options: daily.clone(),
+                },
+            ] {
+                let text = spec.to_string();
+                assert!(
+                    !text.chars().any(|c| c.is_control() || c == ' '),
+                    "{text:?}"
+                );
+                assert_eq!(parse(&text), Ok(spec.clone()), "{text:?}");
+            }
+        }
+        assert_eq!(
+            SinkSpec::File("/var/log/my app.log".into()).to_string(),
+            "file:///var/log/my%20app.log"
+        );
     }
 }
 
