@@ -107,7 +107,7 @@ fn statistic(at: &str) -> Option<Statistic> {
 
 /// One side of the lab's interference rule: what the machine may have added to a
 /// traced run's latencies at `stat`.
-fn side(t: &TopologySummary, stat: Statistic) -> Interference {
+fn side(t: &TopologySummary, stat: Statistic) -> Interference<'static> {
     let Some(i) = &t.interference else {
         return Interference::default();
     };
@@ -116,7 +116,10 @@ fn side(t: &TopologySummary, stat: Statistic) -> Interference {
         wait_ms: i.wait_ms().map(|w| w / requests_beyond),
         api_wait_ms: i.services_wait_ms,
         late_ms: i.send_lateness.as_ref().map(|l| (stat.late_us)(l) / 1e3),
+        // Each statistic's lateness is chosen for it (`Statistic::late_us`).
+        late_tail: None,
         busy: i.machine_warning.is_some(),
+        who: "",
     }
 }
 

@@ -41,6 +41,11 @@ struct Script {
     cancel_during_warm_up: bool,
     /// A stop signal loses this many of the records the logger still held.
     stop_loses: usize,
+    /// The API's time for each measured request, ns, by its index: its latency adds
+    /// how late it was sent (else a latency of 0.2 ms).
+    latency_ns: Option<fn(u64) -> u64>,
+    /// How late the generator sent each measured request, ns, by its index (else 1 µs).
+    lateness_ns: Option<fn(u64) -> u64>,
 }
 
 /// The run's shared state: the API's counters, the pipe, what the reader read, and
@@ -210,12 +215,18 @@ impl Executor for Scripted {
                 if !refused {
                     self.world.serve(id);
                 }
+                // The warm-up's single request keeps the defaults.
+                let scripted = |f: Option<fn(u64) -> u64>| f.filter(|_| n > 1).map(|f| f(i));
+                let late = scripted(self.world.script.lateness_ns).unwrap_or(1_000);
+                // Timed from the scheduled send: how late it was sent, then the API's time.
+                let latency =
+                    scripted(self.world.script.latency_ns).map_or(200_000 + i, |l| l + late);
                 RequestSample {
                     index: i,
                     scheduled_ns: i * 1_000_000,
-                    send_lateness_ns: 1_000,
+                    send_lateness_ns: late,
                     connect_ns: None,
-                    latency_ns: Some(200_000 + i),
+                    latency_ns: Some(latency),
                     status: Some(if refused { 503 } else { 200 }),
                     outcome: if refused {
                         crate::load::Outcome::HttpError
@@ -607,4 +618,135 @@ fn a_warm_up_whose_log_is_never_read_fails_within_the_warmup_timeout() {
         !world.events().iter().any(|e| e.starts_with("load 10")),
         "no load after it"
     );
+}
+
+/// A whole lab's summary from scripted runs, one per (condition, sink, script), as
+/// `run_lab` summarises its runs: an 8 s load at 20/s, 160 requests each. The runs take
+/// no real time, so what the machine did meanwhile (its busy share, the waits read
+/// from /proc) is not theirs and is cleared.
+fn scripted_summary(runs: Vec<(RunCondition, SinkKind, Script)>) -> Summary {
+    let mut conditions: Vec<RunCondition> = Vec::new();
+    let mut sinks: Vec<SinkKind> = Vec::new();
+    for (c, k, _) in &runs {
+        if !conditions.contains(c) {
+            conditions.push(c.clone());
+        }
+        if !sinks.contains(k) {
+            sinks.push(*k);
+        }
+    }
+    let mut settings = LabSettings::reference(
+        conditions,
+        sinks,
+        std::path::PathBuf::from("/nonexistent/loglag"),
+    );
+    settings.duration = Duration::from_secs(8);
+    let plan = &LabPlan::new(settings).expect("a plan that validates");
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = runs
+        .into_iter()
+        .enumerate()
+        .map(|(index, (condition, sink, script))| {
+            let world = Arc::new(World {
+                script,
+                ..World::default()
+            });
+            let cancel = Arc::new(AtomicBool::new(false));
+            let executor = Scripted {
+                world,
+                cancel: cancel.clone(),
+            };
+            let mut out = run_one(
+                &executor,
+                plan,
+                index,
+                0,
+                condition,
+                sink,
+                dir.path(),
+                None,
+                &cancel,
+            )
+            .expect("the run completes");
+            out.summary.metrics.machine_warning = None;
+            out.summary.metrics.cpu_wait_ms = None;
+            out
+        })
+        .collect();
+    let params = Params {
+        plan: plan.echo(),
+        cpu_limit_applied: false,
+        loglag_version: "0.0.0".into(),
+        git_revision: None,
+        started_unix_s: 0,
+        machine: crate::report::Machine::default(),
+        preset: None,
+        step: None,
+    };
+    measure::summarise(params, outputs)
+}
+
+/// The case: json-sync against json-queue on the fast sink, p50 0.501 vs
+/// 0.767 ms (160 requests each, 1 µs apart from 0.422 and 0.688 ms, 30 µs of it the
+/// generator's lateness), while two of the json-queue run's sends were later, by
+/// `late` (its p99 lateness: 1% of 160 is 1.6 requests).
+fn sync_against_a_late_queue(late: fn(u64) -> u64) -> Summary {
+    fn spread(i: u64) -> u64 {
+        // A permutation of 0..160: (i * 37) mod 160; the late ones (3 and 7: 111
+        // and 99) sit above the median, so the p50 stays where it is.
+        ((i * 37) % 160) * 1_000
+    }
+    let sync = Script {
+        latency_ns: Some(|i| 392_000 + spread(i)),
+        lateness_ns: Some(|_| 30_000),
+        ..Script::default()
+    };
+    let queue = Script {
+        latency_ns: Some(|i| 658_000 + spread(i)),
+        lateness_ns: Some(late),
+        ..Script::default()
+    };
+    scripted_summary(vec![
+        (
+            RunCondition::BuiltIn(Condition::JsonSync),
+            SinkKind::Fast,
+            sync,
+        ),
+        (json_queue(), SinkKind::Fast, queue),
+    ])
+}
+
+fn sync_vs_queue_p50(s: &Summary) -> crate::report::Finding {
+    s.findings
+        .iter()
+        .find(|f| {
+            f.condition == "json-sync"
+                && f.baseline == "json-queue"
+                && f.percentile == crate::report::Percentile::P50
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("no json-sync vs json-queue p50 finding: {:?}", s.findings))
+}
+
+#[test]
+fn a_generator_late_at_p99_makes_a_small_p50_difference_inconclusive() {
+    let s = sync_against_a_late_queue(|i| if i == 3 || i == 7 { 23_500_000 } else { 30_000 });
+    let f = sync_vs_queue_p50(&s);
+    assert_eq!((f.value_ms, f.baseline_ms), (0.501, 0.767), "{f:?}");
+    let why = f
+        .inconclusive
+        .as_deref()
+        .unwrap_or_else(|| panic!("holds: {f:?}"));
+    assert!(
+        why.starts_with("the generator was 23.5 ms late at p99 in json-queue: 0.470 ms at p50's scale, half the difference (0.266 ms) or more"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_generator_slightly_late_at_p99_leaves_the_p50_difference_holding() {
+    let s = sync_against_a_late_queue(|i| if i == 3 || i == 7 { 500_000 } else { 30_000 });
+    let f = sync_vs_queue_p50(&s);
+    assert_eq!((f.value_ms, f.baseline_ms), (0.501, 0.767), "{f:?}");
+    assert_eq!(f.inconclusive, None, "{f:?}");
 }
