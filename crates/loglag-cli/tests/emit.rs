@@ -142,3 +142,32 @@ fn emit_pumps_numbered_records_through_rotation_and_reports_drops() {
         },
     )
 }
+
+/// `loglag emit --sink` with a URL that carries credentials is refused without the
+/// password in the error (issue 47, 15): clap's own error repeated the value as given.
+#[test]
+fn emit_refuses_a_sink_url_with_credentials_without_showing_the_password() {
+    within(
+        "emit_refuses_a_sink_url_with_credentials_without_showing_the_password",
+        || {
+            for url in [
+                "otlp+http://user:s3cr3t@127.0.0.1:9/v1/logs",
+                "otlp+http://collector:x/v1/logs?token=s3cr3t",
+                "syslog+tcp://user:s3cr3t@127.0.0.1:9",
+            ] {
+                let out = loglag()
+                    .args(["emit", "--sink", url, "--count", "1"])
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(2), "{url}");
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    !stderr.contains("s3cr3t") && !stdout.contains("s3cr3t"),
+                    "{url}: {stderr}{stdout}"
+                );
+                assert!(stderr.contains("--sink"), "names the flag: {stderr}");
+            }
+        },
+    )
+}

@@ -14,6 +14,36 @@ use crate::plan_error::PlanError;
 use crate::report::{EmitMetrics, EmitSummary};
 use crate::sys::units::{parse_bytes, parse_duration};
 
+/// `--sink`'s parser. Clap's own error for a value that does not parse repeats the
+/// value as given, a URL's `user:password@` included; this one gives only the
+/// parser's error, which shows the URL with its credentials masked (`user:***@`).
+#[derive(Clone)]
+struct SinkParser;
+
+impl clap::builder::TypedValueParser for SinkParser {
+    type Value = SinkSpec;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<SinkSpec, clap::Error> {
+        let refused = |why: String| {
+            let arg = arg.map_or_else(|| "--sink".to_owned(), |a| a.to_string());
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value for '{arg}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| refused("a sink URL is UTF-8 text".to_owned()))?;
+        text.parse().map_err(refused)
+    }
+}
+
 /// Rotation for `file://` sinks.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Rotation {
@@ -84,7 +114,7 @@ pub struct EmitPlan {
     /// syslog+udp://HOST:PORT, syslog+unix://PATH (e.g. syslog+unix:///dev/log),
     /// otlp+http://HOST:PORT[/PATH] (OTLP/HTTP protobuf, /v1/logs by default) or
     /// otlp+http+json://HOST:PORT[/PATH]; relp://HOST:PORT (acknowledged, at least once).
-    #[arg(long)]
+    #[arg(long, value_parser = SinkParser)]
     pub sink: SinkSpec,
     /// Records to emit.
     #[arg(long, default_value_t = 100_000)]

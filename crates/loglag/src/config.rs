@@ -269,14 +269,20 @@ impl Config {
             if value.contains('\0') {
                 return Err(SettingError::with_expected(
                     key,
-                    value,
+                    crate::sink::spec::redacted(value),
                     "a sink without NUL bytes",
                 ));
             }
             let (spec, rest) = SinkSpec::parse_with_query(value)?;
             let mut next = self.clone();
             for (k, v) in rest {
-                next.set(&k, &v)?;
+                // A query's `token=...` is no setting: its error keeps no secret.
+                next.set(&k, &v).map_err(|mut e| {
+                    if crate::sink::spec::looks_secret(&k) {
+                        e.value = "***".to_owned();
+                    }
+                    e
+                })?;
             }
             next.sink = Some(spec);
             *self = next;

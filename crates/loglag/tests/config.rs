@@ -46,3 +46,65 @@ fn a_sink_that_cannot_be_opened_is_a_clear_error() {
     let err = config.build().unwrap_err().to_string();
     assert!(err.contains("nonexistent-dir"), "{err}");
 }
+
+/// A refused sink URL with credentials never repeats the password (issue 47, 15):
+/// not in the error's text, its Debug, or a variable's warning, whether the URL is a
+/// value, a TOML key or `LOGLAG_SINK`. The user stays (`user:***@`) so the error still
+/// says which URL; a token given as the user and a secret-looking query value go whole.
+#[test]
+fn a_refused_sink_url_never_shows_its_password() {
+    const SECRET: &str = "s3cr3t";
+    for url in [
+        "otlp+http://user:s3cr3t-pw@collector:4318/v1/logs",
+        "otlp+http+json://user:s3cr3t-pw@collector:4318",
+        "otlp+json://user:s3/cr3t@collector:4318/v1/logs",
+        "otlp+http://user:s3cr3t@collector:x/v1/logs",
+        "otlp+http://s3cr3t-token@collector:4318",
+        "otlp+http://user:s3cr3t@collector:4318/v1/logs?token=s3cr3t",
+        "otlp+http://collector:x/v1/logs?token=s3cr3t&api_key=s3cr3t",
+        "otlp+http://collector:4318/v1/logs?api_key=s3cr3t",
+        "otlp+http://collector:4318/v1/logs?password",
+        "otlp+http://collector:4318/v1/logs?s3cr3t_password",
+        "syslog+tcp://user:s3cr3t@logs.example:514",
+        "relp://user:s3cr3t@logs.example:2514",
+        "file://user:s3cr3t@host/var/log/app.log",
+        "user:s3cr3t@collector:4318",
+    ] {
+        let mut shown = Vec::new();
+        let e = loglag::Config::from_url(url).expect_err(url);
+        shown.push(e.to_string());
+        shown.push(format!("{e:?}"));
+        let e = loglag::Config::from_toml(&format!("sink = {url:?}")).expect_err(url);
+        shown.push(e.to_string());
+        shown.push(format!("{e:?}"));
+        let (_, warnings) = loglag::Config::default().with_vars([("LOGLAG_SINK", url)]);
+        assert_eq!(warnings.len(), 1, "{url}: {warnings:?}");
+        shown.extend(warnings);
+        if let Err(e) = url.parse::<loglag::SinkSpec>() {
+            shown.push(e);
+        }
+        for text in &shown {
+            assert!(!text.contains(SECRET), "{url}: the secret is shown: {text}");
+        }
+        if url.contains("user:") {
+            assert!(
+                shown.iter().all(|t| t.contains("user:***@")),
+                "{url}: {shown:?}"
+            );
+        }
+    }
+    let e = loglag::Config::from_url("otlp+http://user:s3cr3t@collector:4318").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("credentials (user:password@) are not supported"),
+        "{e}"
+    );
+    for url in [
+        "http://user:s3cr3t@collector:4318/v1/logs",
+        "https://user:s3cr3t@collector:4318/v1/logs",
+        "http://collector:x/v1/logs?token=s3cr3t",
+    ] {
+        let e = url.parse::<loglag::sink::Endpoint>().expect_err(url);
+        assert!(!e.contains(SECRET), "{url}: the secret is shown: {e}");
+    }
+}

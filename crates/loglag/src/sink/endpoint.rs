@@ -51,13 +51,19 @@ impl Endpoint {
     }
 
     /// `HOST:PORT[/PATH]` (what follows a scheme's `://`) as `whole`, the text the
-    /// user wrote, names it in an error; `scheme` (`otlp+http`, `http`) is the one the
-    /// example in an error is given with.
+    /// user wrote, names it in an error (redacted: `user:***@`); `scheme`
+    /// (`otlp+http`, `http`) is the one the example in an error is given with.
+    /// Credentials (`user:password@`) are refused: the sink sends none.
     pub(crate) fn parse_address(
         address: &str,
         scheme: &str,
         whole: &str,
     ) -> Result<Endpoint, String> {
+        let whole = super::spec::redacted(whole);
+        let before_query = address.split_once('?').map_or(address, |(a, _)| a);
+        if before_query.contains('@') {
+            return Err(super::spec::no_credentials(&whole, scheme));
+        }
         let (hostport, path) = match address.find('/') {
             Some(i) => (&address[..i], &address[i..]),
             None => (address, ""),
@@ -149,14 +155,15 @@ impl std::str::FromStr for Endpoint {
     /// `http://HOST:PORT[/PATH]`; `https://` is refused (TLS is not built in).
     fn from_str(s: &str) -> Result<Endpoint, String> {
         let url = s.trim();
+        let shown = super::spec::redacted(url);
         if url.starts_with("https://") {
             return Err(format!(
-                "{url:?}: TLS is not built in; send to a collector or agent on this host (http://127.0.0.1:4318), which forwards over TLS"
+                "{shown:?}: TLS is not built in; send to a collector or agent on this host (http://127.0.0.1:4318), which forwards over TLS"
             ));
         }
         let Some(address) = url.strip_prefix("http://") else {
             return Err(format!(
-                "{url:?} is not an OTLP/HTTP endpoint: write http://HOST:PORT/v1/logs"
+                "{shown:?} is not an OTLP/HTTP endpoint: write http://HOST:PORT/v1/logs"
             ));
         };
         Endpoint::parse_address(address, "http", url)

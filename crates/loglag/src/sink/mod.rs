@@ -23,7 +23,7 @@ mod otlp;
 mod relp;
 #[cfg(feature = "rolling")]
 pub(crate) mod rolling;
-mod spec;
+pub(crate) mod spec;
 mod syslog;
 
 use std::io;

@@ -136,7 +136,8 @@ impl std::str::FromStr for SinkSpec {
         match rest.first() {
             None => Ok(spec),
             Some((key, _)) => Err(format!(
-                "{s:?}: {key} is not an option of this sink; a pipeline setting in a URL is read by loglag::Config::from_url"
+                "{:?}: {key} is not an option of this sink; a pipeline setting in a URL is read by loglag::Config::from_url",
+                redacted(s)
             )),
         }
     }
@@ -150,7 +151,9 @@ impl SinkSpec {
         url: &str,
     ) -> Result<(SinkSpec, Vec<(String, String)>), crate::SettingError> {
         let url = url.trim();
-        let sink_error = |e: String| crate::SettingError::with_expected("sink", url, e);
+        // The URL as errors show it: credentials and secret-looking values masked.
+        let shown = redacted(url);
+        let sink_error = |e: String| crate::SettingError::with_expected("sink", shown.as_str(), e);
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, Some(query)),
             None => (url, None),
@@ -164,6 +167,7 @@ impl SinkSpec {
             .filter(|p| !p.is_empty())
         {
             let Some((key, value)) = pair.split_once('=') else {
+                let pair = if looks_secret(pair) { "***" } else { pair };
                 return Err(sink_error(format!(
                     "{pair:?} in the query is not key=value"
                 )));
@@ -205,24 +209,29 @@ impl SinkSpec {
         }
     }
 
+    /// `s` is the URL without its query. Its errors show it [`redacted`].
     fn parse_base(s: &str) -> Result<SinkSpec, String> {
         let s = s.trim();
+        let shown = redacted(s);
         match s {
             "stdout" | "-" => Ok(SinkSpec::Stdout),
             "stderr" => Ok(SinkSpec::Stderr),
             _ => match s.split_once("://") {
-                Some(("file", p)) => local_path("file", p, s).map(SinkSpec::File),
-                Some(("fifo", p)) => local_path("fifo", p, s).map(SinkSpec::Fifo),
+                Some(("file", p)) => local_path("file", p, &shown).map(SinkSpec::File),
+                Some(("fifo", p)) => local_path("fifo", p, &shown).map(SinkSpec::Fifo),
                 Some(("syslog+unix", p)) => {
-                    local_path("syslog+unix", p, s).map(SinkSpec::SyslogUnix)
+                    local_path("syslog+unix", p, &shown).map(SinkSpec::SyslogUnix)
                 }
                 Some((scheme @ ("syslog+tcp" | "syslog+udp" | "relp"), hostport)) => {
+                    if hostport.contains('@') {
+                        return Err(no_credentials(&shown, scheme));
+                    }
                     if hostport
                         .rsplit_once(':')
                         .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
                     {
                         return Err(format!(
-                            "{s:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:514"
+                            "{shown:?}: {scheme}:// needs HOST:PORT, e.g. {scheme}://127.0.0.1:514"
                         ));
                     }
                     Ok(match scheme {
@@ -233,21 +242,21 @@ impl SinkSpec {
                 }
                 Some((scheme @ ("otlp+http" | "otlp+http+json" | "otlp+json"), address)) => {
                     Ok(SinkSpec::Otlp {
-                        endpoint: Endpoint::parse_address(address, scheme, s)?,
+                        endpoint: Endpoint::parse_address(address, scheme, &shown)?,
                         json: scheme != "otlp+http",
                     })
                 }
                 Some((scheme, _)) => Err(format!(
                     "unknown sink scheme {scheme:?}: expected {SCHEMES}"
                 )),
-                None => Err(format!("{s:?} is not a sink URL: expected {SCHEMES}")),
+                None => Err(format!("{shown:?} is not a sink URL: expected {SCHEMES}")),
             },
         }
     }
 }
 
 /// The file a `scheme://` URL names, `rest` being what follows `://` and `whole` the
-/// URL (for errors), as RFC 8089 reads it: an empty host or `localhost` (any case),
+/// URL as errors show it ([`redacted`]), as RFC 8089 reads it: an empty host or `localhost` (any case),
 /// then an absolute path, percent-decoded. On Windows, `file://C:/logs/app.log` (a
 /// drive where the host would be) names that drive too.
 fn local_path(scheme: &str, rest: &str, whole: &str) -> Result<PathBuf, String> {
@@ -264,6 +273,7 @@ fn local_path(scheme: &str, rest: &str, whole: &str) -> Result<PathBuf, String> 
         None => (rest, ""),
     };
     if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+        let host = redacted(host);
         return Err(format!(
             "{scheme}:// URLs name a local file: host {host:?} is not supported; write {scheme}:///PATH (an absolute path), e.g. {scheme}:///var/log/app.log"
         ));
@@ -272,6 +282,79 @@ fn local_path(scheme: &str, rest: &str, whole: &str) -> Result<PathBuf, String> 
         return Err(no_path());
     }
     decoded_path(path, whole).map(|p| url_path(&p))
+}
+
+/// The refusal of credentials (`user:password@`) in `scheme`'s URL, shown as `whole`
+/// ([`redacted`]): no sink sends any, and an `@` is taken for them.
+pub(crate) fn no_credentials(whole: &str, scheme: &str) -> String {
+    format!(
+        "{whole:?}: credentials (user:password@) are not supported in a {scheme}:// URL: this sink sends none; give the collector's HOST:PORT alone (an @ elsewhere is written %40)"
+    )
+}
+
+/// `url` as an error or a message may show it: the password of its userinfo masked
+/// (`user:***@host`), a userinfo without one masked whole (`***@host`: a token is
+/// often given as the user), and the value of every query key that looks secret
+/// (`token`, `password`, `secret`, `key`, `auth`, ...) masked (`token=***`). What
+/// follows `://` up to the last `@` before the query is taken as userinfo, so that a
+/// password holding a `/` is masked too; a URL whose path starts at once
+/// (`file:///...`) has none.
+pub(crate) fn redacted(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let (scheme, rest) = match base.find("://") {
+        Some(i) => base.split_at(i + 3),
+        None => ("", base),
+    };
+    let mut out = String::with_capacity(url.len());
+    out.push_str(scheme);
+    match rest.rfind('@') {
+        Some(at) if !rest.starts_with('/') => {
+            match rest[..at].split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push_str(":***");
+                }
+                None => out.push_str("***"),
+            }
+            out.push_str(&rest[at..]);
+        }
+        _ => out.push_str(rest),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if looks_secret(key) => format!("{key}=***"),
+                None if looks_secret(pair) => "***".to_owned(),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+/// Whether a query key (or a bare query word) names a secret: no setting's key does.
+pub(crate) fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "token",
+        "pass",
+        "pwd",
+        "secret",
+        "key",
+        "auth",
+        "credential",
+        "signature",
+        "session",
+        "cookie",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
 }
 
 /// Whether `p` starts with a drive letter (`C:`).
