@@ -145,6 +145,15 @@ pub struct LabArgs {
     /// Also write DIR/report.html (needs --out DIR).
     #[arg(long, requires = "out")]
     pub report: bool,
+    /// Compare each condition's cost with a saved run's (its summary.json, or its
+    /// directory) by the findings' rule: exit 1 when a cost grew beyond its interval
+    /// and the growth holds. Writes against.md beside the results.
+    #[arg(long, value_name = "BASELINE/summary.json")]
+    pub against: Option<PathBuf>,
+    /// With --against: compare even with a baseline from another kind of machine or
+    /// with other settings (the comparison lists each difference).
+    #[arg(long, requires = "against")]
+    pub force: bool,
 }
 
 /// Experiments other than logging's.

@@ -49,6 +49,7 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         return super::hops::hops(h);
     }
     let steps = lab_steps(&a)?;
+    let against = super::against::prepare(&a, &steps)?;
     // The formats are checked before any run, so a typo costs seconds.
     let lab_outputs = ExportManager::lab(a.format.into(), a.report);
     let preset_outputs = a
@@ -136,7 +137,13 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         }
     }
     match error {
-        None => Ok(ExitCode::SUCCESS),
+        None => match (against, done.first()) {
+            (Some(b), Some((step, summary))) => {
+                let dir = a.out.as_ref().map(|o| o.join(&step.label));
+                super::against::finish(b, summary, dir.as_deref(), stdout)
+            }
+            _ => Ok(ExitCode::SUCCESS),
+        },
         Some(LabError::Cancelled) => {
             eprintln!("loglag lab: interrupted; {completed} completed runs reported");
             Ok(ExitCode::from(INTERRUPTED))

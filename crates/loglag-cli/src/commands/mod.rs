@@ -27,6 +27,8 @@ use {
     loglag_lab::lab::preset::Step, loglag_lab::lab::LabError, loglag_lab::report::Summary,
 };
 
+#[cfg(unix)]
+mod against;
 mod emit;
 #[cfg(unix)]
 mod hops;

@@ -2,6 +2,7 @@
 //! fresh API and reader, and measures what the spec lists. The runner knows nothing of
 //! any one experiment beyond the plan it is given.
 
+pub mod against;
 pub mod executor;
 pub mod findings;
 pub mod measure;

@@ -14,6 +14,13 @@ pub struct Machine {
     pub cpu: String,
     pub cores: usize,
     pub kernel: String,
+    /// The operating system and the CPU architecture (`linux`, `x86_64`): with the
+    /// CPU model and the cores, the kind of machine `--against` holds a baseline to.
+    /// Empty in results written before they were recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub os: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub arch: String,
 }
 
 /// How late the generator sent requests, measured from each one's due time. Every

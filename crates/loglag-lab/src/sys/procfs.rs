@@ -242,6 +242,8 @@ pub fn machine() -> crate::report::Machine {
         cpu,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         kernel,
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
     }
 }
 
