@@ -109,3 +109,36 @@ pub(crate) fn say(message: &str) {
     use std::io::Write;
     let _ = std::io::stderr().write_all(message.as_bytes());
 }
+
+/// Called first on every thread loglag starts (the writer, rolling housekeeping, the
+/// Prometheus endpoint and its connections, the flush and metrics helpers): blocks the
+/// asynchronous signals there, so that a process-directed signal (`kill -USR1 PID`) is
+/// delivered to one of the application's threads, never to one of loglag's. A handler
+/// that logs would otherwise run on a thread that never logged (its first record
+/// allocates) or that is inside the writer's own code. The synchronous signals a fault
+/// raises (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) and SIGABRT stay
+/// unblocked: blocked, they would kill the process without its handlers.
+#[cfg(unix)]
+pub(crate) fn block_async_signals() {
+    // SAFETY: sigset operations on a local set, then this thread's own mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        for fault in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGILL,
+            libc::SIGFPE,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+            libc::SIGABRT,
+        ] {
+            libc::sigdelset(&mut set, fault);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Windows has no signals to steer.
+#[cfg(not(unix))]
+pub(crate) fn block_async_signals() {}

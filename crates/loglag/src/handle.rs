@@ -192,6 +192,7 @@ impl NonBlocking {
         let spawned = std::thread::Builder::new()
             .name("loglag-flush".into())
             .spawn(move || {
+                crate::fork::block_async_signals();
                 let result = core.flush(timeout);
                 let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
                 s.result = Some(result);

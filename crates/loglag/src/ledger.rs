@@ -20,6 +20,12 @@ pub(crate) const PENDING_REPORT: usize = 40;
 /// has zeroes here (a new header is zeroed), so it is read as it was.
 const REJECTED_UNANNOUNCED: usize = 64;
 const REJECTED_PENDING: usize = 69;
+/// The header word holding the layout version (see `spool/header.rs`).
+const VERSION_WORD: usize = 1;
+/// The spool layout that has the `rejected` row. A spool is marked with it only once
+/// it counts a rejection: until then a version 1 build can still read it (a rollback
+/// keeps its spool).
+pub(crate) const LAYOUT_WITH_REJECTED: u64 = 2;
 
 /// The header word counting `reason`'s drops at `level` (`pending`: in the live report).
 fn ledger_word(pending: bool, reason: usize, level: usize) -> usize {
@@ -59,6 +65,10 @@ impl DropLedger {
     }
 
     pub(crate) fn dropped(&self, reason: usize, level: usize, n: u64) {
+        if reason == 4 {
+            self.at(VERSION_WORD)
+                .fetch_max(LAYOUT_WITH_REJECTED, Ordering::AcqRel);
+        }
         self.word(reason, level).fetch_add(n, Ordering::AcqRel);
     }
 

@@ -55,17 +55,20 @@ impl Publisher {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("loglag-metrics".into())
-            .spawn(move || loop {
-                for (name, writer) in &pipelines {
-                    publish(name, &writer.metrics());
-                }
-                match stopped.recv_timeout(interval) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => {
-                        for (name, writer) in &pipelines {
-                            publish(name, &writer.metrics());
+            .spawn(move || {
+                crate::fork::block_async_signals();
+                loop {
+                    for (name, writer) in &pipelines {
+                        publish(name, &writer.metrics());
+                    }
+                    match stopped.recv_timeout(interval) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => {
+                            for (name, writer) in &pipelines {
+                                publish(name, &writer.metrics());
+                            }
+                            return;
                         }
-                        return;
                     }
                 }
             })?;

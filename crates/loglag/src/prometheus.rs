@@ -416,7 +416,10 @@ pub fn serve_with(
     let pipelines = Arc::new(pipelines);
     let thread = std::thread::Builder::new()
         .name("loglag-metrics".into())
-        .spawn(move || accept(&listener, &stopping, &pipelines, limits))?;
+        .spawn(move || {
+            crate::fork::block_async_signals();
+            accept(&listener, &stopping, &pipelines, limits)
+        })?;
     Ok(MetricsServer {
         addr,
         stop,
@@ -536,6 +539,7 @@ fn accept(
         let spawned = std::thread::Builder::new()
             .name("loglag-metrics-conn".into())
             .spawn(move || {
+                crate::fork::block_async_signals();
                 serve_connection(&stream, &pipelines, limits, |phase| {
                     enter(&registry, id, phase)
                 });

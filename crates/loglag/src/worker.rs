@@ -16,6 +16,7 @@ pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHand
     let handle = thread::Builder::new()
         .name(core.settings().thread_name.clone())
         .spawn(move || {
+            crate::fork::block_async_signals();
             // Everything this thread logs (a sink instrumented with `tracing`) must not
             // wait for room that only this thread can make.
             let _inside = ThreadMark::inside_sink(for_thread.id());

@@ -340,3 +340,68 @@ fn a_handler_that_logs_with_the_macros_while_its_thread_does_never_crashes_async
         }
     }
 }
+
+static SHUTDOWN_WRITER: OnceLock<NonBlocking> = OnceLock::new();
+static SHUTDOWN_HANDLED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn log_during_shutdown(_signal: libc::c_int) {
+    if let Some(writer) = SHUTDOWN_WRITER.get() {
+        writer.submit(Level::Warn, b"from a handler during shutdown\n");
+        SHUTDOWN_HANDLED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A `sync`-mode sink whose `flush` raises the signal on its own thread: the handler
+/// runs there and then, while `shutdown` holds the sink's lock.
+struct RaisesOnFlush(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl loglag::sink::Sink for RaisesOnFlush {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        // SAFETY: raise(3) delivers the signal to this thread before it returns.
+        unsafe { libc::raise(libc::SIGRTMIN() + 2) };
+        Ok(())
+    }
+}
+
+/// In `sync` mode `shutdown` (and a `WorkerGuard`'s drop, and a SIGTERM as the
+/// application exits) flushes the sink under its lock. A handler that logged then
+/// waited for that lock, which its own thread held: the process hung (found by the
+/// second review, after 2,000-7,000 rounds of a signal storm). Shutdown now marks its
+/// thread, so the record is refused as `reentrant`.
+#[test]
+fn a_handler_that_logs_while_sync_shutdown_flushes_is_refused_not_deadlocked() {
+    within(
+        Duration::from_secs(120),
+        "sync shutdown under a handler",
+        || {
+            let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let (writer, guard) = NonBlockingBuilder::default()
+                .mode(Mode::Sync)
+                .build(RaisesOnFlush(out.clone()))
+                .unwrap();
+            assert!(SHUTDOWN_WRITER.set(writer.clone()).is_ok(), "set once");
+            install(libc::SIGRTMIN() + 2, log_during_shutdown);
+            writer.submit(Level::Info, b"before\n");
+            let m = guard.shutdown();
+            assert_eq!(
+                SHUTDOWN_HANDLED.load(Ordering::Relaxed),
+                1,
+                "the handler ran"
+            );
+            assert_accounted(&m);
+            assert_eq!(m.accepted, 2, "{m:#?}");
+            assert_eq!(m.written_records, 1, "{m:#?}");
+            assert_eq!(
+                m.dropped_of(DropReason::Reentrant, Level::Warn),
+                1,
+                "{m:#?}"
+            );
+            assert_eq!(out.lock().unwrap().as_slice(), b"before\n");
+        },
+    )
+}

@@ -54,6 +54,11 @@ fn bump(counter: &AtomicU64) -> u64 {
 impl Core {
     #[inline]
     pub(super) fn count_accepted(&self) {
+        if super::entered::nested() {
+            // Inside another pipeline's call on this thread: not the thread's caches.
+            self.accepted_retired.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
         let counted = ACCEPTED.try_with(|slots| {
             let (core, counts) = slots.last.get();
             if core == self.call.id {
@@ -123,6 +128,9 @@ impl Core {
     #[cfg(not(loglag_loom))]
     #[inline]
     pub(super) fn count_refused_on_thread(&self, level: Level) -> Option<u64> {
+        if super::entered::nested() {
+            return None;
+        }
         ACCEPTED
             .try_with(|slots| {
                 let (core, counts) = slots.last.get();

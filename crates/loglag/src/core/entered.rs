@@ -7,10 +7,18 @@
 //!
 //! Async-signal safety of the mark itself: a handler runs to completion before the
 //! code it interrupted resumes, and every change it makes here it undoes on return.
-//! Each step is one word's load or store, so a handler that lands between two steps
-//! sees the state before or after the step, never a torn one: between writing an id
-//! and raising the depth, it writes its own id into that slot and gives the old one
-//! back when it leaves.
+//! Each step is one word's load or store, kept in program order by a compiler fence
+//! (the signal fence: the compiler may otherwise reorder plain stores, and a handler
+//! would see the depth raised before the id is in its slot), so a handler that lands
+//! between two steps sees the state before or after the step, never a torn one:
+//! between writing an id and raising the depth, it writes its own id into that slot
+//! and gives the old one back when it leaves.
+//!
+//! A call nested inside another pipeline's (a handler that logs to B while its thread
+//! was inside A, or a `sync` sink logging to a second pipeline) uses none of the
+//! thread's one-entry caches (`last` of the thread's rings and counters, two words
+//! each, which the interrupted call may be half-way through reading or writing): it
+//! counts on the pipeline's shared atomics and pushes into the shared ring ([`nested`]).
 //!
 //! A mark is suspended while the caller's own code runs (a `Display` or `Debug` that
 //! formats a value): the pipeline's state is whole there, so a value whose `Display`
@@ -18,6 +26,7 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::sync::atomic::{compiler_fence, Ordering};
 
 /// How many pipelines one thread can be inside at once (a `sync` sink that logs to a
 /// second pipeline is two). Deeper than this, a call is refused as re-entered: refusing
@@ -62,7 +71,9 @@ pub(crate) fn enter(id: u64) -> Result<EnteredMark, Reentered> {
             return Err(Reentered);
         }
         let previous = e.ids[depth].replace(id);
+        compiler_fence(Ordering::SeqCst);
         e.depth.set(depth + 1);
+        compiler_fence(Ordering::SeqCst);
         Ok((depth, previous))
     });
     match entered {
@@ -81,6 +92,13 @@ pub(crate) fn enter(id: u64) -> Result<EnteredMark, Reentered> {
             _not_send: PhantomData,
         }),
     }
+}
+
+/// Whether the calling pipeline was entered inside another one on this thread (see
+/// the module doc): then it must not touch the thread's caches.
+#[inline]
+pub(crate) fn nested() -> bool {
+    ENTERED.try_with(|e| e.depth.get() > 1).unwrap_or(true)
 }
 
 /// Whether this thread is inside pipeline `id`.
@@ -102,6 +120,7 @@ impl EnteredMark {
     pub(crate) fn user_code(&self) -> UserCode<'_> {
         if self.index != usize::MAX {
             let _ = ENTERED.try_with(|e| e.ids[self.index].set(0));
+            compiler_fence(Ordering::SeqCst);
         }
         UserCode { mark: self }
     }
@@ -114,7 +133,9 @@ impl Drop for EnteredMark {
             return;
         }
         let _ = ENTERED.try_with(|e| {
+            compiler_fence(Ordering::SeqCst);
             e.depth.set(self.index);
+            compiler_fence(Ordering::SeqCst);
             e.ids[self.index].set(self.previous);
         });
     }
@@ -129,6 +150,7 @@ impl Drop for UserCode<'_> {
     #[inline]
     fn drop(&mut self) {
         if self.mark.index != usize::MAX {
+            compiler_fence(Ordering::SeqCst);
             let _ = ENTERED.try_with(|e| e.ids[self.mark.index].set(self.mark.id));
         }
     }

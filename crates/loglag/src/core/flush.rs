@@ -44,6 +44,8 @@ impl Core {
     /// The panic hook's flush. It runs on the panicking thread, which may hold the
     /// `sync` sink's lock or be inside a sink, so it never waits for that lock.
     pub(crate) fn flush_from_panic_hook(&self) {
+        // It may take the `sync` sink's lock: a handler logging meanwhile is refused.
+        let _entered = self.enter();
         if inside_any_sink() {
             return;
         }
@@ -122,6 +124,10 @@ impl Core {
     /// Stops accepting, lets the writer drain until `timeout`, and counts whatever is
     /// cut off as `shutdown` drops, reported on stderr. Idempotent.
     pub(crate) fn shutdown(&self, timeout: Duration) -> Metrics {
+        // In `sync` mode it holds the sink's lock while it flushes: a handler that logs
+        // meanwhile (a SIGTERM handler as the application exits) must be refused, not
+        // wait for a lock its own thread holds (it hung, in `write_sync`).
+        let _entered = self.enter();
         if self.in_forked_child() {
             // No writer thread here to wait for, and the queue is the parent's.
             self.call.closed.store(true, Ordering::Release);

@@ -15,7 +15,7 @@
 
 mod accepted;
 pub(crate) mod drain;
-mod entered;
+pub(crate) mod entered;
 pub(crate) mod flush;
 mod produce;
 
@@ -285,8 +285,6 @@ impl Core {
                 let counters = Counters::default();
                 if let Some(header) = &spool {
                     let _ = counters.ledger.set(header.ledger());
-                    // Recovered already: from here on it holds this build's layout.
-                    header.adopt_current_layout();
                 }
                 counters
             },

@@ -39,6 +39,17 @@ impl Core {
         entered::enter(self.call.id).ok()
     }
 
+    /// This thread's ring of this pipeline, if it has one: none for a call nested inside
+    /// another pipeline's on this thread, which must not touch the thread's caches
+    /// (see `entered.rs`), and so pushes into the shared ring.
+    #[inline]
+    fn with_own_ring<T>(&self, f: impl FnOnce(Option<&Ring>) -> T) -> T {
+        if entered::nested() {
+            return f(None);
+        }
+        self.lanes.with_own(f)
+    }
+
     /// A re-entered record (see [`Core::enter`]): accepted and dropped with atomics
     /// only, which a signal handler may use. It never waits, allocates or locks,
     /// whatever the policy.
@@ -280,7 +291,7 @@ impl Core {
             // One lookup of the thread's ring for both paths: a full ring (the hot
             // burst) must not cost the copying path a second one, nor a second read
             // of the writer's tail.
-            return self.lanes.with_own(|own| {
+            return self.with_own_ring(|own| {
                 let mut own_full = false;
                 if let Some(ring) = own {
                     // The clock is read once the record has room: a record refused
@@ -362,15 +373,15 @@ impl Core {
     }
 
     fn submit_accepted(&self, level: Level, record: &[u8], captured: bool, stamps: &Stamps) {
-        if self.call.mode == Mode::Sync {
-            return self.write_sync(level, record);
-        }
+        // Before the `sync` sink's lock: a closed pipeline takes no lock at all.
         if self.call.closed.load(Ordering::Acquire) {
             self.counters.count_drop(DropReason::Shutdown, level, 1);
             return;
         }
-        self.lanes
-            .with_own(|own| self.enqueue(own, false, level, record, captured, stamps));
+        if self.call.mode == Mode::Sync {
+            return self.write_sync(level, record);
+        }
+        self.with_own_ring(|own| self.enqueue(own, false, level, record, captured, stamps));
     }
 
     /// Pushes into the thread's own ring, else into the shared ring (no ring of its

@@ -228,6 +228,9 @@ fn with_buffer<R>(
             return None;
         }
         b.in_use.set(true);
+        // The flag is up before the buffer moves, in that order for a signal handler
+        // too (the compiler may otherwise reorder plain stores).
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
         Some(b.buffer.take())
     });
     let Ok(Some(buf)) = taken else {
@@ -254,6 +257,7 @@ impl Drop for Lent {
             if buf.capacity() <= 256 << 10 {
                 b.buffer.set(buf);
             }
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
             b.in_use.set(false);
         });
     }

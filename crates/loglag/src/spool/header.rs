@@ -11,12 +11,13 @@ use crate::ledger::DropLedger;
 use crate::queue;
 
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"LOGLAGSP");
-/// Version 2 added the `rejected` drop reason's ledger words (64..74, see
-/// `ledger.rs`), which a version 1 header holds as zeroes: a version 1 spool is read as
-/// it is, and written as version 2 from then on.
-pub(super) const VERSION: u64 = 2;
+/// The version a new spool is written with. Version 2 added the `rejected` drop
+/// reason's ledger words (64..74, see `ledger.rs`), which a version 1 header holds as
+/// zeroes: so a new spool starts as version 1, readable by builds before the reason,
+/// and becomes version 2 at its first rejection (`DropLedger::dropped`).
+pub(super) const VERSION: u64 = 1;
 /// The layouts this build reads.
-pub(super) const READS_VERSIONS: [u64; 2] = [1, VERSION];
+pub(super) const READS_VERSIONS: [u64; 2] = [1, crate::ledger::LAYOUT_WITH_REJECTED];
 pub(super) const HEADER_BYTES: u64 = 4096;
 const HEADER_WORDS: usize = HEADER_BYTES as usize / 8;
 
@@ -71,12 +72,6 @@ impl SpoolHeader {
         self.word(MAGIC_WORD).store(MAGIC, Ordering::Relaxed);
         self.word(VERSION_WORD).store(VERSION, Ordering::Relaxed);
         self.word(CAPACITY_WORD).store(capacity, Ordering::Relaxed);
-    }
-
-    /// Marks a spool this pipeline now writes as the current layout (a version 1
-    /// spool, recovered, may now hold `rejected` counts an older build would not see).
-    pub(crate) fn adopt_current_layout(&self) {
-        self.word(VERSION_WORD).store(VERSION, Ordering::Release);
     }
 
     /// Every record before this position reached the sink.

@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, READS_VERSIONS, VERSION};
+use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, READS_VERSIONS};
 use super::recovery::{resume, Recovered};
 use super::{invalid, spool_error, SpoolErrorKind, SpoolSync, MAX_CAPACITY};
 use crate::queue::Ring;
@@ -323,8 +323,9 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
             path,
             SpoolErrorKind::Version,
             format!(
-                "spool layout version {} is not supported (expected {VERSION})",
-                word(1)
+                "spool layout version {} is not supported (this build reads {:?})",
+                word(1),
+                READS_VERSIONS
             ),
         ));
     }

@@ -634,6 +634,7 @@ fn a_version_1_spool_is_recovered_and_a_version_2_one_announces_rejections() {
     std::fs::remove_file(&log).unwrap();
     // Version 2: 2 rejected drops (reason 4, level 0).
     let spool = crashed_spool(dir.path(), &log, 0, 0);
+    set_word(&spool, 1, 2);
     set_word(&spool, 64, 2);
     let r = recover(&spool, FdSink::append(&log).unwrap()).unwrap();
     assert_eq!(r.unannounced_drops, 2);

@@ -271,6 +271,7 @@ impl Housekeeper {
         let thread = std::thread::Builder::new()
             .name("loglag-rolling".into())
             .spawn(move || {
+                crate::fork::block_async_signals();
                 rules.sweep_temporaries();
                 let mut retry = false;
                 loop {
