@@ -142,6 +142,10 @@ pub struct LabArgs {
     /// Format of the table on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
+    /// The tables' columns on stdout (md): those the headline speaks of, or all of
+    /// them (summary.json, the CSVs and pairs.md always have all).
+    #[arg(long, value_enum, default_value_t = ColumnsArg::Headline)]
+    pub columns: ColumnsArg,
     /// Also write DIR/report.html (needs --out DIR).
     #[arg(long, requires = "out")]
     pub report: bool,
@@ -154,6 +158,24 @@ pub struct LabArgs {
     /// with other settings (the comparison lists each difference).
     #[arg(long, requires = "against")]
     pub force: bool,
+}
+
+/// `loglag lab --columns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColumnsArg {
+    /// The columns the headline speaks of.
+    Headline,
+    /// Every column.
+    All,
+}
+
+impl From<ColumnsArg> for loglag_lab::export::Columns {
+    fn from(c: ColumnsArg) -> loglag_lab::export::Columns {
+        match c {
+            ColumnsArg::Headline => loglag_lab::export::Columns::Headline,
+            ColumnsArg::All => loglag_lab::export::Columns::All,
+        }
+    }
 }
 
 /// Experiments other than logging's.

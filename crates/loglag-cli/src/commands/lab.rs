@@ -1,6 +1,7 @@
 //! `loglag lab`: its flags into the plan of a run or the steps of a preset, the runs, the outputs.
 
 use super::*;
+use loglag_lab::export::Exporter;
 
 /// The request's steps, once the process can hold what they need open.
 pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
@@ -116,7 +117,16 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         (Some(outputs), Some(ps)) => outputs.show(ps, stdout)?,
         _ => {
             for (_, summary) in &done {
-                lab_outputs.show(summary, stdout)?;
+                if a.format == OutputFormat::Md {
+                    // The headline, then the tables narrowed to what it speaks of.
+                    let md = export::LabStdout {
+                        columns: a.columns.into(),
+                    };
+                    md.export(summary, stdout)?;
+                    stdout.flush()?;
+                } else {
+                    lab_outputs.show(summary, stdout)?;
+                }
             }
         }
     }

@@ -1,8 +1,8 @@
 use std::io::{self, Write};
 
 use super::load::{LOAD_COLUMNS, SINK_COLUMNS};
-use super::pairs::{markdown_table, PAIR_COLUMNS};
-use super::Exporter;
+use super::pairs::{markdown_table, markdown_table_of, HEADLINE_KEYS, PAIR_COLUMNS};
+use super::{Columns, Exporter};
 use crate::report::{LoadSummary, SinkSummary, Summary, TortureSummary};
 
 /// The pairs table in Markdown, units in the headers.
@@ -11,54 +11,96 @@ pub struct Markdown;
 
 impl Exporter<Summary> for Markdown {
     fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
-        markdown_table(PAIR_COLUMNS, &s.pairs, out)?;
-        for note in super::pairs::footnotes(s) {
-            writeln!(out, "\n{note}")?;
-        }
-        for p in &s.pairs {
-            if let (false, Some(note)) = (p.metrics.verified, &p.verify_note) {
-                writeln!(
-                    out,
-                    "\n**Not verified** ({} / {}): {note}.",
-                    p.condition, p.sink
-                )?;
-            }
-        }
-        for p in &s.pairs {
-            if let Some(note) = &p.missing_ids_note {
-                writeln!(
-                    out,
-                    "\n**Request ids** ({} / {}): {note}.",
-                    p.condition, p.sink
-                )?;
-            }
-        }
-        for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.plan.lateness_limit_us)
-        {
-            writeln!(out, "\n**Warning** ({who}): {w}.")?;
-        }
-        for (who, w) in crate::report::saturation_warnings(&s.pairs) {
-            writeln!(out, "\n**Saturated** ({who}): {w}.")?;
-        }
-        if let Some(w) = crate::report::busy_machine_warning(s) {
-            writeln!(out, "\n**Busy machine**: {w}.")?;
-        }
-        if !s.findings.is_empty() {
-            use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
-            writeln!(out, "\n**Findings.** {}\n", findings_caption())?;
-            let titles: Vec<&str> = FINDING_COLUMNS.iter().map(|c| c.0).collect();
-            let rules: Vec<&str> = FINDING_COLUMNS
-                .iter()
-                .map(|c| if c.1 { "--:" } else { "---" })
-                .collect();
-            writeln!(out, "| {} |", titles.join(" | "))?;
-            writeln!(out, "|{}|", rules.join("|"))?;
-            for f in &s.findings {
-                writeln!(out, "| {} |", finding_cells(f).join(" | "))?;
-            }
-        }
-        Ok(())
+        lab_tables(s, Columns::All, out)
     }
+}
+
+/// What `loglag lab` prints on stdout in Markdown: the headline
+/// ([`super::headline`]), then the tables with the `columns` asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LabStdout {
+    pub columns: Columns,
+}
+
+impl Exporter<Summary> for LabStdout {
+    fn export(&self, s: &Summary, out: &mut dyn Write) -> io::Result<()> {
+        let lines = super::headline::headline(s);
+        for line in &lines {
+            writeln!(out, "{line}")?;
+        }
+        if !lines.is_empty() {
+            writeln!(out)?;
+        }
+        lab_tables(s, self.columns, out)
+    }
+}
+
+/// The findings table's columns the headline speaks of: all but the ratio.
+const HEADLINE_FINDING_COLUMNS: [usize; 7] = [0, 1, 2, 3, 4, 6, 7];
+
+/// The pairs table, its notes and warnings, and the findings, with `columns`.
+fn lab_tables(s: &Summary, columns: Columns, out: &mut dyn Write) -> io::Result<()> {
+    match columns {
+        Columns::All => markdown_table(PAIR_COLUMNS, &s.pairs, out)?,
+        Columns::Headline => {
+            let shown: Vec<_> = HEADLINE_KEYS
+                .iter()
+                .filter_map(|k| PAIR_COLUMNS.iter().find(|c| c.key == *k))
+                .collect();
+            markdown_table_of(&shown, &s.pairs, out)?;
+        }
+    }
+    for note in super::pairs::footnotes(s) {
+        writeln!(out, "\n{note}")?;
+    }
+    for p in &s.pairs {
+        if let (false, Some(note)) = (p.metrics.verified, &p.verify_note) {
+            writeln!(
+                out,
+                "\n**Not verified** ({} / {}): {note}.",
+                p.condition, p.sink
+            )?;
+        }
+    }
+    for p in &s.pairs {
+        if let Some(note) = &p.missing_ids_note {
+            writeln!(
+                out,
+                "\n**Request ids** ({} / {}): {note}.",
+                p.condition, p.sink
+            )?;
+        }
+    }
+    for (who, w) in crate::report::lateness_warnings(&s.pairs, s.params.plan.lateness_limit_us) {
+        writeln!(out, "\n**Warning** ({who}): {w}.")?;
+    }
+    for (who, w) in crate::report::saturation_warnings(&s.pairs) {
+        writeln!(out, "\n**Saturated** ({who}): {w}.")?;
+    }
+    if let Some(w) = crate::report::busy_machine_warning(s) {
+        writeln!(out, "\n**Busy machine**: {w}.")?;
+    }
+    if !s.findings.is_empty() {
+        use crate::export::findings::{finding_cells, findings_caption, FINDING_COLUMNS};
+        writeln!(out, "\n**Findings.** {}\n", findings_caption())?;
+        let shown: Vec<usize> = match columns {
+            Columns::All => (0..FINDING_COLUMNS.len()).collect(),
+            Columns::Headline => HEADLINE_FINDING_COLUMNS.to_vec(),
+        };
+        let titles: Vec<&str> = shown.iter().map(|&i| FINDING_COLUMNS[i].0).collect();
+        let rules: Vec<&str> = shown
+            .iter()
+            .map(|&i| if FINDING_COLUMNS[i].1 { "--:" } else { "---" })
+            .collect();
+        writeln!(out, "| {} |", titles.join(" | "))?;
+        writeln!(out, "|{}|", rules.join("|"))?;
+        for f in &s.findings {
+            let cells = finding_cells(f);
+            let cells: Vec<&str> = shown.iter().map(|&i| cells[i].as_str()).collect();
+            writeln!(out, "| {} |", cells.join(" | "))?;
+        }
+    }
+    Ok(())
 }
 
 impl Exporter<LoadSummary> for Markdown {

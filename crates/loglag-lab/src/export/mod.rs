@@ -4,6 +4,7 @@
 mod csv;
 pub mod findings;
 pub mod glossary;
+pub mod headline;
 pub mod hops;
 mod json;
 mod load;
@@ -16,7 +17,7 @@ use std::io::{self, Write};
 pub use self::csv::{PairsCsv, RequestsCsv, RunsCsv, TimeseriesCsv};
 pub use self::json::Json;
 pub use self::load::{emit_table, requests_csv as load_requests_csv};
-pub use self::markdown::Markdown;
+pub use self::markdown::{LabStdout, Markdown};
 
 /// Renders one kind of result (`R`) in one format, into the supplied `Write`. Which
 /// exporter writes which file, and which formats each kind offers on stdout, is
@@ -30,6 +31,16 @@ impl<R: ?Sized, F: Fn(&R, &mut dyn Write) -> io::Result<()>> Exporter<R> for F {
     fn export(&self, result: &R, out: &mut dyn Write) -> io::Result<()> {
         self(result, out)
     }
+}
+
+/// Which columns the lab's tables show a reader (`--columns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Columns {
+    /// Those the headline speaks of (and what a reader needs to trust them).
+    #[default]
+    Headline,
+    /// Every column.
+    All,
 }
 
 /// The formats a command's table can take on stdout (`--format`).

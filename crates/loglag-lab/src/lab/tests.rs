@@ -623,7 +623,7 @@ fn a_warm_up_whose_log_is_never_read_fails_within_the_warmup_timeout() {
 /// A whole lab's summary from scripted runs, one per (condition, sink, script), as
 /// `run_lab` summarises its runs: an 8 s load at 20/s, 160 requests each. The runs take
 /// no real time, so what the machine did meanwhile (its busy share, the waits read
-/// from /proc) is not theirs and is cleared.
+/// from /proc, the backlog sampled every 25 ms) is not theirs and is set.
 fn scripted_summary(runs: Vec<(RunCondition, SinkKind, Script)>) -> Summary {
     let mut conditions: Vec<RunCondition> = Vec::new();
     let mut sinks: Vec<SinkKind> = Vec::new();
@@ -670,6 +670,9 @@ fn scripted_summary(runs: Vec<(RunCondition, SinkKind, Script)>) -> Summary {
             .expect("the run completes");
             out.summary.metrics.machine_warning = None;
             out.summary.metrics.cpu_wait_ms = None;
+            // The sampler samples on real time, which may give it no look at all: the
+            // scripted reader reads each line as it is written, so no backlog.
+            out.summary.metrics.max_backlog_kib = Some(0.0);
             out
         })
         .collect();
@@ -749,4 +752,42 @@ fn a_generator_slightly_late_at_p99_leaves_the_p50_difference_holding() {
     let f = sync_vs_queue_p50(&s);
     assert_eq!((f.value_ms, f.baseline_ms), (0.501, 0.767), "{f:?}");
     assert_eq!(f.inconclusive, None, "{f:?}");
+}
+
+/// The headline of the case, with `none` beside it: every figure is the
+/// scripted runs', the queue's comparison is inconclusive and its one reason has a line.
+#[test]
+fn the_headline_gives_the_reason_a_late_generator_leaves_a_comparison_inconclusive() {
+    let from = |base: fn(u64) -> u64, late: fn(u64) -> u64| Script {
+        latency_ns: Some(base),
+        lateness_ns: Some(late),
+        ..Script::default()
+    };
+    let on_time: fn(u64) -> u64 = |_| 30_000;
+    let s = scripted_summary(vec![
+        (
+            RunCondition::BuiltIn(Condition::None),
+            SinkKind::Fast,
+            from(|i| 270_000 + ((i * 37) % 160) * 1_000, on_time),
+        ),
+        (
+            RunCondition::BuiltIn(Condition::JsonSync),
+            SinkKind::Fast,
+            from(|i| 392_000 + ((i * 37) % 160) * 1_000, on_time),
+        ),
+        (
+            json_queue(),
+            SinkKind::Fast,
+            from(
+                |i| 658_000 + ((i * 37) % 160) * 1_000,
+                |i| if i == 3 || i == 7 { 23_500_000 } else { 30_000 },
+            ),
+        ),
+    ]);
+    let lines = crate::export::headline::headline(&s);
+    assert!(
+        lines.contains(&"    (the generator was 23.5 ms late at p99 in json-queue)".to_owned()),
+        "{lines:#?}"
+    );
+    insta::assert_snapshot!(lines.join("\n"));
 }
