@@ -240,7 +240,7 @@ extern "C" fn log_with_the_macros_from_a_handler(_signal: libc::c_int) {
 #[test]
 fn a_handler_that_logs_with_the_macros_while_its_thread_does_never_crashes_async_or_sync() {
     let _lock = support::macros_lock();
-    install(libc::SIGRTMIN() + 1, log_with_the_macros_from_a_handler);
+    install(libc::SIGVTALRM, log_with_the_macros_from_a_handler);
     for mode in [Mode::Async, Mode::Sync] {
         for display in [true, false] {
             within(
@@ -291,7 +291,7 @@ fn a_handler_that_logs_with_the_macros_while_its_thread_does_never_crashes_async
                     while MACRO_HANDLED.load(Ordering::Relaxed) < HANDLERS {
                         for (id, _) in &threads {
                             // SAFETY: each thread is alive until `stop` is set and joined.
-                            unsafe { libc::pthread_kill(*id, libc::SIGRTMIN() + 1) };
+                            unsafe { libc::pthread_kill(*id, libc::SIGVTALRM) };
                         }
                         std::thread::yield_now();
                     }
@@ -363,7 +363,7 @@ impl loglag::sink::Sink for RaisesOnFlush {
 
     fn flush(&mut self) -> std::io::Result<()> {
         // SAFETY: raise(3) delivers the signal to this thread before it returns.
-        unsafe { libc::raise(libc::SIGRTMIN() + 2) };
+        unsafe { libc::raise(libc::SIGPROF) };
         Ok(())
     }
 }
@@ -385,7 +385,7 @@ fn a_handler_that_logs_while_sync_shutdown_flushes_is_refused_not_deadlocked() {
                 .build(RaisesOnFlush(out.clone()))
                 .unwrap();
             assert!(SHUTDOWN_WRITER.set(writer.clone()).is_ok(), "set once");
-            install(libc::SIGRTMIN() + 2, log_during_shutdown);
+            install(libc::SIGPROF, log_during_shutdown);
             writer.submit(Level::Info, b"before\n");
             let m = guard.shutdown();
             assert_eq!(
