@@ -103,7 +103,7 @@ pub struct RecoverArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
     loglag report results -o report.html
-    loglag lab --out results --report        # writes results/report.html at the end
+    loglag lab --out results                 # writes results/report.html at the end
     loglag load http://127.0.0.1:8080/ --out load && loglag report load
 
 Every --out directory holds a manifest.json naming the command that wrote it and its
@@ -134,11 +134,16 @@ pub struct LabArgs {
     pub sub: Option<LabCommand>,
     #[command(flatten)]
     pub request: LabRequest,
-    /// Write summary.json, pairs.csv, runs.csv, requests.csv, timeseries.csv and
-    /// manifest.json here (a preset: one subdirectory per step, and preset.md and
-    /// preset.json).
+    /// Write summary.json, pairs.csv, runs.csv, requests.csv, timeseries.csv,
+    /// report.html and manifest.json here (a preset: one subdirectory per step, and
+    /// preset.md and preset.json) [default: a fresh loglag-results/<UTC time>/ in
+    /// the current directory].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Keep nothing: only the headline and the tables on stdout. By default the
+    /// results and their report.html are kept in loglag-results/<UTC time>/.
+    #[arg(long, conflicts_with = "out")]
+    pub no_keep: bool,
     /// Format of the table on stdout.
     #[arg(long, value_enum, default_value_t = OutputFormat::Md)]
     pub format: OutputFormat,
@@ -146,8 +151,9 @@ pub struct LabArgs {
     /// them (summary.json, the CSVs and pairs.md always have all).
     #[arg(long, value_enum, default_value_t = ColumnsArg::Headline)]
     pub columns: ColumnsArg,
-    /// Also write DIR/report.html (needs --out DIR).
-    #[arg(long, requires = "out")]
+    /// report.html is now written wherever the results are kept: this flag, which
+    /// asked for it, changes nothing.
+    #[arg(long, hide = true, conflicts_with = "no_keep")]
     pub report: bool,
     /// Compare each condition's cost with a saved run's (its summary.json, or its
     /// directory) by the findings' rule: exit 1 when a cost grew beyond its interval

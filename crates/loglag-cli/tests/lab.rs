@@ -222,6 +222,134 @@ fn ctrl_c_keeps_partial_results_and_cleans_up() {
     })
 }
 
+/// Without --out, a run keeps its results and its report in a fresh
+/// loglag-results/<UTC time>/ of the current directory and says where the report is;
+/// stdout opens with the headline. --no-keep keeps nothing.
+#[test]
+fn results_and_their_report_are_kept_by_default_in_a_fresh_directory() {
+    within(
+        "results_and_their_report_are_kept_by_default_in_a_fresh_directory",
+        || {
+            let cwd = tempfile::tempdir().unwrap();
+            let lab = |extra: &[&str]| {
+                loglag()
+                    .args(["lab", "--conditions", "none,json-queue", "--sinks", "fast"])
+                    .args(["--duration", "1s"])
+                    .args(extra)
+                    .current_dir(cwd.path())
+                    .output()
+                    .unwrap()
+            };
+            let out = lab(&[]);
+            assert_success(&out);
+            let kept = kept_results(cwd.path());
+            assert_eq!(kept.len(), 1, "{kept:?}");
+            let dir = &kept[0];
+            let name = dir.file_name().unwrap().to_str().unwrap();
+            // 2026-12-06T07-55-12Z
+            assert!(
+                name.len() == 20
+                    && name.ends_with('Z')
+                    && name.as_bytes()[10] == b'T'
+                    && !name.contains(':'),
+                "{name}"
+            );
+            for file in ["summary.json", "report.html", "manifest.json", "pairs.csv"] {
+                assert!(
+                    dir.join(file).exists(),
+                    "{file} missing from {}",
+                    dir.display()
+                );
+            }
+            let stderr = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(
+                stderr.lines().last(),
+                Some(format!("report: loglag-results/{name}/report.html").as_str()),
+                "{stderr}"
+            );
+            // The headline first: at most 12 lines of 80 columns, then the tables.
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            let headline: Vec<&str> = stdout.lines().take_while(|l| !l.is_empty()).collect();
+            assert!(
+                headline[0].starts_with("fast sink (without logging: p50 "),
+                "{stdout}"
+            );
+            assert!(headline.len() <= 12, "{stdout}");
+            assert!(headline.iter().all(|l| l.chars().count() <= 80), "{stdout}");
+            assert!(
+                stdout.contains("\n| condition | sink | p50 ms | p99 ms | max backlog KiB |"),
+                "the tables narrowed to the headline's columns: {stdout}"
+            );
+            let out = lab(&["--no-keep", "--columns", "all"]);
+            assert_success(&out);
+            assert_eq!(
+                kept_results(cwd.path()).len(),
+                1,
+                "--no-keep kept something"
+            );
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            assert!(
+                stdout.contains("| requests | p50 ms | p99 ms | p99 range ms |"),
+                "{stdout}"
+            );
+        },
+    )
+}
+
+/// Interrupted before any run finished, a run keeps nothing: the directory it made
+/// for its results is removed, and it says so.
+#[test]
+fn an_interrupt_before_any_run_finished_keeps_no_empty_results_directory() {
+    within(
+        "an_interrupt_before_any_run_finished_keeps_no_empty_results_directory",
+        || {
+            use std::io::{BufRead, BufReader};
+            let cwd = tempfile::tempdir().unwrap();
+            let tmp = tempfile::tempdir().unwrap();
+            // 5 s of load: the first run cannot have finished when it has just started.
+            let mut child = loglag()
+                .args([
+                    "lab",
+                    "--conditions",
+                    "none",
+                    "--sinks",
+                    "fast",
+                    "--duration",
+                    "5s",
+                ])
+                .current_dir(cwd.path())
+                .env("TMPDIR", tmp.path())
+                .stderr(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut line = String::new();
+            while !line.contains("run 1/1") {
+                line.clear();
+                assert!(stderr.read_line(&mut line).unwrap() > 0, "lab ended early");
+            }
+            assert_eq!(
+                kept_results(cwd.path()).len(),
+                1,
+                "the directory is made (and proven writable) before the first run"
+            );
+            // SAFETY: kill(2) on our own child.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+            let mut rest = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+            assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
+            assert!(
+                rest.contains("no run completed; nothing kept in loglag-results/")
+                    && rest.contains("(removed)"),
+                "{rest}"
+            );
+            assert!(!cwd.path().join("loglag-results").exists(), "{rest}");
+            assert_nothing_left(tmp.path(), "after Ctrl-C");
+        },
+    )
+}
+
 #[test]
 fn cpu_limit_uses_cgroups_when_allowed_and_removes_them() {
     within(
@@ -345,9 +473,11 @@ fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
             // instant to the second run's drain.
             for delay_ms in [0u64, 40, 120, 250, 400, 600, 800, 1100, 1500, 2100] {
                 let tmp = tempfile::tempdir().unwrap();
+                let cwd = tempfile::tempdir().unwrap();
                 let mut child = loglag()
                     .args(["lab", "--conditions", "json-sync", "--sinks", "fast,slow"])
                     .args(["--duration", "1s", "--cpu-limit", "0.5"])
+                    .current_dir(cwd.path())
                     .env("TMPDIR", tmp.path())
                     .stderr(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::null())
@@ -387,6 +517,14 @@ fn ctrl_c_at_any_moment_with_a_cpu_limit_leaves_nothing_behind() {
                     }
                 }
                 assert_nothing_left(tmp.path(), &format!("at {delay_ms} ms"));
+                // What is kept by default is what finished, or nothing at all.
+                for dir in kept_results(cwd.path()) {
+                    assert!(
+                        dir.join("summary.json").exists() && dir.join("report.html").exists(),
+                        "at {delay_ms} ms: {} kept without its results; {rest}",
+                        dir.display()
+                    );
+                }
             }
         },
     )

@@ -2,6 +2,7 @@
 
 use super::*;
 use loglag_lab::export::Exporter;
+use std::path::PathBuf;
 
 /// The request's steps, once the process can hold what they need open.
 pub(crate) fn lab_steps(a: &LabArgs) -> anyhow::Result<Vec<Step>> {
@@ -51,16 +52,37 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     }
     let steps = lab_steps(&a)?;
     let against = super::against::prepare(&a, &steps)?;
+    // Results are kept, with their report, unless --no-keep: in --out, or in a
+    // fresh directory under loglag-results/.
+    let keep = !a.no_keep;
     // The formats are checked before any run, so a typo costs seconds.
-    let lab_outputs = ExportManager::lab(a.format.into(), a.report);
+    let lab_outputs = ExportManager::lab(a.format.into(), keep);
     let preset_outputs = a
         .request
         .preset
-        .map(|_| ExportManager::preset(a.format.into(), a.report))
+        .map(|_| ExportManager::preset(a.format.into(), keep))
         .transpose()?;
-    if let Some(out) = &a.out {
-        check_out_dir(out)?;
-    }
+    // Created (and proven writable) before any run; removed again if nothing was
+    // written into it.
+    let kept = match (&a.out, keep) {
+        (_, false) => None,
+        (Some(out), true) => {
+            let existed = out.exists();
+            check_out_dir(out)?;
+            Some(Kept {
+                dir: out.clone(),
+                created: if existed {
+                    Vec::new()
+                } else {
+                    vec![out.clone()]
+                },
+            })
+        }
+        (None, true) => Some(fresh_results_dir(
+            Path::new(RESULTS_ROOT),
+            std::time::SystemTime::now(),
+        )?),
+    };
     let cancel = cancel_flag()?;
     let total: usize = steps.iter().map(|s| s.plan.schedule().len()).sum();
     let expected: f64 = steps
@@ -130,11 +152,14 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if let Some(out) = &a.out {
+    if let Some(kept) = &kept {
+        let out = &kept.dir;
         if done.is_empty() {
+            let removed = kept.remove_created();
             eprintln!(
-                "loglag lab: no run completed; nothing written to {}",
-                out.display()
+                "loglag lab: no run completed; nothing kept in {}{}",
+                out.display(),
+                if removed { " (removed)" } else { "" }
             );
         } else {
             for (step, summary) in &done {
@@ -144,12 +169,13 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
                 outputs.write(ps, out)?;
             }
             eprintln!("loglag lab: results in {}", out.display());
+            eprintln!("report: {}", out.join("report.html").display());
         }
     }
     match error {
         None => match (against, done.first()) {
             (Some(b), Some((step, summary))) => {
-                let dir = a.out.as_ref().map(|o| o.join(&step.label));
+                let dir = kept.as_ref().map(|k| k.dir.join(&step.label));
                 super::against::finish(b, summary, dir.as_deref(), stdout)
             }
             _ => Ok(ExitCode::SUCCESS),
@@ -162,5 +188,100 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             Err(anyhow::Error::new(e)
                 .context(format!("lab stopped after {completed} completed runs")))
         }
+    }
+}
+
+/// Where `loglag lab` keeps its results when no `--out` says: relative to the current
+/// directory, as criterion keeps `target/criterion`.
+pub(crate) const RESULTS_ROOT: &str = "loglag-results";
+
+/// The directory a run's results are kept in, and the directories the lab created for
+/// it (deepest first), which it removes again when nothing was written.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    pub dir: PathBuf,
+    created: Vec<PathBuf>,
+}
+
+impl Kept {
+    /// Removes the directories the lab created, while empty; whether `dir` went.
+    pub(crate) fn remove_created(&self) -> bool {
+        for d in &self.created {
+            // remove_dir refuses a directory that is not empty: nothing of anyone's goes.
+            let _ = std::fs::remove_dir(d);
+        }
+        !self.dir.exists()
+    }
+}
+
+/// A fresh directory under `root` named for `now` in UTC, `2026-12-06T07-55-12Z`
+/// (no colons, which some file systems refuse), with `-2`, `-3`, … when another run
+/// took the name in the same second: `create_dir` claims it atomically.
+pub(crate) fn fresh_results_dir(root: &Path, now: std::time::SystemTime) -> anyhow::Result<Kept> {
+    let mut created = Vec::new();
+    if !root.exists() {
+        std::fs::create_dir_all(root)
+            .with_context(|| format!("cannot create {}", root.display()))?;
+        created.push(root.to_owned());
+    }
+    let utc = loglag::__lab::rfc3339(now);
+    let stamp = format!("{}Z", utc[..19].replace(':', "-"));
+    for n in 1.. {
+        let name = if n == 1 {
+            stamp.clone()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = root.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                created.insert(0, dir.clone());
+                return Ok(Kept { dir, created });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                    "cannot create {} (--out DIR keeps the results elsewhere, --no-keep nowhere)",
+                    dir.display()
+                )
+                })
+            }
+        }
+    }
+    unreachable!("a free name is found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_that_start_in_the_same_second_get_directories_of_their_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(RESULTS_ROOT);
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_543_712_250);
+        let first = fresh_results_dir(&root, now).unwrap();
+        let second = fresh_results_dir(&root, now).unwrap();
+        assert_eq!(first.dir, root.join("2026-12-06T07-55-12Z"));
+        assert_eq!(second.dir, root.join("2026-12-06T07-55-12Z-2"));
+        // The second found the root there: it removes only its own directory.
+        assert!(second.remove_created());
+        assert!(root.exists());
+        assert!(first.remove_created());
+        assert!(
+            !root.exists(),
+            "the first created the root, and it was left empty"
+        );
+    }
+
+    #[test]
+    fn a_directory_that_holds_something_is_never_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join(RESULTS_ROOT);
+        let kept = fresh_results_dir(&root, std::time::SystemTime::now()).unwrap();
+        std::fs::write(kept.dir.join("summary.json"), b"{}").unwrap();
+        assert!(!kept.remove_created());
+        assert!(kept.dir.join("summary.json").exists());
     }
 }

@@ -42,8 +42,21 @@ pub fn assert_success(out: &std::process::Output) {
     );
 }
 
+/// The binary, run in cargo's scratch directory for integration tests (under
+/// `target/`): a `loglag lab` without `--out` keeps its results in
+/// `loglag-results/` of the current directory, which is not to be the repository.
 pub fn loglag() -> Command {
-    Command::cargo_bin("loglag").unwrap()
+    let mut cmd = Command::cargo_bin("loglag").unwrap();
+    cmd.current_dir(env!("CARGO_TARGET_TMPDIR"));
+    cmd
+}
+
+/// The directories a lab kept under `cwd`'s `loglag-results/`.
+pub fn kept_results(cwd: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(cwd.join("loglag-results")) {
+        Err(_) => Vec::new(),
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+    }
 }
 
 /// Processes whose command line mentions `dir` (the lab's FIFOs live there).
