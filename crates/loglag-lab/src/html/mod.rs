@@ -244,6 +244,7 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00;font-weight:bold
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dt{font-weight:bold}
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{flex:1 1 600px;max-width:960px;height:auto;background:#fff;border:1px solid #eee}
 .title{font-size:13px;font-weight:bold;text-anchor:middle}.tick{font-size:10px;fill:#444}.axis{font-size:11px;fill:#222}
+.headline pre{font:15px/1.5 ui-monospace,monospace;background:#f4f7f4;border-left:4px solid #2b7a4b;padding:10px 16px;white-space:pre-wrap;max-width:900px}
 .legend{font-size:11px}.marker{font-size:10px}.grid{stroke:#eee}.plot{fill:none;stroke:#888}.caption{color:#555;max-width:900px}
 .inconclusive{border-left:4px solid #b60;padding:4px 10px;background:#fff6e8;max-width:900px}
 details.glossary{max-width:900px;margin:6px 0 12px;font-size:12px}details.glossary summary{cursor:pointer;color:#555}";
@@ -503,6 +504,16 @@ pub fn render(s: &Summary) -> String {
         h,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab report</title><style>{CSS}</style></head><body><h1>loglag lab report</h1>"
     );
+    // The answer first: the same sentences as the top of `loglag lab`'s stdout.
+    let headline = crate::export::headline::headline(s);
+    if !headline.is_empty() {
+        h.push_str("<section id=\"answer\" class=\"headline\"><pre>");
+        for line in &headline {
+            h.push_str(&esc(line));
+            h.push('\n');
+        }
+        h.push_str("</pre></section>");
+    }
     let started = loglag::__lab::rfc3339(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),
     );
