@@ -58,6 +58,9 @@ fn a_refused_sink_url_never_shows_its_password() {
         "otlp+http://user:s3cr3t-pw@collector:4318/v1/logs",
         "otlp+http+json://user:s3cr3t-pw@collector:4318",
         "otlp+json://user:s3/cr3t@collector:4318/v1/logs",
+        // An unescaped `?` in the password (the second review: `pa` was masked, `?ss`
+        // taken for a query and shown).
+        "otlp+http://user:pw?s3cr3t@collector:4318/v1/logs",
         "otlp+http://user:s3cr3t@collector:x/v1/logs",
         "otlp+http://s3cr3t-token@collector:4318",
         "otlp+http://user:s3cr3t@collector:4318/v1/logs?token=s3cr3t",

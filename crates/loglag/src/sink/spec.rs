@@ -154,6 +154,15 @@ impl SinkSpec {
         // The URL as errors show it: credentials and secret-looking values masked.
         let shown = redacted(url);
         let sink_error = |e: String| crate::SettingError::with_expected("sink", shown.as_str(), e);
+        // User information ends at an `@` before the first `/`: checked on the whole URL,
+        // before the query is split off at the first `?`, which may lie inside a
+        // password (`user:pw?rest@host`) and would show its first part.
+        if let Some((scheme, rest)) = url.split_once("://") {
+            let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+            if !rest.starts_with('/') && authority.contains('@') {
+                return Err(sink_error(no_credentials(&shown, scheme)));
+            }
+        }
         let (base, query) = match url.split_once('?') {
             Some((base, query)) => (base, Some(query)),
             None => (url, None),
@@ -300,29 +309,33 @@ pub(crate) fn no_credentials(whole: &str, scheme: &str) -> String {
 /// password holding a `/` is masked too; a URL whose path starts at once
 /// (`file:///...`) has none.
 pub(crate) fn redacted(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let (scheme, rest) = match base.find("://") {
-        Some(i) => base.split_at(i + 3),
-        None => ("", base),
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
     };
     let mut out = String::with_capacity(url.len());
     out.push_str(scheme);
-    match rest.rfind('@') {
+    // The user information ends at the last `@` of the whole URL, not of the part
+    // before the first `?`: a password may hold an unescaped `?` or `/`. A query value
+    // holding an `@` hides the host too, which an error can afford.
+    let rest = match rest.rfind('@') {
         Some(at) if !rest.starts_with('/') => {
             match rest[..at].split_once(':') {
-                Some((user, _)) => {
+                Some((user, _)) if !user.contains(['/', '?']) => {
                     out.push_str(user);
                     out.push_str(":***");
                 }
-                None => out.push_str("***"),
+                _ => out.push_str("***"),
             }
-            out.push_str(&rest[at..]);
+            &rest[at..]
         }
-        _ => out.push_str(rest),
-    }
+        _ => rest,
+    };
+    let (base, query) = match rest.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (rest, None),
+    };
+    out.push_str(base);
     if let Some(query) = query {
         out.push('?');
         let pairs: Vec<String> = query
