@@ -26,8 +26,11 @@ pub enum DropReason {
     Rejected = 4,
 }
 
-/// How many drop reasons there are: the rows of [`Metrics::dropped`].
-pub const DROP_REASONS: usize = 5;
+/// How many drop reasons there are: the rows of [`Metrics::dropped`] (declared with
+/// the spool's ledger, which metrics writes into and which must not import it back).
+pub(crate) use crate::ledger::DROP_REASONS;
+
+const _: () = assert!(DropReason::ALL.len() == DROP_REASONS);
 
 impl DropReason {
     /// Every reason, in the order of the counters.

@@ -4,6 +4,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+// Kept with the registry that a second Ctrl-C tears down, which needs them too.
+use super::teardown::{kill_all, remove_dir_when_empty};
+
 const PERIOD_US: u64 = 100_000;
 
 /// A cgroup with a CPU quota. Removed on drop (once its processes have exited).
@@ -210,52 +213,8 @@ impl Drop for KillGroup {
     }
 }
 
-/// SIGKILLs what the kill group at `dir` holds and waits (up to a second) until it is
-/// empty; returns how many processes it held.
-pub(crate) fn kill_dir(dir: &Path) -> usize {
-    let held = std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .count();
-    if held > 0 {
-        kill_all(dir);
-    }
-    held
-}
-
-/// SIGKILLs every process in the cgroup at `dir` (`cgroup.kill`) and waits up to a
-/// second for them to be gone.
-fn kill_all(dir: &Path) {
-    let _ = write(&dir.join("cgroup.kill"), "1");
-    for _ in 0..100 {
-        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        if procs.trim().is_empty() {
-            return;
-        }
-        // The kernel tears the processes down asynchronously; nothing to wait on.
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
 fn remove_when_empty(dir: &Path) {
     remove_dir_when_empty(dir);
-}
-
-/// Removes the cgroup at `dir` once its processes have left it; returns whether this
-/// call removed it.
-pub(crate) fn remove_dir_when_empty(dir: &Path) -> bool {
-    // A killed process leaves the cgroup only once the kernel has finished tearing
-    // it down: retry EBUSY briefly.
-    for _ in 0..100 {
-        match std::fs::remove_dir(dir) {
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            r => return r.is_ok(),
-        }
-    }
-    false
 }
 
 impl Drop for CpuLimit {

@@ -146,7 +146,7 @@ fn tear_down(registry: &'static Shared, app_tag_prefix: Option<&str>) -> TornDow
     }
     for item in &items {
         if let Item::KillGroup(dir) = item {
-            done.app_processes += super::cgroup::kill_dir(dir);
+            done.app_processes += kill_dir(dir);
         }
     }
     // Without a cgroup (or for a process that left it), the environment tag.
@@ -160,7 +160,7 @@ fn tear_down(registry: &'static Shared, app_tag_prefix: Option<&str>) -> TornDow
     }
     for item in &items {
         if let Item::KillGroup(dir) | Item::CpuLimit(dir) = item {
-            if super::cgroup::remove_dir_when_empty(dir) {
+            if remove_dir_when_empty(dir) {
                 done.cgroups += 1;
             }
         }
@@ -174,6 +174,52 @@ fn tear_down(registry: &'static Shared, app_tag_prefix: Option<&str>) -> TornDow
     }
     drop(r);
     done
+}
+
+// The cgroup steps teardown and `cgroup.rs`'s guards share.
+
+/// SIGKILLs what the kill group at `dir` holds and waits (up to a second) until it is
+/// empty; returns how many processes it held.
+pub(crate) fn kill_dir(dir: &Path) -> usize {
+    let held = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    if held > 0 {
+        kill_all(dir);
+    }
+    held
+}
+
+/// SIGKILLs every process in the cgroup at `dir` (`cgroup.kill`) and waits up to a
+/// second for them to be gone.
+pub(crate) fn kill_all(dir: &Path) {
+    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+    for _ in 0..100 {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        if procs.trim().is_empty() {
+            return;
+        }
+        // The kernel tears the processes down asynchronously; nothing to wait on.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Removes the cgroup at `dir` once its processes have left it; returns whether this
+/// call removed it.
+pub(crate) fn remove_dir_when_empty(dir: &Path) -> bool {
+    // A killed process leaves the cgroup only once the kernel has finished tearing
+    // it down: retry EBUSY briefly.
+    for _ in 0..100 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r.is_ok(),
+        }
+    }
+    false
 }
 
 /// Removes `dir` and what it holds; a second try for a file the lab's own cleanup,
