@@ -57,6 +57,7 @@ fn a_signal_handler_that_logs_never_deadlocks_or_aborts_and_is_accounted_for() {
                     for _ in 0..RECORDS {
                         writer.submit(Level::Info, b"from the thread\n");
                     }
+                    stop_taking(libc::SIGUSR1);
                     done.store(true, Ordering::Release);
                 })
             };
@@ -105,6 +106,25 @@ fn install(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) {
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         assert_eq!(libc::sigaction(signal, &action, std::ptr::null_mut()), 0);
+    }
+}
+
+/// Blocks `signal` on the calling thread before it says it is done. The sender may
+/// still send one after its last look at `done`; delivered while the thread exits (its
+/// thread-locals' destructors free memory), a handler that logs would find `malloc`'s
+/// lock held by the code it interrupted, which is glibc's deadlock, not the pipeline's
+/// (RELIABILITY: "not safe", a thread's teardown). Blocked, it stays pending and dies
+/// with the thread.
+fn stop_taking(signal: libc::c_int) {
+    // SAFETY: a sigset_t on the stack, filled by sigemptyset/sigaddset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        assert_eq!(
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()),
+            0
+        );
     }
 }
 
@@ -180,6 +200,7 @@ fn a_handler_that_logs_while_its_thread_reads_metrics_or_flushes_under_block_nev
                         _ => {}
                     }
                 }
+                stop_taking(libc::SIGUSR2);
                 done.store(true, Ordering::Release);
                 rendered
             })
@@ -269,8 +290,16 @@ fn a_handler_that_logs_with_the_macros_while_its_thread_does_never_crashes_async
                             std::thread::spawn(move || {
                                 // SAFETY: pthread_self has no preconditions.
                                 id_tx.send(unsafe { libc::pthread_self() }).unwrap();
-                                // The first record registers the thread's state (see above).
-                                loglag::info!(v = 0u64, "from the thread");
+                                // The first record registers the thread's state (see above),
+                                // and grows the capture buffer to the longest value this
+                                // thread formats: a `Display` that grew it later would be in
+                                // `malloc` while its mark is lifted, where a handler that
+                                // allocates deadlocks in glibc (RELIABILITY).
+                                if display {
+                                    loglag::info!(v = %Shown(u64::MAX), "from the thread");
+                                } else {
+                                    loglag::info!(v = 0u64, "from the thread");
+                                }
                                 ready.wait();
                                 let mut logged = 1u64;
                                 while !stop.load(Ordering::Acquire) {
@@ -281,6 +310,7 @@ fn a_handler_that_logs_with_the_macros_while_its_thread_does_never_crashes_async
                                     }
                                     logged += 1;
                                 }
+                                stop_taking(libc::SIGVTALRM);
                                 logged
                             })
                         };
