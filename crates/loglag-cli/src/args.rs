@@ -11,12 +11,8 @@ use loglag_lab::sys::units::parse_duration;
 
 /// Measure what logging costs an HTTP API.
 ///
-/// `loglag lab` reproduces the reference experiment: the same small API with seven ways
-/// of logging, writing to a FIFO read fast or capped at 256 KiB/s, under an open-loop
-/// load of 20 requests/s for 8 s; five more conditions compare other loggers (twelve in
-/// all: `loglag lab --help` lists them). Latency is timed from each request's scheduled
-/// send; the generator's own lateness is reported next to it. Point it at your own API
-/// with `--app`.
+/// The longer text (`loglag --help`) is written in [`command`], where the counts it
+/// gives come from the lab's own lists.
 #[derive(Debug, Parser)]
 #[command(name = "loglag", version, about, long_about)]
 pub struct Cli {
@@ -26,7 +22,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the reference experiment (or your own API with --app) and report.
+    /// What logging costs an API (the built-in one, or yours with --app): the answer,
+    /// then the tables; results kept in loglag-results/.
     Lab(Box<LabArgs>),
     /// Open-loop (or closed-loop) HTTP load with latency from the scheduled send.
     Load(LoadArgs),
@@ -187,8 +184,8 @@ impl From<ColumnsArg> for loglag_lab::export::Columns {
 /// Experiments other than logging's.
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
-    /// The latency cost of a service boundary (reference 004): one /buy endpoint as
-    /// in-process calls and as three HTTP services, traced.
+    /// The latency cost of a service boundary: one /buy endpoint as in-process calls
+    /// and as three HTTP services, traced.
     Hops(HopsArgs),
 }
 
@@ -238,7 +235,7 @@ pub struct LoadArgs {
     #[arg(short = 'd', long, default_value = "8s", value_parser = parse_duration)]
     pub duration: Duration,
     /// keepalive (reuse connections, as oha, wrk and vegeta do) or new (a connection
-    /// per request, as the lab's reference experiment does).
+    /// per request, as `loglag lab` does on its defaults).
     #[arg(short = 'c', long, default_value = "keepalive")]
     pub connection: Connection,
     /// Closed loop with N connections instead of a schedule (for throughput).
@@ -297,14 +294,149 @@ pub struct ServeArgs {
     pub record: RecordShape,
 }
 
+/// The flags `loglag lab --help` shows: those most runs use. `--help-all` shows every
+/// one, with the conditions, presets and columns.
+const LAB_FLAGS_SHOWN: [&str; 5] = ["app", "conditions", "rounds", "out", "against"];
+
+/// The command line as clap parses it, with the texts that are generated: the counts
+/// come from the lab's lists, so no text can say "twelve" when there are 22. `help_all`
+/// (the user typed `--help-all`) keeps every flag of `loglag lab` in its help; without
+/// it, `loglag lab --help` is one screen.
+pub fn command(help_all: bool) -> clap::Command {
+    use clap::CommandFactory;
+    use loglag_lab::api::condition::Condition;
+    use loglag_lab::lab::plan::defaults;
+    let all = Condition::ALL.len();
+    let default = Condition::REFERENCE.len();
+    let about = format!(
+        "Measure what logging costs an HTTP API.
+
+`loglag lab` runs a small API once per way of logging (a condition), its log read by a \
+fast reader and by one capped at {slow}/s (a slow disk or collector), under an \
+open-loop load of {rate} requests/s for {duration}, and says what logging costs at p50 and \
+p99 against no logging, which condition removes the cost, and what that leaves behind. \
+It runs {default} conditions on its defaults and knows {all} (`loglag lab --help-all` \
+lists them). Latency is timed from each request's scheduled send; the generator's own \
+lateness is reported next to it. Point it at your own API with `--app`.",
+        slow = defaults::SLOW_RATE,
+        rate = defaults::RATE,
+        duration = defaults::DURATION,
+    );
+    Cli::command()
+        .long_about(about)
+        .mut_subcommand("lab", |lab| {
+            let flags = lab
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && a.get_long().is_some())
+                .count();
+            let lab = lab
+                .long_about(format!(
+                    "What logging costs an HTTP API: the built-in one with {default} ways of \
+logging on its defaults, or yours with --app. The first lines say, per sink, what logging \
+costs at p50 and p99, which condition removes it, and what it leaves behind; the tables \
+follow. Results and report.html are kept in loglag-results/<UTC time>/ (--out chooses, \
+--no-keep keeps nothing)."
+                ))
+                .arg(
+                    clap::Arg::new("help_all")
+                        .long("help-all")
+                        .action(clap::ArgAction::HelpLong)
+                        .help("Print every flag, the conditions, presets and columns"),
+                );
+            if help_all {
+                return lab;
+            }
+            let short = format!(
+                "EXAMPLES:
+    loglag lab                                # {default} conditions x {{fast, slow}} sink
+    loglag lab --conditions none,json-sync,loglag --rounds 3
+    loglag lab --app 'python3 examples/python/seed_api.py --port {{port}} --log {{log_path}} --condition {{condition}}'
+
+All {flags} flags and the {all} conditions: loglag lab --help-all
+How to read the results, and every experiment: docs/lab.md"
+            );
+            lab.mut_args(|a| {
+                if LAB_FLAGS_SHOWN.contains(&a.get_id().as_str()) || a.get_id() == "help_all" {
+                    a
+                } else {
+                    a.hide(true)
+                }
+            })
+            .after_help(short.clone())
+            .after_long_help(short)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn cli_is_well_formed() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        command(false).debug_assert();
+        command(true).debug_assert();
+    }
+
+    fn lab_help(help_all: bool) -> String {
+        let mut cli = command(help_all);
+        cli.build();
+        let mut lab = cli.find_subcommand("lab").unwrap().clone();
+        lab.render_long_help().to_string()
+    }
+
+    /// `loglag lab --help` is one screen: what it does, the flags most runs use and
+    /// three examples; everything else is one flag away.
+    #[test]
+    fn lab_help_is_short_and_help_all_has_every_flag_and_condition() {
+        let short = lab_help(false);
+        assert!(
+            short.lines().count() <= 50,
+            "{} lines:\n{short}",
+            short.lines().count()
+        );
+        for flag in LAB_FLAGS_SHOWN {
+            assert!(
+                short.contains(&format!("--{}", flag.replace('_', "-"))),
+                "--{flag}:\n{short}"
+            );
+        }
+        assert!(
+            short.contains("--help-all") && short.contains("docs/lab.md"),
+            "{short}"
+        );
+        assert!(
+            !short.contains("--slow-rate"),
+            "a flag most runs leave alone is not shown"
+        );
+        let all = lab_help(true);
+        for flag in [
+            "--slow-rate",
+            "--expect-lines",
+            "--cpu-limit",
+            "--columns",
+            "--preset",
+        ] {
+            assert!(all.contains(flag), "{flag} in --help-all");
+        }
+        for c in loglag_lab::api::condition::Condition::ALL {
+            assert!(all.contains(c.as_str()), "{} in --help-all", c.as_str());
+        }
+    }
+
+    /// One count of conditions everywhere, generated from the list.
+    #[test]
+    fn the_count_of_conditions_is_the_lists() {
+        let n = loglag_lab::api::condition::Condition::ALL.len();
+        let mut cli = command(false);
+        let top = cli.render_long_help().to_string();
+        assert!(top.contains(&format!("knows {n}")), "{top}");
+        let short = lab_help(false);
+        assert!(short.contains(&format!("the {n} conditions")), "{short}");
+        for text in [&top, &short, &lab_help(true)] {
+            for word in ["twelve", "reference 00", "ref. 00", "issue "] {
+                assert!(!text.contains(word), "{word:?} in help:\n{text}");
+            }
+        }
     }
 
     /// Words of a shell line as `sh` splits the simple ones `--help` shows: single
@@ -335,11 +467,15 @@ mod tests {
     /// grammar no longer reads (`--rotate-every 1h`) fails here, not in a user's shell.
     #[test]
     fn every_example_in_help_parses() {
-        use clap::CommandFactory;
-        let mut cli = Cli::command();
-        cli.build();
         let mut checked = 0;
-        let mut commands: Vec<clap::Command> = vec![cli.clone()];
+        let mut commands: Vec<clap::Command> = [false, true]
+            .into_iter()
+            .map(|help_all| {
+                let mut cli = command(help_all);
+                cli.build();
+                cli
+            })
+            .collect();
         while let Some(mut command) = commands.pop() {
             commands.extend(command.get_subcommands().cloned());
             let help = command.render_long_help().to_string();

@@ -8,7 +8,7 @@ mod progress;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 fn main() -> ExitCode {
     match run() {
@@ -28,7 +28,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<ExitCode> {
-    let cli = args::Cli::parse();
+    let help_all = std::env::args_os().any(|a| a == "--help-all");
+    let matches = args::command(help_all).get_matches();
+    let cli = args::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
         args::Command::Lab(a) => commands::lab(*a),
         args::Command::Load(a) => commands::load(a),

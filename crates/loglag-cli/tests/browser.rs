@@ -93,7 +93,25 @@ fn the_report_renders_in_headless_chromium() {
 
     // Every chart drew something.
     let svgs: Vec<&str> = dom_text.split("<svg").skip(1).collect();
-    assert_eq!(svgs.len(), 8, "charts rendered");
+    assert_eq!(
+        svgs.len(),
+        9,
+        "charts rendered (the headline's and eight below)"
+    );
+    // The answer comes first: the headline's sentences, then its chart, before the
+    // run's particulars and the tables.
+    let answer = &dom_text[dom_text
+        .find("<section id=\"answer\"")
+        .expect("the headline")..];
+    let answer = &answer[..answer.find("</section>").unwrap()];
+    assert!(
+        answer.contains("<pre>") && answer.contains("<svg"),
+        "the headline and its chart"
+    );
+    assert!(
+        dom_text.find("<section id=\"answer\"").unwrap() < dom_text.find("<table").unwrap(),
+        "the headline before the tables"
+    );
     for svg in &svgs {
         let body = &svg[..svg.find("</svg>").unwrap()];
         assert!(body.contains("<path d=\"M"), "a chart without drawn paths");
@@ -299,6 +317,12 @@ fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
           problems.push({ svg: si, kind: 'overlap', a: boxes[i].text, b: boxes[j].text });
         }
       }
+    }
+  });
+  // The headline's lines fit its box: none runs off to the side.
+  document.querySelectorAll('section.headline pre').forEach(pre => {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      problems.push({ kind: 'headline overflows', width: pre.scrollWidth, box: pre.clientWidth });
     }
   });
   document.body.setAttribute('data-layout-problems', JSON.stringify(problems));

@@ -63,8 +63,8 @@ fn html_report() {
     assert!(!page.contains("<script"), "readable without JavaScript");
     assert_eq!(
         page.matches("<svg").count(),
-        2 + 2 + 2 + 1 + 1,
-        "latency, timeline and backlog per sink, two bar charts"
+        1 + 2 + 2 + 2 + 1 + 1,
+        "the headline's, latency, timeline and backlog per sink, two bar charts"
     );
     insta::assert_snapshot!(page);
 }

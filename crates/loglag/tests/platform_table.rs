@@ -74,3 +74,51 @@ fn a_cited_name_is_found_and_a_setting_is_not_taken_for_one() {
     let cited = cited_tests("`spool::tests::windows_refuses_a_symlinked_spool`, `flush_on_signals`, `set_pipe_size`, `Fd_Sink_x_y`");
     assert_eq!(cited, ["windows_refuses_a_symlinked_spool"]);
 }
+
+/// README's Rust examples are doctests (lib.rs includes README.md), which see the
+/// crate's dev-dependencies; a reader who copies one sees only README's `toml` block.
+/// Every crate the examples use is in that block (a `tempfile` missing from it once
+/// made the second example fail for the first reader who tried it).
+#[test]
+fn every_crate_readmes_examples_use_is_in_its_dependencies_block() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(crate_dir.join("../../README.md")).unwrap();
+    let blocks = |lang: &str| -> Vec<String> {
+        readme
+            .split("```")
+            .skip(1)
+            .step_by(2)
+            .filter_map(|b| b.strip_prefix(lang).map(str::to_owned))
+            .collect()
+    };
+    let toml = blocks("toml").concat();
+    let declared: Vec<&str> = toml
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
+        .filter(|k| !k.is_empty() && !k.starts_with('['))
+        .collect();
+    let rust = blocks("rust");
+    assert!(rust.len() >= 2, "README's Rust examples");
+    let mut used: Vec<String> = Vec::new();
+    for block in &rust {
+        for (i, _) in block.match_indices("::") {
+            let path_start = block[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .map_or(0, |p| p + 1);
+            let root = block[path_start..i].split("::").next().unwrap();
+            if root.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && !["std", "core", "alloc", "crate", "self", "super"].contains(&root)
+                && !used.iter().any(|u| u == root)
+            {
+                used.push(root.to_owned());
+            }
+        }
+    }
+    assert!(used.iter().any(|u| u == "loglag"), "{used:?}");
+    for krate in &used {
+        assert!(
+            declared.iter().any(|d| d.replace('-', "_") == *krate),
+            "README's examples use `{krate}`, which its toml block does not declare ({declared:?})"
+        );
+    }
+}

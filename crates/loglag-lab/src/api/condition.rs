@@ -179,17 +179,17 @@ impl Condition {
             Condition::MemoryBuffer => {
                 "buffers 100 records in memory; the request that fills it (or logs an ERROR) writes them all"
             }
-            Condition::MemoryBuffer50 => "the same with 50 records (ref. 002)",
-            Condition::MemoryBuffer200 => "the same with 200 records (ref. 002)",
+            Condition::MemoryBuffer50 => "the same with 50 records",
+            Condition::MemoryBuffer200 => "the same with 200 records",
             Condition::QueueMemory100 => {
-                "a queue; its thread fills a 100-record buffer and writes it when full (ref. 002)"
+                "a queue; its thread fills a 100-record buffer and writes it when full"
             }
-            Condition::FileSync => "one write(2) per record to the append-mode log (ref. 002)",
+            Condition::FileSync => "one write(2) per record to the append-mode log",
             Condition::SyncWriteln => {
-                "writeln! per record to a shared unbuffered file under a mutex (ref. 003)"
+                "writeln! per record to a shared unbuffered file under a mutex"
             }
             Condition::ChannelBatch => {
-                "sends it on a channel; a writer flushes at 32 KiB or every 100 ms (ref. 003)"
+                "sends it on a channel; a writer flushes at 32 KiB or every 100 ms"
             }
             Condition::TokioFs => "builds it and awaits one tokio::fs write per request",
             Condition::LoglagSyslog => {

@@ -147,9 +147,48 @@ fn finding<'a>(
     })
 }
 
-/// The statements of one sink: its baseline's figures, the cost at p99 and p50, the
-/// condition that takes it away, and what that leaves behind.
-fn sink_statements(s: &Summary, base: Option<&str>, sink: &str) -> Vec<Statement> {
+/// The conditions the headline speaks of on one sink: the chart under it draws them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Speakers {
+    pub sink: String,
+    /// No logging (or `--baseline`), when it ran.
+    pub baseline: Option<String>,
+    /// The condition whose cost the headline states.
+    pub costly: String,
+    /// The one that takes it away (or costs the least).
+    pub remedy: Option<String>,
+}
+
+/// Per sink, in the order they ran, the conditions [`headline`] speaks of.
+pub fn speakers(s: &Summary) -> Vec<Speakers> {
+    let base = baseline_of(s.params.plan.baseline.as_deref(), &s.params.plan.conditions);
+    let mut sinks: Vec<&str> = Vec::new();
+    for p in &s.pairs {
+        if !sinks.contains(&p.sink.as_str()) {
+            sinks.push(&p.sink);
+        }
+    }
+    sinks
+        .into_iter()
+        .filter_map(|sink| {
+            let (costly, remedy, _) = sides(s, base.as_deref(), sink)?;
+            Some(Speakers {
+                sink: sink.to_owned(),
+                baseline: base.clone(),
+                costly,
+                remedy,
+            })
+        })
+        .collect()
+}
+
+/// The costly condition of a sink, the one that takes its cost away (or costs the
+/// least), and the finding that compares them directly when one ran.
+fn sides<'a>(
+    s: &'a Summary,
+    base: Option<&str>,
+    sink: &str,
+) -> Option<(String, Option<String>, Option<&'a Finding>)> {
     let on_sink = |f: &&Finding| f.sink == sink && f.percentile == Percentile::P99;
     let against_base: Vec<&Finding> = s
         .findings
@@ -163,18 +202,28 @@ fn sink_statements(s: &Summary, base: Option<&str>, sink: &str) -> Vec<Statement
         .filter(on_sink)
         .find(|f| Some(f.baseline.as_str()) != base);
     let by_cost = |a: &&&Finding, b: &&&Finding| a.difference_ms.total_cmp(&b.difference_ms);
-    let (costly, cheap) = match direct {
-        Some(d) => (d.condition.clone(), Some(d.baseline.clone())),
+    match direct {
+        Some(d) => Some((d.condition.clone(), Some(d.baseline.clone()), Some(d))),
         None => {
-            let Some(most) = against_base.iter().max_by(by_cost) else {
-                return Vec::new();
-            };
+            let most = against_base.iter().max_by(by_cost)?;
             let least = against_base
                 .iter()
                 .filter(|f| f.condition != most.condition)
                 .min_by(by_cost);
-            (most.condition.clone(), least.map(|f| f.condition.clone()))
+            Some((
+                most.condition.clone(),
+                least.map(|f| f.condition.clone()),
+                None,
+            ))
         }
+    }
+}
+
+/// The statements of one sink: its baseline's figures, the cost at p99 and p50, the
+/// condition that takes it away, and what that leaves behind.
+fn sink_statements(s: &Summary, base: Option<&str>, sink: &str) -> Vec<Statement> {
+    let Some((costly, cheap, direct)) = sides(s, base, sink) else {
+        return Vec::new();
     };
     let pair = |condition: &str| {
         s.pairs
@@ -385,6 +434,41 @@ mod tests {
         let lines = headline(&s);
         assert_fits(&lines);
         insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    /// The chart under the headline draws the conditions its sentences name: per sink
+    /// the baseline, json-sync (the cost) and json-queue (its remedy); and names
+    /// follow the findings when another pair is compared.
+    #[test]
+    fn the_chart_draws_the_conditions_the_sentences_name() {
+        let mut s = fixture();
+        let named = speakers(&s);
+        assert_eq!(named.len(), 2, "{named:?}");
+        for sp in &named {
+            assert_eq!(sp.baseline.as_deref(), Some("none"));
+            assert_eq!(sp.costly, "json-sync");
+            assert_eq!(sp.remedy.as_deref(), Some("json-queue"));
+            let lines = headline(&s).join("\n");
+            assert!(lines.contains(&format!("{} sink", sp.sink)), "{lines}");
+        }
+        // Without the direct comparison, the costliest and the cheapest against the
+        // baseline speak.
+        s.findings.retain(|f| f.baseline == "none");
+        for sp in speakers(&s) {
+            let cost = |c: &str| {
+                s.findings
+                    .iter()
+                    .find(|f| {
+                        f.sink == sp.sink && f.condition == c && f.percentile == Percentile::P99
+                    })
+                    .unwrap()
+                    .difference_ms
+            };
+            assert!(
+                cost(&sp.costly) >= cost(sp.remedy.as_deref().unwrap()),
+                "{sp:?}"
+            );
+        }
     }
 
     /// Every number comes from the summary: change a finding and its line changes.

@@ -388,6 +388,69 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
     }
 }
 
+/// The chart under the headline: per sink, the p99 and p50 of the conditions its
+/// sentences speak of (the baseline, the costly one, the one that takes the cost away),
+/// each bar with the p99's 95% interval. `None` when the headline states no cost.
+pub fn headline(s: &Summary) -> Option<String> {
+    let mut groups = Vec::new();
+    for speakers in crate::export::headline::speakers(s) {
+        let mut names: Vec<&str> = Vec::new();
+        for name in speakers
+            .baseline
+            .iter()
+            .map(String::as_str)
+            .chain([speakers.costly.as_str()])
+            .chain(speakers.remedy.as_deref())
+        {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let pairs: Vec<_> = names
+            .iter()
+            .filter_map(|c| {
+                s.pairs
+                    .iter()
+                    .find(|p| p.condition == *c && p.sink == speakers.sink)
+            })
+            .collect();
+        for percentile in ["p99", "p50"] {
+            let bars: Vec<Bar> = pairs
+                .iter()
+                .filter_map(|p| {
+                    let (value, interval) = match percentile {
+                        "p99" => (p.metrics.p99_ms?, p.p99_ms_interval),
+                        _ => (p.metrics.p50_ms?, None),
+                    };
+                    Some(Bar {
+                        name: p.condition.clone(),
+                        color: color(&p.condition),
+                        value: value * 1e3,
+                        interval: interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3)),
+                        flagged: p.metrics.flagged(),
+                    })
+                })
+                .collect();
+            if !bars.is_empty() {
+                groups.push(BarGroup {
+                    label: format!("{} sink / {percentile}", speakers.sink),
+                    bars,
+                });
+            }
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let scale = duration_scale(groups.iter().flat_map(|g| &g.bars).map(|b| b.value));
+    Some(svg::bars(
+        "The headline's conditions: latency",
+        "latency",
+        scale,
+        &groups,
+    ))
+}
+
 pub fn throughput(s: &Summary) -> Section {
     let groups: Vec<BarGroup> = s
         .pairs

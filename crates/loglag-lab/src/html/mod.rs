@@ -512,11 +512,23 @@ pub fn render(s: &Summary) -> String {
             h.push_str(&esc(line));
             h.push('\n');
         }
-        h.push_str("</pre></section>");
+        h.push_str("</pre>");
+        if let Some(chart) = charts::headline(s) {
+            let _ = write!(
+                h,
+                "<figure class=\"headline-chart\">{chart}<figcaption class=\"caption\">The conditions the sentences above speak of, per sink: the p99 with its 95% interval and the p50. {} {}</figcaption></figure>",
+                charts::DURATION_SCALE_CAPTION,
+                charts::FLAGGED_CAPTION
+            );
+        }
+        h.push_str("</section>");
     }
+    // One notation for the time zone, to the second: "2026-11-29 23:09:46 UTC".
     let started = loglag::__lab::rfc3339(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),
-    );
+    )
+    .get(..19)
+    .map_or_else(String::new, |t| t.replacen('T', " ", 1));
     let _ = write!(
         h,
         "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started} UTC</dd><dt>load</dt><dd>{rate} for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",

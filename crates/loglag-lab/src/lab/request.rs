@@ -39,9 +39,9 @@ impl Preset {
     /// For `--help`.
     pub fn describe(self) -> &'static str {
         match self {
-            Preset::Buffers => "ref. 002: file-sync vs memory buffers of 50/100/200 vs queue+buffer vs loglag; 3 records per request, 100 connections; stopped with SIGTERM, then with SIGKILL",
-            Preset::Blocking => "ref. 003: sync-writeln, tokio-fs, channel-batch, tracing-appender, loglag on a server with a thread per core; 500 and 2000 connections",
-            Preset::Sweep => "ref. 003's tuning table: loglag batch 4 KiB..1 MiB x flush interval 10 ms..2 s at 1000 requests/s",
+            Preset::Buffers => "what memory buffers lose at a stop: file-sync vs memory buffers of 50/100/200 vs queue+buffer vs loglag; 3 records per request, 100 connections; stopped with SIGTERM, then with SIGKILL",
+            Preset::Blocking => "synchronous logging on a multi-threaded server: sync-writeln, tokio-fs, channel-batch, tracing-appender, loglag on a server with a thread per core; 500 and 2000 connections",
+            Preset::Sweep => "tuning the queue: loglag batch 4 KiB..1 MiB x flush interval 10 ms..2 s at 1000 requests/s",
         }
     }
 }
@@ -86,14 +86,14 @@ fn after_help() -> String {
     let mut text = String::from(
         "EXAMPLES:
     loglag lab                                   # 7 conditions x {fast, slow}, 1 round
-    loglag lab --rounds 3 --out results          # the full reference, files in results/
+    loglag lab --rounds 3 --out results          # 3 rounds: verdicts with intervals
     loglag lab --conditions json-sync,json-queue,loglag --sinks slow
     loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
     loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
         --conditions stream,memory --expect-lines 3 --stop-signal term --match-request-id
-    loglag lab --preset buffers --out buffers    # ref. 002; also: --preset blocking, sweep
+    loglag lab --preset buffers --out buffers    # what buffers lose; also: blocking, sweep
 
-CONDITIONS (the first seven are the reference experiment; JSON records are 16 KiB):
+CONDITIONS (the first seven run on the defaults; JSON records are 16 KiB):
 ",
     );
     for c in Condition::ALL {
@@ -116,11 +116,13 @@ CONDITIONS (the first seven are the reference experiment; JSON records are 16 Ki
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = after_help())]
 pub struct LabRequest {
-    /// Run a reference experiment's preset: buffers (002), blocking (003) or sweep
-    /// (003's tuning table). Flags given explicitly override the preset's settings.
+    /// Run a named experiment: buffers (what memory buffers lose at a stop), blocking
+    /// (synchronous logging on a multi-threaded server) or sweep (the queue's batch size
+    /// against its flush interval). Flags given explicitly override the preset's settings.
     #[arg(long)]
     pub preset: Option<Preset>,
-    /// Comma-separated conditions [default: the 7 reference conditions, or the preset's].
+    /// Comma-separated conditions [default: none, short1, short10, json-gen,
+    /// json-pre-sync, json-sync, json-queue; or the preset's].
     #[arg(long, value_delimiter = ',')]
     pub conditions: Vec<String>,
     /// Comma-separated sinks: fast, slow (the reader capped at --slow-rate) or
@@ -128,7 +130,7 @@ pub struct LabRequest {
     /// preset: fast].
     #[arg(long, value_delimiter = ',')]
     pub sinks: Vec<SinkKind>,
-    /// Rounds of every (condition, sink) pair; 3 is the full reference.
+    /// Rounds of every (condition, sink) pair; 3 gives each verdict an interval.
     #[arg(long, default_value_t = defaults::ROUNDS)]
     pub rounds: usize,
     #[arg(long, help = format!(
@@ -154,7 +156,7 @@ pub struct LabRequest {
     })]
     pub duration: Option<Duration>,
     #[arg(long, help = format!(
-        "new: a connection per request (the reference); keepalive: reuse connections [default: new; presets: {}]",
+        "new: a connection per request (as the original experiment's client); keepalive: reuse connections [default: new; presets: {}]",
         preset_defaults::CONNECTION.as_str()
     ))]
     pub connection: Option<Connection>,
@@ -170,12 +172,13 @@ pub struct LabRequest {
     /// Set the FIFO's capacity with F_SETPIPE_SZ [default: the kernel's 64 KiB].
     #[arg(long, value_parser = parse_bytes)]
     pub pipe_size: Option<u64>,
-    /// Worker threads of the built-in API (1 = one event loop, as in the reference)
-    /// [default: 1; blocking: one per core].
+    /// Worker threads of the built-in API (1 = one event loop, as a single FastAPI
+    /// worker) [default: 1; blocking: one per core].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// What the built-in API logs per request: json16k (the reference), three (three
-    /// 128-byte lines, INFO/DEBUG/INFO, as in 002) or line120 (one 120-byte line, 003).
+    /// What the built-in API logs per request: json16k (the default), three (three
+    /// 128-byte lines, INFO/DEBUG/INFO: the buffers preset) or line120 (one 120-byte
+    /// line: the blocking preset).
     #[arg(long)]
     pub record: Option<RecordShape>,
     /// Every Nth request of the built-in API logs an ERROR: a memory buffer then writes
