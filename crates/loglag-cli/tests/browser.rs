@@ -319,6 +319,29 @@ fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
       }
     }
   });
+  // No line crosses a label: points every 2 px along each drawn line (a series, a
+  // dashed marker, a bracket) must not fall inside a label's box (the drain labels of
+  // the backlog chart; a bracket may touch its own label's edge, so boxes shrink 1 px).
+  document.querySelectorAll('svg').forEach((svg, si) => {
+    const labels = Array.from(svg.querySelectorAll('text.marker'))
+      .map(t => ({ text: t.textContent.trim().slice(0, 40), r: t.getBoundingClientRect() }));
+    if (labels.length === 0) return;
+    svg.querySelectorAll('path').forEach(path => {
+      if (path.getAttribute('fill') !== 'none' && !path.getAttribute('stroke-dasharray')) return;
+      const m = path.getScreenCTM();
+      const length = path.getTotalLength();
+      for (let at = 0; at <= length; at += 2) {
+        const p = path.getPointAtLength(at).matrixTransform(m);
+        for (const l of labels) {
+          if (p.x > l.r.left + 1 && p.x < l.r.right - 1 && p.y > l.r.top + 1 && p.y < l.r.bottom - 1) {
+            problems.push({ svg: si, kind: 'a line crosses a label', text: l.text,
+              line: (path.querySelector('title') || {}).textContent || path.getAttribute('stroke') });
+            return;
+          }
+        }
+      }
+    });
+  });
   // The headline's lines fit its box: none runs off to the side.
   document.querySelectorAll('section.headline pre').forEach(pre => {
     if (pre.scrollWidth > pre.clientWidth + 1) {

@@ -2,16 +2,21 @@
 
 use super::svg::{self, Axis, Bar, BarGroup, Mark, Scale, Series, Span, PALETTE};
 use super::Section;
-use crate::api::condition::Condition;
 use crate::report::Summary;
 use crate::stats::quantile;
 
-/// The condition's colour: its position among all conditions, so it never changes
-/// between charts or reports. Unknown names (an `--app`'s own) hash into the palette.
-pub fn color(condition: &str) -> &'static str {
-    let index = Condition::ALL
+/// The condition's colour in this run: its position among the run's conditions, so
+/// that one run's conditions are as far apart as the palette allows (its first seven
+/// are told apart under each common colour-vision deficiency: see `svg::PALETTE`) and
+/// each keeps its colour in every chart of the page. A name the plan does not list
+/// hashes into the palette.
+pub fn color(s: &Summary, condition: &str) -> &'static str {
+    let index = s
+        .params
+        .plan
+        .conditions
         .iter()
-        .position(|c| c.as_str() == condition)
+        .position(|c| c == condition)
         .unwrap_or_else(|| condition.bytes().map(usize::from).sum::<usize>());
     PALETTE[index % PALETTE.len()]
 }
@@ -90,11 +95,36 @@ fn percentile_points(n: usize) -> Vec<f64> {
 
 /// Whether a pair's runs were flagged (a late generator, a saturated API): its marks
 /// are drawn hollow, and the legend says so.
+/// Whether a pair is drawn hollow: measured under a warning, where that tells it apart
+/// from others. When every pair was (a busy machine flags them all), no mark is hollow
+/// and the caption says so once ([`flagged_caption`]).
 fn flagged(s: &Summary, condition: &str, sink: &str) -> bool {
-    s.pairs
-        .iter()
-        .any(|p| p.condition == condition && p.sink == sink && p.metrics.flagged())
+    flag_distinguishes(s)
+        && s.pairs
+            .iter()
+            .any(|p| p.condition == condition && p.sink == sink && p.metrics.flagged())
 }
+
+/// Some pairs were measured under a warning and some were not.
+pub(super) fn flag_distinguishes(s: &Summary) -> bool {
+    s.pairs.iter().any(|p| p.metrics.flagged()) && s.pairs.iter().any(|p| !p.metrics.flagged())
+}
+
+/// What a caption says of flagged marks in this run: what a hollow mark means when
+/// some are, that every pair was flagged when all were, nothing when none was.
+pub(super) fn flagged_caption(s: &Summary) -> &'static str {
+    if flag_distinguishes(s) {
+        FLAGGED_CAPTION
+    } else if s.pairs.iter().any(|p| p.metrics.flagged()) {
+        ALL_FLAGGED_CAPTION
+    } else {
+        ""
+    }
+}
+
+/// When every pair was measured under a warning, said once instead of a hollow mark
+/// on everything.
+pub(super) const ALL_FLAGGED_CAPTION: &str = "Every pair was measured under a warning (a late generator, a saturated API or machine: see the warnings), so no mark is hollow: read the differences with the findings' verdicts, which weigh that interference.";
 
 pub fn latency_percentiles(s: &Summary) -> Section {
     let title = "Latency percentiles";
@@ -114,7 +144,7 @@ pub fn latency_percentiles(s: &Summary) -> Section {
                     .filter_map(|p| quantile(&mut v, p / 100.0).map(|us| (p, us as f64)))
                     .collect();
                 Series {
-                    color: color(&c),
+                    color: color(s, &c),
                     flagged: flagged(s, &c, &sink),
                     name: c,
                     mark: Mark::Line,
@@ -157,7 +187,7 @@ pub fn latency_percentiles(s: &Summary) -> Section {
             )
         })
         .collect();
-    let mut caption = format!("Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). The axis spaces 50, 90, 99 and 99.9 evenly, so the tail has room; the right edge is the slowest request. Lines that rise to seconds are requests that queued behind a blocked event loop. {FLAGGED_CAPTION}");
+    let mut caption = format!("Each line is one condition: the latency below which p% of its requests finished (all rounds pooled). The axis spaces 50, 90, 99 and 99.9 evenly, so the tail has room; the right edge is the slowest request. Lines that rise to seconds are requests that queued behind a blocked event loop. {}", flagged_caption(s));
     if fewest < 100 {
         caption.push_str(&format!(
             " <b>Few samples:</b> a pair has only {fewest} requests, so its p99 is one of its slowest few and reads as indicative, not as a tail estimate."
@@ -223,7 +253,7 @@ pub fn request_timeline(s: &Summary) -> Section {
                         .collect();
                     let points = thin_timeline(points);
                     Series {
-                        color: color(&c),
+                        color: color(s, &c),
                         flagged: flagged(s, &c, &sink),
                         name: c,
                         mark: Mark::Points,
@@ -258,7 +288,7 @@ pub fn request_timeline(s: &Summary) -> Section {
     Section {
         id: "timeline",
         title: title.into(),
-        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with. {FLAGGED_CAPTION}"),
+        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with. {}", flagged_caption(s)),
         charts,
     }
 }
@@ -292,12 +322,12 @@ pub fn backlog(s: &Summary) -> Section {
                         from: last,
                         to: last + run.metrics.drain_s,
                         label: format!("{c} drain {:.2} s", run.metrics.drain_s),
-                        color: color(&c),
+                        color: color(s, &c),
                     });
                 }
             }
             series.push(Series {
-                color: color(&c),
+                color: color(s, &c),
                 flagged: flagged(s, &c, &sink),
                 name: c,
                 mark: Mark::Line,
@@ -318,7 +348,16 @@ pub fn backlog(s: &Summary) -> Section {
         Scale::Linear,
         all().map(|p| p.0),
     );
-    let y = Axis::fit("produced − read (KiB)", Scale::Linear, all().map(|p| p.1));
+    // Room at the top for the drain labels, above every line.
+    let spans = panels.iter().map(|(_, _, s)| s.len()).max().unwrap_or(0);
+    let highest = all().map(|p| p.1).fold(0.0, f64::max);
+    let y = Axis::fit(
+        "produced − read (KiB)",
+        Scale::Linear,
+        all()
+            .map(|p| p.1)
+            .chain([svg::clear_of_span_labels(highest, spans)]),
+    );
     let charts = panels
         .iter()
         .map(|(sink, series, spans)| {
@@ -334,7 +373,7 @@ pub fn backlog(s: &Summary) -> Section {
     Section {
         id: "backlog",
         title: title.into(),
-        caption: format!("Bytes the API handed to its logger minus bytes the reader has read (first round). A bracket at the top spans each condition's drain, between two dashed lines: from its last response to the moment its last log byte was read. {FLAGGED_CAPTION}"),
+        caption: format!("Bytes the API handed to its logger minus bytes the reader has read (first round). A bracket at the top spans each condition's drain, between two dashed lines: from its last response to the moment its last log byte was read. {}", flagged_caption(s)),
         charts,
     }
 }
@@ -356,7 +395,7 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
             .into_iter()
             .filter_map(|(name, color, v)| {
                 Some(Bar {
-                    flagged: p.metrics.flagged(),
+                    flagged: flag_distinguishes(s) && p.metrics.flagged(),
                     ..Bar::new(name, color, v?)
                 })
             })
@@ -374,7 +413,7 @@ pub fn gen_vs_log_call(s: &Summary) -> Section {
     Section {
         id: "sections",
         title: title.into(),
-        caption: format!("Average time per request spent building the log record and inside the logger call, measured in the API; each mark carries its value, and a condition that does either not at all has no mark for it. {DURATION_SCALE_CAPTION} {FLAGGED_CAPTION}"),
+        caption: format!("Average time per request spent building the log record and inside the logger call, measured in the API; each mark carries its value, and a condition that does either not at all has no mark for it. {DURATION_SCALE_CAPTION} {}", flagged_caption(s)),
         charts: vec![svg::bars(
             "Average time per request inside the API",
             if scale.is_log() {
@@ -424,10 +463,10 @@ pub fn headline(s: &Summary) -> Option<String> {
                     };
                     Some(Bar {
                         name: p.condition.clone(),
-                        color: color(&p.condition),
+                        color: color(s, &p.condition),
                         value: value * 1e3,
                         interval: interval.map(|(lo, hi)| (lo * 1e3, hi * 1e3)),
-                        flagged: p.metrics.flagged(),
+                        flagged: flag_distinguishes(s) && p.metrics.flagged(),
                     })
                 })
                 .collect();
@@ -465,7 +504,7 @@ pub fn throughput(s: &Summary) -> Section {
             ]
             .into_iter()
             .map(|b| Bar {
-                flagged: p.metrics.flagged(),
+                flagged: flag_distinguishes(s) && p.metrics.flagged(),
                 ..b
             })
             .collect(),
@@ -474,7 +513,7 @@ pub fn throughput(s: &Summary) -> Section {
     Section {
         id: "throughput",
         title: "Throughput: API and logs read".into(),
-        caption: format!("Completed requests per second, counting time until the last response (API) or until every log byte was read (logs read). A gap between the bars is logging work left after the responses. {FLAGGED_CAPTION}"),
+        caption: format!("Completed requests per second, counting time until the last response (API) or until every log byte was read (logs read). A gap between the bars is logging work left after the responses. {}", flagged_caption(s)),
         charts: vec![svg::bars(
             "Completed requests per second",
             "requests/s",

@@ -175,6 +175,35 @@ pub(crate) fn column_table<'a, T: 'a>(
 }
 
 /// [`column_table`], with the cells `bad` picks marked (a failed verification, say).
+/// A number as a reader takes it in: its whole part in groups of three
+/// ("288,603.5"). Anything that is not a plain decimal number is left as it is.
+pub(crate) fn grouped(cell: &str) -> String {
+    let (sign, unsigned) = match cell.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", cell),
+    };
+    let (whole, fraction) = match unsigned.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (unsigned, None),
+    };
+    let plain = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !plain(whole) || fraction.is_some_and(|f| !plain(f)) || whole.len() < 5 {
+        return cell.to_owned();
+    }
+    let mut out = String::from(sign);
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    if let Some(f) = fraction {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
 pub(crate) fn marked_column_table<'a, T: 'a>(
     columns: &[crate::export::pairs::Column<T>],
     rows: impl IntoIterator<Item = &'a T>,
@@ -197,6 +226,7 @@ pub(crate) fn marked_column_table<'a, T: 'a>(
         for c in &shown {
             let class = class(c.text, bad(c, row));
             let cell = crate::export::pairs::shown_cell(c, row);
+            let cell = if c.text { cell } else { grouped(&cell) };
             let _ = write!(h, "<td{class}>{}</td>", esc(&cell));
         }
         h.push_str("</tr>");
@@ -518,7 +548,7 @@ pub fn render(s: &Summary) -> String {
                 h,
                 "<figure class=\"headline-chart\">{chart}<figcaption class=\"caption\">The conditions the sentences above speak of, per sink: the p99 with its 95% interval and the p50. {} {}</figcaption></figure>",
                 charts::DURATION_SCALE_CAPTION,
-                charts::FLAGGED_CAPTION
+                charts::flagged_caption(s)
             );
         }
         h.push_str("</section>");
@@ -558,9 +588,12 @@ pub fn render(s: &Summary) -> String {
     );
     h.push_str("<h2 id=\"pairs\">Pairs</h2><p class=\"caption\">One row per (condition, sink), pooled over rounds. Latency runs from each request's scheduled send to the last byte of its body; – marks a figure that does not apply.</p>");
     let pair_columns = crate::export::pairs::PAIR_COLUMNS;
+    // A late generator is marked where it tells a pair apart; when every pair's was
+    // late, the footnotes say so once instead of a column of red.
+    let some_on_time = s.pairs.iter().any(|p| p.metrics.lateness_warning.is_none());
     h.push_str(&marked_column_table(pair_columns, &s.pairs, |c, r| {
         (c.key == "verified" && !r.metrics.verified)
-            || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some())
+            || (c.key == "send_late_p99_us" && r.metrics.lateness_warning.is_some() && some_on_time)
             || (c.key == "lost_records" && r.metrics.lost_records.is_some_and(|l| l != 0))
     }));
     for note in crate::export::pairs::footnotes(s) {
@@ -650,6 +683,19 @@ pub fn render(s: &Summary) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numbers_in_tables_are_grouped_by_thousands_and_nothing_else_is() {
+        use super::grouped;
+        assert_eq!(grouped("288603"), "288,603");
+        assert_eq!(grouped("1874000.25"), "1,874,000.25");
+        assert_eq!(grouped("-13679"), "-13,679");
+        // Four digits read at a glance; a year-like 2026 stays as it is.
+        assert_eq!(grouped("2026"), "2026");
+        for other in ["", "–", "yes", "1e308", "12:00", "1,234", "NaN", "12345x"] {
+            assert_eq!(grouped(other), other);
+        }
+    }
+
     use super::*;
 
     fn fixture(name: &str) -> serde_json::Value {
