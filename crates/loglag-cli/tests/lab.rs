@@ -350,6 +350,109 @@ fn an_interrupt_before_any_run_finished_keeps_no_empty_results_directory() {
     )
 }
 
+/// One SIGINT at each of ten moments of a run, from before the lab has printed
+/// anything to after its report: every time it exits with what finished kept (a
+/// directory with its manifest and exactly the completed runs), or nothing kept and a
+/// line that says so, and it leaves no FIFO, scratch directory or process behind. The
+/// moments are the lines it writes on stderr, so none depends on timing.
+#[test]
+fn one_interrupt_at_any_of_ten_moments_keeps_what_finished_and_leaves_nothing() {
+    within(
+        "one_interrupt_at_any_of_ten_moments_keeps_what_finished_and_leaves_nothing",
+        || {
+            use std::io::{BufRead, BufReader};
+            use std::os::unix::process::ExitStatusExt;
+            // Moment 0 is as soon as the process exists; moment n (1..=9) is just after
+            // its n-th line on stderr: the plan, then per run its start and its result
+            // (three runs), then "results in", then "report:".
+            for moment in 0..10 {
+                let cwd = tempfile::tempdir().unwrap();
+                let tmp = tempfile::tempdir().unwrap();
+                let mut child = loglag()
+                    .args(["lab", "--conditions", "none,short1,short10"])
+                    .args(["--sinks", "fast", "--duration", "1s"])
+                    .current_dir(cwd.path())
+                    .env("TMPDIR", tmp.path())
+                    .stderr(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let mut stderr = BufReader::new(child.stderr.take().unwrap());
+                // Its milestones: warnings (a busy machine) may come between them.
+                let milestone = |l: &str| {
+                    l.starts_with("report: ")
+                        || (l.starts_with("  ") && l.contains(": p50 "))
+                        || (l.starts_with("loglag lab: ")
+                            && (l.contains(" runs (")
+                                || l.contains(": run ")
+                                || l.contains(": results in ")))
+                };
+                let mut seen = String::new();
+                let mut reached = 0;
+                while reached < moment {
+                    let mut line = String::new();
+                    assert!(
+                        stderr.read_line(&mut line).unwrap() > 0,
+                        "moment {moment}: the lab ended after {seen:?}"
+                    );
+                    reached += usize::from(milestone(&line));
+                    seen.push_str(&line);
+                }
+                // SAFETY: kill(2) on our own child, which has not been waited for.
+                assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+                let mut rest = String::new();
+                std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+                let status = child.wait().unwrap();
+                let all = format!("{seen}{rest}");
+                let completed = all
+                    .lines()
+                    .filter(|l| l.starts_with("  ") && l.contains(": p50 "))
+                    .count();
+                let kept = kept_results(cwd.path());
+                match status.code() {
+                    // Interrupted: what finished is kept, or it says nothing was.
+                    Some(130) => {
+                        assert!(all.contains("interrupted"), "moment {moment}: {all}");
+                        if completed == 0 {
+                            assert!(
+                                all.contains("no run completed; nothing kept"),
+                                "moment {moment}: {all}"
+                            );
+                            assert!(kept.is_empty(), "moment {moment}: {kept:?}\n{all}");
+                            assert!(
+                                !cwd.path().join("loglag-results").exists(),
+                                "moment {moment}: an empty loglag-results/ left: {all}"
+                            );
+                        }
+                    }
+                    // The runs were over when the signal came: all of them are kept.
+                    Some(0) => assert_eq!(completed, 3, "moment {moment}: {all}"),
+                    // Before the lab could catch it (moment 0 only): it had made nothing.
+                    None if status.signal() == Some(libc::SIGINT) => {
+                        assert_eq!(moment, 0, "killed by SIGINT at moment {moment}: {all}");
+                        assert!(kept.is_empty(), "moment 0: {kept:?}");
+                    }
+                    _ => panic!("moment {moment}: {status:?}\n{all}"),
+                }
+                if completed > 0 {
+                    assert_eq!(kept.len(), 1, "moment {moment}: {kept:?}\n{all}");
+                    let dir = &kept[0];
+                    for file in ["manifest.json", "summary.json", "report.html"] {
+                        assert!(dir.join(file).exists(), "moment {moment}: no {file}\n{all}");
+                    }
+                    assert_eq!(
+                        summary(dir)["runs"].as_array().unwrap().len(),
+                        completed,
+                        "moment {moment}: the completed runs are the kept ones\n{all}"
+                    );
+                }
+                assert_nothing_left(tmp.path(), &format!("moment {moment}"));
+                eprintln!("moment {moment}: {status:?}, {completed} run(s) kept");
+            }
+        },
+    )
+}
+
 #[test]
 fn cpu_limit_uses_cgroups_when_allowed_and_removes_them() {
     within(

@@ -50,6 +50,10 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     if let Some(LabCommand::Hops(h)) = a.sub {
         return super::hops::hops(h);
     }
+    // Caught before anything is made: a SIGINT from here on ends the lab through its
+    // way out (what finished kept, what it made removed), never by the default action
+    // half-way through creating a directory.
+    let cancel = cancel_flag()?;
     let steps = lab_steps(&a)?;
     let against = super::against::prepare(&a, &steps)?;
     // Results are kept, with their report, unless --no-keep: in --out, or in a
@@ -83,7 +87,6 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             std::time::SystemTime::now(),
         )?),
     };
-    let cancel = cancel_flag()?;
     let total: usize = steps.iter().map(|s| s.plan.schedule().len()).sum();
     let expected: f64 = steps
         .iter()

@@ -3,7 +3,7 @@
 use super::svg::{self, Axis, Bar, BarGroup, Mark, Scale, Series, Span, PALETTE};
 use super::Section;
 use crate::report::Summary;
-use crate::stats::quantile;
+use crate::stats::{quantile, quantile_select};
 
 /// The condition's colour in this run: its position among the run's conditions, so
 /// that one run's conditions are as far apart as the palette allows (its first seven
@@ -201,37 +201,44 @@ pub fn latency_percentiles(s: &Summary) -> Section {
     }
 }
 
-/// A timeline line with more requests than this is drawn by slices.
-const TIMELINE_POINTS: usize = 2_000;
-/// The slices of a thinned timeline: about a pixel and a half each on a 600-pixel plot.
-const TIMELINE_SLICES: usize = 400;
+/// A timeline is cut into slices of send time holding about this many requests each
+/// (on the lab's defaults, 20 requests/s: a second a slice), so that a slice's p99 is
+/// more than its one slowest request wherever there are requests enough...
+const REQUESTS_PER_SLICE: usize = 20;
+/// ...and into no more slices than this (a closed loop's hundreds of thousands of
+/// requests: about five pixels a slice on a 600-pixel plot).
+const MAX_SLICES: usize = 120;
 
-/// Keeps a readable number of points: a line of up to [`TIMELINE_POINTS`] as it is;
-/// above, per [`TIMELINE_SLICES`] slice of send time, its median and its slowest
-/// request (the staircase of a backlog is in the slowest ones, the typical request in
-/// the medians). Points are (send time, latency).
-fn thin_timeline(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    if points.len() <= TIMELINE_POINTS {
-        return points;
+/// A condition's requests (send time, latency) as a band over time: per slice of send
+/// time, from its median (the lower edge) to its p99 (the upper edge), as
+/// [`svg::Mark::Band`] takes it. A slice with no request has no point: the band goes
+/// straight across it.
+fn percentile_band(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let Some(lo) = points.iter().map(|p| p.0).min_by(f64::total_cmp) else {
+        return Vec::new();
+    };
+    let hi = points.iter().map(|p| p.0).fold(lo, f64::max);
+    // A short run still gets a shape over time: up to 8 slices of at least 5.
+    let slices = (points.len() / REQUESTS_PER_SLICE)
+        .max((points.len() / 5).min(8))
+        .clamp(1, MAX_SLICES);
+    let width = ((hi - lo) / slices as f64).max(f64::MIN_POSITIVE);
+    let mut latencies: Vec<Vec<f64>> = vec![Vec::new(); slices];
+    for &(x, y) in points {
+        latencies[(((x - lo) / width) as usize).min(slices - 1)].push(y);
     }
-    let (lo, hi) = points
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-            (lo.min(p.0), hi.max(p.0))
-        });
-    let width = ((hi - lo) / TIMELINE_SLICES as f64).max(f64::MIN_POSITIVE);
-    let slice = |p: &(f64, f64)| (((p.0 - lo) / width) as usize).min(TIMELINE_SLICES - 1);
-    points.sort_by(|a, b| slice(a).cmp(&slice(b)).then(a.1.total_cmp(&b.1)));
-    let mut out = Vec::with_capacity(2 * TIMELINE_SLICES);
-    for run in points.chunk_by(|a, b| slice(a) == slice(b)) {
-        let median = run[run.len() / 2];
-        let slowest = run[run.len() - 1];
-        out.push(median);
-        if slowest != median {
-            out.push(slowest);
+    let mut upper = Vec::new();
+    let mut lower = Vec::new();
+    for (i, slice) in latencies.iter_mut().enumerate() {
+        if slice.is_empty() {
+            continue;
         }
+        let x = lo + (i as f64 + 0.5) * width;
+        upper.push((x, quantile_select(slice, 0.99)));
+        lower.push((x, quantile_select(slice, 0.5)));
     }
-    out
+    upper.extend(lower.into_iter().rev());
+    upper
 }
 
 pub fn request_timeline(s: &Summary) -> Section {
@@ -245,19 +252,18 @@ pub fn request_timeline(s: &Summary) -> Section {
             let series = conditions(s, &sink)
                 .into_iter()
                 .map(|c| {
-                    let points = s
+                    let points: Vec<(f64, f64)> = s
                         .requests
                         .iter()
                         .filter(|r| r.condition == c && r.sink == sink)
                         .filter_map(|r| r.latency_ms.map(|l| (r.scheduled_ms / 1000.0, l * 1000.0)))
                         .collect();
-                    let points = thin_timeline(points);
                     Series {
                         color: color(s, &c),
                         flagged: flagged(s, &c, &sink),
                         name: c,
-                        mark: Mark::Points,
-                        points,
+                        mark: Mark::Band,
+                        points: percentile_band(&points),
                     }
                 })
                 .collect();
@@ -288,7 +294,7 @@ pub fn request_timeline(s: &Summary) -> Section {
     Section {
         id: "timeline",
         title: title.into(),
-        caption: format!("Every request at its scheduled send time; a line of more than {TIMELINE_POINTS} requests (a closed loop) is drawn as {TIMELINE_SLICES} time slices, each by its median and its slowest request, so that it does not become a blob. A staircase that keeps climbing is a backlog the API never catches up with. {}", flagged_caption(s)),
+        caption: format!("Each band is one condition's requests by scheduled send time: cut into slices of about {REQUESTS_PER_SLICE} requests (at most {MAX_SLICES} slices), it spans each slice's median (its lower edge) to its p99 (its upper edge), so a typical request and the slow tail both show without a cloud of points. A band that keeps climbing is a backlog the API never catches up with; a band that widens is a tail that grows. {}", flagged_caption(s)),
         charts,
     }
 }
@@ -527,26 +533,33 @@ pub fn throughput(s: &Summary) -> Section {
 mod tests {
     use super::*;
 
-    /// A closed loop's hundreds of thousands of requests become at most two points a
-    /// slice, keeping every slice's slowest request; a small line is drawn whole.
+    /// A band's upper edge is each slice's p99 and its lower edge its median; a closed
+    /// loop's hundreds of thousands of requests become at most MAX_SLICES slices.
     #[test]
-    fn dense_timelines_keep_each_slice_s_median_and_slowest() {
-        let small: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, 1.0)).collect();
-        assert_eq!(thin_timeline(small.clone()), small);
-        let dense: Vec<(f64, f64)> = (0..450_000)
+    fn a_timeline_band_spans_each_slices_median_to_its_p99() {
+        // 200 requests over 2 s: ten slices of 20, the last five slow.
+        let points: Vec<(f64, f64)> = (0..200)
             .map(|i| {
-                (
-                    i as f64 / 45_000.0,
-                    if i % 1000 == 0 { 900.0 } else { (i % 7) as f64 },
-                )
+                let slow = if i < 100 { 1_000.0 } else { 50_000.0 };
+                (i as f64 * 0.01, slow + i as f64)
             })
             .collect();
-        let thin = thin_timeline(dense);
-        assert!(thin.len() <= 2 * TIMELINE_SLICES, "{}", thin.len());
+        let band = percentile_band(&points);
+        assert_eq!(band.len(), 20, "ten slices, upper then lower: {band:?}");
+        assert_eq!(band[0].1, 1_019.0, "slice 1's p99");
+        assert_eq!(band[9].1, 50_199.0, "slice 10's p99");
         assert_eq!(
-            thin.iter().filter(|p| p.1 == 900.0).count(),
-            TIMELINE_SLICES,
-            "every slice's slowest is kept"
+            band[10].1, 50_189.0,
+            "slice 10's median, the lower edge back"
         );
+        assert_eq!(band[19].1, 1_009.0, "slice 1's median");
+        assert!(band[0].0 < band[9].0 && band[10].0 > band[19].0, "{band:?}");
+        // A short run (40 requests) still has a shape: 8 slices of 5.
+        assert_eq!(percentile_band(&points[..40]).len(), 16);
+        let dense: Vec<(f64, f64)> = (0..450_000)
+            .map(|i| (i as f64 / 45_000.0, (i % 7) as f64))
+            .collect();
+        assert_eq!(percentile_band(&dense).len(), 2 * MAX_SLICES);
+        assert!(percentile_band(&[]).is_empty());
     }
 }

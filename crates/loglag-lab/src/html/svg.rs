@@ -197,6 +197,10 @@ impl Axis {
 pub enum Mark {
     Line,
     Points,
+    /// A filled band: the points are its upper edge left to right, then its lower edge
+    /// right to left (a closed outline), drawn translucent so bands that overlap both
+    /// show; a flagged band is an outline only.
+    Band,
 }
 
 /// A named set of points in one colour.
@@ -578,6 +582,31 @@ pub fn xy_with_spans(title: &str, x: &Axis, y: &Axis, series: &[Series], spans: 
                         out.push_str(&ring(px(a), py(b), s.color));
                     }
                 }
+            }
+            Mark::Band if s.points.len() > 2 => {
+                let mut d = String::new();
+                for (i, &(a, b)) in s.points.iter().enumerate() {
+                    let _ = write!(
+                        d,
+                        "{}{:.1},{:.1}",
+                        if i == 0 { "M" } else { " L" },
+                        px(a),
+                        py(b)
+                    );
+                }
+                let paint = if s.flagged {
+                    format!(r#"fill="none" stroke="{}" stroke-width="1.2""#, s.color)
+                } else {
+                    format!(
+                        r#"fill="{c}" fill-opacity="0.22" stroke="{c}" stroke-width="1.2""#,
+                        c = s.color
+                    )
+                };
+                let _ = write!(
+                    out,
+                    r#"<path d="{d} Z" {paint}><title>{}</title></path>"#,
+                    esc(&s.name)
+                );
             }
             _ => {
                 let mut d = String::new();
