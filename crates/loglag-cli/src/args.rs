@@ -10,11 +10,10 @@ use loglag_lab::load::Connection;
 use loglag_lab::sys::units::parse_duration;
 
 /// Measure what logging costs an HTTP API.
-///
-/// The longer text (`loglag --help`) is written in [`command`], where the counts it
-/// gives come from the lab's own lists.
+// The longer text (`loglag --help`) is written in `command`, where the counts it gives
+// come from the lab's own lists.
 #[derive(Debug, Parser)]
-#[command(name = "loglag", version, about, long_about)]
+#[command(name = "loglag", version, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -30,7 +30,8 @@ fn main() -> ExitCode {
 fn run() -> anyhow::Result<ExitCode> {
     let help_all = std::env::args_os().any(|a| a == "--help-all");
     let matches = args::command(help_all).get_matches();
-    let cli = args::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let cli = args::Cli::from_arg_matches(&matches)
+        .unwrap_or_else(|e| e.format(&mut args::command(help_all)).exit());
     match cli.command {
         args::Command::Lab(a) => commands::lab(*a),
         args::Command::Load(a) => commands::load(a),

@@ -342,8 +342,9 @@ fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
       }
     });
   });
-  // The headline's lines fit its box: none runs off to the side.
+  // The headline's lines fit its box unwrapped: none would run off to the side.
   document.querySelectorAll('section.headline pre').forEach(pre => {
+    pre.style.whiteSpace = 'pre';
     if (pre.scrollWidth > pre.clientWidth + 1) {
       problems.push({ kind: 'headline overflows', width: pre.scrollWidth, box: pre.clientWidth });
     }

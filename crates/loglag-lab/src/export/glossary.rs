@@ -1,7 +1,7 @@
 //! What every column of the lab's tables means, defined once: the pairs and runs tables
 //! (Markdown, HTML, CSV), the findings, the presets', and those of `loglag load`,
 //! `loglag sink` and `loglag emit`. The report's pages, docs/lab.md's "Columns"
-//! section and `loglag lab --help` all print this list; the tests below fail when a
+//! section and `loglag lab --help-all` all print this list; the tests below fail when a
 //! table gains a column this list does not define, or when docs/lab.md's copy drifts.
 
 /// One column, however many tables show it.
@@ -166,7 +166,7 @@ pub fn entries() -> Vec<(String, &'static str)> {
     terms().map(|t| (column_name(t), t.definition)).collect()
 }
 
-/// The glossary as plain text for a terminal (`loglag lab --help`): each column, its
+/// The glossary as plain text for a terminal (`loglag lab --help-all`): each column, its
 /// CSV headers in brackets, and its definition on the lines below, wrapped to 80 columns.
 pub fn glossary_text() -> String {
     let mut out = String::from(

@@ -93,8 +93,6 @@ fn percentile_points(n: usize) -> Vec<f64> {
     ps
 }
 
-/// Whether a pair's runs were flagged (a late generator, a saturated API): its marks
-/// are drawn hollow, and the legend says so.
 /// Whether a pair is drawn hollow: measured under a warning, where that tells it apart
 /// from others. When every pair was (a busy machine flags them all), no mark is hollow
 /// and the caption says so once ([`flagged_caption`]).
@@ -354,15 +352,17 @@ pub fn backlog(s: &Summary) -> Section {
         Scale::Linear,
         all().map(|p| p.0),
     );
-    // Room at the top for the drain labels, above every line.
-    let spans = panels.iter().map(|(_, _, s)| s.len()).max().unwrap_or(0);
+    // Room at the top for the drain labels (in the rows the panel with the most needs),
+    // above every line.
     let highest = all().map(|p| p.1).fold(0.0, f64::max);
+    let clear = panels
+        .iter()
+        .map(|(_, _, spans)| svg::clear_of_span_labels(highest, &x, spans))
+        .fold(highest, f64::max);
     let y = Axis::fit(
         "produced − read (KiB)",
         Scale::Linear,
-        all()
-            .map(|p| p.1)
-            .chain([svg::clear_of_span_labels(highest, spans)]),
+        all().map(|p| p.1).chain([clear]),
     );
     let charts = panels
         .iter()
@@ -488,9 +488,14 @@ pub fn headline(s: &Summary) -> Option<String> {
         return None;
     }
     let scale = duration_scale(groups.iter().flat_map(|g| &g.bars).map(|b| b.value));
+    let label = if scale.is_log() {
+        "latency (log scale)"
+    } else {
+        "latency"
+    };
     Some(svg::bars(
         "The headline's conditions: latency",
-        "latency",
+        label,
         scale,
         &groups,
     ))

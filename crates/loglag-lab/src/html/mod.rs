@@ -174,7 +174,6 @@ pub(crate) fn column_table<'a, T: 'a>(
     marked_column_table(columns, rows, |_, _| false)
 }
 
-/// [`column_table`], with the cells `bad` picks marked (a failed verification, say).
 /// A number as a reader takes it in: its whole part in groups of three
 /// ("288,603.5"). Anything that is not a plain decimal number is left as it is.
 pub(crate) fn grouped(cell: &str) -> String {
@@ -204,6 +203,8 @@ pub(crate) fn grouped(cell: &str) -> String {
     out
 }
 
+/// [`column_table`], with the cells `bad` picks marked (a failed verification, say),
+/// and numbers grouped by thousands.
 pub(crate) fn marked_column_table<'a, T: 'a>(
     columns: &[crate::export::pairs::Column<T>],
     rows: impl IntoIterator<Item = &'a T>,

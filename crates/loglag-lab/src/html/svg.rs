@@ -265,6 +265,49 @@ pub struct Span {
     pub color: &'static str,
 }
 
+/// A span with its label placed: the span, its ends' x, the label's x and anchor, and
+/// the label's baseline.
+type PlacedSpan<'a> = (&'a Span, f64, f64, f64, &'static str, f64);
+
+/// Each label goes beside its span (right of it if it fits in the plot, else left), on
+/// the first row where it and its bracket touch no earlier label or bracket. Returns
+/// the placements and how many rows they take.
+fn place_span_labels<'a>(x: &Axis, spans: &'a [Span]) -> (Vec<PlacedSpan<'a>>, usize) {
+    let pw = W - LEFT - RIGHT;
+    let px = |v: f64| LEFT + pw * x.fraction(v);
+    let mut rows: Vec<f64> = Vec::new();
+    let mut ordered: Vec<&Span> = spans.iter().collect();
+    ordered.sort_by(|a, b| a.from.total_cmp(&b.from));
+    let mut placed = Vec::new();
+    for m in ordered {
+        let (x0, x1) = (px(m.from), px(m.to));
+        let width = estimated_text_width(&m.label, 10.0);
+        let right = x1 + 3.0 + width <= LEFT + pw;
+        let (tx, anchor) = if right {
+            (x1 + 3.0, "start")
+        } else {
+            (x0 - 3.0, "end")
+        };
+        let (start, end) = if right {
+            (x0, x1 + 3.0 + width)
+        } else {
+            (x0 - 3.0 - width, x1)
+        };
+        let row = match rows.iter().position(|&edge| start > edge + 4.0) {
+            Some(r) => {
+                rows[r] = end;
+                r
+            }
+            None => {
+                rows.push(end);
+                rows.len() - 1
+            }
+        };
+        placed.push((m, x0, x1, tx, anchor, TOP + 12.0 + 13.0 * row as f64));
+    }
+    (placed, rows.len())
+}
+
 /// The height of the labels' band at the top of a plot whose span labels take `rows`
 /// rows (see `xy_with_spans`): row r's text sits on TOP + 12 + 13r, its bracket
 /// above the baseline, its descenders 3 px below.
@@ -277,12 +320,15 @@ fn span_band(rows: usize) -> f64 {
 }
 
 /// The value a linear axis from zero must reach so that data up to `max` stays below
-/// the labels of `spans` spans (each on a row of its own, at worst): fit the axis to
-/// the data and this.
-pub fn clear_of_span_labels(max: f64, spans: usize) -> f64 {
+/// the labels of `spans` on an `x` axis (in the rows `xy_with_spans` will place them
+/// in): fit the axis to the data and this. The band is given at most 40% of the plot;
+/// labels that need more rows than that (a dozen spans that all overlap) reach down
+/// into the data.
+pub fn clear_of_span_labels(max: f64, x: &Axis, spans: &[Span]) -> f64 {
     let ph = H - TOP - BOTTOM;
+    let band = span_band(place_span_labels(x, spans).1).min(0.4 * ph);
     // A pixel of air between the highest point and the band.
-    max * ph / (ph - span_band(spans) - 1.0)
+    max * ph / (ph - band - 1.0)
 }
 
 /// The ink of "flagged" where no series colour applies (the legend's explanation, a
@@ -632,42 +678,11 @@ pub fn xy_with_spans(title: &str, x: &Axis, y: &Axis, series: &[Series], spans: 
             }
         }
     }
-    // Each label goes beside its span (right of it if it fits in the plot, else left),
-    // on the first row where it and its bracket touch no earlier label or bracket. The
-    // rows form a band at the top of the plot: the dashed lines start below it, and
-    // an axis fitted with `clear_of_span_labels` keeps the series below it, so no line
-    // crosses a label.
-    let mut rows: Vec<f64> = Vec::new();
-    let mut ordered: Vec<&Span> = spans.iter().collect();
-    ordered.sort_by(|a, b| a.from.total_cmp(&b.from));
-    let mut placed = Vec::new();
-    for m in ordered {
-        let (x0, x1) = (px(m.from), px(m.to));
-        let width = estimated_text_width(&m.label, 10.0);
-        let right = x1 + 3.0 + width <= LEFT + pw;
-        let (tx, anchor) = if right {
-            (x1 + 3.0, "start")
-        } else {
-            (x0 - 3.0, "end")
-        };
-        let (start, end) = if right {
-            (x0, x1 + 3.0 + width)
-        } else {
-            (x0 - 3.0 - width, x1)
-        };
-        let row = match rows.iter().position(|&edge| start > edge + 4.0) {
-            Some(r) => {
-                rows[r] = end;
-                r
-            }
-            None => {
-                rows.push(end);
-                rows.len() - 1
-            }
-        };
-        placed.push((m, x0, x1, tx, anchor, TOP + 12.0 + 13.0 * row as f64));
-    }
-    let band_bottom = TOP + span_band(rows.len());
+    // The labels in their band at the top of the plot (see `place_span_labels`): the
+    // dashed lines start below it, and an axis fitted with `clear_of_span_labels` keeps
+    // the series below it, so no line crosses a label.
+    let (placed, rows) = place_span_labels(x, spans);
+    let band_bottom = TOP + span_band(rows);
     for (m, x0, x1, _, _, _) in &placed {
         for at in [x0, x1].iter().take(if x1 > x0 { 2 } else { 1 }) {
             let _ = write!(
@@ -916,8 +931,37 @@ mod tests {
         [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
     }
 
+    /// The room the backlog chart keeps for its drain labels is the rows they are
+    /// placed in, not one row a label: two spans far apart share a row; a crowd of
+    /// overlapping ones is given at most 40% of the plot, never a negative height.
+    #[test]
+    fn span_labels_take_the_rows_they_are_placed_in_and_at_most_two_fifths() {
+        let x = Axis {
+            label: String::new(),
+            scale: Scale::Linear,
+            min: 0.0,
+            max: 10.0,
+        };
+        let span = |from: f64, to: f64| Span {
+            from,
+            to,
+            label: "x drain 0.5 s".into(),
+            color: PALETTE[0],
+        };
+        let ph = H - TOP - BOTTOM;
+        let apart = [span(0.5, 1.0), span(6.0, 6.5)];
+        assert_eq!(place_span_labels(&x, &apart).1, 1);
+        let one_row = 100.0 * ph / (ph - span_band(1) - 1.0);
+        assert!((clear_of_span_labels(100.0, &x, &apart) - one_row).abs() < 1e-9);
+        let crowd: Vec<Span> = (0..22).map(|i| span(5.0 + i as f64 * 0.01, 9.0)).collect();
+        assert_eq!(place_span_labels(&x, &crowd).1, 22);
+        let clear = clear_of_span_labels(100.0, &x, &crowd);
+        assert!(clear.is_finite() && clear > 100.0, "{clear}");
+        assert!(clear <= 100.0 * ph / (0.6 * ph - 1.0) + 1e-9, "{clear}");
+    }
+
     /// The lab's seven default conditions get seven colours that no common colour
-    /// vision confuses: every two at least ΔE 20 apart (CIE76), as seen with normal
+    /// vision confuses: every two at least ΔE 24 apart (CIE76), as seen with normal
     /// vision, protanopia, deuteranopia and tritanopia.
     #[test]
     fn a_default_runs_colours_are_told_apart_by_every_kind_of_vision() {
@@ -947,7 +991,7 @@ mod tests {
                 for b in &PALETTE[i + 1..defaults] {
                     let (la, lb) = (seen_lab(a, m), seen_lab(b, m));
                     let de = (0..3).map(|k| (la[k] - lb[k]).powi(2)).sum::<f64>().sqrt();
-                    assert!(de >= 20.0, "{a} and {b} are ΔE {de:.1} apart with {vision}");
+                    assert!(de >= 24.0, "{a} and {b} are ΔE {de:.1} apart with {vision}");
                 }
             }
         }

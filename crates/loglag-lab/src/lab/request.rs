@@ -80,7 +80,7 @@ pub mod preset_defaults {
     pub const SWEEP_RATE: f64 = 1000.0;
 }
 
-/// `loglag lab --help`'s closing text; the condition and preset lists come from their
+/// `loglag lab --help-all`'s closing text (`--help` has a short one of its own); the condition and preset lists come from their
 /// types.
 fn after_help() -> String {
     let mut text = String::from(
