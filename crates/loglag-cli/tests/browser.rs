@@ -150,6 +150,7 @@ fn the_report_renders_in_headless_chromium() {
             .success();
         let page = std::fs::read_to_string(&html).unwrap();
         assert!(page.contains("<svg"), "{kind}: a page with charts");
+        assert_answer_first(&page, kind);
         let problems = layout_problems(&browser, work.path(), &page);
         assert!(
             problems.is_empty(),
@@ -163,6 +164,7 @@ fn the_report_renders_in_headless_chromium() {
     )
     .unwrap();
     let page = loglag_lab::html::render_preset(&preset);
+    assert_answer_first(&page, "sweep preset");
     assert_eq!(page.matches("<svg").count(), 2, "the sweep's two heatmaps");
     let problems = layout_problems(&browser, work.path(), &page);
     assert!(
@@ -176,6 +178,7 @@ fn the_report_renders_in_headless_chromium() {
     )
     .unwrap();
     let page = loglag_lab::html::render_preset(&preset);
+    assert_answer_first(&page, "buffers preset");
     assert_eq!(
         page.matches("<svg").count(),
         2,
@@ -193,6 +196,7 @@ fn the_report_renders_in_headless_chromium() {
     )
     .unwrap();
     let page = loglag_lab::html::render_preset(&preset);
+    assert_answer_first(&page, "blocking preset");
     assert!(page.contains("<svg"), "the blocking preset: p99 by step");
     let problems = layout_problems(&browser, work.path(), &page);
     assert!(
@@ -288,6 +292,16 @@ fn step_pages(browser: &Path, work: &Path, target: &Path) {
             assert!(out.status.success());
         }
     }
+}
+
+/// A page opens with its headline (the same sentences as stdout's first lines), before
+/// any table; its lines the layout check then measures unwrapped.
+fn assert_answer_first(page: &str, kind: &str) {
+    let answer = page
+        .find("<section id=\"answer\" class=\"headline\"><pre>")
+        .unwrap_or_else(|| panic!("{kind}: no headline"));
+    let table = page.find("<table").unwrap_or(page.len());
+    assert!(answer < table, "{kind}: the headline before the tables");
 }
 
 /// Runs the page, with a measuring script added, in Chromium; returns the JSON list of

@@ -149,6 +149,34 @@ fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
                 md.contains("| verdict |") && md.contains("A tax holds when"),
                 "{md}"
             );
+            // The answer first: the tax at p50 and p99 with their verdicts, and each
+            // topology's knee, within 12 lines of 80 columns.
+            let headline = headline_of(&md);
+            assert_eq!(
+                headline.first().copied(),
+                Some("the hop (three services against one process, same work):"),
+                "{md}"
+            );
+            assert!(headline.len() <= 12, "{md}");
+            assert!(headline.iter().all(|l| l.chars().count() <= 80), "{md}");
+            for at in ["p50", "p99"] {
+                let verdict = &hops["tax"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["at"] == at)
+                    .unwrap()["verdict"];
+                let line = headline
+                    .iter()
+                    .find(|l| l.starts_with(&format!("  {at}: ")))
+                    .unwrap_or_else(|| panic!("no {at} line: {md}"));
+                let holds = verdict["holds"].as_bool().unwrap();
+                assert_eq!(line.ends_with("— holds"), holds, "{line} / {verdict}");
+            }
+            let said = headline_text(&md);
+            for topology in ["monolith", "services"] {
+                assert!(said.contains(&format!("{topology} ")), "{said}");
+            }
             let sweep = &hops["sweep"];
             let points = sweep["points"].as_array().unwrap();
             let offered: Vec<(f64, &str)> = points
@@ -173,6 +201,11 @@ fn lab_hops_defaults_are_unsaturated_and_the_sweep_reports_each_topology() {
             for p in points {
                 assert!(p["rps"].as_f64().unwrap() > 0.0, "{p}");
                 assert!(p["p99_ms"].as_f64().unwrap() > 0.0, "{p}");
+                // Each point carries what the machine may have added to it.
+                let i = &p["interference"];
+                assert!(i["window_s"].as_f64().unwrap() > 0.0, "{p}");
+                assert!(i["send_lateness"]["p99_us"].as_f64().is_some(), "{p}");
+                assert!(p["requests"].as_u64().unwrap() > 0, "{p}");
             }
             assert_eq!(sweep["knees"].as_array().unwrap().len(), 2);
             let md = std::fs::read_to_string(dir.path().join("hops.md")).unwrap();

@@ -69,6 +69,19 @@ fn the_buffers_preset_counts_writes_and_what_a_kill_loses() {
                     .contains("lost at the stop"));
             }
             assert_eq!(run(&kill, "file-sync", "fast")["lost_records"], 0);
+            // The headline states the loss the summary counted.
+            let md = std::fs::read_to_string(dir.path().join("preset.md")).unwrap();
+            let said = headline_text(&md);
+            let lost = logged % 100;
+            if lost > 0 {
+                assert!(
+                    said.contains(&format!("memory-buffer-100 lost {lost}")),
+                    "{said}"
+                );
+            } else {
+                assert!(said.contains("memory-buffer-100"), "{said}");
+            }
+            assert!(said.contains("at SIGKILL:"), "{said}");
             // 002's SIGKILL row, answered: with a spool the kill loses nothing; the lab
             // delivers the spool into the pipe after the stop, as the next start would.
             for step in ["term", "kill"] {

@@ -42,7 +42,7 @@ pub const BOOTSTRAP_RESAMPLES: usize = 400;
 /// The share of a difference that the machine's interference may reach before the
 /// lab calls the difference inconclusive: were all of it on one side, at least the
 /// other half of the difference would remain. One share for the CPU wait and for the
-/// generator's lateness (`lab::findings::interference_verdict` applies it; the
+/// generator's lateness (`lab::interference::interference_verdict` applies it; the
 /// findings' caption states it).
 pub const INTERFERENCE_SHARE: f64 = 0.5;
 

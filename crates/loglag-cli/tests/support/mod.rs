@@ -190,9 +190,42 @@ pub fn preset(args: &[&str]) -> (Value, tempfile::TempDir) {
         stdout.contains("| condition |") || stdout.contains("| batch"),
         "{stdout}"
     );
-    let p = serde_json::from_str(&std::fs::read_to_string(dir.path().join("preset.json")).unwrap())
-        .unwrap();
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("preset.json")).unwrap())
+            .unwrap();
+    // The answer first: the preset's headline, within 12 lines of 80 columns, then
+    // the table.
+    let headline = headline_of(&stdout);
+    let name = p["preset"].as_str().unwrap();
+    assert!(
+        headline
+            .first()
+            .is_some_and(|l| l.starts_with(&format!("{name}: "))),
+        "{stdout}"
+    );
+    assert!(headline.len() <= 12, "{stdout}");
+    for line in &headline {
+        assert!(line.chars().count() <= 80, "{line:?} is too wide");
+    }
     (p, dir)
+}
+
+/// The headline of a stdout: its lines before the first blank one.
+pub fn headline_of(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// The headline's lines as one text, so that a sentence can be found across its
+/// wraps.
+pub fn headline_text(stdout: &str) -> String {
+    headline_of(stdout)
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn preset_row<'a>(p: &'a Value, step: &str, condition: &str) -> &'a Value {

@@ -12,6 +12,12 @@
 use crate::lab::findings::baseline_of;
 use crate::report::{Finding, PairSummary, Percentile, Summary};
 
+mod hops;
+mod preset;
+
+pub use hops::hops_headline;
+pub use preset::preset_headline;
+
 /// At most this many lines.
 pub const MAX_LINES: usize = 12;
 /// Each at most this many columns (characters: every one the headline writes is one
@@ -120,6 +126,31 @@ pub(crate) fn short_reason(why: &str) -> String {
         .min()
         .unwrap_or(why.len());
     why[..cut].to_owned()
+}
+
+/// `text` in lines of at most [`MAX_COLUMNS`], broken between words, every line after
+/// the first starting with `indent`. A word wider than a line is cut ([`fit`]).
+fn wrapped(text: &str, indent: &str) -> Vec<String> {
+    let body = text.trim_start();
+    let mut lines = Vec::new();
+    let mut line = text[..text.len() - body.len()].to_owned();
+    // Nothing but indentation on the line yet.
+    let mut fresh = true;
+    for word in body.split(' ').filter(|w| !w.is_empty()) {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > MAX_COLUMNS {
+            lines.push(fit(std::mem::replace(&mut line, indent.to_owned())));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    if !fresh {
+        lines.push(fit(line));
+    }
+    lines
 }
 
 /// `line`, cut to [`MAX_COLUMNS`] with an ellipsis when longer.
@@ -418,6 +449,30 @@ mod tests {
         let s = crate::html::load_dir(&dir).unwrap();
         assert!(!s.findings.is_empty());
         s
+    }
+
+    /// Wrapping breaks between words, keeps the first line's indentation and
+    /// indents the rest; a word wider than the line is cut.
+    #[test]
+    fn wrapped_lines_break_between_words_within_the_width() {
+        let text = format!("  {}", "abcde ".repeat(30));
+        let lines = wrapped(&text, "    ");
+        assert!(lines.len() > 1);
+        assert!(lines[0].starts_with("  abcde"), "{lines:?}");
+        for l in &lines[1..] {
+            assert!(l.starts_with("    abcde"), "{l:?}");
+        }
+        for l in &lines {
+            assert!(
+                l.chars().count() <= MAX_COLUMNS && !l.ends_with(' '),
+                "{l:?}"
+            );
+        }
+        let words: usize = lines.iter().map(|l| l.split_whitespace().count()).sum();
+        assert_eq!(words, 30, "no word lost");
+        let long = wrapped(&"x".repeat(200), "  ");
+        assert_eq!(long.len(), 1);
+        assert!(long[0].ends_with('…'));
     }
 
     fn assert_fits(lines: &[String]) {

@@ -141,7 +141,15 @@ pub fn uncovered_words(w: &Waterfall) -> Option<String> {
     Some(line)
 }
 
+/// The headline, then the tables and what they need said.
 pub fn markdown(s: &HopsSummary, out: &mut dyn Write) -> io::Result<()> {
+    let headline = super::headline::hops_headline(s);
+    for line in &headline {
+        writeln!(out, "{line}")?;
+    }
+    if !headline.is_empty() {
+        writeln!(out)?;
+    }
     if let Some(interrupted) = &s.interrupted {
         writeln!(
             out,
@@ -281,10 +289,10 @@ fn judged_cost(ms: f64, ci: (f64, f64)) -> String {
 fn sweep_markdown(sweep: &crate::report::HopsSweep, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "\n**Sweep** (untraced, open loop, {} s per point)\n\n| offered req/s | monolith req/s | p50 ms | p99 ms | services req/s | p50 ms | p99 ms | tax p50 ms | tax p99 ms |",
+        "\n**Sweep** (untraced, open loop, {} s per point)\n\n| offered req/s | monolith req/s | p50 ms | p99 ms | services req/s | p50 ms | p99 ms | tax p50 ms | tax p99 ms | machine busy % | send late p99 ms |",
         sweep.duration_s
     )?;
-    writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+    writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
     let mut rates: Vec<f64> = sweep.points.iter().map(|p| p.offered_rps).collect();
     rates.dedup();
     for rate in rates {
@@ -302,9 +310,17 @@ fn sweep_markdown(sweep: &crate::report::HopsSweep, out: &mut dyn Write) -> io::
         let tax = |f: fn(&crate::report::SweepPoint) -> Option<f64>| {
             cell(m.and_then(f).zip(s.and_then(f)).map(|(m, s)| s - m), 2)
         };
+        // The larger of the two runs at the rate: either may move the tax.
+        let most = |f: fn(&crate::report::RunInterference) -> Option<f64>| {
+            [m, s]
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.interference.as_ref().and_then(f))
+                .reduce(f64::max)
+        };
         writeln!(
             out,
-            "| {rate:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {rate:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             rps(m),
             ms(m.and_then(|p| p.p50_ms)),
             ms(m.and_then(|p| p.p99_ms)),
@@ -312,28 +328,40 @@ fn sweep_markdown(sweep: &crate::report::HopsSweep, out: &mut dyn Write) -> io::
             ms(s.and_then(|p| p.p50_ms)),
             ms(s.and_then(|p| p.p99_ms)),
             tax(|p| p.p50_ms),
-            tax(|p| p.p99_ms)
+            tax(|p| p.p99_ms),
+            cell(most(|i| i.machine_busy.map(|b| b * 100.0)), 0),
+            cell(
+                most(|i| i.send_lateness.as_ref().map(|l| l.p99_us / 1e3)),
+                2
+            )
         )?;
     }
     writeln!(out)?;
     for k in &sweep.knees {
-        match k.knee_rps {
-            Some(r) => writeln!(
-                out,
-                "- {}: knee at {r:.0} requests/s offered; capacity {:.0} requests/s.",
-                k.topology, k.capacity_rps
-            )?,
-            None => writeln!(
-                out,
-                "- {}: kept up at every rate offered (served up to {:.0} requests/s).",
-                k.topology, k.capacity_rps
-            )?,
-        }
+        writeln!(out, "- {}", knee_line(k))?;
     }
     if let Some(line) = throughput_lost(sweep) {
         writeln!(out, "- {line}")?;
     }
     Ok(())
+}
+
+/// A topology's knee in words, with why it is inconclusive when it is.
+pub fn knee_line(k: &crate::report::Knee) -> String {
+    match (k.knee_rps, &k.inconclusive) {
+        (Some(r), None) => format!(
+            "{}: knee at {r:.0} requests/s offered; capacity {:.0} requests/s.",
+            k.topology, k.capacity_rps
+        ),
+        (Some(r), Some(why)) => format!(
+            "{}: knee at {r:.0} requests/s offered, inconclusive: {why}; capacity {:.0} requests/s.",
+            k.topology, k.capacity_rps
+        ),
+        (None, _) => format!(
+            "{}: kept up at every rate offered (served up to {:.0} requests/s).",
+            k.topology, k.capacity_rps
+        ),
+    }
 }
 
 /// What the boundary costs in throughput, in words: only when the sweep found both

@@ -232,8 +232,15 @@ pub fn notes(s: &PresetSummary) -> Vec<(&'static str, String, String)> {
     out
 }
 
-/// The table, notes on unverified rows, and the verdict.
+/// The headline, the table, notes on unverified rows, and the verdict.
 pub fn markdown(s: &PresetSummary, out: &mut dyn Write) -> io::Result<()> {
+    let headline = super::headline::preset_headline(s);
+    for line in &headline {
+        writeln!(out, "{line}")?;
+    }
+    if !headline.is_empty() {
+        writeln!(out)?;
+    }
     writeln!(out, "**{}**: {}\n", s.preset, s.description)?;
     let cols = columns(&s.preset);
     let titles: Vec<&str> = cols.iter().map(|c| c.0).collect();

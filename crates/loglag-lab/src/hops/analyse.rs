@@ -130,6 +130,7 @@ pub fn knees(points: &[SweepPoint]) -> Vec<Knee> {
                 topology: topology.to_owned(),
                 knee_rps,
                 capacity_rps: mine.iter().map(|p| p.rps).fold(0.0, f64::max),
+                inconclusive: None,
             }
         })
         .collect()
@@ -406,6 +407,8 @@ mod tests {
             mean_ms: Some(p99 / 2.0),
             p50_ms: Some(p99 / 2.0),
             p99_ms: Some(p99),
+            requests: Some(rps as u64),
+            interference: None,
         }
     }
 

@@ -19,7 +19,7 @@
 //!    their absence). A positive tax with failed services' requests is a lower bound.
 //! 3. **A maximum** is one request: no interval can say where it lies. Never judged.
 //! 4. **Noise**: the 95% bootstrap interval includes zero.
-//! 5. **Interference**: the lab's own rule, `lab::findings::interference_verdict`,
+//! 5. **Interference**: the lab's own rule, `lab::interference::interference_verdict`,
 //!    over the two traced runs: on a machine busy by the lab's rule (its cores 90% used
 //!    or more), the CPU wait of the topology's processes and the load generator,
 //!    shared among the requests the statistic rests on (all of them for the mean,
@@ -40,8 +40,11 @@
 //!    untraced runs (`--no-overhead`) the drift is not measured, and a tax that holds
 //!    says so.
 
-use crate::lab::findings::{interference_verdict, Interference};
-use crate::report::{Lateness, Percentile, TaxRow, TaxVerdict, TopologySummary, Waterfall};
+use crate::lab::interference::{interference_verdict, remarks_words, Interference, Wording};
+use crate::report::{
+    Knee, Lateness, Percentile, RunInterference, SweepPoint, TaxRow, TaxVerdict, TopologySummary,
+    Waterfall,
+};
 use crate::stats::INTERFERENCE_SHARE;
 
 /// The share of the offered rate every run of an open loop must serve for its tax to
@@ -108,10 +111,15 @@ fn statistic(at: &str) -> Option<Statistic> {
 /// One side of the lab's interference rule: what the machine may have added to a
 /// traced run's latencies at `stat`.
 fn side(t: &TopologySummary, stat: Statistic) -> Interference<'static> {
-    let Some(i) = &t.interference else {
-        return Interference::default();
-    };
-    let requests_beyond = (t.requests as f64 * stat.beyond).max(1.0);
+    t.interference
+        .as_ref()
+        .map_or_else(Interference::default, |i| measured(i, t.requests, stat))
+}
+
+/// What a run's measured interference may have added to each of the `requests` its
+/// statistic `stat` rests on.
+fn measured(i: &RunInterference, requests: u64, stat: Statistic) -> Interference<'static> {
+    let requests_beyond = (requests as f64 * stat.beyond).max(1.0);
     Interference {
         wait_ms: i.wait_ms().map(|w| w / requests_beyond),
         api_wait_ms: i.services_wait_ms,
@@ -123,28 +131,83 @@ fn side(t: &TopologySummary, stat: Statistic) -> Interference<'static> {
     }
 }
 
-/// The lab's rule speaks of the API and of p50 or p99; here, of the topology's
-/// processes and of the row's own statistic.
-fn reworded(text: String, stat: Statistic) -> String {
-    let text = text.replace("the API waited", "the topology's processes waited");
-    let own = stat.percentile.as_str();
-    if own == stat.name {
-        return text;
-    }
-    let name = if stat.name == "mean" {
-        "the mean"
-    } else {
-        stat.name
+/// A sweep's knee, judged: the knee is where the topology stopped keeping up, unless
+/// what was measured at its point could account for that. A knee found by its p99
+/// (over 5× the p99 at the lowest rate) is weighed by the lab's interference rule,
+/// the rise in p99 from the lowest rate's point in place of a difference; a knee
+/// found by its throughput (under 90% of the offer served), by the generator's own
+/// lateness: a generator a tenth of the point's duration late at p99 fell behind
+/// itself, and sent less than was offered.
+pub fn judge_knee(mut knee: Knee, points: &[SweepPoint], duration_s: f64) -> Knee {
+    let Some(rate) = knee.knee_rps else {
+        return knee;
     };
-    let text = text.replace(&format!(" at {own}"), &format!(" at {name}"));
-    if stat.name == "p95" {
-        // Its lateness is the p99's, which bounds it.
-        return text.replace(
-            " late at p95",
-            " late at p95 (its p99 lateness, an upper bound)",
-        );
+    let mine = |p: &&SweepPoint| p.topology == knee.topology;
+    let first = points
+        .iter()
+        .filter(mine)
+        .min_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
+    let Some(at) = points.iter().filter(mine).find(|p| p.offered_rps == rate) else {
+        return knee;
+    };
+    let Some(i) = &at.interference else {
+        return knee;
+    };
+    let p99 = statistic("p99").expect("p99 is a statistic");
+    let served_short = at.rps < 0.9 * at.offered_rps;
+    knee.inconclusive = if served_short {
+        i.send_lateness
+            .as_ref()
+            .map(|l| l.p99_us / 1e3)
+            .filter(|&late| late >= duration_s * 1e3 * 0.1)
+            .map(|late| {
+                format!(
+                    "the generator was {} ms late at p99, a tenth of the point's {duration_s} s or more: it may have sent less than was offered",
+                    ms(late)
+                )
+            })
+    } else {
+        let rise = first
+            .and_then(|f| Some(at.p99_ms? - f.p99_ms?))
+            .filter(|r| *r > 0.0);
+        rise.and_then(|rise| {
+            let side = |p: &SweepPoint| {
+                p.interference
+                    .as_ref()
+                    .map_or_else(Interference::default, |i| {
+                        measured(i, p.requests.unwrap_or(0), p99)
+                    })
+            };
+            let base = first.map_or_else(Interference::default, side);
+            let why = interference_verdict(rise, Percentile::P99, [base, side(at)]).err()?;
+            Some(why.words(&Wording {
+                against: "the rise in p99 from the lowest rate",
+                ..wording(p99)
+            }))
+        })
+    };
+    knee
+}
+
+/// How this rule names what the lab's interference rule speaks of: the topology's
+/// processes, the row's own statistic (the mean is weighed at p50's scale, p95 at
+/// p99's), and the tax.
+fn wording(stat: Statistic) -> Wording<'static> {
+    Wording {
+        processes: "the topology's processes",
+        at: if stat.name == "mean" {
+            "the mean"
+        } else {
+            stat.name
+        },
+        // p95's lateness is the p99's, which bounds it.
+        late_aside: if stat.name == "p95" {
+            " (its p99 lateness, an upper bound)"
+        } else {
+            ""
+        },
+        against: "the tax",
     }
-    text
 }
 
 fn ms(v: f64) -> String {
@@ -249,10 +312,10 @@ fn judge_one(row: &TaxRow, tax: f64, evidence: &Evidence<'_>) -> Result<Option<S
     }
     let mut notes = Vec::new();
     let sides = [side(monolith, stat), side(services, stat)];
+    let wording = wording(stat);
     match interference_verdict(tax, stat.percentile, sides) {
-        Err(why) => return Err(reworded(why, stat)),
-        Ok(Some(note)) => notes.push(reworded(note, stat)),
-        Ok(None) => {}
+        Err(why) => return Err(why.words(&wording)),
+        Ok(remarks) => notes.extend(remarks_words(&remarks, &wording)),
     }
     for t in [monolith, services] {
         let Some(u) = evidence
@@ -353,7 +416,6 @@ pub(super) fn machine_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::RunInterference;
 
     /// A topology run at 200 requests/s, 2000 requests, p50 `p50` ms and p99 `p99`.
     fn run(topology: &str, traced: bool, p50: f64, p99: f64) -> TopologySummary {
@@ -662,5 +724,74 @@ mod tests {
         assert!(w.contains("processes used 0.10"), "{w}");
         assert_eq!(machine_warning(Some(0.1), Some(0.05), 2.0, Some(0.3)), None);
         assert!(machine_warning(Some(1.5), Some(0.4), 2.0, Some(0.5)).is_some());
+    }
+
+    fn point(offered: f64, rps: f64, p99: f64, i: RunInterference) -> SweepPoint {
+        SweepPoint {
+            offered_rps: offered,
+            topology: "services".into(),
+            rps,
+            errors: 0,
+            mean_ms: Some(p99 / 2.0),
+            p50_ms: Some(p99 / 2.0),
+            p99_ms: Some(p99),
+            requests: Some((rps * 10.0) as u64),
+            interference: Some(i),
+        }
+    }
+
+    fn knee_at(rate: f64) -> Knee {
+        Knee {
+            topology: "services".into(),
+            knee_rps: Some(rate),
+            capacity_rps: 1000.0,
+            inconclusive: None,
+        }
+    }
+
+    /// A sweep point carries what was measured around it, and a knee that the
+    /// machine could account for says so: a p99 knee on a busy machine whose wait,
+    /// at p99's scale, is half the rise or more; a throughput knee whose generator
+    /// was a tenth of the point late. The same knee on a quiet machine holds.
+    #[test]
+    fn a_knee_the_machine_could_account_for_is_inconclusive_with_its_reason() {
+        let mut busy_point = quiet();
+        busy_point.services_wait_ms = Some(1500.0);
+        busy_point.machine_warning = Some("the machine was 100% busy".into());
+        // 10 s at 1000 req/s: p99 rests on 100 requests, 15.1 ms of wait each,
+        // against a rise of 20 ms (3.3 -> 23.3).
+        let points = [
+            point(100.0, 100.0, 3.3, quiet()),
+            point(1000.0, 1000.0, 23.3, busy_point.clone()),
+        ];
+        let k = judge_knee(knee_at(1000.0), &points, 10.0);
+        let why = k.inconclusive.expect("the wait could account for the rise");
+        assert!(
+            why.contains("waited 15.1 ms for a CPU at p99's scale, half the rise in p99 from the lowest rate (20.0 ms) or more"),
+            "{why}"
+        );
+        let quiet_points = [
+            point(100.0, 100.0, 3.3, quiet()),
+            point(1000.0, 1000.0, 23.3, quiet()),
+        ];
+        assert_eq!(
+            judge_knee(knee_at(1000.0), &quiet_points, 10.0).inconclusive,
+            None
+        );
+        // Served under 90%: the generator a second late at p99 of a 10 s point.
+        let mut behind = quiet();
+        behind.send_lateness.as_mut().unwrap().p99_us = 1_000_000.0;
+        let points = [
+            point(100.0, 100.0, 3.3, quiet()),
+            point(1000.0, 700.0, 3.5, behind),
+        ];
+        let why = judge_knee(knee_at(1000.0), &points, 10.0)
+            .inconclusive
+            .expect("the generator fell behind");
+        assert!(why.contains("1000 ms late at p99"), "{why}");
+        // No knee, nothing to judge.
+        let mut none = knee_at(1000.0);
+        none.knee_rps = None;
+        assert_eq!(judge_knee(none, &points, 10.0).inconclusive, None);
     }
 }

@@ -450,18 +450,27 @@ fn sweep(
                 mean_ms: s.mean_ms,
                 p50_ms: s.p50_ms,
                 p99_ms: s.p99_ms,
+                requests: Some(s.requests),
+                interference: s.interference.clone(),
             });
         }
         if overwhelmed == 2 {
             break;
         }
     }
-    let knees = analyse::knees(&points);
+    let knees: Vec<_> = analyse::knees(&points)
+        .into_iter()
+        .map(|k| findings::judge_knee(k, &points, duration.as_secs_f64()))
+        .collect();
     for k in &knees {
         observer.progress(&match k.knee_rps {
             Some(r) => format!(
-                "{}: knee at {r} requests/s offered, capacity {:.0} requests/s",
-                k.topology, k.capacity_rps
+                "{}: knee at {r} requests/s offered, capacity {:.0} requests/s{}",
+                k.topology,
+                k.capacity_rps,
+                k.inconclusive
+                    .as_ref()
+                    .map_or(String::new(), |why| format!(" (inconclusive: {why})"))
             ),
             None => format!(
                 "{}: kept up at every rate (up to {:.0} requests/s)",

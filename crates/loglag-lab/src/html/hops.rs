@@ -192,7 +192,7 @@ pub fn render_hops(s: &HopsSummary) -> String {
     };
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab hops</title><style>{CSS}</style></head><body><h1>loglag lab hops: the cost of a service boundary</h1><p>{load} for {} s; calls {}, connections {}, work {} ({} ms per step), bodies of {} bytes, {} threads per process; one request in {} traced. {}, {} cores.</p>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab hops</title><style>{CSS}</style></head><body><h1>loglag lab hops: the cost of a service boundary</h1>{answer}<p>{load} for {} s; calls {}, connections {}, work {} ({} ms per step), bodies of {} bytes, {} threads per process; one request in {} traced. {}, {} cores.</p>",
         p.duration_s,
         esc(&p.calls),
         esc(&p.connection),
@@ -202,7 +202,8 @@ pub fn render_hops(s: &HopsSummary) -> String {
         p.threads,
         p.trace_every,
         esc(&s.machine.cpu),
-        s.machine.cores
+        s.machine.cores,
+        answer = super::headline_section(&crate::export::headline::hops_headline(s), None),
     );
     if let Some(interrupted) = &s.interrupted {
         let _ = write!(
@@ -393,20 +394,7 @@ fn sweep_section(sweep: &crate::report::HopsSweep) -> String {
     ));
     h.push_str("<ul>");
     for k in &sweep.knees {
-        let _ = match k.knee_rps {
-            Some(r) => write!(
-                h,
-                "<li>{}: knee at {r:.0} requests/s offered; capacity {:.0} requests/s.</li>",
-                esc(&k.topology),
-                k.capacity_rps
-            ),
-            None => write!(
-                h,
-                "<li>{}: kept up at every rate offered (served up to {:.0} requests/s).</li>",
-                esc(&k.topology),
-                k.capacity_rps
-            ),
-        };
+        let _ = write!(h, "<li>{}</li>", esc(&crate::export::hops::knee_line(k)));
     }
     if let Some(line) = crate::export::hops::throughput_lost(sweep) {
         let _ = write!(h, "<li>{}</li>", esc(&line));

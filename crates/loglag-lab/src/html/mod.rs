@@ -286,10 +286,14 @@ pub fn render_preset(s: &crate::report::PresetSummary) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab --preset {p}</title><style>{CSS}</style></head><body><h1>loglag lab --preset {p}</h1><p>{d}</p>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab --preset {p}</title><style>{CSS}</style></head><body><h1>loglag lab --preset {p}</h1>",
         p = esc(&s.preset),
-        d = esc(&s.description)
     );
+    h.push_str(&headline_section(
+        &crate::export::headline::preset_headline(s),
+        None,
+    ));
+    let _ = write!(h, "<p>{}</p>", esc(&s.description));
     let (titles, rows) = crate::export::preset::table(s);
     h.push_str("<table><thead><tr>");
     for (title, number) in &titles {
@@ -528,6 +532,23 @@ pub fn load_preset(dir: &Path) -> Result<Option<crate::report::PresetSummary>, L
         .map_err(|e| LoadError::Corrupt(path, e.to_string()))
 }
 
+/// The answer first: the headline's lines as stdout shows them (each within 80
+/// columns, never wrapped), and the chart that shows them. Empty without lines.
+pub(crate) fn headline_section(lines: &[String], chart: Option<&str>) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from("<section id=\"answer\" class=\"headline\"><pre>");
+    for line in lines {
+        h.push_str(&esc(line));
+        h.push('\n');
+    }
+    h.push_str("</pre>");
+    h.push_str(chart.unwrap_or_default());
+    h.push_str("</section>");
+    h
+}
+
 pub fn render(s: &Summary) -> String {
     let mut h = String::new();
     let p = &s.params;
@@ -536,24 +557,17 @@ pub fn render(s: &Summary) -> String {
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>loglag lab report</title><style>{CSS}</style></head><body><h1>loglag lab report</h1>"
     );
     // The answer first: the same sentences as the top of `loglag lab`'s stdout.
-    let headline = crate::export::headline::headline(s);
-    if !headline.is_empty() {
-        h.push_str("<section id=\"answer\" class=\"headline\"><pre>");
-        for line in &headline {
-            h.push_str(&esc(line));
-            h.push('\n');
-        }
-        h.push_str("</pre>");
-        if let Some(chart) = charts::headline(s) {
-            let _ = write!(
-                h,
-                "<figure class=\"headline-chart\">{chart}<figcaption class=\"caption\">The conditions the sentences above speak of, per sink: the p99 with its 95% interval and the p50. {} {}</figcaption></figure>",
-                charts::DURATION_SCALE_CAPTION,
-                charts::flagged_caption(s)
-            );
-        }
-        h.push_str("</section>");
-    }
+    let chart = charts::headline(s).map(|chart| {
+        format!(
+            "<figure class=\"headline-chart\">{chart}<figcaption class=\"caption\">The conditions the sentences above speak of, per sink: the p99 with its 95% interval and the p50. {} {}</figcaption></figure>",
+            charts::DURATION_SCALE_CAPTION,
+            charts::flagged_caption(s)
+        )
+    });
+    h.push_str(&headline_section(
+        &crate::export::headline::headline(s),
+        chart.as_deref(),
+    ));
     // One notation for the time zone, to the second: "2026-11-29 23:09:46 UTC".
     let started = loglag::__lab::rfc3339(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),

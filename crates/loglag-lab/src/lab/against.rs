@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::findings::{baseline_of, interference_verdict, Interference};
+use super::findings::baseline_of;
+use super::interference::{interference_verdict, remarks_words, Interference, Wording};
 use crate::export::findings::three_figures;
 use crate::html::LoadError;
 use crate::report::{Finding, Machine, PairSummary, Params, Percentile, PlanEcho, Summary};
@@ -492,10 +493,10 @@ fn judge(
     let mut notes: Vec<String> = Vec::new();
     let sides =
         [(tc, tb), (nc, nb)].map(|(c, b)| most(Interference::of(c, at), Interference::of(b, at)));
+    let wording = Wording::lab(at);
     match interference_verdict(growth_ms, at, sides) {
-        Err(why) => return Verdict::Inconclusive(why),
-        Ok(Some(note)) => notes.push(note),
-        Ok(None) => {}
+        Err(why) => return Verdict::Inconclusive(why.words(&wording)),
+        Ok(remarks) => notes.extend(remarks_words(&remarks, &wording)),
     }
     if failed(nc) > 0 {
         notes.push(format!(

@@ -7,9 +7,10 @@
 //! enough to have one: `--rounds` adds requests, and shows the spread between rounds in
 //! the pairs table's "p99 range" column, which the interval does not include.
 
+use super::interference::{interference_verdict, remarks_words, Interference, Wording};
 use crate::export::findings::three_figures;
 use crate::report::{Finding, PairSummary, Percentile};
-use crate::stats::{bootstrap_pairs, interval95, quantile_select, INTERFERENCE_SHARE, NOTED_SHARE};
+use crate::stats::{bootstrap_pairs, interval95, quantile_select};
 
 /// The most requests of one pair a bootstrap resamples: above it, every k-th request in
 /// send order. Fewer samples only widen the interval, and 400 resamples of 450,000
@@ -212,7 +213,7 @@ fn compare(
 /// own doing: sync logging to a slow sink saturates the API, and that is the finding.
 /// A busy machine and a late generator add their delay to either side, so they make a
 /// difference inconclusive only when that delay could account for it
-/// ([`interference_verdict`]); a difference within the noise is said to be that first.
+/// ([`interference_verdict`](super::interference::interference_verdict)); a difference within the noise is said to be that first.
 fn judge(
     t: &PairSummary,
     b: &PairSummary,
@@ -263,10 +264,10 @@ fn judge(
     // waited for a CPU, or the generator's lateness, could account for the difference.
     let mut notes = Vec::new();
     let sides = [b, t].map(|p| Interference::of(p, percentile));
+    let wording = Wording::lab(percentile);
     match interference_verdict(difference_ms, percentile, sides) {
-        Err(why) => return (Some(why), None),
-        Ok(Some(note)) => notes.push(note),
-        Ok(None) => {}
+        Err(why) => return (Some(why.words(&wording)), None),
+        Ok(remarks) => notes.extend(remarks_words(&remarks, &wording)),
     }
     if t.metrics.saturation_warning.is_some() {
         notes.push(
@@ -281,171 +282,6 @@ fn judge(
         ));
     }
     (None, (!notes.is_empty()).then(|| notes.join("; ")))
-}
-
-/// What the machine may have added to one side's latencies at one percentile.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Interference<'a> {
-    /// The CPU wait of the side's processes (API, reader and generator, summed over
-    /// its runs) at the percentile's time scale, ms: shared among the requests at or
-    /// beyond the percentile, at least one per run (a p99 of 160 requests: 1.6; a
-    /// p50: 80), the most each could have been delayed had all of it fallen on them.
-    /// `None`: not measured.
-    pub wait_ms: Option<f64>,
-    /// The API's own CPU wait, ms per run, for the label.
-    pub api_wait_ms: Option<f64>,
-    /// The generator's lateness at the percentile, ms (it is in every latency).
-    pub late_ms: Option<f64>,
-    /// The generator's lateness at p99 weighed at the percentile's scale, as the CPU
-    /// wait is: `None` where the side's lateness is not known by percentile.
-    pub late_tail: Option<LateTail>,
-    /// The machine was flagged busy (saturated) during the side's runs.
-    pub busy: bool,
-    /// Whose runs these are (a condition), named in the reason; empty: unnamed.
-    pub who: &'a str,
-}
-
-/// The generator's late sends at the percentile's scale: the requests beyond its
-/// p99 lateness (1% of them, at least one per run) were each sent at least `p99_ms`
-/// late; that delay, shared among the requests at or beyond the percentile (at least
-/// one per run), is `at_scale_ms` each, the most it could move the percentile had it
-/// fallen on them. At p99 it is the p99 lateness itself; at p50, a fiftieth of it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct LateTail {
-    pub p99_ms: f64,
-    pub at_scale_ms: f64,
-}
-
-impl Interference<'_> {
-    pub(crate) fn of(p: &PairSummary, percentile: Percentile) -> Interference<'_> {
-        let q = percentile.quantile();
-        let runs = p.runs.max(1) as f64;
-        let beyond_at = |q: f64| (p.requests as f64 * (1.0 - q)).max(runs);
-        let beyond = beyond_at(q);
-        let wait = p.metrics.cpu_wait_ms;
-        Interference {
-            wait_ms: wait.and_then(|w| w.total()).map(|w| w / beyond),
-            api_wait_ms: wait.and_then(|w| w.api).map(|w| w / runs),
-            late_ms: p.metrics.send_lateness.map(|l| l.at_us(q) / 1e3),
-            late_tail: p.metrics.send_lateness.map(|l| {
-                let p99_ms = l.p99_us / 1e3;
-                LateTail {
-                    p99_ms,
-                    at_scale_ms: p99_ms * beyond_at(Percentile::P99.quantile()) / beyond,
-                }
-            }),
-            busy: p.metrics.machine_warning.is_some(),
-            who: &p.condition,
-        }
-    }
-
-    /// The generator's lateness weighed at the percentile's scale, ms: the larger of
-    /// its lateness at the percentile and its p99 lateness at that scale; with the
-    /// words that say which, e.g. "23.5 ms late at p99 in json-queue: 0.470 ms at
-    /// p50's scale".
-    fn late_weighed(&self, at: &str) -> Option<(f64, String)> {
-        let who = if self.who.is_empty() {
-            String::new()
-        } else {
-            format!(" in {}", self.who)
-        };
-        let own = self
-            .late_ms
-            .map(|l| (l, format!("{} ms late at {at}{who}", three_figures(l))));
-        let tail = self.late_tail.map(|t| {
-            (
-                t.at_scale_ms,
-                format!(
-                    "{} ms late at p99{who}: {} ms at {at}'s scale",
-                    three_figures(t.p99_ms),
-                    three_figures(t.at_scale_ms)
-                ),
-            )
-        });
-        match (own, tail) {
-            (Some(o), Some(t)) if t.0 > o.0 && at != "p99" => Some(t),
-            (Some(o), _) => Some(o),
-            (None, t) => t,
-        }
-    }
-}
-
-/// The rule for interference, one function: `Err(why)` when what the machine may have
-/// added to either side could account for the difference (inconclusive), else
-/// `Ok(note)`, the note saying what a reader must know of it.
-///
-/// - On a machine flagged busy during either side's runs (its cores 90% used or more,
-///   other tenants included: `machine_warning`), the CPU wait at the percentile's
-///   scale ([`Interference::wait_ms`], the larger of the two sides) is
-///   [`INTERFERENCE_SHARE`] (half) of the difference or more: inconclusive. Under it
-///   the difference holds, its note saying that the absolute values are inflated,
-///   and by how much the API waited.
-/// - On a machine that was not, a thread waits for its wake-up, not for another
-///   tenant (measured on a quiet 2-core VM: 30 to 50 ms in an 8 s run, 5 to 30 µs a
-///   wake-up): the same in every run, it inflates both sides alike, and the interval
-///   decides.
-/// - The generator's lateness at the percentile's scale, the larger of the two sides,
-///   is half of the difference or more: inconclusive; over [`NOTED_SHARE`] (a tenth)
-///   of it, it is noted. At that scale it is the larger of its lateness at the
-///   percentile (p50 for a p50 finding, p99 for a p99) and its p99 lateness weighed
-///   as the CPU wait is ([`LateTail`]): a generator 23.5 ms late for 1% of 160
-///   requests may have put 0.47 ms on each request at or beyond the p50.
-/// - Not measured (results from before the wait was), a machine flagged busy on
-///   either side makes the difference inconclusive, as it did then.
-pub(crate) fn interference_verdict(
-    difference_ms: f64,
-    percentile: Percentile,
-    sides: [Interference<'_>; 2],
-) -> Result<Option<String>, String> {
-    let at = percentile.as_str();
-    let allowed = difference_ms.abs() * INTERFERENCE_SHARE;
-    let largest =
-        |f: fn(&Interference<'_>) -> Option<f64>| sides.iter().filter_map(f).reduce(f64::max);
-    let mut notes = Vec::new();
-    if sides.iter().any(|s| s.busy) {
-        match largest(|s| s.wait_ms) {
-            None => {
-                return Err(
-                    "the machine was saturated and how long the runs waited for a CPU was not measured, so their latency may be waiting for a core"
-                        .to_owned(),
-                )
-            }
-            Some(wait) if wait >= allowed => {
-                return Err(format!(
-                    "the machine was busy and the runs waited {} ms for a CPU at {at}'s scale, half the difference ({} ms) or more: that could account for it",
-                    three_figures(wait),
-                    three_figures(difference_ms.abs())
-                ))
-            }
-            Some(wait) => {
-                let api = largest(|s| s.api_wait_ms).map_or(String::new(), |a| {
-                    format!("the API waited {} ms for a CPU; ", three_figures(a))
-                });
-                notes.push(format!(
-                    "absolute values inflated by a busy machine ({api}{} ms of waiting at {at}'s scale, under half the difference)",
-                    three_figures(wait)
-                ));
-            }
-        }
-    }
-    let late = sides
-        .iter()
-        .filter_map(|s| s.late_weighed(at))
-        .reduce(|a, b| if b.0 > a.0 { b } else { a });
-    if let Some((late, words)) = late {
-        if late >= allowed {
-            return Err(format!(
-                "the generator was {words}, half the difference ({} ms) or more",
-                three_figures(difference_ms.abs())
-            ));
-        }
-        if late >= difference_ms.abs() * NOTED_SHARE {
-            notes.push(format!(
-                "the generator was {words}, under half the difference"
-            ));
-        }
-    }
-    Ok((!notes.is_empty()).then(|| notes.join("; ")))
 }
 
 #[cfg(test)]
@@ -749,59 +585,6 @@ mod tests {
                 "{noise:?}"
             );
         }
-    }
-
-    /// The rule itself, at its edges: on a busy machine, half the difference is the
-    /// line for the wait; for the lateness, on any machine; a tenth of it earns the
-    /// lateness a note.
-    #[test]
-    fn interference_under_half_the_difference_holds_and_a_tenth_is_noted() {
-        let side = |wait: f64, late: f64, busy: bool| Interference {
-            wait_ms: Some(wait),
-            api_wait_ms: Some(wait),
-            late_ms: Some(late),
-            late_tail: None,
-            busy,
-            who: "",
-        };
-        let p99 = Percentile::P99;
-        let quiet = side(0.01, 0.01, false);
-        assert_eq!(interference_verdict(10.0, p99, [quiet, quiet]), Ok(None));
-        // A quiet machine's wait, however long, does not decide.
-        assert_eq!(
-            interference_verdict(10.0, p99, [quiet, side(50.0, 0.01, false)]),
-            Ok(None)
-        );
-        assert!(interference_verdict(10.0, p99, [quiet, side(5.0, 0.01, true)]).is_err());
-        assert!(interference_verdict(-10.0, p99, [side(5.0, 0.01, true), quiet]).is_err());
-        let under = interference_verdict(10.0, p99, [quiet, side(4.9, 0.01, true)]).unwrap();
-        assert_eq!(
-            under.as_deref(),
-            Some("absolute values inflated by a busy machine (the API waited 4.90 ms for a CPU; 4.90 ms of waiting at p99's scale, under half the difference)")
-        );
-        assert!(
-            interference_verdict(10.0, p99, [quiet, side(0.01, 5.0, false)])
-                .unwrap_err()
-                .contains("5.00 ms late at p99")
-        );
-        let late = interference_verdict(10.0, p99, [side(0.01, 2.0, false), quiet]).unwrap();
-        assert_eq!(
-            late.as_deref(),
-            Some("the generator was 2.00 ms late at p99, under half the difference")
-        );
-        assert_eq!(
-            interference_verdict(10.0, p99, [side(0.01, 0.9, false), quiet]),
-            Ok(None)
-        );
-        let unmeasured = Interference {
-            wait_ms: None,
-            busy: true,
-            ..Interference::default()
-        };
-        assert!(interference_verdict(1e6, p99, [quiet, unmeasured]).is_ok());
-        assert!(interference_verdict(1e6, p99, [unmeasured, unmeasured])
-            .unwrap_err()
-            .contains("not measured"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod against;
 pub mod executor;
 pub mod findings;
+pub(crate) mod interference;
 pub mod measure;
 pub mod plan;
 pub mod preset;

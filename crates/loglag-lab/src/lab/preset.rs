@@ -333,41 +333,34 @@ fn band_ms(p99_ms: f64) -> f64 {
 /// Why a point's figures cannot carry a comparison, if they cannot: requests failed,
 /// what was logged was not verified, the API could not keep up, or the interference
 /// measured in its runs could move its p99 by half the verdict's band ([`band_ms`]) or
-/// more. Interference is weighed as the lab's findings weigh it
-/// (`findings::Interference` at p99): the generator's lateness at p99, and, on a
-/// machine flagged busy, the CPU its runs waited for at p99's scale. A busy machine
-/// whose wait could not move the p99 that far does not flag the point.
+/// more. Interference is weighed by the lab's one rule
+/// ([`interference_verdict`](super::interference::interference_verdict)) at p99, the
+/// band in place of a difference: the generator's lateness at p99, and, on a machine
+/// flagged busy, the CPU its runs waited for at p99's scale. A busy machine whose wait
+/// could not move the p99 that far does not flag the point.
 pub fn flagged(r: &PresetRow) -> Option<String> {
-    use super::findings::Interference;
-    use crate::export::findings::three_figures;
+    use super::interference::{interference_verdict, Interference, Wording};
+    use crate::report::Percentile;
     let p = &r.pair;
-    let interference = Interference::of(p, crate::report::Percentile::P99);
-    let half_band = p.metrics.p99_ms.map(|p99| band_ms(p99) / 2.0);
     let why = if p.metrics.http_errors > 0 || p.metrics.timeouts > 0 {
         "requests failed or timed out".to_owned()
     } else if !p.metrics.verified {
         "the log was not verified".to_owned()
     } else if p.metrics.saturation_warning.is_some() {
         "the API was saturated".to_owned()
-    } else if let Some(late) = interference
-        .late_ms
-        .filter(|&late| half_band.is_some_and(|h| late >= h))
-    {
-        format!(
-            "the load generator was {} ms late at p99, half the verdict's band or more",
-            three_figures(late)
-        )
-    } else if interference.busy {
-        match interference.wait_ms {
-            None => "the machine was saturated, and the CPU wait was not measured".to_owned(),
-            Some(wait) if half_band.is_some_and(|h| wait >= h) => format!(
-                "the machine was busy: its runs waited {} ms for a CPU at p99's scale, half the verdict's band or more",
-                three_figures(wait)
-            ),
-            Some(_) => return None,
-        }
     } else {
-        return None;
+        let band = band_ms(p.metrics.p99_ms?);
+        // The step names the point; the reason need not name its condition.
+        let own = Interference {
+            who: "",
+            ..Interference::of(p, Percentile::P99)
+        };
+        let sides = [own, Interference::default()];
+        let disturbance = interference_verdict(band, Percentile::P99, sides).err()?;
+        disturbance.words(&Wording {
+            against: "the verdict's band",
+            ..Wording::lab(Percentile::P99)
+        })
     };
     Some(format!("{} ({})", r.step, why))
 }
@@ -582,7 +575,7 @@ mod tests {
         let v = sweep_verdict(&rows).unwrap();
         assert!(v.starts_with("Inconclusive: 2 of 3 points"), "{v}");
         assert!(
-            v.contains("32-100 (the load generator was 0.276 ms late at p99, half the verdict's band or more)"),
+            v.contains("32-100 (the generator was 0.276 ms late at p99, half the verdict's band (0.200 ms) or more)"),
             "{v}"
         );
         assert!(v.contains("128-100 (requests failed or timed out)"), "{v}");

@@ -64,6 +64,14 @@ pub struct SweepPoint {
     pub mean_ms: Option<f64>,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// Requests answered (the percentiles rest on them). `None` in results written
+    /// before points carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// What the machine may have added to the point's latencies, measured as a
+    /// topology run's is. `None` in results written before points carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<RunInterference>,
 }
 
 /// Where a topology stops keeping up.
@@ -75,6 +83,11 @@ pub struct Knee {
     pub knee_rps: Option<f64>,
     /// The most responses per second it achieved at any point.
     pub capacity_rps: f64,
+    /// Why the knee may be the machine's, not the topology's: what was measured at the
+    /// knee's point could account for it (`hops::findings::judge_knee`). `None`: the
+    /// knee holds, there is none, or results written before knees were judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
