@@ -391,7 +391,30 @@ fn classify(
     }
 }
 
-/// Runs the load. Must be called inside a tokio runtime with I/O and time enabled.
+/// The runtime a load runs on, its threads named `thread_name`.
+///
+/// An open loop runs on one worker: the schedule, each request and its connection stay
+/// on that thread, and no second worker is woken to look for a task it cannot take. On
+/// 2 cores at 500 requests/s (keep-alive) two workers put `loglag load`'s p50 at 1.30×
+/// oha's latency-corrected p50 and one worker at 0.89× (median of 7 interleaved runs,
+/// `scripts/oha-compare`): the woken worker is a third runnable thread beside the
+/// generator and the server. One worker kept 20,000 and 40,000 requests/s as two did.
+/// A closed loop is bound by throughput: a worker per core, at least two.
+pub fn runtime(closed: bool, thread_name: &str) -> std::io::Result<tokio::runtime::Runtime> {
+    let workers = if closed {
+        std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+    } else {
+        1
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(thread_name)
+        .enable_all()
+        .build()
+}
+
+/// Runs the load. Must be called inside a tokio runtime with I/O and time enabled;
+/// [`runtime`] makes the one it runs best on.
 pub async fn run(config: &LoadConfig) -> LoadResult {
     run_observed(config, Arc::default()).await
 }

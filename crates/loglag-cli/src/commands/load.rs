@@ -31,9 +31,7 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let url_config = (!url.is_empty())
         .then(|| config(Target::parse(url).map_err(anyhow::Error::msg)?))
         .transpose()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = loglag_lab::load::runtime(a.closed.is_some(), "load-generator")?;
     // Ctrl-C stops the load and prints what was measured so far; a second one exits.
     let stop = cancel_flag()?;
     let run = |config: &LoadConfig| {

@@ -523,12 +523,8 @@ pub fn run_hops(
         }
     }
     // Its threads are the load generator's: named so that their CPU wait is read.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(GENERATOR_THREAD)
-        .enable_all()
-        .build()
-    {
+    // An open loop on one worker, a closed one (--users) on a worker per core.
+    let runtime = match load::runtime(plan.users.is_some(), GENERATOR_THREAD) {
         Ok(r) => r,
         Err(e) => return (None, Some(e.into())),
     };

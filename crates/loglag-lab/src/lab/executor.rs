@@ -111,23 +111,22 @@ pub trait RunApi {
 pub const GENERATOR_THREAD: &str = "load-generator";
 
 /// The real executor: child processes of the `loglag` executable at `exe`, an
-/// `--app`'s shell command, and the open-loop generator on a two-thread runtime
-/// (threads named [`GENERATOR_THREAD`]).
+/// `--app`'s shell command, and the load generator on the runtime each loop runs best
+/// on ([`crate::load::runtime`]: one worker for an open loop, a worker per core for a
+/// closed one; threads named [`GENERATOR_THREAD`]).
 #[derive(Debug)]
 pub struct Processes {
     exe: PathBuf,
-    runtime: tokio::runtime::Runtime,
+    open_loop: tokio::runtime::Runtime,
+    closed_loop: tokio::runtime::Runtime,
 }
 
 impl Processes {
     pub fn new(exe: &Path) -> io::Result<Processes> {
         Ok(Processes {
             exe: exe.to_owned(),
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name(GENERATOR_THREAD)
-                .enable_all()
-                .build()?,
+            open_loop: crate::load::runtime(false, GENERATOR_THREAD)?,
+            closed_loop: crate::load::runtime(true, GENERATOR_THREAD)?,
         })
     }
 }
@@ -155,7 +154,12 @@ impl Executor for Processes {
     }
 
     fn load(&self, config: &LoadConfig, cancel: &AtomicBool) -> Option<LoadResult> {
-        self.runtime.block_on(async {
+        let runtime = if config.closed.is_some() {
+            &self.closed_loop
+        } else {
+            &self.open_loop
+        };
+        runtime.block_on(async {
             tokio::select! {
                 r = crate::load::run(config) => Some(r),
                 () = super::watch(cancel) => None,
