@@ -817,10 +817,12 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
             if scale.is_log() {
                 out.push_str(&mark);
             }
-            // The value, read upward: above the mark (and its whisker), or when that
-            // would leave the plot, inside a bar's top or below a dot.
+            // The value to three figures, read upward: above the mark (and its
+            // whisker), or when it would cross the plot's top, inside a bar's top or
+            // below a dot.
+            let value_label = scale.label(round3(v));
             let cx = mx + 3.0;
-            let below = top - TOP < 40.0;
+            let below = top - TOP < estimated_text_width(&value_label, TICK_PX) + 8.0;
             let (ty, anchor) = match (below, scale.is_log()) {
                 (false, _) => (top - 4.0, "start"),
                 (true, false) => (mark_top + 4.0, "end"),
@@ -831,7 +833,7 @@ pub fn bars(title: &str, y_label: &str, scale: Scale, groups: &[BarGroup]) -> St
                 out,
                 r#"<text x="{cx:.1}" y="{ty:.1}" class="tick" text-anchor="{anchor}"{fill} transform="rotate(-90 {cx:.1} {ty:.1})">{l}</text>"#,
                 fill = if white { " style=\"fill:#fff\"" } else { "" },
-                l = scale.label(v)
+                l = value_label
             );
             if !entries.iter().any(|e| &e.name == name) {
                 entries.push(Entry {
@@ -893,6 +895,34 @@ fn label_lines(label: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value's label has three figures, and one whose mark sits too near the plot's
+    /// top for the label to fit above it goes below the dot instead (end-anchored,
+    /// reading upward from under it): it never crosses the top edge.
+    #[test]
+    fn value_labels_have_three_figures_and_stay_inside_the_plot() {
+        let group = |value_us: f64| BarGroup {
+            label: "slow sink / p50".into(),
+            bars: vec![
+                Bar::new("none", PALETTE[0], 364.45),
+                Bar::new("json-sync", PALETTE[1], value_us),
+            ],
+        };
+        let chart = bars("t", "latency", Scale::LogMicros, &[group(834_600.0)]);
+        assert!(chart.contains(">835 ms</text>"), "{chart}");
+        assert!(chart.contains(">364 µs</text>"), "{chart}");
+        // The largest value tops the axis: its label goes below its dot.
+        let top_label = chart
+            .split("<text")
+            .find(|t| t.contains(">835 ms<"))
+            .unwrap();
+        assert!(top_label.contains("text-anchor=\"end\""), "{top_label}");
+        let low_label = chart
+            .split("<text")
+            .find(|t| t.contains(">364 µs<"))
+            .unwrap();
+        assert!(low_label.contains("text-anchor=\"start\""), "{low_label}");
+    }
 
     /// CIELAB of an sRGB colour as seen with `deficiency` (Machado, Oliveira and
     /// Fernandes 2009, severity 1), or as it is.
