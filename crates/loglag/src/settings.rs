@@ -464,6 +464,12 @@ impl Settings {
         Ok(())
     }
 
+    /// The overflow policy: whether a caller may wait ([`Overflow::Block`]) is what a
+    /// front end that holds a lock of its own (Python's GIL) must know before it logs.
+    pub fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
     /// The first setting that cannot work, as an error naming it, its value and what is
     /// valid. A pipeline starts only from settings this accepts.
     pub fn validate(&self) -> Result<(), SettingError> {

@@ -1,0 +1,310 @@
+//! One `LogRecord` as one line: JSON (one object per line) or text (`time LEVEL logger:
+//! message key=value`). Nothing a record holds can break the line: JSON escapes every
+//! control character, and text writes newlines, carriage returns and other control
+//! characters as `\n`, `\r`, `\u{1b}` (log injection: a message cannot forge a
+//! second record).
+
+use std::fmt::Write;
+
+use loglag::Level;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    Json,
+    Text,
+}
+
+/// What a line is made of, read from the `LogRecord`.
+pub(crate) struct Record<'a, 'py> {
+    /// Seconds since the Unix epoch (`record.created`).
+    pub created: f64,
+    pub level: Level,
+    pub logger: &'a str,
+    pub message: &'a str,
+    pub thread: Option<&'a str>,
+    pub exc_text: Option<&'a str>,
+    pub stack: Option<&'a str>,
+    /// The record's `__dict__`: its `extra` fields are the keys a `LogRecord` does not
+    /// have of its own.
+    pub extra: &'a Bound<'py, PyDict>,
+}
+
+/// The attributes every `LogRecord` has (Python 3.8 to 3.13): not `extra` fields.
+const RECORD_ATTRIBUTES: [&str; 24] = [
+    "args",
+    "asctime",
+    "created",
+    "exc_info",
+    "exc_text",
+    "filename",
+    "funcName",
+    "levelname",
+    "levelno",
+    "lineno",
+    "module",
+    "msecs",
+    "message",
+    "msg",
+    "name",
+    "pathname",
+    "process",
+    "processName",
+    "relativeCreated",
+    "stack_info",
+    "thread",
+    "threadName",
+    "taskName",
+    "_loglag",
+];
+
+/// One `extra` value: JSON's own types where Python's map onto them, else its `str()`.
+enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    Ok(if v.is_none() {
+        Value::Null
+    } else if v.is_instance_of::<PyBool>() {
+        Value::Bool(v.extract()?)
+    } else if v.is_instance_of::<PyInt>() {
+        match v.extract::<i64>() {
+            Ok(i) => Value::Int(i),
+            // Past i64: its digits, exactly.
+            Err(_) => Value::Text(v.str()?.to_string()),
+        }
+    } else if v.is_instance_of::<PyFloat>() {
+        Value::Float(v.extract()?)
+    } else if let Ok(s) = v.downcast::<PyString>() {
+        Value::Text(s.to_cow()?.into_owned())
+    } else {
+        Value::Text(v.str()?.to_string())
+    })
+}
+
+/// How many entries a `LogRecord`'s `__dict__` has on this Python when nothing was
+/// added to it: a record of that size has no `extra` fields, and its keys need not be
+/// looked at (the common case, and the costly part of reading them).
+static PLAIN_RECORD_LEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+fn plain_record_len(py: Python<'_>) -> usize {
+    *PLAIN_RECORD_LEN.get_or_init(|| {
+        let made = (|| -> PyResult<usize> {
+            let logging = py.import("logging")?;
+            let record = logging.getattr("LogRecord")?.call1((
+                "n",
+                20,
+                "p",
+                1,
+                "m",
+                py.None(),
+                py.None(),
+            ))?;
+            record.getattr("__dict__")?.len()
+        })();
+        // Unknown: every key is looked at.
+        made.unwrap_or(0)
+    })
+}
+
+fn extras(dict: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    if dict.len() == plain_record_len(dict.py()) {
+        return Ok(out);
+    }
+    for (k, v) in dict.iter() {
+        let Ok(k) = k.downcast::<PyString>() else {
+            continue;
+        };
+        let k = k.to_cow()?;
+        if RECORD_ATTRIBUTES.contains(&k.as_ref()) {
+            continue;
+        }
+        out.push((k.into_owned(), value_of(&v)?));
+    }
+    Ok(out)
+}
+
+/// The line of `r`, ending in `\n`.
+pub(crate) fn line(encoding: Encoding, r: &Record<'_, '_>) -> PyResult<String> {
+    let extra = extras(r.extra)?;
+    let mut out = String::with_capacity(96 + r.message.len());
+    match encoding {
+        Encoding::Json => json(&mut out, r, &extra),
+        Encoding::Text => text(&mut out, r, &extra),
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+fn json(out: &mut String, r: &Record<'_, '_>, extra: &[(String, Value)]) {
+    let s = |v: &str| serde_json::to_string(v).expect("a str is JSON");
+    out.push_str("{\"ts\":\"");
+    rfc3339(out, r.created);
+    let _ = write!(
+        out,
+        "\",\"level\":\"{}\",\"logger\":{},\"msg\":{}",
+        r.level.as_str(),
+        s(r.logger),
+        s(r.message)
+    );
+    if let Some(t) = r.thread {
+        let _ = write!(out, ",\"thread\":{}", s(t));
+    }
+    for (k, v) in extra {
+        let _ = write!(out, ",{}:", s(k));
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            // JSON has no NaN or infinity: those are strings.
+            Value::Float(f) if f.is_finite() => {
+                let _ = write!(out, "{}", serde_json::Number::from_f64(*f).expect("finite"));
+            }
+            Value::Float(f) => out.push_str(&s(&f.to_string())),
+            Value::Text(t) => out.push_str(&s(t)),
+        }
+    }
+    if let Some(e) = r.exc_text {
+        let _ = write!(out, ",\"exc\":{}", s(e));
+    }
+    if let Some(st) = r.stack {
+        let _ = write!(out, ",\"stack\":{}", s(st));
+    }
+    out.push('}');
+}
+
+fn text(out: &mut String, r: &Record<'_, '_>, extra: &[(String, Value)]) {
+    rfc3339(out, r.created);
+    let _ = write!(out, " {:<5} ", r.level.as_str());
+    escaped(out, r.logger);
+    out.push_str(": ");
+    escaped(out, r.message);
+    for (k, v) in extra {
+        out.push(' ');
+        escaped(out, k);
+        out.push('=');
+        match v {
+            Value::Null => out.push_str("None"),
+            Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => {
+                let _ = write!(out, "{f}");
+            }
+            Value::Text(t) => quoted(out, t),
+        }
+    }
+    if let Some(e) = r.exc_text {
+        out.push_str(" exc=");
+        quoted(out, e);
+    }
+    if let Some(st) = r.stack {
+        out.push_str(" stack=");
+        quoted(out, st);
+    }
+}
+
+/// `s` with control characters (and the backslash that escapes them) escaped.
+fn escaped(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// A value, in double quotes (escaped) when it holds a space, `=`, `"` or is empty,
+/// so a reader can split the line into its pairs.
+fn quoted(out: &mut String, s: &str) {
+    if s.is_empty() || s.contains([' ', '=', '"']) {
+        out.push('"');
+        for c in s.chars() {
+            if c == '"' {
+                out.push_str("\\\"");
+            } else {
+                let mut one = [0u8; 4];
+                escaped(out, c.encode_utf8(&mut one));
+            }
+        }
+        out.push('"');
+    } else {
+        escaped(out, s);
+    }
+}
+
+/// `created` (seconds since the epoch) as `2026-12-06T23:10:00.123456Z`.
+fn rfc3339(out: &mut String, created: f64) {
+    let micros = if created.is_finite() && created > 0.0 {
+        (created * 1e6).round() as i64
+    } else {
+        0
+    };
+    let (secs, us) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    let _ = write!(
+        out,
+        "{:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{us:06}Z",
+        y.clamp(0, 9999),
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
+}
+
+/// Days since 1970-01-01 as (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_with_microseconds() {
+        let mut s = String::new();
+        rfc3339(&mut s, 86_400.5);
+        assert_eq!(s, "1970-01-02T00:00:00.500000Z");
+        let mut s = String::new();
+        rfc3339(&mut s, 1_796_598_000.000_123);
+        assert_eq!(s, "2026-12-06T23:00:00.000123Z");
+    }
+
+    #[test]
+    fn text_escapes_what_would_forge_a_line() {
+        let mut s = String::new();
+        escaped(&mut s, "a\nINFO forged\r\x1b[31m\\");
+        assert_eq!(s, "a\\nINFO forged\\r\\u{1b}[31m\\\\");
+        let mut s = String::new();
+        quoted(&mut s, "x=1 \"y\"");
+        assert_eq!(s, "\"x=1 \\\"y\\\"\"");
+    }
+}

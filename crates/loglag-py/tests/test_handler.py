@@ -1,0 +1,344 @@
+"""The loglag Handler on real sinks, real processes and real signals.
+
+Run with: pytest crates/loglag-py/tests (after `pip install ./crates/loglag-py`).
+Nothing here waits on a clock to decide: children say "ready" on a pipe, readers
+read until they have what was written, and every assertion is about accounting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import loglag
+
+
+def logger_with(handler: logging.Handler, name: str) -> logging.Logger:
+    log = logging.getLogger(name)
+    log.handlers[:] = [handler]
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+    return log
+
+
+def lines_of(path) -> list:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def accounted(m: dict) -> bool:
+    return m["written"] + m["dropped"] + m["in_flight"] == m["accepted"]
+
+
+def test_a_file_gets_one_json_object_per_record_with_extra_fields_and_the_traceback(tmp_path):
+    h = loglag.Handler(f"file://{tmp_path}/app.log")
+    log = logger_with(h, "app.file")
+    log.info("order %d paid", 7, extra={"user": 42, "ok": True, "ratio": 0.5, "none": None})
+    try:
+        raise KeyError("missing")
+    except KeyError:
+        log.exception("lookup failed")
+    m = h.flush()
+    assert (m["accepted"], m["written"], m["dropped"]) == (2, 2, 0)
+    first, second = lines_of(tmp_path / "app.log")
+    assert first["msg"] == "order 7 paid"
+    assert (first["level"], first["logger"], first["thread"]) == ("INFO", "app.file", "MainThread")
+    assert (first["user"], first["ok"], first["ratio"], first["none"]) == (42, True, 0.5, None)
+    assert first["ts"].endswith("Z") and len(first["ts"]) == 27
+    assert second["level"] == "ERROR"
+    assert "KeyError: 'missing'" in second["exc"] and "Traceback" in second["exc"]
+    h.close()
+
+
+def test_text_lines_escape_what_would_forge_another_record(tmp_path):
+    h = loglag.Handler(f"file://{tmp_path}/app.log", format="text")
+    log = logger_with(h, "app.text")
+    log.warning("user said: hi\nINFO app: forged\r\x1b[2J", extra={"path": "a b=c"})
+    h.flush()
+    text = (tmp_path / "app.log").read_text(encoding="utf-8")
+    assert text.count("\n") == 1, text
+    assert "hi\\nINFO app: forged\\r\\u{1b}[2J" in text
+    assert 'path="a b=c"' in text
+    assert " WARN  app.text: " in text
+    h.close()
+
+
+def test_json_lines_stay_one_line_whatever_a_field_holds(tmp_path):
+    h = loglag.Handler(f"file://{tmp_path}/app.log")
+    log = logger_with(h, "app.json")
+    hostile = "a\nb\r\"c\"\\\x00\x1b\u2028"
+    log.info(hostile, extra={"field": hostile, "nan": float("nan"), "big": 10**30})
+    h.flush()
+    (record,) = lines_of(tmp_path / "app.log")
+    assert record["msg"] == hostile and record["field"] == hostile
+    assert record["nan"] == "NaN" and record["big"] == str(10**30)
+    h.close()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_standard_streams(stream):
+    code = textwrap.dedent(
+        f"""
+        import logging, loglag
+        h = loglag.Handler({stream!r})
+        log = logging.getLogger("s"); log.addHandler(h); log.setLevel(logging.INFO)
+        for i in range(100):
+            log.info("line %d", i)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = getattr(done, stream)
+    got = [json.loads(l)["msg"] for l in out.splitlines()]
+    # logging.shutdown() at exit closes the handler: everything is written.
+    assert got == [f"line {i}" for i in range(100)]
+
+
+def test_a_fifo_and_its_reader(tmp_path):
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    received = []
+
+    def read():
+        with open(fifo, encoding="utf-8") as f:
+            for line in f:
+                received.append(json.loads(line)["msg"])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    h = loglag.Handler(f"fifo://{fifo}")
+    log = logger_with(h, "app.fifo")
+    for i in range(500):
+        log.info("r%d", i)
+    h.close()
+    m = h.metrics()
+    reader.join(timeout=60)
+    assert not reader.is_alive()
+    assert m["written"] + m["dropped"] == 500 and accounted(m)
+    assert received == [f"r{i}" for i in range(500)][: len(received)]
+    assert len(received) == m["written"]
+
+
+def test_a_rotating_file_keeps_every_record_across_its_files(tmp_path):
+    # The file rotates before a batch would take it past its size: a flush every 40
+    # records makes a batch of them.
+    h = loglag.Handler(f"file://{tmp_path}/app.log?max_file_size=4KiB&keep=50")
+    log = logger_with(h, "app.rotate")
+    for i in range(400):
+        log.info("record %d", i)
+        if i % 40 == 39:
+            h.flush()
+    h.close()
+    m = h.metrics()
+    files = sorted(p for p in tmp_path.iterdir() if p.name.startswith("app.log"))
+    assert len(files) > 2, files
+    msgs = [r["msg"] for p in files for r in lines_of(p)]
+    assert m["written"] == 400 and sorted(msgs) == sorted(f"record {i}" for i in range(400))
+
+
+def test_syslog_over_udp_gets_one_datagram_per_record():
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("127.0.0.1", 0))
+    server.settimeout(30)
+    port = server.getsockname()[1]
+    h = loglag.Handler(f"syslog+udp://127.0.0.1:{port}")
+    log = logger_with(h, "app.syslog")
+    for i in range(20):
+        log.warning("datagram %d", i)
+    m = h.flush()
+    got = [server.recv(65536).decode() for _ in range(m["written"])]
+    assert m["written"] == 20
+    assert all(f"datagram {i}" in g for i, g in enumerate(got)), got
+    h.close()
+    server.close()
+
+
+def test_accounting_holds_at_every_read_under_threads_and_a_flood(tmp_path):
+    # A small queue and eight threads logging as fast as they can: records may be
+    # dropped (queue full), never lost; every read of the metrics balances.
+    h = loglag.Handler(f"file://{tmp_path}/app.log", capacity_bytes="64KiB")
+    log = logger_with(h, "app.flood")
+    start = threading.Barrier(9)
+    stop = threading.Event()
+    reads = []
+
+    def sample():
+        start.wait()
+        while not stop.is_set():
+            reads.append(h.metrics())
+
+    def flood(t):
+        start.wait()
+        for i in range(5000):
+            log.info("thread %d record %d %s", t, i, "x" * 100)
+
+    sampler = threading.Thread(target=sample)
+    threads = [threading.Thread(target=flood, args=(t,)) for t in range(8)]
+    sampler.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    sampler.join()
+    m = h.flush()
+    assert reads and all(accounted(r) for r in reads)
+    assert m["accepted"] == 40000 and m["in_flight"] == 0 and accounted(m)
+    assert m["dropped"] == m["dropped_by_reason"]["queue_full"]
+    lines = lines_of(tmp_path / "app.log")
+    records = [r for r in lines if r.get("logger") == "app.flood"]
+    assert len(records) == m["written"]
+    # Each drop is announced in the log itself, with its reason and level.
+    announced = sum(r["fields"]["dropped"] for r in lines if r.get("target") == "loglag")
+    assert announced == m["dropped"]
+    h.close()
+
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        ({"capacity_bytes": "lots"}, "capacity_bytes"),
+        ({"overflow": "sometimes"}, "overflow"),
+        ({"flush_interval": "-1s"}, "flush_interval"),
+        ({"capacity_byts": "8MiB"}, "capacity_byts"),
+    ],
+)
+def test_a_bad_setting_raises_value_error_naming_its_key(kwargs, key, tmp_path):
+    with pytest.raises(ValueError, match=key):
+        loglag.Handler(f"file://{tmp_path}/app.log", **kwargs)
+
+
+def test_a_bad_sink_url_or_format_raises_value_error():
+    with pytest.raises(ValueError, match="sink"):
+        loglag.Handler("gopher://example")
+    with pytest.raises(ValueError, match="format"):
+        loglag.Handler("stdout", format="xml")
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        loglag.Handler("stdout?capacity_bytes=1")
+
+
+def test_settings_from_a_toml_file(tmp_path):
+    config = tmp_path / "loglag.toml"
+    config.write_text(f'sink = "file://{tmp_path}/from-toml.log"\ncapacity_bytes = "1MiB"\n')
+    h = loglag.Handler(config_file=str(config))
+    logger_with(h, "app.toml").info("from toml")
+    h.close()
+    assert lines_of(tmp_path / "from-toml.log")[0]["msg"] == "from toml"
+    config.write_text('capacity_bytes = "lots"\n')
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        loglag.Handler(config_file=str(config))
+
+
+def test_a_handler_used_after_close_counts_what_it_is_given_as_dropped_at_shutdown(tmp_path):
+    h = loglag.Handler(f"file://{tmp_path}/app.log")
+    log = logger_with(h, "app.closed")
+    log.info("before")
+    h.close()
+    log.info("after")
+    h.flush()  # nothing to wait for, and no error
+    m = h.metrics()
+    assert (m["accepted"], m["written"]) == (2, 1)
+    assert m["dropped_by_reason"]["shutdown"] == 1 and accounted(m)
+    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before"]
+    h.close()  # a second close is harmless
+
+
+CHILD = textwrap.dedent(
+    """
+    import logging, os, sys, loglag
+    sink, n = sys.argv[1], int(sys.argv[2])
+    settings = dict(a.split("=", 1) for a in sys.argv[3:])
+    h = loglag.Handler(sink, **settings)
+    log = logging.getLogger("child"); log.addHandler(h); log.setLevel(logging.INFO)
+    for i in range(n):
+        log.info("record %d", i)
+    print("ready", flush=True)
+    sys.stdin.read()  # until the parent signals us
+    """
+)
+
+
+def child(sink, n, *settings):
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, sink, str(n), *settings],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigterm_writes_what_is_queued_then_ends_the_process(tmp_path):
+    # A flush interval of an hour and a large batch: every record is still queued
+    # when the signal comes.
+    p = child(
+        f"file://{tmp_path}/app.log", 2000,
+        "flush_on_signals=true", "flush_interval=1h", "batch_bytes=16MiB", "capacity_bytes=64MiB",
+    )
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) == -signal.SIGTERM
+    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    assert msgs == [f"record {i}" for i in range(2000)]
+
+
+def test_kill_9_with_a_spool_loses_nothing_and_writes_nothing_twice(tmp_path):
+    sink, spool = f"file://{tmp_path}/app.log", f"{tmp_path}/app.spool"
+    settings = ("spool=" + spool, "flush_interval=1h", "batch_bytes=16MiB", "capacity_bytes=64MiB")
+    p = child(sink, 3000, *settings)
+    assert p.stdout.readline().strip() == "ready"
+    p.kill()
+    assert p.wait(timeout=60) == -signal.SIGKILL
+    # The next start delivers what the killed process had queued.
+    again = loglag.Handler(sink, spool=spool)
+    again.close()
+    m = again.metrics()
+    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    # Queued for an hour, nothing was written before the kill: the spool held it all.
+    assert m["recovered"] == 3000, m
+    assert sorted(msgs) == sorted(f"record {i}" for i in range(3000))
+
+
+def test_a_pre_fork_master_and_four_workers_each_write_their_records_once(tmp_path):
+    # As gunicorn does: the master builds its logging, then forks its workers; each
+    # worker logs and exits through logging.shutdown().
+    code = textwrap.dedent(
+        f"""
+        import logging, os, loglag
+        h = loglag.Handler("file://{tmp_path}/app.log")
+        log = logging.getLogger("master"); log.addHandler(h); log.setLevel(logging.INFO)
+        for i in range(500):
+            log.info("master before %d", i)
+        pids = []
+        for w in range(4):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(1000):
+                    log.info("worker %d record %d", w, i)
+                logging.shutdown()
+                os._exit(0)
+            pids.append(pid)
+        for i in range(500):
+            log.info("master after %d", i)
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    expected = (
+        [f"master before {i}" for i in range(500)]
+        + [f"master after {i}" for i in range(500)]
+        + [f"worker {w} record {i}" for w in range(4) for i in range(1000)]
+    )
+    assert sorted(msgs) == sorted(expected), (len(msgs), len(expected))
