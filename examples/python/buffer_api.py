@@ -10,6 +10,8 @@ Modes (each request logs 2 INFO and 1 DEBUG record, ~120 bytes each):
     memory        logging.handlers.MemoryHandler (capacity --capacity, flushLevel ERROR)
     queue         QueueHandler in front of a QueueListener thread
     queue-memory  QueueHandler -> QueueListener -> MemoryHandler
+    loglag-handler  loglag.Handler (crates/loglag-py): bounded in bytes, a writer thread
+                  (not `loglag`, which the lab reads as its own condition's 16 KiB lines)
 
 On SIGTERM or SIGINT it flushes every handler (logging.shutdown) and exits 0, as a
 well-behaved service does; with --no-flush-at-exit it exits without flushing, which is
@@ -26,7 +28,20 @@ import queue
 import signal
 import sys
 
-MODES = ("stream", "memory", "queue", "queue-memory")
+MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler")
+
+
+def loglag_handler(log_path):
+    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
+    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
+    import os
+    import stat
+
+    import loglag
+
+    path = os.path.abspath(log_path)
+    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
+    return loglag.Handler(f"{scheme}://{path}")
 
 
 class App:
@@ -36,6 +51,9 @@ class App:
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
         self.listener = None
+        if mode == "loglag-handler":
+            self.logger.addHandler(loglag_handler(log_path))
+            return
         stream = open(log_path, "w", encoding="utf-8", newline="\n")
         target = logging.StreamHandler(stream)
         target.setFormatter(logging.Formatter("%(levelname)s api %(message)s"))

@@ -11,6 +11,8 @@ Modes (2 INFO and 1 DEBUG record per request):
     memory        logging.handlers.MemoryHandler (capacity --capacity, flushLevel ERROR)
     queue         QueueHandler in front of a QueueListener thread
     queue-memory  QueueHandler -> QueueListener -> MemoryHandler
+    loglag-handler  loglag.Handler (crates/loglag-py): bounded in bytes, a writer thread
+                  (not `loglag`, which the lab reads as its own condition's 16 KiB lines)
 
 At shutdown (SIGTERM or SIGINT, handled by uvicorn) the lifespan hook flushes every
 handler; with --no-flush-at-exit it does not, and what the buffers hold is lost, as in
@@ -31,7 +33,20 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
-MODES = ("stream", "memory", "queue", "queue-memory")
+MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler")
+
+
+def loglag_handler(log_path):
+    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
+    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
+    import os
+    import stat
+
+    import loglag
+
+    path = os.path.abspath(log_path)
+    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
+    return loglag.Handler(f"{scheme}://{path}")
 
 
 def configure(mode, log_path, capacity):
@@ -39,6 +54,9 @@ def configure(mode, log_path, capacity):
     logger = logging.getLogger("api")
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
+    if mode == "loglag-handler":
+        logger.addHandler(loglag_handler(log_path))
+        return logger, logging.shutdown
     stream = open(log_path, "w", encoding="utf-8", newline="\n")
     target = logging.StreamHandler(stream)
     target.setFormatter(logging.Formatter("%(levelname)s api %(message)s"))

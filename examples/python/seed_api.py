@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """A reference API in Python for `loglag lab --app`: the seven logging conditions of
-the reference experiment, on one asyncio event loop, with the standard library only.
+the reference experiment, on one asyncio event loop, with the standard library only,
+and an eighth, `loglag`, with loglag's own Python handler.
 
     loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}' \\
         --conditions none,short1,short10,json-gen,json-pre-sync,json-sync,json-queue
 
 Synchronous conditions use logging.StreamHandler (write + flush on the event loop);
-json-queue uses QueueHandler in front of a QueueListener thread with a 256-record queue.
+json-queue uses QueueHandler in front of a QueueListener thread with a 256-record queue;
+loglag uses loglag.Handler (`pip install ./crates/loglag-py`, then run this with that
+Python), the same 16 KiB JSON record built by the handler from `extra` fields.
 Each request does a small fixed hash chain and returns a small fixed JSON body.
 """
 
@@ -22,7 +25,7 @@ import time
 
 SHORT_LINE_BYTES = 128
 JSON_LINE_BYTES = 16384
-CONDITIONS = ["none", "short1", "short10", "json-gen", "json-pre-sync", "json-sync", "json-queue"]
+CONDITIONS = ["none", "short1", "short10", "json-gen", "json-pre-sync", "json-sync", "json-queue", "loglag"]
 
 
 def short_line():
@@ -56,6 +59,45 @@ def work(request_id):
     return json.dumps({"ok": True, "id": request_id, "digest": digest.hex()}).encode()
 
 
+def loglag_handler(log_path):
+    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
+    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
+    import os
+    import stat
+
+    import loglag
+
+    path = os.path.abspath(log_path)
+    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
+    return loglag.Handler(f"{scheme}://{path}")
+
+
+def loglag_payload():
+    """The payload that makes loglag.Handler's JSON line JSON_LINE_BYTES long, as the
+    other JSON conditions' lines are (the lab verifies the bytes): measured once, by
+    writing the record with an empty payload to a scratch file."""
+    import os
+    import tempfile
+
+    import loglag
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "probe.log")
+        handler = loglag.Handler(f"file://{path}", flush_on_signals=False)
+        probe = logging.getLogger("api.probe")
+        probe.propagate = False
+        probe.addHandler(handler)
+        # The same logger name, thread and request id width as the requests' records.
+        record = logging.LogRecord("api", logging.INFO, __file__, 0, "request handled", None, None)
+        record.request_id = "%012d" % 0
+        record.payload = ""
+        handler.handle(record)
+        handler.close()
+        with open(path, "rb") as f:
+            overhead = len(f.readline())
+    return "".join(chr(ord("a") + i % 26) for i in range(JSON_LINE_BYTES - overhead))
+
+
 class App:
     def __init__(self, condition, log_path):
         self.condition = condition
@@ -68,6 +110,10 @@ class App:
         self.logger.propagate = False
         self.logger.setLevel(logging.INFO)
         if condition in ("none", "json-gen"):
+            return
+        if condition == "loglag":
+            self.payload = loglag_payload()
+            self.logger.addHandler(loglag_handler(log_path))
             return
         stream = open(log_path, "w", encoding="ascii", newline="\n")
         handler = logging.StreamHandler(stream)
@@ -94,6 +140,11 @@ class App:
             assert len(line) + 1 == JSON_LINE_BYTES
         elif c == "json-pre-sync":
             self.logger.info(self.prebuilt)
+        elif c == "loglag":
+            self.logger.info(
+                "request handled",
+                extra={"request_id": "%012d" % request_id, "payload": self.payload},
+            )
         else:  # json-sync, json-queue
             self.logger.info(build_json(request_id, self.payload))
 

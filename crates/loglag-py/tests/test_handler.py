@@ -238,18 +238,33 @@ def test_settings_from_a_toml_file(tmp_path):
         loglag.Handler(config_file=str(config))
 
 
-def test_a_handler_used_after_close_counts_what_it_is_given_as_dropped_at_shutdown(tmp_path):
+def test_a_handler_used_after_close_starts_afresh_as_a_file_handler_reopens(tmp_path):
     h = loglag.Handler(f"file://{tmp_path}/app.log")
     log = logger_with(h, "app.closed")
     log.info("before")
     h.close()
+    closed = h.metrics()
+    assert (closed["accepted"], closed["written"]) == (1, 1)
     log.info("after")
-    h.flush()  # nothing to wait for, and no error
-    m = h.metrics()
-    assert (m["accepted"], m["written"]) == (2, 1)
-    assert m["dropped_by_reason"]["shutdown"] == 1 and accounted(m)
-    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before"]
+    m = h.flush()
+    assert (m["accepted"], m["written"], m["dropped"]) == (1, 1, 0)
+    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before", "after"]
+    h.close()
     h.close()  # a second close is harmless
+
+
+def test_dict_config_closing_every_handler_does_not_silence_this_one(tmp_path):
+    # logging.config.dictConfig closes every existing handler, even on loggers it
+    # does not configure (uvicorn and Django call it at start).
+    import logging.config
+
+    h = loglag.Handler(f"file://{tmp_path}/app.log")
+    log = logger_with(h, "app.dictconfig")
+    log.info("before dictConfig")
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+    log.info("after dictConfig")
+    h.close()
+    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before dictConfig", "after dictConfig"]
 
 
 CHILD = textwrap.dedent(
@@ -276,13 +291,13 @@ def child(sink, n, *settings):
     )
 
 
-def test_sigterm_writes_what_is_queued_then_ends_the_process(tmp_path):
-    # A flush interval of an hour and a large batch: every record is still queued
-    # when the signal comes.
-    p = child(
-        f"file://{tmp_path}/app.log", 2000,
-        "flush_on_signals=true", "flush_interval=1h", "batch_bytes=16MiB", "capacity_bytes=64MiB",
-    )
+# A flush interval of an hour and a large batch: every record is still queued when
+# the signal comes.
+QUEUED = ("flush_interval=1h", "batch_bytes=16MiB", "capacity_bytes=64MiB")
+
+
+def test_sigterm_writes_what_is_queued_then_ends_the_process_by_the_signal(tmp_path):
+    p = child(f"file://{tmp_path}/app.log", 2000, *QUEUED)
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == -signal.SIGTERM
@@ -290,10 +305,59 @@ def test_sigterm_writes_what_is_queued_then_ends_the_process(tmp_path):
     assert msgs == [f"record {i}" for i in range(2000)]
 
 
+def test_sigint_writes_what_is_queued_and_still_raises_keyboard_interrupt(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import logging, sys, loglag
+        h = loglag.Handler("file://{tmp_path}/app.log", flush_interval="1h", batch_bytes="16MiB")
+        log = logging.getLogger("c"); log.addHandler(h); log.setLevel(logging.INFO)
+        for i in range(500):
+            log.info("record %d", i)
+        try:
+            print("ready", flush=True)
+            sys.stdin.read()
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+            sys.exit(3)
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGINT)
+    assert p.stdout.readline().strip() == "KeyboardInterrupt"
+    assert p.wait(timeout=60) == 3
+    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    assert msgs == [f"record {i}" for i in range(500)]
+
+
+def test_an_applications_own_sigterm_handler_still_runs_after_the_flush(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import logging, os, signal, sys, loglag
+        def own(num, frame):
+            # What it sees: the records already written.
+            with open("{tmp_path}/app.log") as f:
+                print("own handler saw", sum(1 for _ in f), flush=True)
+            os._exit(7)
+        signal.signal(signal.SIGTERM, own)
+        h = loglag.Handler("file://{tmp_path}/app.log", flush_interval="1h", batch_bytes="16MiB")
+        log = logging.getLogger("c"); log.addHandler(h); log.setLevel(logging.INFO)
+        for i in range(300):
+            log.info("record %d", i)
+        print("ready", flush=True)
+        sys.stdin.read()
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    assert p.stdout.readline().strip() == "own handler saw 300"
+    assert p.wait(timeout=60) == 7
+
+
 def test_kill_9_with_a_spool_loses_nothing_and_writes_nothing_twice(tmp_path):
     sink, spool = f"file://{tmp_path}/app.log", f"{tmp_path}/app.spool"
-    settings = ("spool=" + spool, "flush_interval=1h", "batch_bytes=16MiB", "capacity_bytes=64MiB")
-    p = child(sink, 3000, *settings)
+    p = child(sink, 3000, "spool=" + spool, *QUEUED)
     assert p.stdout.readline().strip() == "ready"
     p.kill()
     assert p.wait(timeout=60) == -signal.SIGKILL

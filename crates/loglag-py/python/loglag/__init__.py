@@ -22,8 +22,10 @@ key. With a spool, a ``kill -9`` loses nothing: the next start writes what was q
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import signal
 import threading
 import weakref
 from typing import Any, Dict, Optional
@@ -55,6 +57,67 @@ def _after_fork_in_child() -> None:
         h._pipeline._after_fork_in_child()
 
 
+def _flush_all(timeout: float) -> None:
+    for h in list(_handlers):
+        if not h._pipeline.closed:
+            try:
+                h._pipeline.flush(timeout)
+            except TimeoutError:
+                pass
+
+
+# The signals that end a service: what is queued is written first. Python's default
+# for SIGTERM ends the process without `atexit` (so without logging.shutdown).
+_FLUSH_SIGNALS = ("SIGTERM", "SIGINT")
+_signals_installed = False
+
+
+def _install_signal_flush(timeout: float) -> None:
+    """On SIGTERM and SIGINT, flush every handler, then do what was there before:
+    the application's own handler (SIGINT's default raises KeyboardInterrupt), or the
+    default action (SIGTERM ends the process, by the signal). Only from the main
+    thread (Python's rule); an application that installs its own handlers later
+    (uvicorn, gunicorn) replaces this one, and their orderly exit runs
+    logging.shutdown, which closes the handler."""
+    global _signals_installed
+    if _signals_installed or threading.current_thread() is not threading.main_thread():
+        return
+    for name in _FLUSH_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        previous = signal.getsignal(signum)
+        if previous is None:
+            # A handler installed outside Python: not ours to wrap.
+            continue
+
+        def on_signal(num, frame, previous=previous):
+            _flush_all(timeout)
+            if callable(previous):
+                previous(num, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(num, signal.SIG_DFL)
+                os.kill(os.getpid(), num)
+
+        signal.signal(signum, on_signal)
+    _signals_installed = True
+
+
+# Set once the interpreter is ending (this module's atexit hook ran): a handler
+# reopened after that writes on the caller, since no one would close its writer.
+_exiting = False
+
+
+@atexit.register
+def _close_all_at_exit() -> None:
+    # Registered after logging's own hook, so it runs first (atexit is last in, first
+    # out): every pipeline is closed, its queue written, before logging.shutdown.
+    global _exiting
+    _exiting = True
+    for h in list(_handlers):
+        h._pipeline.close()
+
+
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
@@ -72,7 +135,10 @@ class Handler(logging.Handler):
 
     ``flush(timeout)`` waits until what was logged is written; ``close()`` (which
     ``logging.shutdown`` calls at exit) writes what is queued within
-    ``shutdown_timeout`` and stops the writer. ``metrics()`` is the accounting.
+    ``shutdown_timeout`` and stops the writer. ``metrics()`` is the accounting. With
+    ``flush_on_signals`` (the default), SIGTERM and SIGINT flush every handler first
+    and then do what they did before: the application's handler, or the default
+    action.
     """
 
     def __init__(
@@ -83,15 +149,36 @@ class Handler(logging.Handler):
         format: str = "json",
         config_file: Optional[str] = None,
         env: bool = True,
+        flush_on_signals: bool = True,
         **settings: Any,
     ) -> None:
         super().__init__(level)
-        self._pipeline = Pipeline(
-            sink, config_file=config_file, settings=settings or None, format=format, env=env
-        )
+        self._arguments = (sink, config_file, dict(settings), format, env)
+        self._pipeline = self._start()
         self._emit = self._pipeline.emit
         with _handlers_lock:
             _handlers.add(self)
+        if flush_on_signals:
+            _install_signal_flush(5.0)
+
+    def _start(self, **more: Any) -> Pipeline:
+        sink, config_file, settings, format, env = self._arguments
+        settings = {**settings, **more}
+        return Pipeline(
+            sink, config_file=config_file, settings=settings or None, format=format, env=env
+        )
+
+    def _reopen_and_emit(self, record: logging.LogRecord) -> None:
+        # A record after close(), as logging.FileHandler reopens its file: a fresh
+        # pipeline from the same settings. logging.config.dictConfig (which uvicorn
+        # and Django call) closes every handler there is, including ones it does not
+        # configure; they keep logging. Once the interpreter is ending, the new
+        # pipeline writes on the caller.
+        with self.lock:
+            if self._pipeline.closed:
+                self._pipeline = self._start(**({"mode": "sync"} if _exiting else {}))
+                self._emit = self._pipeline.emit
+        self._emit(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         self.handle(record)
@@ -127,8 +214,12 @@ class Handler(logging.Handler):
 
     def close(self) -> None:
         """Writes what is queued (within ``shutdown_timeout``) and stops the writer.
-        Records logged after this are counted as dropped at shutdown."""
-        self._pipeline.close()
+        A record logged after this starts a fresh pipeline from the same settings, as
+        ``logging.FileHandler`` reopens its file (``metrics()`` then counts from
+        there)."""
+        with self.lock:
+            self._pipeline.close()
+            self._emit = self._reopen_and_emit
         super().close()
 
     def metrics(self) -> Dict[str, Any]:
