@@ -1,12 +1,14 @@
-//! One `LogRecord` as one line: JSON (one object per line) or text (`time LEVEL logger:
+//! One `LogRecord` as one line: JSON (one flat object per line, in the envelope the
+//! crate's own lines and its OTLP sink use: `timestamp`, `level`, `message`, then
+//! `logger`, `thread`, the `extra` fields, `exc`, `stack`) or text (`time LEVEL logger:
 //! message key=value`). Nothing a record holds can break the line: JSON escapes every
 //! control character, and text writes newlines, carriage returns and other control
 //! characters as `\n`, `\r`, `\u{1b}` (log injection: a message cannot forge a
 //! second record).
 
 use std::fmt::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use loglag::Level;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
@@ -20,7 +22,8 @@ pub(crate) enum Encoding {
 pub(crate) struct Record<'a, 'py> {
     /// Seconds since the Unix epoch (`record.created`).
     pub created: f64,
-    pub level: Level,
+    /// The level as Python names it (`record.levelname`).
+    pub level_name: &'a str,
     pub logger: &'a str,
     pub message: &'a str,
     pub thread: Option<&'a str>,
@@ -77,56 +80,67 @@ fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Value> {
         match v.extract::<i64>() {
             Ok(i) => Value::Int(i),
             // Past i64: its digits, exactly.
-            Err(_) => Value::Text(v.str()?.to_string()),
+            Err(_) => Value::Text(v.str()?.to_string_lossy().into_owned()),
         }
     } else if v.is_instance_of::<PyFloat>() {
         Value::Float(v.extract()?)
     } else if let Ok(s) = v.downcast::<PyString>() {
-        Value::Text(s.to_cow()?.into_owned())
+        Value::Text(crate::text(s).into_owned())
     } else {
-        Value::Text(v.str()?.to_string())
+        Value::Text(v.str()?.to_string_lossy().into_owned())
     })
 }
 
 /// How many entries a `LogRecord`'s `__dict__` has on this Python when nothing was
 /// added to it: a record of that size has no `extra` fields, and its keys need not be
-/// looked at (the common case, and the costly part of reading them).
-static PLAIN_RECORD_LEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// looked at (the common case, and the costly part of reading them). 0 (unknown):
+/// every key is looked at. Measured once, at import ([`measure_plain_record`]), where
+/// no other thread can race it.
+static PLAIN_RECORD_LEN: AtomicUsize = AtomicUsize::new(0);
 
-fn plain_record_len(py: Python<'_>) -> usize {
-    *PLAIN_RECORD_LEN.get_or_init(|| {
-        let made = (|| -> PyResult<usize> {
-            let logging = py.import("logging")?;
-            let record = logging.getattr("LogRecord")?.call1((
-                "n",
-                20,
-                "p",
-                1,
-                "m",
-                py.None(),
-                py.None(),
-            ))?;
-            record.getattr("__dict__")?.len()
-        })();
-        // Unknown: every key is looked at.
-        made.unwrap_or(0)
-    })
+pub(crate) fn measure_plain_record(py: Python<'_>) {
+    let made = (|| -> PyResult<usize> {
+        let logging = py.import("logging")?;
+        let record =
+            logging
+                .getattr("LogRecord")?
+                .call1(("n", 20, "p", 1, "m", py.None(), py.None()))?;
+        record.getattr("__dict__")?.len()
+    })();
+    PLAIN_RECORD_LEN.store(made.unwrap_or(0), Ordering::Relaxed);
 }
+
+/// The keys of the line itself: an `extra` field of one of these names is written as
+/// `extra.NAME`, so it can neither hide nor forge the record's own.
+const LINE_KEYS: [&str; 7] = [
+    "timestamp",
+    "level",
+    "logger",
+    "message",
+    "thread",
+    "exc",
+    "stack",
+];
 
 fn extras(dict: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Value)>> {
     let mut out = Vec::new();
-    if dict.len() == plain_record_len(dict.py()) {
+    if dict.len() == PLAIN_RECORD_LEN.load(Ordering::Relaxed) {
         return Ok(out);
     }
     for (k, v) in dict.iter() {
         let Ok(k) = k.downcast::<PyString>() else {
             continue;
         };
-        let k = k.to_cow()?;
+        let k = crate::text(k);
         if RECORD_ATTRIBUTES.contains(&k.as_ref()) {
             continue;
         }
-        out.push((k.into_owned(), value_of(&v)?));
+        let k = if LINE_KEYS.contains(&k.as_ref()) {
+            format!("extra.{k}")
+        } else {
+            k.into_owned()
+        };
+        out.push((k, value_of(&v)?));
     }
     Ok(out)
 }
@@ -145,12 +159,12 @@ pub(crate) fn line(encoding: Encoding, r: &Record<'_, '_>) -> PyResult<String> {
 
 fn json(out: &mut String, r: &Record<'_, '_>, extra: &[(String, Value)]) {
     let s = |v: &str| serde_json::to_string(v).expect("a str is JSON");
-    out.push_str("{\"ts\":\"");
+    out.push_str("{\"timestamp\":\"");
     rfc3339(out, r.created);
     let _ = write!(
         out,
-        "\",\"level\":\"{}\",\"logger\":{},\"msg\":{}",
-        r.level.as_str(),
+        "\",\"level\":{},\"logger\":{},\"message\":{}",
+        s(r.level_name),
         s(r.logger),
         s(r.message)
     );
@@ -184,13 +198,31 @@ fn json(out: &mut String, r: &Record<'_, '_>, extra: &[(String, Value)]) {
 
 fn text(out: &mut String, r: &Record<'_, '_>, extra: &[(String, Value)]) {
     rfc3339(out, r.created);
-    let _ = write!(out, " {:<5} ", r.level.as_str());
+    out.push(' ');
+    escaped(out, r.level_name);
+    out.push(' ');
     escaped(out, r.logger);
     out.push_str(": ");
-    escaped(out, r.message);
+    // A message that holds `=` or `"` is quoted, so it cannot pass for fields.
+    if r.message.contains(['=', '"']) {
+        quoted(out, r.message);
+    } else {
+        escaped(out, r.message);
+    }
     for (k, v) in extra {
         out.push(' ');
-        escaped(out, k);
+        // A key cannot hold what separates the pairs.
+        let key: String = k
+            .chars()
+            .map(|c| {
+                if c == '=' || c == '"' || c.is_whitespace() {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        escaped(out, &key);
         out.push('=');
         match v {
             Value::Null => out.push_str("None"),

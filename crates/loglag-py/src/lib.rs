@@ -11,10 +11,14 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use loglag::{Config, DropReason, Level, Metrics, NonBlocking, Overflow, WorkerGuard};
+use loglag::{
+    Config, DropReason, Level, Metrics, Mode, NonBlocking, Overflow, SinkSpec, WorkerGuard,
+};
 use pyo3::exceptions::{PyOSError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
+
+use std::borrow::Cow;
 
 mod encode;
 
@@ -26,13 +30,21 @@ use encode::{Encoding, Record};
 struct Pipeline {
     config: Config,
     encoding: Encoding,
-    /// The caller may wait (overflow `block`): the GIL is released while it does.
+    /// The caller may wait (overflow `block` or `block-for`, or `mode = "sync"`, which
+    /// writes on the caller): the GIL is released while it does.
     may_block: bool,
+    /// A forked child builds a pipeline of its own, unless the parent's holds a lock a
+    /// child cannot take (a spool, a rotating file's): then the child writes through
+    /// the inherited one, which the crate does on the caller in a forked child.
+    own_pipeline_in_child: bool,
     state: Mutex<State>,
 }
 
 struct State {
     writer: Arc<NonBlocking>,
+    /// In a forked child that writes through the parent's pipeline: on the caller, so
+    /// without the GIL.
+    inherited_in_child: bool,
     /// `None` once closed: records after that are counted by the pipeline as dropped
     /// at shutdown, never written and never lost silently.
     guard: Option<WorkerGuard>,
@@ -42,6 +54,16 @@ impl Pipeline {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves the state as it was: still usable.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A Python string as UTF-8: borrowed as it is (no copy), or, when it holds a lone
+/// surrogate (a path or header decoded with `surrogateescape`), with U+FFFD in its
+/// place; never an error that would cost the record.
+pub(crate) fn text<'a>(s: &'a Bound<'_, PyString>) -> Cow<'a, str> {
+    match s.to_str() {
+        Ok(t) => Cow::Borrowed(t),
+        Err(_) => s.to_string_lossy(),
     }
 }
 
@@ -68,7 +90,8 @@ fn config_of(
     if let Some(settings) = settings {
         for (key, value) in settings.iter() {
             let key: String = key.extract()?;
-            // Python's own spelling of values: True, 0.5, 8 << 20, "8MiB", "100ms".
+            // Python's values as text: True, 8 << 20, "8MiB", "100ms" (durations need
+            // their unit).
             let text = if let Ok(b) = value.extract::<bool>() {
                 b.to_string()
             } else {
@@ -77,16 +100,27 @@ fn config_of(
             config.set(&key, &text).map_err(value_error)?;
         }
     }
-    Ok(if env { config.with_env() } else { config })
+    let mut config = if env { config.with_env() } else { config };
+    // The handler's own signal flush (Python-level, chaining to the application's
+    // handlers) is the one that runs: the crate's would end the process on SIGINT
+    // instead of raising KeyboardInterrupt, whatever a shared TOML file or
+    // LOGLAG_FLUSH_ON_SIGNALS says.
+    config
+        .set("flush_on_signals", "false")
+        .map_err(value_error)?;
+    Ok(config)
 }
 
-fn build(config: &Config) -> PyResult<State> {
-    let (writer, guard) = config
-        .clone()
-        .build()
-        .map_err(|e| PyOSError::new_err(e.to_string()))?;
+/// Starts a pipeline, without the GIL: opening a sink can wait (a FIFO until its reader
+/// opens it, a name lookup, a spool's lock), and no other Python thread must wait with it.
+fn build(py: Python<'_>, config: &Config) -> PyResult<State> {
+    let config = config.clone();
+    let (writer, guard) = py
+        .allow_threads(move || config.build().map_err(|e| e.to_string()))
+        .map_err(PyOSError::new_err)?;
     Ok(State {
         writer: Arc::new(writer),
+        inherited_in_child: false,
         guard: Some(guard),
     })
 }
@@ -146,6 +180,7 @@ impl Pipeline {
     #[new]
     #[pyo3(signature = (sink=None, *, config_file=None, settings=None, format="json", env=true))]
     fn new(
+        py: Python<'_>,
         sink: Option<&str>,
         config_file: Option<&str>,
         settings: Option<&Bound<'_, PyDict>>,
@@ -162,12 +197,18 @@ impl Pipeline {
             }
         };
         let config = config_of(sink, config_file, settings, env)?;
-        let may_block = config.settings().overflow() == Overflow::Block;
-        let state = build(&config)?;
+        let state = build(py, &config)?;
+        let may_block = !matches!(
+            config.settings().overflow(),
+            Overflow::DropNewest | Overflow::DropOldest | Overflow::ShedByLevel
+        ) || state.writer.mode() == Mode::Sync;
+        let own_pipeline_in_child = config.settings().spool().is_none()
+            && !matches!(config.sink(), Some(SinkSpec::RollingFile { .. }));
         Ok(Pipeline {
             config,
             encoding,
             may_block,
+            own_pipeline_in_child,
             state: Mutex::new(state),
         })
     }
@@ -176,29 +217,33 @@ impl Pipeline {
     /// queue: the record is counted dropped, as the overflow policy says.
     fn emit(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<()> {
         let levelno: i64 = record.getattr(pyo3::intern!(py, "levelno"))?.extract()?;
+        // Shown as Python names it (WARNING, CRITICAL, a custom level's name); counted
+        // at the pipeline's nearest level.
+        let levelname = record.getattr(pyo3::intern!(py, "levelname"))?;
+        let levelname = match levelname.downcast::<PyString>() {
+            Ok(name) => text(name),
+            Err(_) => Cow::Owned(levelname.str()?.to_string_lossy().into_owned()),
+        };
         let message = record.call_method0(pyo3::intern!(py, "getMessage"))?;
-        let message = message.downcast::<PyString>()?.to_cow()?;
+        let message = text(message.downcast::<PyString>()?);
         let name = record.getattr(pyo3::intern!(py, "name"))?;
-        let name = name.downcast::<PyString>()?.to_cow()?;
+        let name = text(name.downcast::<PyString>()?);
         let created: f64 = record.getattr(pyo3::intern!(py, "created"))?.extract()?;
         let thread = record.getattr(pyo3::intern!(py, "threadName"))?;
         let thread = thread
             .downcast::<PyString>()
             .ok()
-            .map(|t| t.to_cow())
-            .transpose()?;
+            .map(|t| t.to_string_lossy());
         let exc_text = record.getattr(pyo3::intern!(py, "exc_text"))?;
         let exc_text = exc_text
             .downcast::<PyString>()
             .ok()
-            .map(|t| t.to_cow())
-            .transpose()?;
+            .map(|t| t.to_string_lossy());
         let stack = record.getattr(pyo3::intern!(py, "stack_info"))?;
         let stack = stack
             .downcast::<PyString>()
             .ok()
-            .map(|t| t.to_cow())
-            .transpose()?;
+            .map(|t| t.to_string_lossy());
         let dict = record.getattr(pyo3::intern!(py, "__dict__"))?;
         let dict = dict.downcast::<PyDict>()?;
         let level = level_of(levelno);
@@ -206,7 +251,7 @@ impl Pipeline {
             self.encoding,
             &Record {
                 created,
-                level,
+                level_name: &levelname,
                 logger: &name,
                 message: &message,
                 thread: thread.as_deref(),
@@ -215,8 +260,11 @@ impl Pipeline {
                 extra: dict,
             },
         )?;
-        let writer = self.state().writer.clone();
-        if self.may_block {
+        let (writer, inherited) = {
+            let state = self.state();
+            (state.writer.clone(), state.inherited_in_child)
+        };
+        if self.may_block || inherited {
             py.allow_threads(|| writer.submit(level, line.as_bytes()));
         } else {
             writer.submit(level, line.as_bytes());
@@ -263,27 +311,27 @@ impl Pipeline {
     }
 
     /// In a forked child: the parent's pipeline has no writer thread here, and its
-    /// queue is the parent's to write. It is left untouched (never dropped, which would
-    /// wait for a thread that does not exist), and the child gets a pipeline of its own
-    /// from the same settings.
-    fn _after_fork_in_child(&self) -> PyResult<()> {
+    /// queue is the parent's to write. Returns whether the child got a pipeline of its
+    /// own (built from the same settings; the inherited one is left untouched, never
+    /// dropped, which would wait for a thread that is not here), or writes through the
+    /// inherited one on the caller (a spool or a rotating file: their locks are the
+    /// parent's, and a second pipeline would wait for them and then run without).
+    fn _after_fork_in_child(&self, py: Python<'_>) -> PyResult<bool> {
         let mut state = self.state();
-        let closed = state.guard.is_none();
-        let fresh = build(&self.config)?;
+        if !self.own_pipeline_in_child || state.guard.is_none() {
+            state.inherited_in_child = true;
+            return Ok(false);
+        }
+        let fresh = build(py, &self.config)?;
         let inherited = std::mem::replace(&mut *state, fresh);
         std::mem::forget(inherited);
-        if closed {
-            // Closed before the fork: closed in the child too.
-            if let Some(g) = state.guard.take() {
-                g.shutdown();
-            }
-        }
-        Ok(())
+        Ok(true)
     }
 }
 
 #[pymodule]
 fn _loglag(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    encode::measure_plain_record(m.py());
     m.add_class::<Pipeline>()?;
     Ok(())
 }

@@ -50,10 +50,10 @@ def test_a_file_gets_one_json_object_per_record_with_extra_fields_and_the_traceb
     m = h.flush()
     assert (m["accepted"], m["written"], m["dropped"]) == (2, 2, 0)
     first, second = lines_of(tmp_path / "app.log")
-    assert first["msg"] == "order 7 paid"
+    assert first["message"] == "order 7 paid"
     assert (first["level"], first["logger"], first["thread"]) == ("INFO", "app.file", "MainThread")
     assert (first["user"], first["ok"], first["ratio"], first["none"]) == (42, True, 0.5, None)
-    assert first["ts"].endswith("Z") and len(first["ts"]) == 27
+    assert first["timestamp"].endswith("Z") and len(first["timestamp"]) == 27
     assert second["level"] == "ERROR"
     assert "KeyError: 'missing'" in second["exc"] and "Traceback" in second["exc"]
     h.close()
@@ -68,8 +68,12 @@ def test_text_lines_escape_what_would_forge_another_record(tmp_path):
     assert text.count("\n") == 1, text
     assert "hi\\nINFO app: forged\\r\\u{1b}[2J" in text
     assert 'path="a b=c"' in text
-    assert " WARN  app.text: " in text
+    assert " WARNING app.text: " in text
+    # A message that holds `=` is quoted: it cannot pass for a field.
+    log.info("user=admin", extra={"odd key=": 1})
     h.close()
+    second = (tmp_path / "app.log").read_text(encoding="utf-8").splitlines()[1]
+    assert second.endswith(' app.text: "user=admin" odd_key_=1'), second
 
 
 def test_json_lines_stay_one_line_whatever_a_field_holds(tmp_path):
@@ -77,10 +81,20 @@ def test_json_lines_stay_one_line_whatever_a_field_holds(tmp_path):
     log = logger_with(h, "app.json")
     hostile = "a\nb\r\"c\"\\\x00\x1b\u2028"
     log.info(hostile, extra={"field": hostile, "nan": float("nan"), "big": 10**30})
-    h.flush()
-    (record,) = lines_of(tmp_path / "app.log")
-    assert record["msg"] == hostile and record["field"] == hostile
+    # An extra field named like the line's own keys cannot replace them.
+    log.error("real", extra={"level": "DEBUG", "timestamp": "1970-01-01T00:00:00Z"})
+    # A lone surrogate (from a surrogateescape-decoded path) is written, replaced.
+    log.info("path \udcff end", extra={"p": "x\udcff"})
+    m = h.flush()
+    record, forged, surrogate = lines_of(tmp_path / "app.log")
+    assert record["message"] == hostile and record["field"] == hostile
     assert record["nan"] == "NaN" and record["big"] == str(10**30)
+    assert (forged["level"], forged["message"]) == ("ERROR", "real")
+    assert (forged["extra.level"], forged["extra.timestamp"]) == ("DEBUG", "1970-01-01T00:00:00Z")
+    assert forged["timestamp"].startswith("20")
+    assert surrogate["message"].startswith("path \ufffd") and surrogate["message"].endswith(" end")
+    assert surrogate["p"].startswith("x\ufffd")
+    assert (m["accepted"], m["written"]) == (3, 3)
     h.close()
 
 
@@ -98,7 +112,7 @@ def test_standard_streams(stream):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     out = getattr(done, stream)
-    got = [json.loads(l)["msg"] for l in out.splitlines()]
+    got = [json.loads(l)["message"] for l in out.splitlines()]
     # logging.shutdown() at exit closes the handler: everything is written.
     assert got == [f"line {i}" for i in range(100)]
 
@@ -107,15 +121,20 @@ def test_a_fifo_and_its_reader(tmp_path):
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
     received = []
+    # The reader's end is open before the handler opens the writer's, so neither
+    # waits for the other; it reads (blocking) once there is a writer, until the
+    # handler closes its end.
+    read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    h = loglag.Handler(f"fifo://{fifo}")
+    os.set_blocking(read_fd, True)
 
     def read():
-        with open(fifo, encoding="utf-8") as f:
+        with open(read_fd, encoding="utf-8") as f:
             for line in f:
-                received.append(json.loads(line)["msg"])
+                received.append(json.loads(line)["message"])
 
     reader = threading.Thread(target=read)
     reader.start()
-    h = loglag.Handler(f"fifo://{fifo}")
     log = logger_with(h, "app.fifo")
     for i in range(500):
         log.info("r%d", i)
@@ -141,7 +160,7 @@ def test_a_rotating_file_keeps_every_record_across_its_files(tmp_path):
     m = h.metrics()
     files = sorted(p for p in tmp_path.iterdir() if p.name.startswith("app.log"))
     assert len(files) > 2, files
-    msgs = [r["msg"] for p in files for r in lines_of(p)]
+    msgs = [r["message"] for p in files for r in lines_of(p)]
     assert m["written"] == 400 and sorted(msgs) == sorted(f"record {i}" for i in range(400))
 
 
@@ -157,7 +176,7 @@ def test_syslog_over_udp_gets_one_datagram_per_record():
     m = h.flush()
     got = [server.recv(65536).decode() for _ in range(m["written"])]
     assert m["written"] == 20
-    assert all(f"datagram {i}" in g for i, g in enumerate(got)), got
+    assert [json.loads(g[g.index("{"):])["message"] for g in got] == [f"datagram {i}" for i in range(20)], got
     h.close()
     server.close()
 
@@ -194,13 +213,14 @@ def test_accounting_holds_at_every_read_under_threads_and_a_flood(tmp_path):
     assert reads and all(accounted(r) for r in reads)
     assert m["accepted"] == 40000 and m["in_flight"] == 0 and accounted(m)
     assert m["dropped"] == m["dropped_by_reason"]["queue_full"]
+    # The last drops are announced when the pipeline closes.
+    h.close()
     lines = lines_of(tmp_path / "app.log")
     records = [r for r in lines if r.get("logger") == "app.flood"]
     assert len(records) == m["written"]
     # Each drop is announced in the log itself, with its reason and level.
     announced = sum(r["fields"]["dropped"] for r in lines if r.get("target") == "loglag")
     assert announced == m["dropped"]
-    h.close()
 
 
 @pytest.mark.parametrize(
@@ -232,7 +252,7 @@ def test_settings_from_a_toml_file(tmp_path):
     h = loglag.Handler(config_file=str(config))
     logger_with(h, "app.toml").info("from toml")
     h.close()
-    assert lines_of(tmp_path / "from-toml.log")[0]["msg"] == "from toml"
+    assert lines_of(tmp_path / "from-toml.log")[0]["message"] == "from toml"
     config.write_text('capacity_bytes = "lots"\n')
     with pytest.raises(ValueError, match="capacity_bytes"):
         loglag.Handler(config_file=str(config))
@@ -247,8 +267,9 @@ def test_a_handler_used_after_close_starts_afresh_as_a_file_handler_reopens(tmp_
     assert (closed["accepted"], closed["written"]) == (1, 1)
     log.info("after")
     m = h.flush()
-    assert (m["accepted"], m["written"], m["dropped"]) == (1, 1, 0)
-    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before", "after"]
+    # Counted across both pipelines.
+    assert (m["accepted"], m["written"], m["dropped"]) == (2, 2, 0)
+    assert [r["message"] for r in lines_of(tmp_path / "app.log")] == ["before", "after"]
     h.close()
     h.close()  # a second close is harmless
 
@@ -264,7 +285,7 @@ def test_dict_config_closing_every_handler_does_not_silence_this_one(tmp_path):
     logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
     log.info("after dictConfig")
     h.close()
-    assert [r["msg"] for r in lines_of(tmp_path / "app.log")] == ["before dictConfig", "after dictConfig"]
+    assert [r["message"] for r in lines_of(tmp_path / "app.log")] == ["before dictConfig", "after dictConfig"]
 
 
 CHILD = textwrap.dedent(
@@ -301,7 +322,7 @@ def test_sigterm_writes_what_is_queued_then_ends_the_process_by_the_signal(tmp_p
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == -signal.SIGTERM
-    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    msgs = [r["message"] for r in lines_of(tmp_path / "app.log")]
     assert msgs == [f"record {i}" for i in range(2000)]
 
 
@@ -326,7 +347,7 @@ def test_sigint_writes_what_is_queued_and_still_raises_keyboard_interrupt(tmp_pa
     p.send_signal(signal.SIGINT)
     assert p.stdout.readline().strip() == "KeyboardInterrupt"
     assert p.wait(timeout=60) == 3
-    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    msgs = [r["message"] for r in lines_of(tmp_path / "app.log")]
     assert msgs == [f"record {i}" for i in range(500)]
 
 
@@ -365,7 +386,7 @@ def test_kill_9_with_a_spool_loses_nothing_and_writes_nothing_twice(tmp_path):
     again = loglag.Handler(sink, spool=spool)
     again.close()
     m = again.metrics()
-    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    msgs = [r["message"] for r in lines_of(tmp_path / "app.log")]
     # Queued for an hour, nothing was written before the kill: the spool held it all.
     assert m["recovered"] == 3000, m
     assert sorted(msgs) == sorted(f"record {i}" for i in range(3000))
@@ -387,8 +408,8 @@ def test_a_pre_fork_master_and_four_workers_each_write_their_records_once(tmp_pa
             if pid == 0:
                 for i in range(1000):
                     log.info("worker %d record %d", w, i)
-                logging.shutdown()
-                os._exit(0)
+                # As gunicorn's workers end: their own exit, atexit included.
+                raise SystemExit(0)
             pids.append(pid)
         for i in range(500):
             log.info("master after %d", i)
@@ -399,10 +420,81 @@ def test_a_pre_fork_master_and_four_workers_each_write_their_records_once(tmp_pa
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    msgs = [r["msg"] for r in lines_of(tmp_path / "app.log")]
+    msgs = [r["message"] for r in lines_of(tmp_path / "app.log")]
     expected = (
         [f"master before {i}" for i in range(500)]
         + [f"master after {i}" for i in range(500)]
         + [f"worker {w} record {i}" for w in range(4) for i in range(1000)]
     )
     assert sorted(msgs) == sorted(expected), (len(msgs), len(expected))
+
+
+def test_multiprocessing_children_write_what_they_queued_before_os_exit(tmp_path):
+    # multiprocessing's forked children end with os._exit after its finalizers: no
+    # atexit, no logging.shutdown.
+    code = textwrap.dedent(
+        f"""
+        import logging, multiprocessing, loglag
+        h = loglag.Handler("file://{tmp_path}/app.log", flush_interval="1h", batch_bytes="16MiB")
+        log = logging.getLogger("mp"); log.addHandler(h); log.setLevel(logging.INFO)
+        def work(w):
+            for i in range(500):
+                log.info("child %d record %d", w, i)
+        if __name__ == "__main__":
+            ctx = multiprocessing.get_context("fork")
+            ps = [ctx.Process(target=work, args=(w,)) for w in range(3)]
+            for p in ps: p.start()
+            for p in ps: p.join(); assert p.exitcode == 0
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    msgs = [r["message"] for r in lines_of(tmp_path / "app.log")]
+    assert sorted(msgs) == sorted(f"child {w} record {i}" for w in range(3) for i in range(500))
+
+
+@pytest.mark.parametrize("kind", ["rotating", "spool"])
+def test_forked_workers_of_a_rotating_or_spooled_pipeline_write_through_the_parents(tmp_path, kind):
+    # A spool's or a rotating file's lock is the parent's: a worker writes through the
+    # inherited pipeline (on its own thread, at once), and nothing waits for the lock.
+    sink = f"file://{tmp_path}/app.log" + ("?rotate=daily&keep=3" if kind == "rotating" else "")
+    extra = f", spool={str(tmp_path / 'app.spool')!r}" if kind == "spool" else ""
+    code = textwrap.dedent(
+        f"""
+        import logging, os, loglag
+        h = loglag.Handler({sink!r}{extra})
+        log = logging.getLogger("m"); log.addHandler(h); log.setLevel(logging.INFO)
+        pids = []
+        for w in range(2):
+            pid = os.fork()
+            if pid == 0:
+                for i in range(300):
+                    log.info("worker %d record %d", w, i)
+                os._exit(0)
+            pids.append(pid)
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        log.info("master done")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "refused" not in done.stderr and "could not" not in done.stderr, done.stderr
+    msgs = [r["message"] for p in tmp_path.iterdir() if p.name.startswith("app.log") for r in lines_of(p)]
+    expected = [f"worker {w} record {i}" for w in range(2) for i in range(300)] + ["master done"]
+    assert sorted(msgs) == sorted(expected)
+
+
+def test_a_spooled_handler_reopened_after_dict_config_keeps_its_spool(tmp_path):
+    import logging.config
+
+    h = loglag.Handler(f"file://{tmp_path}/app.log", spool=str(tmp_path / "app.spool"))
+    log = logger_with(h, "app.spool.dictconfig")
+    log.info("before")
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
+    log.info("after")
+    m = h.flush()
+    assert m["spool_refused"] is False, m
+    h.close()
+    assert [r["message"] for r in lines_of(tmp_path / "app.log")] == ["before", "after"]

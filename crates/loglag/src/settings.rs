@@ -470,6 +470,12 @@ impl Settings {
         self.overflow
     }
 
+    /// The spool file, if the queue is kept in one: a front end that forks (Python's
+    /// pre-fork servers) must know that a child cannot take the parent's.
+    pub fn spool(&self) -> Option<&std::path::Path> {
+        self.spool.as_deref()
+    }
+
     /// The first setting that cannot work, as an error naming it, its value and what is
     /// valid. A pipeline starts only from settings this accepts.
     pub fn validate(&self) -> Result<(), SettingError> {

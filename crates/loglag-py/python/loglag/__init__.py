@@ -26,7 +26,9 @@ import atexit
 import logging
 import os
 import signal
+import sys
 import threading
+import time
 import weakref
 from typing import Any, Dict, Optional
 
@@ -45,7 +47,7 @@ def _before_fork() -> None:
     with _handlers_lock:
         handlers = list(_handlers)
     for h in handlers:
-        if not h._pipeline.closed:
+        if h._pipeline is not None and not h._pipeline.closed:
             try:
                 h._pipeline.flush(5.0)
             except TimeoutError:
@@ -53,15 +55,46 @@ def _before_fork() -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _handlers_lock
+    # Another thread of the parent may have held it at the fork: not in this process.
+    _handlers_lock = threading.Lock()
+    rebuilt = False
     for h in list(_handlers):
-        h._pipeline._after_fork_in_child()
+        if h._pipeline is None:
+            continue
+        try:
+            rebuilt |= h._pipeline._after_fork_in_child()
+        except Exception as e:  # one handler's sink must not cost the others theirs
+            print(f"loglag: a forked child could not start its pipeline: {e}", file=sys.stderr)
+    mp_util = sys.modules.get("multiprocessing.util")
+    if rebuilt and mp_util is not None:
+        # multiprocessing's forked children end with os._exit, after its finalizers
+        # and without atexit: what they queued is written there. Its child clears the
+        # finalizers first and then runs its after-fork hooks, so the finalizer is
+        # registered from one of those.
+        mp_util.register_after_fork(
+            _AFTER_FORK_TOKEN,
+            lambda _token: mp_util.Finalize(None, _close_all, exitpriority=100),
+        )
+
+
+class _Token:
+    """multiprocessing keeps its after-fork hooks by weak reference to an object."""
+
+
+_AFTER_FORK_TOKEN = _Token()
 
 
 def _flush_all(timeout: float) -> None:
+    # One deadline for all of them: a signal is answered within `timeout`.
+    deadline = time.monotonic() + timeout
     for h in list(_handlers):
-        if not h._pipeline.closed:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        if h._pipeline is not None and not h._pipeline.closed:
             try:
-                h._pipeline.flush(timeout)
+                h._pipeline.flush(left)
             except TimeoutError:
                 pass
 
@@ -78,7 +111,10 @@ def _install_signal_flush(timeout: float) -> None:
     default action (SIGTERM ends the process, by the signal). Only from the main
     thread (Python's rule); an application that installs its own handlers later
     (uvicorn, gunicorn) replaces this one, and their orderly exit runs
-    logging.shutdown, which closes the handler."""
+    logging.shutdown, which closes the handler. All handlers together are flushed
+    within `timeout`. Python runs a signal handler when the main thread next runs
+    Python code: a main thread blocked in C (e.g. waiting with overflow="block" on a
+    stalled sink) answers the signal when that wait ends."""
     global _signals_installed
     if _signals_installed or threading.current_thread() is not threading.main_thread():
         return
@@ -108,14 +144,19 @@ def _install_signal_flush(timeout: float) -> None:
 _exiting = False
 
 
+def _close_all() -> None:
+    for h in list(_handlers):
+        h.close()
+
+
 @atexit.register
 def _close_all_at_exit() -> None:
     # Registered after logging's own hook, so it runs first (atexit is last in, first
-    # out): every pipeline is closed, its queue written, before logging.shutdown.
+    # out): every pipeline is closed, its queue written, before logging.shutdown. A
+    # record after this (a daemon thread, a later atexit hook) is written on the caller.
     global _exiting
     _exiting = True
-    for h in list(_handlers):
-        h._pipeline.close()
+    _close_all()
 
 
 if hasattr(os, "register_at_fork"):
@@ -128,8 +169,8 @@ class Handler(logging.Handler):
     ``sink`` is a URL: ``stdout``, ``stderr``, ``file:///path?rotate=daily&keep=7``,
     ``fifo:///path``, ``syslog://host:514``, ``relp://host:2514``, ``otlp+http://host:4318``
     (its query may hold any other setting). Without one, ``LOGLAG_SINK`` or standard
-    output. ``format`` is ``"json"`` (one object per line: ts, level, logger, msg,
-    thread, the record's ``extra`` fields, exc) or ``"text"``. Keyword arguments are
+    output. ``format`` is ``"json"`` (one object per line: timestamp, level,
+    message, logger, thread, the record's ``extra`` fields, exc) or ``"text"``. Keyword arguments are
     loglag settings (see ``loglag --help`` or the crate's ``SETTINGS``); ``env=False``
     ignores ``LOGLAG_*`` variables.
 
@@ -154,6 +195,8 @@ class Handler(logging.Handler):
     ) -> None:
         super().__init__(level)
         self._arguments = (sink, config_file, dict(settings), format, env)
+        # What pipelines this handler closed and replaced had counted.
+        self._retired: Optional[Dict[str, Any]] = None
         self._pipeline = self._start()
         self._emit = self._pipeline.emit
         with _handlers_lock:
@@ -175,10 +218,18 @@ class Handler(logging.Handler):
         # configure; they keep logging. Once the interpreter is ending, the new
         # pipeline writes on the caller.
         with self.lock:
-            if self._pipeline.closed:
+            if self._pipeline is None or self._pipeline.closed:
+                if self._pipeline is not None:
+                    # The closed pipeline goes first: its spool and its file's lock
+                    # are released with it, and the new one takes them.
+                    self._retired = _add_counts(self._retired, self._pipeline.metrics())
+                    self._pipeline = None
+                # If the sink cannot be opened now, the error reaches handleError and
+                # the next record tries again.
                 self._pipeline = self._start(**({"mode": "sync"} if _exiting else {}))
                 self._emit = self._pipeline.emit
-        self._emit(record)
+            pipeline = self._pipeline
+        pipeline.emit(record)
 
     def emit(self, record: logging.LogRecord) -> None:
         self.handle(record)
@@ -204,28 +255,56 @@ class Handler(logging.Handler):
             self.handleError(record)
         return True
 
-    def flush(self, timeout: float = 5.0) -> Dict[str, Any]:  # type: ignore[override]
-        """Waits until every record logged before the call is written or dropped, at
-        most ``timeout`` seconds, and returns the accounting; ``TimeoutError`` if not.
-        Does nothing once the handler is closed."""
-        if self._pipeline.closed:
-            return self._pipeline.metrics()
-        return self._pipeline.flush(timeout)
+    def flush(self, timeout: Optional[float] = None) -> Dict[str, Any]:  # type: ignore[override]
+        """Waits until every record logged before the call is written or dropped, and
+        returns the accounting. With a ``timeout`` (seconds), ``TimeoutError`` when it
+        passes first; without one (as ``logging`` calls it), at most 5 s and no
+        error, so that ``logging.shutdown`` goes on to ``close``."""
+        pipeline = self._pipeline
+        if pipeline is None or pipeline.closed:
+            return self.metrics()
+        try:
+            pipeline.flush(5.0 if timeout is None else timeout)
+        except TimeoutError:
+            if timeout is not None:
+                raise
+        return self.metrics()
 
     def close(self) -> None:
         """Writes what is queued (within ``shutdown_timeout``) and stops the writer.
         A record logged after this starts a fresh pipeline from the same settings, as
-        ``logging.FileHandler`` reopens its file (``metrics()`` then counts from
-        there)."""
+        ``logging.FileHandler`` reopens its file; ``metrics()`` keeps counting across."""
         with self.lock:
-            self._pipeline.close()
+            # Records that arrive while the queue is written take the reopening path,
+            # which waits for this lock: none goes to a pipeline being closed.
             self._emit = self._reopen_and_emit
+            if self._pipeline is not None:
+                self._pipeline.close()
         super().close()
 
     def metrics(self) -> Dict[str, Any]:
         """accepted, written, dropped (in all, by reason, by reason and level),
-        in_flight, and the queue's bytes."""
-        return self._pipeline.metrics()
+        in_flight, and the queue's bytes; across every pipeline this handler ran."""
+        if self._pipeline is None:
+            return dict(self._retired or {})
+        return _add_counts(self._retired, self._pipeline.metrics())
+
+
+def _add_counts(a: Optional[Dict[str, Any]], b: Dict[str, Any]) -> Dict[str, Any]:
+    """Two accountings as one: counts add, the rest is the newer's."""
+    if a is None:
+        return b
+    out = dict(b)
+    for key, value in b.items():
+        if isinstance(value, bool) or key in ("in_flight", "in_flight_bytes"):
+            continue
+        if key.startswith("max_"):
+            out[key] = max(a.get(key, 0), value)
+        elif isinstance(value, int):
+            out[key] = a.get(key, 0) + value
+        elif isinstance(value, dict):
+            out[key] = _add_counts(a.get(key, {}), value)
+    return out
 
 
 _formatter = logging.Formatter()
