@@ -569,14 +569,19 @@ pub fn render(s: &Summary) -> String {
         chart.as_deref(),
     ));
     // One notation for the time zone, to the second: "2026-11-29 23:09:46 UTC".
-    let started = loglag::__lab::rfc3339(
-        std::time::UNIX_EPOCH + std::time::Duration::from_secs(p.started_unix_s),
-    )
-    .get(..19)
-    .map_or_else(String::new, |t| t.replacen('T', " ", 1));
+    // A start past what the clock can hold comes from a hand-edited file: say so
+    // rather than overflow.
+    let started = std::time::UNIX_EPOCH
+        .checked_add(std::time::Duration::from_secs(p.started_unix_s))
+        .and_then(|t| {
+            loglag::__lab::rfc3339(t)
+                .get(..19)
+                .map(|t| format!("{} UTC", t.replacen('T', " ", 1)))
+        })
+        .unwrap_or_else(|| format!("{} s after 1970 (out of range)", p.started_unix_s));
     let _ = write!(
         h,
-        "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started} UTC</dd><dt>load</dt><dd>{rate} for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",
+        "<dl><dt>machine</dt><dd>{cpu}, {cores} cores, Linux {kernel}</dd><dt>loglag</dt><dd>{ver} ({rev})</dd><dt>started</dt><dd>{started}</dd><dt>load</dt><dd>{rate} for {dur} s, connection: {conn}, {warm} warm-up requests</dd><dt>runs</dt><dd>{nruns} runs: {nc} conditions × {ns} sinks × {rounds} rounds</dd><dt>sinks</dt><dd>FIFO read in {rs}-byte reads; slow = {slow} B/s; pipe size {pipe}</dd><dt>API</dt><dd>{app}, {threads} thread(s)</dd><dt>CPU limit</dt><dd>{cpu_limit}</dd></dl>",
         cpu = esc(&p.machine.cpu),
         cores = p.machine.cores,
         kernel = esc(&p.machine.kernel),
