@@ -1,5 +1,15 @@
 //! The `loglag` command: CLI parsing and glue only.
 
+/// `eprintln!` that never panics: a progress or closing line to a stderr whose reader
+/// went away (`loglag lab 2>&1 | head`) is dropped, and the run goes on to keep its
+/// results.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod args;
 mod commands;
 // The lab's `Progress` is unused where the lab does not run (see commands/linux_only.rs).
@@ -15,13 +25,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe on stdout (`loglag lab | head`) is not an error.
-            if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
+            if commands::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("loglag: error: {err:#}");
+            say!("loglag: error: {err:#}");
             ExitCode::FAILURE
         }
     }

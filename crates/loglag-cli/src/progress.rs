@@ -29,7 +29,7 @@ impl Progress {
     fn line(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => say!("{text}"),
         }
     }
 
@@ -47,7 +47,7 @@ impl Observer for Progress {
                 bar.set_position(index as u64);
                 bar.set_message(label.to_owned());
             }
-            None => eprintln!("loglag lab: run {}/{total}: {label}", index + 1),
+            None => say!("loglag lab: run {}/{total}: {label}", index + 1),
         }
     }
 

@@ -292,6 +292,29 @@ fn results_and_their_report_are_kept_by_default_in_a_fresh_directory() {
                 stdout.contains("| requests | p50 ms | p99 ms | p99 range ms |"),
                 "{stdout}"
             );
+            // Whoever reads its output may go away (`loglag lab 2>&1 | head`): every
+            // line after that meets a closed pipe, and the run still keeps its results
+            // and ends as a filter does, without an error.
+            let out_dir = cwd.path().join("piped");
+            let mut child = loglag()
+                .args(["lab", "--conditions", "none,json-queue", "--sinks", "fast"])
+                .args(["--duration", "1s", "--out"])
+                .arg(&out_dir)
+                .current_dir(cwd.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            drop(child.stdout.take());
+            drop(child.stderr.take());
+            let status = child.wait().unwrap();
+            assert!(status.success(), "{status}");
+            for file in ["summary.json", "report.html", "manifest.json"] {
+                assert!(
+                    out_dir.join(file).exists(),
+                    "{file} missing after a closed pipe"
+                );
+            }
         },
     )
 }

@@ -11,6 +11,8 @@ use loglag_lab::lab::against::{self, Saved, AGAINST_MD};
 use loglag_lab::lab::preset::Step;
 use loglag_lab::report::Summary;
 
+use super::stdout_outcome;
+
 use crate::args::LabArgs;
 
 /// A baseline that passed its checks, and the differences `--force` accepted.
@@ -34,7 +36,7 @@ pub(crate) fn prepare(a: &LabArgs, steps: &[Step]) -> anyhow::Result<Option<Agai
     let plan = steps[0].plan.echo();
     let forced = against::check(&saved, &plan, &loglag_lab::sys::procfs::machine(), a.force)?;
     for d in &forced {
-        eprintln!("loglag lab: --against with --force although {d}");
+        say!("loglag lab: --against with --force although {d}");
     }
     Ok(Some(Against { saved, forced }))
 }
@@ -48,21 +50,21 @@ pub(crate) fn finish(
     stdout: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let c = against::compare(&against.saved, summary, against.forced)?;
-    writeln!(stdout)?;
-    for line in c.summary_lines() {
-        writeln!(stdout, "{line}")?;
-    }
+    let mut lines = vec![String::new()];
+    lines.extend(c.summary_lines());
     match dir {
         Some(dir) => {
             let path = dir.join(AGAINST_MD);
             std::fs::write(&path, c.markdown())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            writeln!(stdout, "comparison for a pull request: {}", path.display())?;
+            lines.push(format!("comparison for a pull request: {}", path.display()));
         }
-        None => eprintln!(
+        None => say!(
             "loglag lab: --against: no result directory, so {AGAINST_MD} was not written (--out DIR keeps it)"
         ),
     }
+    // The verdict is the exit status, whether or not anyone reads the lines.
+    stdout_outcome(lines.iter().try_for_each(|l| writeln!(stdout, "{l}")))?;
     Ok(if c.regressed() {
         ExitCode::FAILURE
     } else {

@@ -26,14 +26,14 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
     write_out(&outputs, &summary, a.out.as_deref(), "emit")?;
     let m = &summary.metrics;
     if summary.interrupted {
-        eprintln!(
+        say!(
             "loglag emit: interrupted after {} of {} records; those are drained and summarised above",
             summary.records, a.plan.count
         );
         return Ok(ExitCode::from(INTERRUPTED));
     }
     if m.dropped_records > 0 && !a.allow_drops {
-        eprintln!(
+        say!(
             "loglag emit: {} of {} records dropped (use --overflow block to wait instead, or --allow-drops)",
             m.dropped_records, summary.records
         );

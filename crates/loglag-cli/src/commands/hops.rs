@@ -22,7 +22,7 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("--users {n}: {e}"))?;
     }
     let runs = if plan.overhead { 4 } else { 2 };
-    eprintln!(
+    say!(
         "loglag lab hops: {runs} runs (monolith, services{}), about {:.0} s of load; {}, {} connection per outgoing call",
         if plan.overhead {
             ", each traced and untraced"
@@ -59,19 +59,16 @@ pub(crate) fn hops(a: HopsArgs) -> anyhow::Result<ExitCode> {
             )?;
             output.summary.spans_file = Some("spans.otlp.json".into());
         }
-        outputs.show(&output.summary, &mut std::io::stdout().lock())?;
-        write_out(&outputs, &output.summary, a.out.as_deref(), "lab hops")?;
+        show_and_write_out(&outputs, &output.summary, a.out.as_deref(), "lab hops")?;
         if let Some(note) = &output.summary.interrupted {
-            eprintln!("loglag lab hops: {note}; the completed runs are reported");
+            say!("loglag lab hops: {note}; the completed runs are reported");
         }
     } else if matches!(error, Some(LabError::Cancelled)) {
         let whither = a
             .out
             .as_ref()
             .map_or(String::new(), |o| format!(" to {}", o.display()));
-        eprintln!(
-            "loglag lab hops: interrupted before any run completed; nothing written{whither}"
-        );
+        say!("loglag lab hops: interrupted before any run completed; nothing written{whither}");
     }
     match error {
         None => Ok(ExitCode::SUCCESS),

@@ -94,14 +94,14 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
         .sum();
     let first = &steps[0].plan;
     match a.request.preset {
-        None => eprintln!(
+        None => say!(
             "loglag lab: {total} runs ({} conditions x {} sinks x {} rounds), about {:.0} s of load plus drain",
             first.conditions.len(),
             first.sinks.len(),
             first.rounds,
             expected
         ),
-        Some(preset) => eprintln!(
+        Some(preset) => say!(
             "loglag lab --preset {preset}: {} steps ({}), {total} runs, about {:.0} s of load plus drain",
             steps.len(),
             steps.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", "),
@@ -138,28 +138,32 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
     // The table first: if writing the files fails, the measurements are still shown.
     let preset_summary = a.request.preset.map(|p| p.summarise(&done));
     let stdout = &mut std::io::stdout().lock();
-    match (&preset_outputs, &preset_summary) {
-        (Some(outputs), Some(ps)) => outputs.show(ps, stdout)?,
-        _ => {
-            for (_, summary) in &done {
-                if a.format == OutputFormat::Md {
-                    // The headline, then the tables narrowed to what it speaks of.
-                    let md = export::LabStdout {
-                        columns: a.columns.into(),
-                    };
-                    md.export(summary, stdout)?;
-                    stdout.flush()?;
-                } else {
-                    lab_outputs.show(summary, stdout)?;
+    // A stdout that fails (a reader gone, a full disk) stops the tables, not the files.
+    let shown = (|| -> anyhow::Result<()> {
+        match (&preset_outputs, &preset_summary) {
+            (Some(outputs), Some(ps)) => outputs.show(ps, stdout)?,
+            _ => {
+                for (_, summary) in &done {
+                    if a.format == OutputFormat::Md {
+                        // The headline, then the tables narrowed to what it speaks of.
+                        let md = export::LabStdout {
+                            columns: a.columns.into(),
+                        };
+                        md.export(summary, stdout)?;
+                        stdout.flush()?;
+                    } else {
+                        lab_outputs.show(summary, stdout)?;
+                    }
                 }
             }
         }
-    }
+        Ok(())
+    })();
     if let Some(kept) = &kept {
         let out = &kept.dir;
         if done.is_empty() {
             let removed = kept.remove_created();
-            eprintln!(
+            say!(
                 "loglag lab: no run completed; nothing kept in {}{}",
                 out.display(),
                 if removed { " (removed)" } else { "" }
@@ -171,10 +175,11 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             if let (Some(outputs), Some(ps)) = (&preset_outputs, &preset_summary) {
                 outputs.write(ps, out)?;
             }
-            eprintln!("loglag lab: results in {}", out.display());
-            eprintln!("report: {}", out.join("report.html").display());
+            say!("loglag lab: results in {}", out.display());
+            say!("report: {}", out.join("report.html").display());
         }
     }
+    stdout_outcome(shown)?;
     match error {
         None => match (against, done.first()) {
             (Some(b), Some((step, summary))) => {
@@ -184,7 +189,7 @@ pub(crate) fn lab(a: LabArgs) -> anyhow::Result<ExitCode> {
             _ => Ok(ExitCode::SUCCESS),
         },
         Some(LabError::Cancelled) => {
-            eprintln!("loglag lab: interrupted; {completed} completed runs reported");
+            say!("loglag lab: interrupted; {completed} completed runs reported");
             Ok(ExitCode::from(INTERRUPTED))
         }
         Some(e) => {

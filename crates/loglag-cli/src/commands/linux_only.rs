@@ -25,7 +25,7 @@ pub(crate) fn needs_linux(command: &str, what: &str) -> String {
 
 #[cfg(not(unix))]
 fn refuse(command: &str, what: &str) -> anyhow::Result<ExitCode> {
-    eprintln!("{}", needs_linux(command, what));
+    say!("{}", needs_linux(command, what));
     Ok(ExitCode::FAILURE)
 }
 

@@ -49,7 +49,7 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         let exe = std::env::current_exe().context("cannot find the loglag executable")?;
         let server = loglag_lab::child::NullServer::start(&exe).context("--calibrate")?;
         let label = format!("floor: null server at http://{}/", server.addr);
-        eprintln!("calibrating: the same load against a null server ({label})");
+        say!("calibrating: the same load against a null server ({label})");
         let config = config(server.target())?;
         let result = run(&config);
         Some(summarize(&label, &config, &result, lateness_limit_us))
@@ -61,7 +61,7 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         Some(f) if f.interrupted.is_some() => {
             outputs.show(&f, &mut std::io::stdout().lock())?;
             write_out(&outputs, &f, a.out.as_deref(), "load")?;
-            eprintln!(
+            say!(
                 "loglag load: {}",
                 f.interrupted.as_deref().unwrap_or_default()
             );
@@ -87,15 +87,14 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
         floor.expect("--calibrate without a URL")
     };
     summary.schema = SCHEMA;
-    outputs.show(&summary, &mut std::io::stdout().lock())?;
-    write_out(&outputs, &summary, a.out.as_deref(), "load")?;
+    show_and_write_out(&outputs, &summary, a.out.as_deref(), "load")?;
     if let Some(note) = &summary.interrupted {
-        eprintln!("loglag load: {note}");
+        say!("loglag load: {note}");
         return Ok(ExitCode::from(INTERRUPTED));
     }
     for s in summary.with_floor() {
         if let Some(w) = &s.lateness_warning {
-            eprintln!("warning: {}: {w}", s.url);
+            say!("warning: {}: {w}", s.url);
         }
     }
     let all_ok = summary.with_floor().all(|s| s.ok == s.requests);
@@ -111,8 +110,7 @@ pub(crate) fn sink(a: SinkArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &a.out {
         check_out_dir(out)?;
     }
-    let summary = a.request.run(|what| eprintln!("loglag sink: {what}"))?;
-    outputs.show(&summary, &mut std::io::stdout().lock())?;
-    write_out(&outputs, &summary, a.out.as_deref(), "sink")?;
+    let summary = a.request.run(|what| say!("loglag sink: {what}"))?;
+    show_and_write_out(&outputs, &summary, a.out.as_deref(), "sink")?;
     Ok(ExitCode::SUCCESS)
 }

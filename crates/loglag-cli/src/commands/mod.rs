@@ -92,11 +92,11 @@ pub(crate) fn cancel_flag() -> anyhow::Result<Arc<AtomicBool>> {
         .spawn(move || {
             let mut byte = [0u8];
             if woken.read_exact(&mut byte).is_ok() {
-                eprintln!(
+                say!(
                     "loglag: interrupted again: killing what the lab started and removing its scratch files, then exiting (once more exits at once)"
                 );
                 let done = loglag_lab::sys::teardown::now();
-                eprintln!("loglag: {done}; exiting");
+                say!("loglag: {done}; exiting");
                 // Not `process::exit`: the main thread may hold stdout's lock, and
                 // nothing is left to flush.
                 signal_hook::low_level::exit(INTERRUPTED as i32);
@@ -132,6 +132,37 @@ pub(crate) fn check_out_dir(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shows `result` on stdout, then writes its files into `--out`: a stdout that fails
+/// stops the table, never the files (see [`stdout_outcome`]).
+pub(crate) fn show_and_write_out<R>(
+    outputs: &ExportManager<R>,
+    result: &R,
+    out: Option<&Path>,
+    command: &str,
+) -> anyhow::Result<()> {
+    let shown = outputs.show(result, &mut std::io::stdout().lock());
+    write_out(outputs, result, out, command)?;
+    stdout_outcome(shown)
+}
+
+/// What a table shown on stdout came to, judged once the files are kept: a reader
+/// that went away (`loglag lab | head`) is no error, as for any filter; another
+/// failure (`> /dev/full`) is, after the results are safe.
+pub(crate) fn stdout_outcome<E: Into<anyhow::Error>>(shown: Result<(), E>) -> anyhow::Result<()> {
+    match shown.map_err(Into::into) {
+        Err(e) if !is_broken_pipe(&e) => Err(e.context("cannot write the results to stdout")),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `err` is, somewhere in its chain, a write to a pipe nobody reads.
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Writes a result's files and its manifest into `--out`, when given.
 pub(crate) fn write_out<R>(
     outputs: &ExportManager<R>,
@@ -141,7 +172,7 @@ pub(crate) fn write_out<R>(
 ) -> anyhow::Result<()> {
     if let Some(dir) = out {
         outputs.write(result, dir)?;
-        eprintln!("loglag {command}: results in {}", dir.display());
+        say!("loglag {command}: results in {}", dir.display());
     }
     Ok(())
 }
@@ -199,7 +230,7 @@ pub(crate) fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
         }
         _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
     };
-    eprintln!(
+    say!(
         "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered, {} drops announced that the process had not reported",
         report.records, report.bytes, report.torn, report.already_delivered, report.unannounced_drops
     );

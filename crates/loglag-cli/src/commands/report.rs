@@ -20,7 +20,7 @@ pub(crate) fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         };
         if i == 0 && path.as_os_str() != "-" {
-            eprintln!("loglag report: wrote {}", path.display());
+            say!("loglag report: wrote {}", path.display());
         }
     }
     Ok(ExitCode::SUCCESS)

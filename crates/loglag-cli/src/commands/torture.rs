@@ -8,11 +8,8 @@ pub(crate) fn torture(a: TortureArgs) -> anyhow::Result<ExitCode> {
         check_out_dir(out)?;
     }
     let exe = std::env::current_exe().context("cannot find the loglag executable")?;
-    let summary = a
-        .request
-        .run(exe, |step| eprintln!("loglag torture: {step}"))?;
-    outputs.show(&summary, &mut std::io::stdout().lock())?;
-    write_out(&outputs, &summary, a.out.as_deref(), "torture")?;
+    let summary = a.request.run(exe, |step| say!("loglag torture: {step}"))?;
+    show_and_write_out(&outputs, &summary, a.out.as_deref(), "torture")?;
     Ok(if summary.passed() {
         ExitCode::SUCCESS
     } else {
