@@ -12,6 +12,14 @@ Modes (each request logs 2 INFO and 1 DEBUG record, ~120 bytes each):
     queue-memory  QueueHandler -> QueueListener -> MemoryHandler
     loglag-handler  loglag.Handler (crates/loglag-py): bounded in bytes, a writer thread
                   (not `loglag`, which the lab reads as its own condition's 16 KiB lines)
+    loglag-handler-spool  the same with its queue in a spool file next to the log
+                  (LOG.spool): a SIGKILL loses nothing; the next start delivers it,
+                  which `--recover` does alone (the lab's --app-recover):
+
+    loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
+        --app-recover 'python3 examples/python/buffer_api.py --recover --log {log_path} --mode {condition}' \\
+        --conditions memory,queue,loglag-handler,loglag-handler-spool --expect-lines 3 \\
+        --stop-signal kill --match-request-id --rounds 3
 
 On SIGTERM or SIGINT it flushes every handler (logging.shutdown) and exits 0, as a
 well-behaved service does; with --no-flush-at-exit it exits without flushing, which is
@@ -28,20 +36,35 @@ import queue
 import signal
 import sys
 
-MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler")
+MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler", "loglag-handler-spool")
 
 
-def loglag_handler(log_path):
+def loglag_handler(log_path, spooled):
     """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
-    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
-    import os
+    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O. Spooled,
+    the queue is a file next to the log: what a SIGKILL leaves in it is delivered by
+    the next handler built on the same spool."""
     import stat
 
     import loglag
 
     path = os.path.abspath(log_path)
     scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
-    return loglag.Handler(f"{scheme}://{path}")
+    spool = {"spool": path + ".spool"} if spooled else {}
+    return loglag.Handler(f"{scheme}://{path}", **spool)
+
+
+def recover(log_path, mode):
+    """What the service's next start does for its log, alone: a spooled handler built
+    on the spool the killed process left delivers it, then closes."""
+    if mode != "loglag-handler-spool":
+        return 0  # nothing outlives the process in the other modes
+    handler = loglag_handler(log_path, spooled=True)
+    handler.close()
+    m = handler.metrics()
+    # The lab's --app-recover reads `recovered N` on the last line of stdout.
+    print(f"recovered {m['recovered']}", flush=True)
+    return 0
 
 
 class App:
@@ -51,8 +74,8 @@ class App:
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
         self.listener = None
-        if mode == "loglag-handler":
-            self.logger.addHandler(loglag_handler(log_path))
+        if mode.startswith("loglag-handler"):
+            self.logger.addHandler(loglag_handler(log_path, mode == "loglag-handler-spool"))
             return
         stream = open(log_path, "w", encoding="utf-8", newline="\n")
         target = logging.StreamHandler(stream)
@@ -109,12 +132,21 @@ class App:
 
 async def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="required unless --recover")
     parser.add_argument("--log", required=True, help="FIFO or file the logs go to")
     parser.add_argument("--mode", required=True, choices=MODES)
     parser.add_argument("--capacity", type=int, default=100, help="MemoryHandler capacity")
     parser.add_argument("--no-flush-at-exit", action="store_true")
+    parser.add_argument(
+        "--recover",
+        action="store_true",
+        help="deliver what a killed loglag-handler-spool left in its spool, then exit",
+    )
     args = parser.parse_args()
+    if args.recover:
+        sys.exit(recover(args.log, args.mode))
+    if args.port is None:
+        parser.error("--port is required (unless --recover)")
     app = App(args.mode, args.log, args.capacity)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

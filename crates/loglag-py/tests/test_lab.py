@@ -51,3 +51,32 @@ def test_the_lab_measures_the_handler_beside_no_logging_and_verifies_every_line(
     assert judged == {"p50", "p99"}
     # And the headline speaks of it.
     assert "loglag" in done.stdout.split("\n\n")[0]
+
+
+def test_killed_the_spooled_handler_loses_nothing_once_the_next_start_recovers(tmp_path):
+    # Reference 002's SIGKILL row on the Python app: a MemoryHandler loses what it held;
+    # the spooled Handler, its records queued for an hour (so all are in the spool at
+    # the kill), loses nothing once --app-recover, run as the next start would, has
+    # delivered the spool.
+    script = f"{sys.executable} {ROOT}/examples/python/buffer_api.py"
+    env = dict(os.environ, LOGLAG_FLUSH_INTERVAL="1h", LOGLAG_BATCH_BYTES="16MiB")
+    done = subprocess.run(
+        [str(LOGLAG), "lab",
+         "--app", script + " --port {port} --log {log_path} --mode {condition}",
+         "--app-recover", script + " --recover --log {log_path} --mode {condition}",
+         "--conditions", "memory,loglag-handler-spool", "--expect-lines", "3",
+         "--stop-signal", "kill", "--match-request-id", "--sinks", "fast",
+         "--warmup", "0", "--duration", "2s", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = {r["condition"]: r for r in json.loads((tmp_path / "out" / "summary.json").read_text())["runs"]}
+    spooled, memory = runs["loglag-handler-spool"], runs["memory"]
+    assert spooled["lost_records"] == 0, spooled["verify_note"]
+    assert spooled["verified"] is True, spooled["verify_note"]
+    # Everything it logged came from the spool, after the kill.
+    delivered = f"--app-recover delivered {spooled['expected_records']} records"
+    assert delivered in spooled["verify_note"], spooled["verify_note"]
+    # The memory buffer (capacity 100, 3 records a request) held what its last flush
+    # left: the records modulo 100, written by no one.
+    assert memory["lost_records"] == memory["expected_records"] % 100, memory["verify_note"]

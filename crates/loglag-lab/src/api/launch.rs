@@ -395,6 +395,57 @@ impl ApiProc {
         }
     }
 
+    /// Runs an `--app-recover` command (placeholders filled) after the app's stop, as
+    /// its next start would run: its stderr goes to the app's stderr file, it must exit
+    /// 0 within `timeout` (else it is killed with what it started), and what it writes
+    /// into the log counts like the app's own lines. Returns N when the last line of
+    /// its stdout is `recovered N`: the records it says it delivered.
+    pub fn recover(&mut self, command: &str, timeout: Duration) -> io::Result<Option<u64>> {
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.stderr_path)?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("exec {command}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(out);
+        let mut guard = ChildGuard::spawn(cmd, "the --app-recover command")?;
+        // Read on a thread: a command that writes more than a pipe holds must not
+        // stall until the timeout. Its end comes with the command's (its group is
+        // killed once it exits).
+        let stdout = guard.child.stdout.take().expect("piped");
+        let said = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = io::Read::read_to_string(&mut io::Read::take(stdout, 1 << 20), &mut text);
+            text
+        });
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = guard.exited() {
+                let said = said.join().unwrap_or_default();
+                return if status.success() {
+                    Ok(recovered_count(&said))
+                } else {
+                    Err(io::Error::other(format!(
+                        "--app-recover failed ({status}): {}",
+                        tail(&self.stderr_path)
+                    )))
+                };
+            }
+            if Instant::now() > deadline {
+                guard.stop(Duration::from_secs(1));
+                return Err(io::Error::other(format!(
+                    "--app-recover did not finish within {timeout:?} (--drain-timeout): {}",
+                    tail(&self.stderr_path)
+                )));
+            }
+            // A child's exit has no file descriptor to wait on here.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// An error naming the exit status and the API's last stderr lines if it exited.
     pub fn check_alive(&mut self) -> io::Result<()> {
         match self.guard.exited() {
@@ -405,6 +456,18 @@ impl ApiProc {
             None => Ok(()),
         }
     }
+}
+
+/// N from the last line of what an `--app-recover` printed, when it is `recovered N`.
+fn recovered_count(stdout: &str) -> Option<u64> {
+    stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())?
+        .trim()
+        .strip_prefix("recovered ")?
+        .parse()
+        .ok()
 }
 
 /// Copies what an app appends to its own log file into the reader's FIFO, every
@@ -672,7 +735,15 @@ pub(crate) fn visible(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::visible;
+    use super::{recovered_count, visible};
+
+    #[test]
+    fn a_recovery_says_what_it_delivered_on_its_last_line_or_nothing_is_claimed() {
+        assert_eq!(recovered_count("opening spool\nrecovered 42\n\n"), Some(42));
+        assert_eq!(recovered_count("recovered 42\ndone\n"), None);
+        assert_eq!(recovered_count("recovered many\n"), None);
+        assert_eq!(recovered_count(""), None);
+    }
 
     #[test]
     fn control_characters_are_shown_escaped_and_invalid_utf8_lossily() {

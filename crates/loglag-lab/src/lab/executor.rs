@@ -91,6 +91,10 @@ pub trait RunApi {
     /// Stops it as a deployment does (`signal`, then up to `timeout`, then SIGKILL) and
     /// ends whatever it started.
     fn stop(&mut self, signal: Signal, timeout: Duration) -> AppExit;
+    /// Runs `command` (an `--app-recover`, filled in) after its stop, as its next
+    /// start would: an error if it fails or outlasts `timeout`; the records it says it
+    /// delivered, if it says.
+    fn recover(&mut self, command: &str, timeout: Duration) -> io::Result<Option<u64>>;
     /// Ends it at the end of a run that did not stop it by `stop`.
     fn end(&mut self);
     /// Stops copying an `--app-log FILE` into the pipe after a last look.
@@ -225,6 +229,10 @@ impl RunApi for ApiProc {
 
     fn stop(&mut self, signal: Signal, timeout: Duration) -> AppExit {
         ApiProc::stop(self, signal, timeout)
+    }
+
+    fn recover(&mut self, command: &str, timeout: Duration) -> io::Result<Option<u64>> {
+        ApiProc::recover(self, command, timeout)
     }
 
     fn end(&mut self) {

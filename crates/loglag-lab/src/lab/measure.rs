@@ -80,6 +80,9 @@ pub struct RawRun {
     /// `loglag-spool` after a stop: records the lab delivered from the API's spool (at
     /// least once: the batch in flight at a kill may come twice).
     pub recovered: Option<u64>,
+    /// An `--app` whose `--app-recover` ran after its stop, with the records it said
+    /// it delivered: its lines are at least once too.
+    pub app_recovered: Option<Option<u64>>,
 }
 
 /// Everything one run produced.
@@ -210,7 +213,7 @@ pub(crate) fn measure(raw: &RawRun) -> RunOutput {
     let mut lost_records = expected_records.map(|e| e as i64 - lines_read as i64);
     // A network condition's OTLP sink retries a request whose answer was lost: the
     // collector may have written that batch twice. Extra lines there are duplicates too.
-    let at_least_once = raw.recovered.is_some() || network;
+    let at_least_once = raw.recovered.is_some() || raw.app_recovered.is_some() || network;
     let duplicate_records = match (at_least_once, lost_records) {
         (true, Some(lost)) if lost < 0 => {
             lost_records = Some(0);
@@ -649,6 +652,11 @@ fn verify_app(raw: &RawRun, expected: Option<u64>, served: u64) -> (bool, String
         .app_exit
         .as_ref()
         .map_or(String::new(), |e| format!("; the app {e}"));
+    let exit = match raw.app_recovered {
+        Some(Some(n)) => format!("{exit}, then --app-recover delivered {n} records"),
+        Some(None) => format!("{exit}, then --app-recover ran"),
+        None => exit,
+    };
     let Some(expected) = expected else {
         return (
             false,
@@ -678,6 +686,17 @@ fn verify_app(raw: &RawRun, expected: Option<u64>, served: u64) -> (bool, String
             true,
             format!(
                 "{lines_read} lines for {requests} requests (warm-up included), as expected{exit}"
+            ),
+        );
+    }
+    if lines_read > expected && raw.app_recovered.is_some() {
+        // Recovery delivers at least once: the batch in flight at a kill comes again
+        // (and a request the kill cut off may have logged without being served).
+        return (
+            true,
+            format!(
+                "{lines_read} lines for {requests} requests (warm-up included): none lost, {} more than expected, delivered again by the recovery (at least once){exit}",
+                lines_read - expected
             ),
         );
     }
@@ -893,6 +912,7 @@ mod tests {
             first_id: 2,
             proc_counters: None,
             recovered: None,
+            app_recovered: None,
             oldest_queued_us: None,
             findings: None,
             match_request_id: false,

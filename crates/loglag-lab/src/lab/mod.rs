@@ -511,6 +511,17 @@ fn run_one(
         Some(Condition::LoglagSpool) if stop_builtin => Some(recover_spool(&fifo)?),
         _ => None,
     };
+    // An --app's own recovery (--app-recover), as its next start would run it: into
+    // the pipe the reader reads, however slowly, so it may take as long as a drain.
+    let app_recovered = match (&plan.app_recover, &app_exit) {
+        (Some(template), Some(_)) if control.is_none() => {
+            let command = template
+                .replace("{log_path}", &fifo.display().to_string())
+                .replace("{condition}", condition.name());
+            Some(api.recover(&command, plan.drain_timeout)?)
+        }
+        _ => None,
+    };
 
     // Drain: wait until every byte the API wrote has been read.
     let served = load.samples.iter().filter(|s| s.status.is_some()).count() as u64;
@@ -589,6 +600,7 @@ fn run_one(
         findings: report.findings,
         match_request_id: plan.match_request_id,
         recovered,
+        app_recovered,
     }))
 }
 

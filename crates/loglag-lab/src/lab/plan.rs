@@ -155,6 +155,9 @@ pub struct LabSettings {
     pub ready_timeout: Duration,
     /// Where the `--app` writes its log.
     pub app_log: crate::api::launch::AppLog,
+    /// Run after each stop of the `--app`, before the log is counted (`{log_path}`,
+    /// `{condition}`): its next start's recovery of a spool.
+    pub app_recover: Option<String>,
     /// The `loglag` executable, used to start `serve` and `sink` children.
     pub exe: PathBuf,
     /// How long to wait for the log to drain after the last response.
@@ -217,6 +220,7 @@ impl LabSettings {
             ready: crate::api::launch::Readiness::Connect,
             ready_timeout: default_duration(defaults::READY_TIMEOUT),
             app_log: crate::api::launch::AppLog::Path,
+            app_recover: None,
             exe,
             drain_timeout: default_duration(defaults::DRAIN_TIMEOUT),
             warmup_timeout: default_duration(defaults::WARMUP_TIMEOUT),
@@ -285,6 +289,7 @@ impl LabSettings {
             warmup,
             cpu_limit,
             app,
+            app_recover,
             closed,
             record,
             error_every,
@@ -323,6 +328,7 @@ impl LabSettings {
             cpu_limit: *cpu_limit,
             lateness_limit_us: *lateness_limit_us,
             app: app.clone(),
+            app_recover: app_recover.clone(),
             closed: *closed,
             // An --app logs on its own: no record shape is the plan's.
             record: app.is_none().then(|| record.to_string()),
@@ -378,6 +384,10 @@ impl LabSettings {
             if self.app_log == AppLog::Stderr && matches!(self.ready, Readiness::Log(_)) {
                 return Err(PlanError::ReadyLogOnStderr);
             }
+        } else if self.app_recover.is_some() {
+            return Err(PlanError::Flags(
+                "--app-recover recovers an --app's spool after its stop; the built-in API's loglag-spool condition is recovered by the lab itself".to_owned(),
+            ));
         }
         if let Some(b) = &self.baseline {
             if !self.conditions.iter().any(|c| c.name() == b) {
@@ -560,6 +570,13 @@ mod tests {
         assert!(matches!(p.validate(), Err(PlanError::AppWithoutPort(_))));
         p.app = Some("python3 app.py {port}".into());
         assert!(matches!(p.validate(), Err(PlanError::AppWithoutLogPath(_))));
+        let mut p = good();
+        p.app_recover = Some("python3 app.py --recover".into());
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--app-recover recovers an --app's spool"));
     }
     use crate::api::condition::Condition;
 

@@ -152,6 +152,7 @@ impl LabRequest {
         base.warmup = self.warmup;
         base.cpu_limit = self.cpu_limit;
         base.app = self.app.clone();
+        base.app_recover = self.app_recover.clone();
         base.ready = self.ready.clone();
         base.ready_timeout = self.ready_timeout;
         base.app_log = self.app_log.clone();

@@ -91,6 +91,9 @@ fn after_help() -> String {
     loglag lab --app 'python3 examples/python/seed_api.py --port {port} --log {log_path} --condition {condition}'
     loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
         --conditions stream,memory --expect-lines 3 --stop-signal term --match-request-id
+    loglag lab --app 'python3 examples/python/buffer_api.py --port {port} --log {log_path} --mode {condition}' \\
+        --app-recover 'python3 examples/python/buffer_api.py --recover --log {log_path} --mode {condition}' \\
+        --conditions memory,loglag-handler-spool --expect-lines 3 --stop-signal kill
     loglag lab --preset buffers --out buffers    # what buffers lose; also: blocking, sweep
 
 CONDITIONS (the first seven run on the defaults; JSON records are 16 KiB):
@@ -248,6 +251,13 @@ pub struct LabRequest {
     /// How long the API may take to exit after the stop signal before it is killed.
     #[arg(long, default_value = defaults::STOP_TIMEOUT, value_parser = parse_duration)]
     pub stop_timeout: Duration,
+    /// With --app: a command run after each stop, before the log is counted, as the
+    /// service's next start would run ({log_path} and {condition} are filled in): it
+    /// delivers what a spool kept through a SIGKILL. What it writes counts like the
+    /// app's lines, at least once (the batch in flight at the kill may come twice). It
+    /// must exit 0 within --stop-timeout.
+    #[arg(long, value_name = "CMD")]
+    pub app_recover: Option<String>,
     /// Match the request ids in the log (id=N, request_id=N, "request_id":"N") against
     /// the X-Request-Id of every request served, and report which are missing or
     /// incomplete: the last requests before the stop, or scattered.

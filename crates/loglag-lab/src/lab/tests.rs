@@ -41,6 +41,9 @@ struct Script {
     cancel_during_warm_up: bool,
     /// A stop signal loses this many of the records the logger still held.
     stop_loses: usize,
+    /// What the stop loses stays in a spool, which a recovery writes, the last of
+    /// them this many times more (the batch in flight, delivered again).
+    spools: Option<usize>,
     /// The API's time for each measured request, ns, by its index: its latency adds
     /// how late it was sent (else a latency of 0.2 ms).
     latency_ns: Option<fn(u64) -> u64>,
@@ -55,6 +58,7 @@ struct World {
     script: Script,
     produced: Produced,
     held: Mutex<Vec<Vec<u8>>>,
+    spooled: Mutex<Vec<Vec<u8>>>,
     pipe: Mutex<VecDeque<Vec<u8>>>,
     read: Mutex<Read>,
     piped_lines: Mutex<u64>,
@@ -107,10 +111,14 @@ impl World {
         self.flush_losing(0);
     }
 
-    /// Writes what the logger holds but its last `lost` records.
+    /// Writes what the logger holds but its last `lost` records (kept in the spool,
+    /// if it has one).
     fn flush_losing(&self, lost: usize) {
         let mut held = std::mem::take(&mut *self.held.lock().unwrap());
-        held.truncate(held.len().saturating_sub(lost));
+        let unwritten = held.split_off(held.len().saturating_sub(lost));
+        if self.script.spools.is_some() {
+            *self.spooled.lock().unwrap() = unwritten;
+        }
         for line in held {
             self.write(line);
         }
@@ -334,6 +342,22 @@ impl RunApi for MockApi {
             )),
             leftovers: Vec::new(),
         }
+    }
+
+    fn recover(&mut self, command: &str, _: Duration) -> io::Result<Option<u64>> {
+        self.0.event(format!("api recover {command}"));
+        let spooled = std::mem::take(&mut *self.0.spooled.lock().unwrap());
+        let again = self.0.script.spools.unwrap_or(0);
+        let last = spooled.last().cloned();
+        let mut delivered = 0;
+        for line in spooled
+            .into_iter()
+            .chain(last.into_iter().cycle().take(again))
+        {
+            self.0.write(line);
+            delivered += 1;
+        }
+        Ok(Some(delivered))
     }
 
     fn end(&mut self) {
@@ -595,6 +619,64 @@ fn an_app_is_verified_by_the_lines_it_was_expected_to_write() {
         s.verify_note
     );
     assert!(world.events().contains(&"api stop term".to_owned()));
+}
+
+/// An app that buffers, killed: what its spool kept is lost unless `--app-recover`
+/// delivers it after the stop, before the log is counted; what recovery delivers
+/// twice is counted as duplicates, not as a failure.
+#[test]
+fn an_apps_recovery_runs_after_its_stop_and_what_it_delivers_is_counted() {
+    let app_plan = |recover: Option<&str>| {
+        let mut plan = plan(RunCondition::parse("mine", true).unwrap());
+        plan.app = Some("my-service --port {port} --log {log_path}".into());
+        plan.app_recover = recover.map(str::to_owned);
+        plan.expect_lines = "1".parse().unwrap();
+        plan.stop_signal = Signal::Kill;
+        plan
+    };
+    let script = |again| Script {
+        app: true,
+        buffers: true,
+        stop_loses: 4,
+        spools: Some(again),
+        ..Script::default()
+    };
+
+    let (out, world) = run(script(0), &app_plan(None));
+    let s = out.expect("the run completes").summary;
+    assert_eq!(s.metrics.lost_records, Some(4), "{}", s.verify_note);
+    assert!(!world.events().iter().any(|e| e.starts_with("api recover")));
+
+    let (out, world) = run(
+        script(0),
+        &app_plan(Some("my-service --recover {log_path} --mode {condition}")),
+    );
+    let s = out.expect("the run completes").summary;
+    let events = world.events();
+    let stop = events.iter().position(|e| e == "api stop kill").unwrap();
+    let recover = &events[stop + 1];
+    assert!(
+        recover.starts_with("api recover my-service --recover /")
+            && recover.ends_with(" --mode mine"),
+        "the recovery comes right after the stop, placeholders filled: {events:?}"
+    );
+    assert_eq!(s.metrics.lost_records, Some(0), "{}", s.verify_note);
+    assert_eq!(s.metrics.duplicate_records, Some(0));
+    assert!(s.metrics.verified, "{}", s.verify_note);
+    assert!(
+        s.verify_note.contains("--app-recover delivered 4 records"),
+        "{}",
+        s.verify_note
+    );
+
+    let (out, _) = run(
+        script(2),
+        &app_plan(Some("my-service --recover {log_path}")),
+    );
+    let s = out.expect("the run completes").summary;
+    assert_eq!(s.metrics.lost_records, Some(0), "{}", s.verify_note);
+    assert_eq!(s.metrics.duplicate_records, Some(2), "{}", s.verify_note);
+    assert!(s.metrics.verified, "{}", s.verify_note);
 }
 
 #[test]

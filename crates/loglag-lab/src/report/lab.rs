@@ -65,6 +65,9 @@ pub struct PlanEcho {
     #[serde(default = "default_lateness_limit")]
     pub lateness_limit_us: f64,
     pub app: Option<String>,
+    /// Run after each stop of the `--app`, before its log was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_recover: Option<String>,
     /// Closed loop with this many connections (`None`: open loop at `rate`).
     #[serde(default)]
     pub closed: Option<usize>,
