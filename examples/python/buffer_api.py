@@ -36,35 +36,9 @@ import queue
 import signal
 import sys
 
-MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler", "loglag-handler-spool")
+import loglag_modes
 
-
-def loglag_handler(log_path, spooled):
-    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
-    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O. Spooled,
-    the queue is a file next to the log: what a SIGKILL leaves in it is delivered by
-    the next handler built on the same spool."""
-    import stat
-
-    import loglag
-
-    path = os.path.abspath(log_path)
-    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
-    spool = {"spool": path + ".spool"} if spooled else {}
-    return loglag.Handler(f"{scheme}://{path}", **spool)
-
-
-def recover(log_path, mode):
-    """What the service's next start does for its log, alone: a spooled handler built
-    on the spool the killed process left delivers it, then closes."""
-    if mode != "loglag-handler-spool":
-        return 0  # nothing outlives the process in the other modes
-    handler = loglag_handler(log_path, spooled=True)
-    handler.close()
-    m = handler.metrics()
-    # The lab's --app-recover reads `recovered N` on the last line of stdout.
-    print(f"recovered {m['recovered']}", flush=True)
-    return 0
+MODES = ("stream", "memory", "queue", "queue-memory") + loglag_modes.MODES
 
 
 class App:
@@ -74,8 +48,8 @@ class App:
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
         self.listener = None
-        if mode.startswith("loglag-handler"):
-            self.logger.addHandler(loglag_handler(log_path, mode == "loglag-handler-spool"))
+        if mode in loglag_modes.MODES:
+            self.logger.addHandler(loglag_modes.handler(log_path, mode == "loglag-handler-spool"))
             return
         stream = open(log_path, "w", encoding="utf-8", newline="\n")
         target = logging.StreamHandler(stream)
@@ -144,7 +118,7 @@ async def main():
     )
     args = parser.parse_args()
     if args.recover:
-        sys.exit(recover(args.log, args.mode))
+        sys.exit(loglag_modes.recover(args.log, args.mode))
     if args.port is None:
         parser.error("--port is required (unless --recover)")
     app = App(args.mode, args.log, args.capacity)

@@ -13,6 +13,8 @@ Modes (2 INFO and 1 DEBUG record per request):
     queue-memory  QueueHandler -> QueueListener -> MemoryHandler
     loglag-handler  loglag.Handler (crates/loglag-py): bounded in bytes, a writer thread
                   (not `loglag`, which the lab reads as its own condition's 16 KiB lines)
+    loglag-handler-spool  the same with its queue in a spool next to the log: a SIGKILL
+                  loses nothing once `--recover` (the lab's --app-recover) delivers it
 
 At shutdown (SIGTERM or SIGINT, handled by uvicorn) the lifespan hook flushes every
 handler; with --no-flush-at-exit it does not, and what the buffers hold is lost, as in
@@ -33,20 +35,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 
-MODES = ("stream", "memory", "queue", "queue-memory", "loglag-handler")
+import loglag_modes
 
-
-def loglag_handler(log_path):
-    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
-    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
-    import os
-    import stat
-
-    import loglag
-
-    path = os.path.abspath(log_path)
-    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
-    return loglag.Handler(f"{scheme}://{path}")
+MODES = ("stream", "memory", "queue", "queue-memory") + loglag_modes.MODES
 
 
 def configure(mode, log_path, capacity):
@@ -54,8 +45,8 @@ def configure(mode, log_path, capacity):
     logger = logging.getLogger("api")
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
-    if mode == "loglag-handler":
-        logger.addHandler(loglag_handler(log_path))
+    if mode in loglag_modes.MODES:
+        logger.addHandler(loglag_modes.handler(log_path, mode == "loglag-handler-spool"))
         return logger, logging.shutdown
     stream = open(log_path, "w", encoding="utf-8", newline="\n")
     target = logging.StreamHandler(stream)
@@ -112,12 +103,21 @@ def build(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="required unless --recover")
     parser.add_argument("--log", required=True, help="FIFO or file the logs go to")
     parser.add_argument("--mode", required=True, choices=MODES)
     parser.add_argument("--capacity", type=int, default=100, help="MemoryHandler capacity")
     parser.add_argument("--no-flush-at-exit", action="store_true")
+    parser.add_argument(
+        "--recover",
+        action="store_true",
+        help="deliver what a killed loglag-handler-spool left in its spool, then exit",
+    )
     args = parser.parse_args()
+    if args.recover:
+        raise SystemExit(loglag_modes.recover(args.log, args.mode))
+    if args.port is None:
+        parser.error("--port is required (unless --recover)")
     uvicorn.run(build(args), host="127.0.0.1", port=args.port, log_config=None, access_log=False)
 
 

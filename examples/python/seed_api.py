@@ -23,6 +23,8 @@ import queue
 import sys
 import time
 
+import loglag_modes
+
 SHORT_LINE_BYTES = 128
 JSON_LINE_BYTES = 16384
 CONDITIONS = ["none", "short1", "short10", "json-gen", "json-pre-sync", "json-sync", "json-queue", "loglag"]
@@ -57,19 +59,6 @@ def work(request_id):
     for _ in range(100):
         digest = hashlib.sha256(digest).digest()
     return json.dumps({"ok": True, "id": request_id, "digest": digest.hex()}).encode()
-
-
-def loglag_handler(log_path):
-    """loglag.Handler (crates/loglag-py) on the lab's FIFO or a file: each record
-    encoded in Rust and queued, bounded in bytes; a writer thread does the I/O."""
-    import os
-    import stat
-
-    import loglag
-
-    path = os.path.abspath(log_path)
-    scheme = "fifo" if stat.S_ISFIFO(os.stat(path).st_mode) else "file"
-    return loglag.Handler(f"{scheme}://{path}")
 
 
 def loglag_payload():
@@ -113,7 +102,7 @@ class App:
             return
         if condition == "loglag":
             self.payload = loglag_payload()
-            self.logger.addHandler(loglag_handler(log_path))
+            self.logger.addHandler(loglag_modes.handler(log_path))
             return
         stream = open(log_path, "w", encoding="ascii", newline="\n")
         handler = logging.StreamHandler(stream)

@@ -41,13 +41,17 @@ pub fn headline(s: &Summary) -> Vec<String> {
         .iter()
         .flat_map(|sink| sink_statements(s, base.as_deref(), sink))
         .collect();
+    let stops = stop_lines(s, &sinks);
     if statements.is_empty() {
-        return vec![fit(match &base {
+        let mut lines = stops;
+        lines.push(fit(match &base {
             Some(b) => {
                 format!("nothing to compare: no condition ran beside the baseline ({b}) on a sink")
             }
             None => "nothing to compare: no baseline (none, or --baseline) ran".to_owned(),
-        })];
+        }));
+        lines.truncate(MAX_LINES);
+        return lines;
     }
     // Reasons on their own lines while the lines fit, in order; the rest beside
     // their verdicts, cut to the width.
@@ -61,11 +65,92 @@ pub fn headline(s: &Summary) -> Vec<String> {
         }
         lines.extend(st.lines(below));
     }
+    lines.extend(stops);
     if lines.len() > MAX_LINES {
         lines.truncate(MAX_LINES - 1);
         lines.push("… the rest is in the findings below".to_owned());
     }
     lines
+}
+
+/// Where the API was stopped by a signal and its losses counted (an `--app`, or the
+/// built-in API when asked): per sink, who lost records at the stop and who lost none.
+fn stop_lines(s: &Summary, sinks: &[&str]) -> Vec<String> {
+    let Some(signal) = &s.params.plan.stop_signal else {
+        return Vec::new();
+    };
+    if s.pairs.iter().all(|p| p.metrics.lost_records.is_none()) {
+        return Vec::new();
+    }
+    let rounds = if s.params.plan.rounds > 1 {
+        format!(" ({} rounds, summed)", s.params.plan.rounds)
+    } else {
+        " (one round: each count is one draw)".to_owned()
+    };
+    let mut lines = Vec::new();
+    for sink in sinks {
+        let pairs: Vec<&PairSummary> = s.pairs.iter().filter(|p| p.sink == *sink).collect();
+        let text = losses_at_stop(&signal.to_uppercase(), &pairs);
+        lines.extend(wrapped(&format!("{sink} sink{rounds}, {text}"), "  "));
+    }
+    lines
+}
+
+/// One sentence: at the stop signal, who lost records (most first, with what each
+/// dropped besides), who lost none, and how many were not counted.
+pub(crate) fn losses_at_stop(signal: &str, pairs: &[&PairSummary]) -> String {
+    let mut lost: Vec<(&PairSummary, i64)> = pairs
+        .iter()
+        .filter_map(|p| Some((*p, p.metrics.lost_records?)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    lost.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let none: Vec<&str> = pairs
+        .iter()
+        .filter(|p| p.metrics.lost_records == Some(0))
+        .map(|p| p.condition.as_str())
+        .collect();
+    let unmeasured = pairs
+        .iter()
+        .filter(|p| p.metrics.lost_records.is_none())
+        .count();
+    let mut text = format!("at SIG{signal}: ");
+    if lost.is_empty() {
+        text.push_str("no condition lost a record");
+    } else {
+        let each: Vec<String> = lost
+            .iter()
+            .enumerate()
+            .map(|(i, (p, n))| {
+                let dropped = p
+                    .metrics
+                    .dropped
+                    .filter(|&d| d > 0)
+                    .map_or(String::new(), |d| {
+                        format!(" (and dropped {})", thousands(d as i64))
+                    });
+                let records = if i == 0 { " records" } else { "" };
+                format!("{} lost {}{records}{dropped}", p.condition, thousands(*n))
+            })
+            .collect();
+        text.push_str(&each.join(", "));
+        if !none.is_empty() {
+            text.push_str(&format!("; {} lost none", and_list(&none)));
+        }
+    }
+    if unmeasured > 0 {
+        text.push_str(&format!("; {unmeasured} not counted"));
+    }
+    text
+}
+
+/// "a", "a and b", "a, b and c".
+pub(crate) fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// One sentence of the headline and the verdict of the finding behind it.
@@ -449,6 +534,39 @@ mod tests {
         let s = crate::html::load_dir(&dir).unwrap();
         assert!(!s.findings.is_empty());
         s
+    }
+
+    /// A run that stopped its API by a signal says per sink who lost records at the
+    /// stop, most first, and who lost none; without a stop signal, nothing of the kind.
+    #[test]
+    fn a_stopped_run_states_its_losses_per_sink() {
+        let mut s = fixture();
+        assert!(!headline(&s).iter().any(|l| l.contains("at SIG")));
+        s.params.plan.stop_signal = Some("kill".into());
+        s.params.plan.rounds = 3;
+        for p in &mut s.pairs {
+            p.metrics.lost_records = Some(match (p.condition.as_str(), p.sink.as_str()) {
+                ("json-queue", "slow") => 63,
+                ("json-sync", "slow") => 1_200,
+                _ => 0,
+            });
+        }
+        let lines = headline(&s);
+        // Wrapped lines read as one text.
+        let text = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("slow sink (3 rounds, summed), at SIGKILL: json-sync lost 1,200 records, json-queue lost 63; none lost none"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fast sink (3 rounds, summed), at SIGKILL: no condition lost a record"),
+            "{text}"
+        );
+        assert!(lines.len() <= MAX_LINES);
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= MAX_COLUMNS),
+            "{text}"
+        );
     }
 
     /// Wrapping breaks between words, keeps the first line's indentation and

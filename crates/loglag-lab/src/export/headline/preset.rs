@@ -4,8 +4,8 @@
 //! the one that served the least; sweep: the grid point its verdict favours, or why
 //! it favours none.
 
-use super::{duration, thousands, wrapped, MAX_LINES};
-use crate::report::{PresetRow, PresetSummary};
+use super::{duration, losses_at_stop, thousands, wrapped, MAX_LINES};
+use crate::report::{PairSummary, PresetRow, PresetSummary};
 
 /// At most [`MAX_LINES`] lines of at most [`super::MAX_COLUMNS`] columns. Empty for a
 /// preset with no row.
@@ -74,53 +74,8 @@ fn buffers(s: &PresetSummary) -> Vec<String> {
     );
     for (_, rows) in steps(s) {
         let signal = rows[0].stop_signal.to_uppercase();
-        let mut lost: Vec<(&PresetRow, i64)> = rows
-            .iter()
-            .filter_map(|r| Some((*r, r.pair.metrics.lost_records?)))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        lost.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-        let none: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.pair.metrics.lost_records == Some(0))
-            .map(|r| r.pair.condition.as_str())
-            .collect();
-        let unmeasured = rows
-            .iter()
-            .filter(|r| r.pair.metrics.lost_records.is_none())
-            .count();
-        let mut text = format!("at SIG{signal}: ");
-        if lost.is_empty() {
-            text.push_str("no condition lost a record");
-        } else {
-            let each: Vec<String> = lost
-                .iter()
-                .enumerate()
-                .map(|(i, (r, n))| {
-                    let dropped = r
-                        .pair
-                        .metrics
-                        .dropped
-                        .filter(|&d| d > 0)
-                        .map_or(String::new(), |d| {
-                            format!(" (and dropped {})", thousands(d as i64))
-                        });
-                    let records = if i == 0 { " records" } else { "" };
-                    format!(
-                        "{} lost {}{records}{dropped}",
-                        r.pair.condition,
-                        thousands(*n)
-                    )
-                })
-                .collect();
-            text.push_str(&each.join(", "));
-            if !none.is_empty() {
-                text.push_str(&format!("; {} lost none", and_list(&none)));
-            }
-        }
-        if unmeasured > 0 {
-            text.push_str(&format!("; {unmeasured} not counted"));
-        }
+        let pairs: Vec<&PairSummary> = rows.iter().map(|r| &r.pair).collect();
+        let text = losses_at_stop(&signal, &pairs);
         lines.extend(wrapped(&format!("  {text}"), "    "));
     }
     lines
@@ -166,15 +121,6 @@ fn blocking(s: &PresetSummary) -> Vec<String> {
         lines.extend(wrapped(&format!("  {text}"), "    "));
     }
     lines
-}
-
-/// "a", "a and b", "a, b and c".
-fn and_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_owned(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 #[cfg(test)]
