@@ -6,11 +6,16 @@ setups: reference 002's buffers, measured through `loglag lab --app`.
     loglag lab --app 'target/fastapi-venv/bin/python examples/python/fastapi_app.py --port {port} --log {log_path} --mode {condition}' \\
         --conditions stream,memory,queue,queue-memory --expect-lines 3
 
-Modes (2 INFO and 1 DEBUG record per request):
+Modes (2 INFO and 1 DEBUG record per request, but none):
+    none          no logging: the logger's level is above CRITICAL (--expect-lines none=0)
     stream        logging.StreamHandler: every record written at once
     memory        logging.handlers.MemoryHandler (capacity --capacity, flushLevel ERROR)
     queue         QueueHandler in front of a QueueListener thread
     queue-memory  QueueHandler -> QueueListener -> MemoryHandler
+    picologging   picologging's StreamHandler (pip install picologging): logging in C,
+                  written in the request
+    loguru        loguru with enqueue=True (pip install loguru): a multiprocessing
+                  queue, unbounded, and a writer thread
     loglag-handler  loglag.Handler (crates/loglag-py): bounded in bytes, a writer thread
                   (not `loglag`, which the lab reads as its own condition's 16 KiB lines)
     loglag-handler-spool  the same with its queue in a spool next to the log: a SIGKILL
@@ -37,14 +42,48 @@ from fastapi.responses import PlainTextResponse
 
 import loglag_modes
 
-MODES = ("stream", "memory", "queue", "queue-memory") + loglag_modes.MODES
+MODES = ("none", "stream", "memory", "queue", "queue-memory", "picologging", "loguru") + loglag_modes.MODES
+
+
+class PercentStyle:
+    """loguru's logger with the `logging` module's %-style arguments (loguru formats
+    with str.format and would write `%s` as it is)."""
+
+    def __init__(self, logger):
+        self.logger = logger
+
+    def info(self, msg, *args):
+        self.logger.info(msg % args if args else msg)
+
+    def debug(self, msg, *args):
+        self.logger.debug(msg % args if args else msg)
 
 
 def configure(mode, log_path, capacity):
     """Returns the logger and a function that flushes everything it buffers."""
+    if mode == "picologging":
+        import picologging
+
+        logger = picologging.getLogger("api")
+        logger.propagate = False
+        logger.setLevel(picologging.DEBUG)
+        target = picologging.StreamHandler(open(log_path, "w", encoding="utf-8", newline="\n"))
+        target.setFormatter(picologging.Formatter("%(levelname)s api %(message)s"))
+        logger.addHandler(target)
+        return logger, target.flush
+    if mode == "loguru":
+        from loguru import logger as loguru_logger
+
+        loguru_logger.remove()
+        stream = open(log_path, "w", encoding="utf-8", newline="\n")
+        loguru_logger.add(stream, level="DEBUG", format="{level} api {message}", enqueue=True)
+        return PercentStyle(loguru_logger), loguru_logger.complete
     logger = logging.getLogger("api")
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
+    if mode == "none":
+        logger.setLevel(logging.CRITICAL + 1)
+        return logger, logging.shutdown
     if mode in loglag_modes.MODES:
         logger.addHandler(loglag_modes.handler(log_path, mode == "loglag-handler-spool"))
         return logger, logging.shutdown

@@ -102,7 +102,7 @@ class App:
             return
         if condition == "loglag":
             self.payload = loglag_payload()
-            self.logger.addHandler(loglag_modes.handler(log_path))
+            self.logger.addHandler(loglag_modes.handler(log_path, format="json"))
             return
         stream = open(log_path, "w", encoding="ascii", newline="\n")
         handler = logging.StreamHandler(stream)

@@ -54,17 +54,32 @@ use crate::worker;
 /// tracing_subscriber::fmt().with_writer(writer).try_init().ok();
 /// # drop(guard);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[must_use = "call .finish(writer) or .build(sink) to start the pipeline"]
 pub struct NonBlockingBuilder {
     settings: Settings,
+    /// Its settings came through [`Config::with_env`](crate::Config::with_env), which
+    /// read every `LOGLAG_*` variable; otherwise the start warns about those it ignores.
+    env_read: bool,
+}
+
+/// Its settings (where they came from is no setting).
+impl std::fmt::Debug for NonBlockingBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NonBlockingBuilder")
+            .field("settings", &self.settings)
+            .finish()
+    }
 }
 
 /// A builder that starts from `settings` (from a [`Config`](crate::Config), or
 /// [`Settings::set`] key by key).
 impl From<Settings> for NonBlockingBuilder {
     fn from(settings: Settings) -> Self {
-        NonBlockingBuilder { settings }
+        NonBlockingBuilder {
+            settings,
+            env_read: false,
+        }
     }
 }
 
@@ -261,16 +276,40 @@ impl NonBlockingBuilder {
     /// [`NonBlockingBuilder`]) is warned about and its default used; a spool that cannot
     /// be used is warned about and the pipeline runs without it.
     ///
-    /// A writer is a plain writer: each batch is one `write_all` to it. A file passed
-    /// here is not known to be a file, so a spool delivers into it at least once; pass
-    /// it to [`build`](Self::build) instead for exactly-once delivery and one `write(2)`
-    /// per batch.
+    /// A writer is a plain writer: each batch is one `write_all` to it, and a spool
+    /// delivers into it at least once (said on stderr, once). A `std::fs::File` and a
+    /// [`RollingFileAppender`](crate::rolling::RollingFileAppender) are the exceptions:
+    /// they become file sinks, as with [`build`](Self::build), so that a spool recovers
+    /// into them exactly once whichever of the two they were given to.
     ///
     /// # Panics
     /// Only if the writer thread cannot be spawned (the system is out of threads or
     /// memory).
     pub fn finish<W: io::Write + Send + 'static>(self, writer: W) -> (NonBlocking, WorkerGuard) {
-        match self.start(Box::new(WriterSink::new(writer)), Strictness::CarryOn) {
+        // A file is a file whichever door it comes through: as a plain writer its
+        // spool would deliver a batch the file had taken again after a kill -9.
+        use crate::sink::IntoSink;
+        let writer: Box<dyn std::any::Any> = Box::new(writer);
+        let writer = match writer.downcast::<std::fs::File>() {
+            Ok(file) => return self.start_carrying_on(Box::new(file.into_sink())),
+            Err(writer) => writer,
+        };
+        #[cfg(feature = "rolling")]
+        let writer = match writer.downcast::<crate::rolling::RollingFileAppender>() {
+            Ok(appender) => return self.start_carrying_on(Box::new(appender.into_sink())),
+            Err(writer) => writer,
+        };
+        if let Some(spool) = &self.settings.spool {
+            warn_at_least_once(spool);
+        }
+        let writer = *writer.downcast::<W>().expect("the writer given");
+        self.start_carrying_on(Box::new(WriterSink::new(writer)))
+    }
+
+    /// `finish`'s start: it cannot fail, so a setting that cannot work is warned about
+    /// and replaced by its default.
+    fn start_carrying_on(self, sink: Box<dyn Sink>) -> (NonBlocking, WorkerGuard) {
+        match self.start(sink, Strictness::CarryOn) {
             Ok(pair) => pair,
             Err(e) => panic!("loglag: {e}"),
         }
@@ -310,6 +349,9 @@ impl NonBlockingBuilder {
         strictness: Strictness,
     ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         self.check_settings(strictness)?;
+        if !self.env_read {
+            crate::config::warn_unread_variables();
+        }
         if self.settings.mode_from_env {
             self.settings.mode = match Mode::from_env() {
                 Ok(mode) => mode,
@@ -392,6 +434,13 @@ impl NonBlockingBuilder {
 }
 
 impl NonBlockingBuilder {
+    /// Marks settings that came through `Config::with_env`: the start then has no
+    /// variable left unread to warn about.
+    pub(crate) fn env_read(mut self, read: bool) -> Self {
+        self.env_read = read;
+        self
+    }
+
     /// The settings that cannot work: refused (`Fail`), or each replaced by its
     /// default with a warning (`CarryOn`), before anything is allocated, mapped or
     /// spawned.
@@ -465,4 +514,17 @@ impl From<BuildError> for io::Error {
             BuildError::Spool(spool) => spool.into(),
         }
     }
+}
+
+/// Says once per process that a spool over a plain writer delivers at least once: the
+/// spool cannot see how far a writer got, so after a kill -9 the batch it was writing
+/// comes again. `build` with a file or an `FdSink` knows, and delivers exactly once.
+fn warn_at_least_once(spool: &std::path::Path) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "loglag: the spool {} delivers into this writer at least once (after a kill -9 the batch being written comes again); give build() a file or an FdSink for exactly once",
+            spool.display()
+        );
+    });
 }

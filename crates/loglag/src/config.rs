@@ -84,12 +84,15 @@ pub struct Config {
     /// A `file://` sink's own keys given on their own (`rotate = "daily"`), applied to
     /// the sink whatever the order of the keys.
     file: FileOptions,
+    /// [`with_env`](Self::with_env) read the environment into these settings.
+    env_read: bool,
 }
 
 /// `LOGLAG_*` variables that are not the pipeline's, which [`Config::with_env`] does
 /// not warn about: loglag's own elsewhere, and those of its tests, CI and lab.
-const OTHER_VARIABLES: [&str; 13] = [
+const OTHER_VARIABLES: [&str; 14] = [
     crate::clock::CLOCK_ENV,
+    "LOGLAG_EMULATOR",
     "LOGLAG_EDGES_CHILD",
     "LOGLAG_EDGES_OUT",
     "LOGLAG_GIT_REVISION",
@@ -217,18 +220,11 @@ impl Config {
             }
             if let Some(i) = SETTINGS.iter().position(|s| s.variable() == name) {
                 values[i] = Some(value);
-            } else if !OTHER_VARIABLES.contains(&name.as_str())
-                && !OTHER_PREFIXES.iter().any(|p| name.starts_with(p))
-            {
-                warnings.push(Warning {
-                    text: format!(
-                        "loglag: {name} is not a loglag variable (did you mean {}?); it is ignored",
-                        nearest_variable(&name)
-                    ),
-                    unknown: Some(name),
-                });
+            } else if let Some(warning) = unknown_variable(name) {
+                warnings.push(warning);
             }
         }
+        self.env_read = true;
         // In the table's order, whatever the environment's.
         for (setting, value) in SETTINGS.iter().zip(values) {
             let Some(value) = value else { continue };
@@ -296,7 +292,7 @@ impl Config {
 
     /// The builder these settings make, to build with a sink of your own.
     pub fn builder(&self) -> NonBlockingBuilder {
-        NonBlockingBuilder::from(self.settings.clone())
+        NonBlockingBuilder::from(self.settings.clone()).env_read(self.env_read)
     }
 
     /// The settings.
@@ -417,6 +413,52 @@ fn file_kind(kind: &std::fs::FileType) -> &'static str {
 }
 
 /// The warnings to print: all, but an unknown variable's only the first time.
+/// The warning for a `LOGLAG_*` variable that is no setting of the pipeline's, naming
+/// the nearest that is; `None` for the variables loglag reads elsewhere.
+fn unknown_variable(name: String) -> Option<Warning> {
+    (!OTHER_VARIABLES.contains(&name.as_str())
+        && !OTHER_PREFIXES.iter().any(|p| name.starts_with(p)))
+    .then(|| Warning {
+        text: format!(
+            "loglag: {name} is not a loglag variable (did you mean {}?); it is ignored",
+            nearest_variable(&name)
+        ),
+        unknown: Some(name),
+    })
+}
+
+/// The rule for every entry point that does not read the environment into its
+/// settings (a builder, `non_blocking`, a `Config` without `with_env`): it reads
+/// `LOGLAG_MODE` only, and says once per process which other `LOGLAG_*` variables are
+/// set and ignored, a misspelt one as `with_env` says it. Nothing is ignored silently.
+pub(crate) fn warn_unread_variables() {
+    for text in once_per_process(unread_variables(std::env::vars_os())) {
+        eprintln!("{text}");
+    }
+}
+
+/// What [`warn_unread_variables`] warns about, for `vars`.
+fn unread_variables(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for (name, _) in vars {
+        let name = name.to_string_lossy().into_owned();
+        if !name.starts_with("LOGLAG_") || name == crate::mode::MODE_ENV {
+            continue;
+        }
+        if SETTINGS.iter().any(|s| s.variable() == name) {
+            warnings.push(Warning {
+                text: format!(
+                    "loglag: {name} is set, but this pipeline was built without reading the environment, so it is ignored (Config::from_env() or Config::with_env() reads every LOGLAG_* variable)"
+                ),
+                unknown: Some(name),
+            });
+        } else if let Some(warning) = unknown_variable(name) {
+            warnings.push(warning);
+        }
+    }
+    warnings
+}
+
 fn once_per_process(warnings: Vec<Warning>) -> Vec<String> {
     let mut warned = WARNED_UNKNOWN.lock().unwrap_or_else(|e| e.into_inner());
     warnings
@@ -525,6 +567,43 @@ mod tests {
         let e = Config::from_toml("[table]\nx = 1").unwrap_err();
         assert_eq!(e.key, "table");
         assert!(Config::from_toml("capacity_bytes = ").is_err());
+    }
+
+    /// An entry point that does not read the environment names every `LOGLAG_*`
+    /// setting it ignores and every misspelt variable, in `with_env`'s words, and
+    /// leaves alone `LOGLAG_MODE` (which it reads) and the variables of loglag's
+    /// tests, lab and clock.
+    #[test]
+    fn an_entry_point_without_the_environment_names_what_it_ignores() {
+        let vars = [
+            ("LOGLAG_CAPACITY_BYTES", "100"),
+            ("LOGLAG_UNIT_TEST_MDOE", "off"),
+            ("LOGLAG_MODE", "sync"),
+            ("LOGLAG_REQUIRE_LAB", "1"),
+            ("LOGLAG_CLOCK", "realtime"),
+            ("PATH", "/bin"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let texts: Vec<String> = unread_variables(vars.clone().into_iter())
+            .into_iter()
+            .map(|w| w.text)
+            .collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert!(
+            texts[0].starts_with("loglag: LOGLAG_CAPACITY_BYTES is set, but this pipeline was built without reading the environment, so it is ignored"),
+            "{texts:?}"
+        );
+        // A typo reads the same whichever entry point meets it.
+        let (_, with_env) = Config::default().apply_vars(vars.into_iter());
+        let typo = |ws: &[String]| {
+            ws.iter()
+                .find(|t| t.contains("LOGLAG_UNIT_TEST_MDOE"))
+                .cloned()
+                .unwrap()
+        };
+        let with_env: Vec<String> = with_env.into_iter().map(|w| w.text).collect();
+        assert_eq!(typo(&texts), typo(&with_env));
+        assert!(typo(&texts).contains("is not a loglag variable (did you mean"));
     }
 
     /// An unknown `LOGLAG_*` variable is warned about the first time only, naming the

@@ -1,8 +1,8 @@
 //! The byte ring between producers and the writer thread.
 //!
 //! This is the one piece that is hand-rolled on purpose: it is the product's hot path.
-//! Nothing outside this file (and `spool.rs`, which lends it a mapped file) knows its
-//! layout. `lanes.rs` gives each logging thread a ring of its own and merges them.
+//! Its layout is this file's, but for what `spool/` (which lends it a mapped file and
+//! recovers from one), `core/` and `lanes.rs` read of it: `HEADER`, `footprint`, `Scan`. `lanes.rs` gives each logging thread a ring of its own and merges them.
 //!
 //! Layout: a ring of `capacity` bytes (a multiple of 8), addressed by monotone `u64`
 //! positions. Each record occupies `HEADER + round_up_8(len)` bytes:
@@ -10,7 +10,8 @@
 //! ```text
 //! word 0: state    = len << 8 | CAPTURED | level << 1 | COMMITTED   (0 while the producer
 //!                    is writing; CAPTURED: the payload is `capture.rs`'s binary form)
-//! word 1: enqueue time (coarse monotonic nanoseconds)
+//! word 1: enqueue stamp (`clock::stamp_of`: the caller's TSC reading, or coarse
+//!         monotonic nanoseconds where there is none)
 //! word 2: the record's own position   (spool mode: tells this lap from an older one),
 //!         or its merge key (otherwise: `clock::merge_key`, by which `lanes.rs` orders
 //!         the records of several rings)

@@ -111,3 +111,53 @@ fn a_refused_sink_url_never_shows_its_password() {
         assert!(!e.contains(SECRET), "{url}: the secret is shown: {e}");
     }
 }
+
+/// Every entry point meets the same rule for the environment: `Config::from_env`
+/// reads every `LOGLAG_*` variable, the others read `LOGLAG_MODE` only, and each says
+/// on stderr what it ignores, a misspelt variable in the same words everywhere.
+/// Each entry point runs in a child process of its own, with the variables set.
+#[test]
+fn every_entry_point_reports_a_misspelt_or_ignored_variable() {
+    if let Ok(door) = std::env::var("LOGLAG_TEST_CHILD_DOOR") {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("app.log")).unwrap();
+        let (writer, guard) = match door.as_str() {
+            "non_blocking" => loglag::non_blocking(std::io::sink()),
+            "build" => loglag::NonBlockingBuilder::default().build(file).unwrap(),
+            "from_env" => loglag::Config::from_env().builder().build(file).unwrap(),
+            other => panic!("unknown door {other}"),
+        };
+        writer.submit(loglag::Level::Info, b"one\n");
+        drop((writer, guard));
+        return;
+    }
+    let run = |door: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "every_entry_point_reports_a_misspelt_or_ignored_variable",
+                "--nocapture",
+            ])
+            .env("LOGLAG_TEST_CHILD_DOOR", door)
+            .env("LOGLAG_MDOE", "off")
+            .env("LOGLAG_CAPACITY_BYTES", "64KiB")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{door}: {out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let typo =
+        "loglag: LOGLAG_MDOE is not a loglag variable (did you mean LOGLAG_MODE?); it is ignored";
+    let ignored = "loglag: LOGLAG_CAPACITY_BYTES is set, but this pipeline was built without reading the environment, so it is ignored";
+    for door in ["non_blocking", "build"] {
+        let stderr = run(door);
+        assert!(stderr.contains(typo), "{door}: {stderr}");
+        assert!(stderr.contains(ignored), "{door}: {stderr}");
+    }
+    let stderr = run("from_env");
+    assert!(stderr.contains(typo), "from_env: {stderr}");
+    assert!(
+        !stderr.contains("LOGLAG_CAPACITY_BYTES"),
+        "from_env reads it: {stderr}"
+    );
+}

@@ -39,6 +39,28 @@ fn play_a_child_role_if_given_one() {
                 std::thread::park(); // until the parent's SIGKILL
             }
         }
+        "finish-a-file-then-flood" => {
+            // A file handed to `finish` (the tracing-appender door), not to `build`.
+            let log = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(out.with_extension("log"))
+                .unwrap();
+            let (writer, _guard) = NonBlockingBuilder::default()
+                .spool(&out)
+                .batch_bytes(4 << 10)
+                .finish(log);
+            let mut told = false;
+            for seq in 0u64.. {
+                writer.submit(Level::Info, format!("seq={seq}\n").as_bytes());
+                // Killed while batches are being written, not before the first.
+                if !told && writer.metrics().written_records > 2_000 {
+                    println!("flooding");
+                    std::io::stdout().flush().unwrap();
+                    told = true;
+                }
+            }
+        }
         other => panic!("unknown role {other}"),
     }
 }
@@ -102,4 +124,52 @@ fn drops_just_before_a_kill_9_are_announced_by_recovery() {
     let again =
         loglag::spool::recover(&spool, loglag::sink::FdSink::append(&out).unwrap()).unwrap();
     assert_eq!((again.records, again.unannounced_drops), (0, 0));
+}
+
+/// A spool over a file handed to `finish` is exactly once too: killed while batches
+/// are being written, then recovered into the same file, no record is there twice.
+/// (A file was taken for a plain writer here, and a batch the file had taken but the
+/// spool had not yet marked came again: 717 duplicates in 60 trials.)
+#[test]
+fn a_file_given_to_finish_recovers_exactly_once_after_a_kill_9() {
+    use std::io::BufRead;
+    play_a_child_role_if_given_one();
+    for trial in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("app.spool");
+        let mut child = rerun_as_child(
+            "a_file_given_to_finish_recovers_exactly_once_after_a_kill_9",
+            "finish-a-file-then-flood",
+            &spool,
+        )
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(Result::unwrap)
+            .find(|l| l.contains("flooding"))
+            .expect("the child floods before it is killed");
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let log = spool.with_extension("log");
+        loglag::spool::recover(&spool, loglag::sink::FdSink::append(&log).unwrap()).unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut present = std::collections::HashSet::new();
+        for line in text.lines() {
+            if line.contains(" WARN loglag: dropped ") {
+                continue; // drops are counted, not records
+            }
+            let seq: u64 = line
+                .strip_prefix("seq=")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("trial {trial}: not a record: {line:?}"));
+            assert!(present.insert(seq), "trial {trial}: seq {seq} twice");
+        }
+        assert!(
+            present.len() > 2_000,
+            "trial {trial}: {} records",
+            present.len()
+        );
+    }
 }
