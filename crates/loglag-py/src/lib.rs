@@ -292,16 +292,32 @@ impl Pipeline {
         }
     }
 
-    /// Writes what is queued within the `shutdown_timeout` setting, stops the writer
-    /// thread and returns the final accounting. Later records are counted dropped at
-    /// shutdown. A second call returns the accounting again.
-    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Writes what is queued within `timeout` seconds (default: the `shutdown_timeout`
+    /// setting), stops the writer thread and returns the final accounting. What is not
+    /// written by then, and later records, are counted dropped at shutdown. A second
+    /// call returns the accounting again.
+    #[pyo3(signature = (timeout=None))]
+    fn close<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyDict>> {
+        let timeout = timeout
+            .map(|t| {
+                Duration::try_from_secs_f64(t).map_err(|_| {
+                    PyValueError::new_err(format!("timeout: {t} is not a duration in seconds"))
+                })
+            })
+            .transpose()?;
         let guard = self.state().guard.take();
-        let m = match guard {
-            Some(g) => py.allow_threads(|| g.shutdown()),
-            None => self.state().writer.metrics(),
+        let m = match (guard, timeout) {
+            (Some(g), Some(t)) => py.allow_threads(|| g.shutdown_within(t)),
+            (Some(g), None) => py.allow_threads(|| g.shutdown()),
+            (None, _) => self.state().writer.metrics(),
         };
         metrics_dict(py, &m)
+    }
+
+    /// The `shutdown_timeout` setting, in seconds: the budget of a flush and close.
+    #[getter]
+    fn shutdown_timeout(&self) -> f64 {
+        self.config.settings().shutdown_timeout().as_secs_f64()
     }
 
     /// Whether `close` has run.

@@ -237,6 +237,43 @@ def test_a_bad_setting_raises_value_error_naming_its_key(kwargs, key, tmp_path):
         loglag.Handler(f"file://{tmp_path}/app.log", **kwargs)
 
 
+def test_logging_shutdown_spends_one_shutdown_budget_on_its_flush_and_close(tmp_path):
+    # logging.shutdown() calls flush() and then close(). Into a sink that has stopped
+    # reading, the flush waits the whole shutdown_timeout; the close then has nothing
+    # left to wait for and counts what is still queued as dropped at shutdown, so a
+    # deployment's grace period sees one budget spent, not two.
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # opened, never read
+    try:
+        handler = loglag.Handler(f"fifo://{fifo}", capacity_bytes="1MiB", shutdown_timeout="200ms")
+        log = logger_with(handler, "shutdown-budget")
+        for i in range(2_000):
+            log.info("record %d %s", i, "x" * 400)
+        closes = []
+        pipeline = handler._pipeline
+
+        class Watched:
+            """The real pipeline, its close() arguments noted (the seam)."""
+
+            def __getattr__(self, name):
+                return getattr(pipeline, name)
+
+            def close(self, *args):
+                closes.append(args)
+                return pipeline.close(*args)
+
+        handler._pipeline = Watched()
+        handler.flush()  # as logging.shutdown calls them: no timeout, then close
+        handler.close()
+        assert closes == [(0.0,)]
+        m = handler.metrics()
+        assert m["in_flight"] == 0 and accounted(m), m
+        assert m["dropped_by_reason"]["shutdown"] > 0, m
+    finally:
+        os.close(reader)
+
+
 def test_a_bad_sink_url_or_format_raises_value_error():
     with pytest.raises(ValueError, match="sink"):
         loglag.Handler("gopher://example")

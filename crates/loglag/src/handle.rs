@@ -358,12 +358,20 @@ impl WorkerGuard {
 
     /// Shuts down now and returns the final accounting.
     pub fn shutdown(mut self) -> Metrics {
-        self.stop()
+        self.stop(self.core.settings().shutdown_timeout)
     }
 
-    fn stop(&mut self) -> Metrics {
+    /// [`shutdown`](Self::shutdown) within `timeout` instead of the
+    /// `shutdown_timeout` setting: what is left of a deadline the application shares
+    /// with other work (a deployment's grace period, part of it already spent). What
+    /// is not written by then is counted as dropped at shutdown.
+    pub fn shutdown_within(mut self, timeout: Duration) -> Metrics {
+        self.stop(timeout)
+    }
+
+    fn stop(&mut self, timeout: Duration) -> Metrics {
         self.stopped = true;
-        let metrics = self.core.shutdown(self.core.settings().shutdown_timeout);
+        let metrics = self.core.shutdown(timeout);
         // The pipeline has ended: the panic hook has nothing more to flush here.
         crate::hooks::forget_on_panic(&self.core);
         if let Some(worker) = self.worker.take() {
@@ -380,7 +388,7 @@ impl WorkerGuard {
 impl Drop for WorkerGuard {
     fn drop(&mut self) {
         if !self.stopped {
-            self.stop();
+            self.stop(self.core.settings().shutdown_timeout);
         }
     }
 }

@@ -476,6 +476,13 @@ impl Settings {
         self.spool.as_deref()
     }
 
+    /// How long a shutdown may take to write what is queued: a front end whose
+    /// application flushes and then closes (Python's `logging.shutdown`) spends one
+    /// such budget on both, not one each.
+    pub fn shutdown_timeout(&self) -> Duration {
+        self.shutdown_timeout
+    }
+
     /// The first setting that cannot work, as an error naming it, its value and what is
     /// valid. A pipeline starts only from settings this accepts.
     pub fn validate(&self) -> Result<(), SettingError> {

@@ -197,6 +197,8 @@ class Handler(logging.Handler):
         self._arguments = (sink, config_file, dict(settings), format, env)
         # What pipelines this handler closed and replaced had counted.
         self._retired: Optional[Dict[str, Any]] = None
+        # When a flush without a timeout last spent the whole shutdown budget.
+        self._budget_spent_at: Optional[float] = None
         self._pipeline = self._start()
         self._emit = self._pipeline.emit
         with _handlers_lock:
@@ -258,16 +260,20 @@ class Handler(logging.Handler):
     def flush(self, timeout: Optional[float] = None) -> Dict[str, Any]:  # type: ignore[override]
         """Waits until every record logged before the call is written or dropped, and
         returns the accounting. With a ``timeout`` (seconds), ``TimeoutError`` when it
-        passes first; without one (as ``logging`` calls it), at most 5 s and no
-        error, so that ``logging.shutdown`` goes on to ``close``."""
+        passes first; without one (as ``logging`` calls it), at most
+        ``shutdown_timeout`` and no error, so that ``logging.shutdown`` goes on to
+        ``close``, which then has no budget left to wait again: ``logging.shutdown``
+        takes one ``shutdown_timeout``, not two, inside a deployment's grace period."""
         pipeline = self._pipeline
         if pipeline is None or pipeline.closed:
             return self.metrics()
         try:
-            pipeline.flush(5.0 if timeout is None else timeout)
+            pipeline.flush(pipeline.shutdown_timeout if timeout is None else timeout)
+            self._budget_spent_at = None
         except TimeoutError:
             if timeout is not None:
                 raise
+            self._budget_spent_at = time.monotonic()
         return self.metrics()
 
     def close(self) -> None:
@@ -279,7 +285,15 @@ class Handler(logging.Handler):
             # which waits for this lock: none goes to a pipeline being closed.
             self._emit = self._reopen_and_emit
             if self._pipeline is not None:
-                self._pipeline.close()
+                # Right after a flush that spent the whole shutdown budget (as
+                # logging.shutdown calls them): what is still queued is counted as
+                # dropped now, rather than waited for a second time.
+                spent = self._budget_spent_at
+                self._budget_spent_at = None
+                if spent is not None and time.monotonic() - spent < 1.0:
+                    self._pipeline.close(0.0)
+                else:
+                    self._pipeline.close()
         super().close()
 
     def metrics(self) -> Dict[str, Any]:
