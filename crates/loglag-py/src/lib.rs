@@ -215,37 +215,45 @@ impl Pipeline {
 
     /// Encodes one `LogRecord` and hands it to the pipeline. Never raises for a full
     /// queue: the record is counted dropped, as the overflow policy says.
-    fn emit(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<()> {
-        let levelno: i64 = record.getattr(pyo3::intern!(py, "levelno"))?.extract()?;
+    fn emit<'py>(&self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<()> {
+        let dict = record.getattr(pyo3::intern!(py, "__dict__"))?;
+        let dict = dict.downcast::<PyDict>()?;
+        // A record's attributes live in its `__dict__`: one dict lookup each instead of
+        // an attribute lookup through the type (a subclass's property still works).
+        let field = |name: &Bound<'py, PyString>| -> PyResult<Bound<'py, PyAny>> {
+            match dict.get_item(name)? {
+                Some(value) => Ok(value),
+                None => record.getattr(name),
+            }
+        };
+        let levelno: i64 = field(pyo3::intern!(py, "levelno"))?.extract()?;
         // Shown as Python names it (WARNING, CRITICAL, a custom level's name); counted
         // at the pipeline's nearest level.
-        let levelname = record.getattr(pyo3::intern!(py, "levelname"))?;
+        let levelname = field(pyo3::intern!(py, "levelname"))?;
         let levelname = match levelname.downcast::<PyString>() {
             Ok(name) => text(name),
             Err(_) => Cow::Owned(levelname.str()?.to_string_lossy().into_owned()),
         };
         let message = record.call_method0(pyo3::intern!(py, "getMessage"))?;
         let message = text(message.downcast::<PyString>()?);
-        let name = record.getattr(pyo3::intern!(py, "name"))?;
+        let name = field(pyo3::intern!(py, "name"))?;
         let name = text(name.downcast::<PyString>()?);
-        let created: f64 = record.getattr(pyo3::intern!(py, "created"))?.extract()?;
-        let thread = record.getattr(pyo3::intern!(py, "threadName"))?;
+        let created: f64 = field(pyo3::intern!(py, "created"))?.extract()?;
+        let thread = field(pyo3::intern!(py, "threadName"))?;
         let thread = thread
             .downcast::<PyString>()
             .ok()
             .map(|t| t.to_string_lossy());
-        let exc_text = record.getattr(pyo3::intern!(py, "exc_text"))?;
+        let exc_text = field(pyo3::intern!(py, "exc_text"))?;
         let exc_text = exc_text
             .downcast::<PyString>()
             .ok()
             .map(|t| t.to_string_lossy());
-        let stack = record.getattr(pyo3::intern!(py, "stack_info"))?;
+        let stack = field(pyo3::intern!(py, "stack_info"))?;
         let stack = stack
             .downcast::<PyString>()
             .ok()
             .map(|t| t.to_string_lossy());
-        let dict = record.getattr(pyo3::intern!(py, "__dict__"))?;
-        let dict = dict.downcast::<PyDict>()?;
         let level = level_of(levelno);
         let line = encode::line(
             self.encoding,
