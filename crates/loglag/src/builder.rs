@@ -350,7 +350,7 @@ impl NonBlockingBuilder {
     ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         self.check_settings(strictness)?;
         if !self.env_read {
-            crate::config::warn_unread_variables();
+            crate::env_vars::warn_unread_variables();
         }
         if self.settings.mode_from_env {
             self.settings.mode = match Mode::from_env() {

@@ -1,12 +1,11 @@
 //! `Config`: settings and a sink from TOML, a file, a URL or the environment.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::sync::Mutex;
 
 use crate::builder::NonBlockingBuilder;
+use crate::env_vars::{once_per_process, unknown_variable, Warning};
 use crate::handle::{NonBlocking, WorkerGuard};
-use crate::settings::{edit_distance, SettingError, Settings, FILE_KEYS, SETTINGS};
+use crate::settings::{SettingError, Settings, FILE_KEYS, SETTINGS};
 use crate::sink::{FileOptions, SinkSpec};
 
 /// What [`Config`] returns for a key or value that is not valid: the one settings
@@ -86,38 +85,6 @@ pub struct Config {
     file: FileOptions,
     /// [`with_env`](Self::with_env) read the environment into these settings.
     env_read: bool,
-}
-
-/// `LOGLAG_*` variables that are not the pipeline's, which [`Config::with_env`] does
-/// not warn about: loglag's own elsewhere, and those of its tests, CI and lab.
-const OTHER_VARIABLES: [&str; 14] = [
-    crate::clock::CLOCK_ENV,
-    "LOGLAG_EMULATOR",
-    "LOGLAG_EDGES_CHILD",
-    "LOGLAG_EDGES_OUT",
-    "LOGLAG_GIT_REVISION",
-    "LOGLAG_HARDENING_ARG",
-    "LOGLAG_HARDENING_CHILD",
-    "LOGLAG_LAB_APP",
-    "LOGLAG_RELP_PORT",
-    "LOGLAG_RELP_SENDER",
-    "LOGLAG_RELP_SPOOL",
-    "LOGLAG_SOAK_SECS",
-    "LOGLAG_TORTURE_TRIALS",
-    "LOGLAG_TEST_CHILD",
-];
-
-/// Prefixes of other such variables (`LOGLAG_REQUIRE_MOUNT` and the like, set by CI).
-const OTHER_PREFIXES: [&str; 3] = ["LOGLAG_REQUIRE_", "LOGLAG_TEST_", "LOGLAG_LAB_"];
-
-/// The unknown variables warned about so far: each once per process.
-static WARNED_UNKNOWN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-
-/// A warning from reading variables.
-struct Warning {
-    text: String,
-    /// An unknown variable's name: warned about once per process.
-    unknown: Option<String>,
 }
 
 impl Config {
@@ -413,65 +380,6 @@ fn file_kind(kind: &std::fs::FileType) -> &'static str {
 }
 
 /// The warnings to print: all, but an unknown variable's only the first time.
-/// The warning for a `LOGLAG_*` variable that is no setting of the pipeline's, naming
-/// the nearest that is; `None` for the variables loglag reads elsewhere.
-fn unknown_variable(name: String) -> Option<Warning> {
-    (!OTHER_VARIABLES.contains(&name.as_str())
-        && !OTHER_PREFIXES.iter().any(|p| name.starts_with(p)))
-    .then(|| Warning {
-        text: format!(
-            "loglag: {name} is not a loglag variable (did you mean {}?); it is ignored",
-            nearest_variable(&name)
-        ),
-        unknown: Some(name),
-    })
-}
-
-/// The rule for every entry point that does not read the environment into its
-/// settings (a builder, `non_blocking`, a `Config` without `with_env`): it reads
-/// `LOGLAG_MODE` only, and says once per process which other `LOGLAG_*` variables are
-/// set and ignored, a misspelt one as `with_env` says it. Nothing is ignored silently.
-pub(crate) fn warn_unread_variables() {
-    for text in once_per_process(unread_variables(std::env::vars_os())) {
-        eprintln!("{text}");
-    }
-}
-
-/// What [`warn_unread_variables`] warns about, for `vars`.
-fn unread_variables(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    for (name, _) in vars {
-        let name = name.to_string_lossy().into_owned();
-        if !name.starts_with("LOGLAG_") || name == crate::mode::MODE_ENV {
-            continue;
-        }
-        if SETTINGS.iter().any(|s| s.variable() == name) {
-            warnings.push(Warning {
-                text: format!(
-                    "loglag: {name} is set, but this pipeline was built without reading the environment, so it is ignored (Config::from_env() or Config::with_env() reads every LOGLAG_* variable)"
-                ),
-                unknown: Some(name),
-            });
-        } else if let Some(warning) = unknown_variable(name) {
-            warnings.push(warning);
-        }
-    }
-    warnings
-}
-
-fn once_per_process(warnings: Vec<Warning>) -> Vec<String> {
-    let mut warned = WARNED_UNKNOWN.lock().unwrap_or_else(|e| e.into_inner());
-    warnings
-        .into_iter()
-        .filter(|w| {
-            w.unknown
-                .as_ref()
-                .is_none_or(|name| warned.insert(name.clone()))
-        })
-        .map(|w| w.text)
-        .collect()
-}
-
 /// The key of the `key = value` line of `text` holding byte `at` (where TOML found
 /// an error), if that line is one.
 fn key_at(text: &str, at: usize) -> Option<String> {
@@ -483,20 +391,11 @@ fn key_at(text: &str, at: usize) -> Option<String> {
     (!key.is_empty() && !key.starts_with('#') && !key.starts_with('[')).then(|| key.to_owned())
 }
 
-/// The valid variable nearest `name` by edit distance (case aside).
-fn nearest_variable(name: &str) -> String {
-    let name = name.to_ascii_uppercase();
-    SETTINGS
-        .iter()
-        .map(|s| s.variable())
-        .chain(std::iter::once(crate::clock::CLOCK_ENV.to_owned()))
-        .min_by_key(|valid| edit_distance(&name, valid))
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env_vars::unread_variables;
+    use crate::settings::edit_distance;
     use crate::{Format, Level, Mode, Overflow};
     use std::time::Duration;
 

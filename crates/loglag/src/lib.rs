@@ -124,6 +124,7 @@ mod clock;
 #[cfg(feature = "config")]
 mod config;
 mod core;
+mod env_vars;
 mod fork;
 pub mod format;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.

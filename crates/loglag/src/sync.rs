@@ -1,4 +1,4 @@
-//! The synchronisation types of the lock-free core (`queue.rs`, `lanes.rs`,
+//! The synchronisation types of the lock-free core (`queue/`, `lanes.rs`,
 //! `handshake.rs`): std's, or loom's when built with `RUSTFLAGS="--cfg loglag_loom"`
 //! for the model checks in `loom_models.rs` (`scripts/loom`). In every other build
 //! these are plain re-exports of std, so the core compiles to what it did before.

@@ -3,7 +3,7 @@
 //! `loglag recover`) delivers what was not yet written, in order, exactly once for file
 //! sinks.
 //!
-//! File layout: a 4096-byte header, then the ring (see `queue.rs`).
+//! File layout: a 4096-byte header, then the ring (see `queue/mod.rs`).
 //!
 //! | header word | meaning |
 //! |---|---|
