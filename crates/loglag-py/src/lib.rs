@@ -14,9 +14,9 @@ use std::time::Duration;
 use loglag::{
     Config, DropReason, Level, Metrics, Mode, NonBlocking, Overflow, SinkSpec, WorkerGuard,
 };
-use pyo3::exceptions::{PyOSError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRecursionError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyWeakrefReference};
 
 use std::borrow::Cow;
 
@@ -38,6 +38,10 @@ struct Pipeline {
     /// the inherited one, which the crate does on the caller in a forked child.
     own_pipeline_in_child: bool,
     state: Mutex<State>,
+    /// The `loglag.Handler` this pipeline serves, weakly (the handler holds this
+    /// pipeline's `handle_record`): `handle_record` hands it a record's error, and a
+    /// record that finds the pipeline closed.
+    handler: Mutex<Option<Py<PyAny>>>,
 }
 
 struct State {
@@ -210,6 +214,7 @@ impl Pipeline {
             may_block,
             own_pipeline_in_child,
             state: Mutex::new(state),
+            handler: Mutex::new(None),
         })
     }
 
@@ -278,6 +283,58 @@ impl Pipeline {
             writer.submit(level, line.as_bytes());
         }
         Ok(())
+    }
+
+    /// Binds the `logging.Handler` this pipeline serves (weakly), for `handle_record`.
+    fn _bind(&self, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        let weak = PyWeakrefReference::new(handler)?;
+        *self.handler.lock().unwrap_or_else(|e| e.into_inner()) = Some(weak.into_any().unbind());
+        Ok(())
+    }
+
+    /// `logging.Handler.handle` for a bound handler without filters, in one call from
+    /// `logging`'s C-level method call: the traceback rendered once (`logging`'s
+    /// own formatting), the record emitted, an error handed to the handler's
+    /// `handleError` (a `RecursionError` raised, as `logging` does). A record that
+    /// finds the pipeline closed takes the handler's reopening path.
+    fn handle_record<'py>(&self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let handler = || -> Option<Bound<'py, PyAny>> {
+            let weak = self.handler.lock().unwrap_or_else(|e| e.into_inner());
+            weak.as_ref()?
+                .bind(py)
+                .downcast::<PyWeakrefReference>()
+                .ok()?
+                .upgrade()
+        };
+        if self.state().guard.is_none() {
+            if let Some(h) = handler() {
+                return h
+                    .call_method1(pyo3::intern!(py, "_handle_in_python"), (record,))?
+                    .extract();
+            }
+        }
+        let emitted = (|| {
+            let exc_info = record.getattr(pyo3::intern!(py, "exc_info"))?;
+            if exc_info.is_truthy()? && record.getattr(pyo3::intern!(py, "exc_text"))?.is_none() {
+                loglag_module(py)?
+                    .getattr(pyo3::intern!(py, "_fill_exc_text"))?
+                    .call1((record,))?;
+            }
+            self.emit(py, record)
+        })();
+        match emitted {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_instance_of::<PyRecursionError>(py) => Err(e),
+            Err(e) => match handler() {
+                Some(h) => {
+                    loglag_module(py)?
+                        .getattr(pyo3::intern!(py, "_handle_error"))?
+                        .call1((h, record, e.value(py)))?;
+                    Ok(true)
+                }
+                None => Err(e),
+            },
+        }
     }
 
     /// The accounting now.
@@ -358,4 +415,10 @@ fn _loglag(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encode::measure_plain_record(m.py());
     m.add_class::<Pipeline>()?;
     Ok(())
+}
+
+/// The `loglag` package, for its helpers on the rare paths (a traceback to render, an
+/// error to hand to `handleError`).
+fn loglag_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("loglag")
 }

@@ -274,6 +274,33 @@ def test_logging_shutdown_spends_one_shutdown_budget_on_its_flush_and_close(tmp_
         os.close(reader)
 
 
+def test_filters_added_later_and_a_record_that_cannot_be_formatted_are_handled_as_logging_does(tmp_path):
+    # The handler answers logging's handle() from Rust while it has no filters; a
+    # filter added later is honoured, and removed, no longer; a record whose message
+    # cannot be formatted goes to handleError, never into the caller.
+    errors = []
+
+    class Noted(loglag.Handler):
+        def handleError(self, record):  # noqa: N802 (logging's name)
+            errors.append((record.msg, sys.exc_info()[0]))
+
+    handler = Noted(f"file://{tmp_path}/app.log")
+    log = logger_with(handler, "filters-and-errors")
+    log.info("kept %d", 1)
+    only_even = lambda record: record.args[0] % 2 == 0  # noqa: E731
+    handler.addFilter(only_even)
+    for i in range(2, 6):
+        log.info("kept %d", i)
+    handler.removeFilter(only_even)
+    log.info("kept %d", 7)
+    log.info("%d items", "not a number")
+    handler.close()
+    assert [r["message"] for r in lines_of(tmp_path / "app.log")] == [
+        "kept 1", "kept 2", "kept 4", "kept 7",
+    ]
+    assert errors == [("%d items", TypeError)]
+
+
 def test_a_bad_sink_url_or_format_raises_value_error():
     with pytest.raises(ValueError, match="sink"):
         loglag.Handler("gopher://example")

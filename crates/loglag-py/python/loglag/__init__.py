@@ -201,6 +201,7 @@ class Handler(logging.Handler):
         self._budget_spent_at: Optional[float] = None
         self._pipeline = self._start()
         self._emit = self._pipeline.emit
+        self._bind_handle()
         with _handlers_lock:
             _handlers.add(self)
         if flush_on_signals:
@@ -230,8 +231,33 @@ class Handler(logging.Handler):
                 # the next record tries again.
                 self._pipeline = self._start(**({"mode": "sync"} if _exiting else {}))
                 self._emit = self._pipeline.emit
+                self._bind_handle()
             pipeline = self._pipeline
         pipeline.emit(record)
+
+    def _bind_handle(self) -> None:
+        # logging calls ``handler.handle(record)``; bound on the instance to the
+        # pipeline's own ``handle_record``, that is one call into Rust, with no Python
+        # frame of ours on the caller (a third of what the handler added). A handler
+        # with filters, or closed, takes ``handle`` below instead.
+        pipeline = self._pipeline
+        if self.filters or pipeline is None or pipeline.closed:
+            self.__dict__.pop("handle", None)
+        else:
+            pipeline._bind(self)
+            self.handle = pipeline.handle_record
+
+    def addFilter(self, filter: Any) -> None:  # noqa: N802 (logging's name)
+        super().addFilter(filter)
+        self._bind_handle()
+
+    def removeFilter(self, filter: Any) -> None:  # noqa: N802 (logging's name)
+        super().removeFilter(filter)
+        self._bind_handle()
+
+    def _handle_in_python(self, record: logging.LogRecord) -> bool:
+        # The pipeline's ``handle_record`` found itself closed: the reopening path.
+        return Handler.handle(self, record)
 
     def emit(self, record: logging.LogRecord) -> None:
         self.handle(record)
@@ -283,6 +309,7 @@ class Handler(logging.Handler):
         with self.lock:
             # Records that arrive while the queue is written take the reopening path,
             # which waits for this lock: none goes to a pipeline being closed.
+            self.__dict__.pop("handle", None)
             self._emit = self._reopen_and_emit
             if self._pipeline is not None:
                 # Right after a flush that spent the whole shutdown budget (as
@@ -322,3 +349,17 @@ def _add_counts(a: Optional[Dict[str, Any]], b: Dict[str, Any]) -> Dict[str, Any
 
 
 _formatter = logging.Formatter()
+
+
+def _fill_exc_text(record: logging.LogRecord) -> None:
+    """logging's own rendering of a record's traceback, once per record."""
+    record.exc_text = _formatter.formatException(record.exc_info)
+
+
+def _handle_error(handler: logging.Handler, record: logging.LogRecord, error: BaseException) -> None:
+    """``handleError`` as ``logging`` calls it: inside the ``except`` of the error, which
+    it reads from ``sys.exc_info()``."""
+    try:
+        raise error
+    except Exception:
+        handler.handleError(record)
