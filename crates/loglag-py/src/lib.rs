@@ -104,7 +104,15 @@ fn config_of(
             config.set(&key, &text).map_err(value_error)?;
         }
     }
-    let mut config = if env { config.with_env() } else { config };
+    // `env=False` ignores the environment on purpose: read no variable, and say
+    // nothing of those set (an empty environment read).
+    let mut config = if env {
+        config.with_env()
+    } else {
+        config
+            .with_vars(std::iter::empty::<(std::ffi::OsString, std::ffi::OsString)>())
+            .0
+    };
     // The handler's own signal flush (Python-level, chaining to the application's
     // handlers) is the one that runs: the crate's would end the process on SIGINT
     // instead of raising KeyboardInterrupt, whatever a shared TOML file or
@@ -296,7 +304,8 @@ impl Pipeline {
     /// `logging`'s C-level method call: the traceback rendered once (`logging`'s
     /// own formatting), the record emitted, an error handed to the handler's
     /// `handleError` (a `RecursionError` raised, as `logging` does). A record that
-    /// finds the pipeline closed takes the handler's reopening path.
+    /// finds the pipeline closed takes the handler's reopening path; one whose close
+    /// begins while it is encoded is counted dropped at shutdown, never lost.
     fn handle_record<'py>(&self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<bool> {
         let handler = || -> Option<Bound<'py, PyAny>> {
             let weak = self.handler.lock().unwrap_or_else(|e| e.into_inner());
@@ -315,7 +324,9 @@ impl Pipeline {
         }
         let emitted = (|| {
             let exc_info = record.getattr(pyo3::intern!(py, "exc_info"))?;
-            if exc_info.is_truthy()? && record.getattr(pyo3::intern!(py, "exc_text"))?.is_none() {
+            if exc_info.is_truthy()?
+                && !record.getattr(pyo3::intern!(py, "exc_text"))?.is_truthy()?
+            {
                 loglag_module(py)?
                     .getattr(pyo3::intern!(py, "_fill_exc_text"))?
                     .call1((record,))?;

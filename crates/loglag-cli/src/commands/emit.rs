@@ -22,8 +22,9 @@ pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
     } else {
         Box::new(std::io::stdout())
     };
-    outputs.show(&summary, &mut out)?;
+    let shown = outputs.show(&summary, &mut out);
     write_out(&outputs, &summary, a.out.as_deref(), "emit")?;
+    stdout_outcome(shown)?;
     let m = &summary.metrics;
     if summary.interrupted {
         say!(

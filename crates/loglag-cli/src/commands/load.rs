@@ -59,8 +59,7 @@ pub(crate) fn load(a: LoadArgs) -> anyhow::Result<ExitCode> {
     let floor = match floor {
         // Interrupted while calibrating: report the floor alone.
         Some(f) if f.interrupted.is_some() => {
-            outputs.show(&f, &mut std::io::stdout().lock())?;
-            write_out(&outputs, &f, a.out.as_deref(), "load")?;
+            show_and_write_out(&outputs, &f, a.out.as_deref(), "load")?;
             say!(
                 "loglag load: {}",
                 f.interrupted.as_deref().unwrap_or_default()

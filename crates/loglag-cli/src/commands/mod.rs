@@ -228,7 +228,17 @@ pub(crate) fn recover(a: RecoverArgs) -> anyhow::Result<ExitCode> {
         Some(path) if path.as_os_str() != "-" => {
             loglag::spool::recover_opening(&a.spool, || loglag::sink::FdSink::append(path))?
         }
-        _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout())?,
+        // Records into a pipe whose reader went away are not delivered: an error,
+        // not the quiet end a table's reader going away is (`main`).
+        _ => loglag::spool::recover(&a.spool, loglag::sink::FdSink::stdout()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                anyhow::anyhow!(
+                    "the reader of standard output went away before the spool was delivered ({e}); the spool keeps what was not: run loglag recover again"
+                )
+            } else {
+                anyhow::Error::new(e)
+            }
+        })?,
     };
     say!(
         "loglag recover: {} records ({} bytes) delivered, {} torn regions skipped, {} already delivered, {} drops announced that the process had not reported",

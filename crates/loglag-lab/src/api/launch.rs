@@ -416,15 +416,20 @@ impl ApiProc {
         // stall until the timeout. Its end comes with the command's (its group is
         // killed once it exits).
         let stdout = guard.child.stdout.take().expect("piped");
-        let said = std::thread::spawn(move || {
+        let (said_tx, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut text = String::new();
             let _ = io::Read::read_to_string(&mut io::Read::take(stdout, 1 << 20), &mut text);
-            text
+            let _ = said_tx.send(text);
         });
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = guard.exited() {
-                let said = said.join().unwrap_or_default();
+                // A daemon it left (`setsid`, out of its group) may hold its stdout
+                // open: what was said by then, without waiting for that end.
+                let said = said
+                    .recv_timeout(Duration::from_secs(10))
+                    .unwrap_or_default();
                 return if status.success() {
                     Ok(recovered_count(&said))
                 } else {

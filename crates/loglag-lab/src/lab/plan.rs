@@ -384,6 +384,12 @@ impl LabSettings {
             if self.app_log == AppLog::Stderr && matches!(self.ready, Readiness::Log(_)) {
                 return Err(PlanError::ReadyLogOnStderr);
             }
+            if self.app_recover.is_some() && matches!(self.app_log, AppLog::Stdout | AppLog::Stderr)
+            {
+                return Err(PlanError::Flags(
+                    "--app-recover writes into {log_path} or the app's own file, and its standard output is read for `recovered N`: use it with --app-log path or a file, not stdout|stderr".to_owned(),
+                ));
+            }
         } else if self.app_recover.is_some() {
             return Err(PlanError::Flags(
                 "--app-recover recovers an --app's spool after its stop; the built-in API's loglag-spool condition is recovered by the lab itself".to_owned(),
@@ -577,6 +583,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--app-recover recovers an --app's spool"));
+        let mut p = good();
+        p.app = Some("python3 app.py {port}".into());
+        p.app_log = crate::api::launch::AppLog::Stdout;
+        p.app_recover = Some("python3 app.py --recover".into());
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("not stdout|stderr"));
     }
     use crate::api::condition::Condition;
 

@@ -255,7 +255,8 @@ pub struct LabRequest {
     /// service's next start would run ({log_path} and {condition} are filled in): it
     /// delivers what a spool kept through a SIGKILL. What it writes counts like the
     /// app's lines, at least once (the batch in flight at the kill may come twice). It
-    /// must exit 0 within --stop-timeout.
+    /// must exit 0 within --drain-timeout; a last stdout line `recovered N` is reported.
+    /// Not with --app-log stdout|stderr: its stdout is read for that line.
     #[arg(long, value_name = "CMD")]
     pub app_recover: Option<String>,
     /// Match the request ids in the log (id=N, request_id=N, "request_id":"N") against

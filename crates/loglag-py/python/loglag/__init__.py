@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ._loglag import Pipeline
 
@@ -197,8 +197,8 @@ class Handler(logging.Handler):
         self._arguments = (sink, config_file, dict(settings), format, env)
         # What pipelines this handler closed and replaced had counted.
         self._retired: Optional[Dict[str, Any]] = None
-        # When a flush without a timeout last spent the whole shutdown budget.
-        self._budget_spent_at: Optional[float] = None
+        # The last flush without a timeout: its budget's deadline, and when it ended.
+        self._budget: Optional[Tuple[float, float]] = None
         self._pipeline = self._start()
         self._emit = self._pipeline.emit
         self._bind_handle()
@@ -239,44 +239,57 @@ class Handler(logging.Handler):
         # logging calls ``handler.handle(record)``; bound on the instance to the
         # pipeline's own ``handle_record``, that is one call into Rust, with no Python
         # frame of ours on the caller (a third of what the handler added). A handler
-        # with filters, or closed, takes ``handle`` below instead.
+        # with filters, a subclass that overrides ``handle``, ``emit`` or ``filter``,
+        # or a closed one, takes ``handle`` below instead. Filters are changed through
+        # ``addFilter``/``removeFilter`` (which rebind), not by editing ``filters``.
+        cls = type(self)
+        plain = (
+            cls.handle is Handler.handle
+            and cls.emit is Handler.emit
+            and cls.filter is logging.Filterer.filter
+        )
         pipeline = self._pipeline
-        if self.filters or pipeline is None or pipeline.closed:
+        if not plain or self.filters or pipeline is None or pipeline.closed:
             self.__dict__.pop("handle", None)
         else:
             pipeline._bind(self)
             self.handle = pipeline.handle_record
 
     def addFilter(self, filter: Any) -> None:  # noqa: N802 (logging's name)
-        super().addFilter(filter)
-        self._bind_handle()
+        # Under the lock a reopening rebinds under: the two cannot interleave and
+        # leave a filter unseen.
+        with self.lock:
+            super().addFilter(filter)
+            self._bind_handle()
 
     def removeFilter(self, filter: Any) -> None:  # noqa: N802 (logging's name)
-        super().removeFilter(filter)
-        self._bind_handle()
+        with self.lock:
+            super().removeFilter(filter)
+            self._bind_handle()
 
     def _handle_in_python(self, record: logging.LogRecord) -> bool:
         # The pipeline's ``handle_record`` found itself closed: the reopening path.
         return Handler.handle(self, record)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.handle(record)
+        """Hands the record to the pipeline (a subclass's ``emit`` may call it)."""
+        if record.exc_info and not record.exc_text:
+            # logging's own rendering of the traceback, once per record.
+            record.exc_text = _formatter.formatException(record.exc_info)
+        self._emit(record)
 
     # ``logging.Handler.handle`` takes the handler's lock around ``emit``; the
-    # pipeline needs none (its queue is made for many threads), and a caller's every
-    # record passes here, so this is the whole of the handler's Python.
+    # pipeline needs none (its queue is made for many threads). A plain handler does
+    # not come here at all (``_bind_handle``).
     def handle(self, record: logging.LogRecord) -> bool:
-        if self.filters:
+        if self.filters or type(self).filter is not logging.Filterer.filter:
             rv = self.filter(record)
             if not rv:
                 return False
             if isinstance(rv, logging.LogRecord):
                 record = rv
         try:
-            if record.exc_info and not record.exc_text:
-                # logging's own rendering of the traceback, once per record.
-                record.exc_text = _formatter.formatException(record.exc_info)
-            self._emit(record)
+            self.emit(record)
         except RecursionError:
             raise
         except Exception:
@@ -293,13 +306,17 @@ class Handler(logging.Handler):
         pipeline = self._pipeline
         if pipeline is None or pipeline.closed:
             return self.metrics()
+        if timeout is not None:
+            pipeline.flush(timeout)
+            return self.metrics()
+        deadline = time.monotonic() + pipeline.shutdown_timeout
         try:
-            pipeline.flush(pipeline.shutdown_timeout if timeout is None else timeout)
-            self._budget_spent_at = None
+            pipeline.flush(pipeline.shutdown_timeout)
         except TimeoutError:
-            if timeout is not None:
-                raise
-            self._budget_spent_at = time.monotonic()
+            pass
+        # A close() right after this one (as logging.shutdown calls them) gets what is
+        # left of the same budget.
+        self._budget = (deadline, time.monotonic())
         return self.metrics()
 
     def close(self) -> None:
@@ -308,17 +325,19 @@ class Handler(logging.Handler):
         ``logging.FileHandler`` reopens its file; ``metrics()`` keeps counting across."""
         with self.lock:
             # Records that arrive while the queue is written take the reopening path,
-            # which waits for this lock: none goes to a pipeline being closed.
+            # which waits for this lock. One already past that choice when close
+            # begins reaches the closing pipeline: written, or counted dropped at
+            # shutdown, never lost.
             self.__dict__.pop("handle", None)
             self._emit = self._reopen_and_emit
             if self._pipeline is not None:
-                # Right after a flush that spent the whole shutdown budget (as
-                # logging.shutdown calls them): what is still queued is counted as
-                # dropped now, rather than waited for a second time.
-                spent = self._budget_spent_at
-                self._budget_spent_at = None
-                if spent is not None and time.monotonic() - spent < 1.0:
-                    self._pipeline.close(0.0)
+                # Right after a flush without a timeout (as logging.shutdown calls
+                # them): what is left of that flush's budget, so that the two take one
+                # shutdown_timeout; what is still queued then is counted as dropped.
+                budget, self._budget = self._budget, None
+                now = time.monotonic()
+                if budget is not None and now - budget[1] < 1.0:
+                    self._pipeline.close(max(0.0, budget[0] - now))
                 else:
                     self._pipeline.close()
         super().close()
