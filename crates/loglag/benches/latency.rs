@@ -36,7 +36,7 @@
 //! `user`, `latency_ms`), to a file in one temporary directory; JSON where the logger
 //! has it (loglag, tracing-subscriber, slog-json), its own text otherwise.
 
-#[path = "../tests/support/procfs.rs"]
+#[path = "../tests/it/support/procfs.rs"]
 mod procfs;
 #[allow(dead_code)]
 mod support;

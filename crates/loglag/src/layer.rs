@@ -34,7 +34,7 @@ use crate::mode::Mode;
 ///
 /// The layer takes the options of `tracing_subscriber::fmt().json()` under the same
 /// names, and writes what `fmt().json()` writes with the same options, byte for byte
-/// (`crates/loglag/tests/layer_fmt_options.rs` compares every combination):
+/// (`crates/loglag/tests/it/layer_fmt_options.rs` compares every combination):
 /// [`flatten_event`](LoglagLayer::flatten_event),
 /// [`with_current_span`](LoglagLayer::with_current_span),
 /// [`with_span_list`](LoglagLayer::with_span_list),

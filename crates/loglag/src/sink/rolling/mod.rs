@@ -5,7 +5,7 @@
 //! Rotation is decided in [`Sink::before_batch`], before the writer records where the
 //! batch will land, so a batch never straddles two files and, with a spool, the journal
 //! always names the file the batch went to: kill -9 at any moment, a rotation included,
-//! neither loses nor duplicates a record (see `tests/rolling.rs`). One exception: a
+//! neither loses nor duplicates a record (see `tests/it/rolling.rs`). One exception: a
 //! dated file whose period ended while the process was down starts a new file at the
 //! restart, so the interrupted batch is delivered again there (at least once).
 //!
