@@ -137,7 +137,7 @@ pub mod __lab {
 mod handle;
 mod handshake;
 mod hooks;
-mod lanes;
+
 #[cfg(feature = "tracing")]
 mod layer;
 mod ledger;

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use loom::thread;
 
 use crate::handshake::{Handshake, WriterEnd};
-use crate::lanes::{Lanes, WriterView};
 use crate::level::Level;
+use crate::queue::lanes::{Lanes, WriterView};
 use crate::queue::{footprint, PopBound, Popped, Ring};
 use crate::sync::{Arc, Mutex};
 

@@ -402,3 +402,87 @@ fn the_code_map_check_wants_the_path_not_the_name() {
         "a top-level fd.rs is not sink/fd.rs"
     );
 }
+
+/// ARCHITECTURE.md's table of files over 800 lines is checked, so its figures cannot
+/// drift: every source file (`src/`) of the workspace over 800 lines has a row, and the
+/// row's figure is the file's: `code + tests` (the tests from its `#[cfg(test)] mod
+/// tests`) or `N (tests)`. No file of the library's `src/` may be over 800 lines.
+#[test]
+fn the_over_800_table_is_the_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let arch = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let table = arch
+        .split("### Files over 800 lines")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `### Files over 800 lines` section")
+        .split("\n#")
+        .next()
+        .unwrap();
+    let number = |s: &str| -> usize {
+        s.trim()
+            .replace(',', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("not a line count: {s:?}"))
+    };
+    let mut rows = BTreeMap::new();
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let file = cells[1].trim_matches('`');
+        let figure: Vec<usize> = cells[2]
+            .trim_end_matches("(tests)")
+            .split('+')
+            .map(number)
+            .collect();
+        let figure = match figure[..] {
+            [code, tests] => (code, tests),
+            [tests] if cells[2].ends_with("(tests)") => (0, tests),
+            _ => panic!("not `code + tests` or `N (tests)`: {line}"),
+        };
+        rows.insert(format!("crates/{file}"), figure);
+    }
+    let mut files = Vec::new();
+    for krate in ["loglag", "loglag-lab", "loglag-cli"] {
+        rust_files(&root.join("crates").join(krate).join("src"), &mut files);
+    }
+    let mut wrong = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let code = if rel.ends_with("/tests.rs") {
+            0
+        } else {
+            (1..lines.len())
+                .find(|&i| lines[i - 1] == "#[cfg(test)]" && lines[i] == "mod tests {")
+                .map_or(lines.len(), |i| i - 1)
+        };
+        let actual = (code, lines.len() - code);
+        let lines = lines.len();
+        match rows.remove(&rel) {
+            Some(said) if said != actual => wrong.push(format!(
+                "{rel}: the table says {said:?} (code, tests), the file has {actual:?}"
+            )),
+            Some(_) if rel.starts_with("crates/loglag/src/") => wrong.push(format!(
+                "{rel}: {lines} lines; the library's files stay under 800"
+            )),
+            None if lines > 800 => wrong.push(format!("{rel}: {lines} lines and no row")),
+            _ => {}
+        }
+    }
+    wrong.extend(
+        rows.keys()
+            .map(|f| format!("{f}: a row for a file that is not there")),
+    );
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's over-800 table: {wrong:#?}"
+    );
+}

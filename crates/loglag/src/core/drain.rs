@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use super::Core;
 use crate::clock::WallClock;
 use crate::handshake::Abandoned;
-use crate::lanes::{Sweep, WriterView};
 use crate::level::Level;
 use crate::metrics::{DropReason, DROP_REASONS};
+use crate::queue::lanes::{Sweep, WriterView};
 use crate::sink::{write_all_counted, HeldSink};
 use crate::spool::SpoolHeader;
 

@@ -27,11 +27,11 @@ use std::thread::Thread;
 use crate::clock;
 use crate::format::Format;
 use crate::handshake::Handshake;
-use crate::lanes::Lanes;
 use crate::level::Level;
 use crate::metrics::{Counters, Metrics};
 use crate::mode::Mode;
 use crate::overflow::Overflow;
+use crate::queue::lanes::Lanes;
 use crate::queue::Ring;
 use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
@@ -203,9 +203,9 @@ impl Core {
         let thread_ring_bytes = match config.mode {
             // No writer thread, no rings to give threads.
             Mode::Sync | Mode::Off | Mode::FormatOnly => 0,
-            Mode::Async => config
-                .thread_ring_bytes
-                .unwrap_or_else(|| crate::lanes::default_thread_ring_bytes(config.capacity_bytes)),
+            Mode::Async => config.thread_ring_bytes.unwrap_or_else(|| {
+                crate::queue::lanes::default_thread_ring_bytes(config.capacity_bytes)
+            }),
         };
         let lanes = Lanes::new(id, config.capacity_bytes, thread_ring_bytes);
         Core::with_lanes(id, config, lanes, sync_sink, None, Recovered::default())

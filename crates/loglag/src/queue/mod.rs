@@ -693,6 +693,7 @@ impl Ring {
 }
 
 mod consume;
+pub(crate) mod lanes;
 mod push;
 mod record;
 
