@@ -17,7 +17,7 @@ pub type ConfigError = SettingError;
 /// Every option, and the sink, from a TOML table, from `LOGLAG_*` variables, or from a
 /// sink URL's query.
 ///
-/// The keys are [`SETTINGS`](crate::SETTINGS) (the table is in
+/// The keys are [`SETTINGS`](crate::settings::SETTINGS) (the table is in
 /// `docs/settings.md`): each is a TOML key, a URL query parameter and, in capitals after
 /// `LOGLAG_`, a variable, read by [`Settings::set`] and checked by
 /// [`Settings::validate`], the rule the builder's methods meet too. A sink URL carries

@@ -200,7 +200,7 @@ mod tests {
             }
         }
         let out = Shared::default();
-        let (mut writer, guard) = crate::NonBlockingBuilder::default()
+        let (mut writer, guard) = crate::builder::NonBlockingBuilder::default()
             .flush_interval(std::time::Duration::from_secs(3600))
             .flush_on_signals(true)
             .finish(out.clone());
@@ -215,7 +215,8 @@ mod tests {
     #[test]
     fn ended_pipelines_leave_the_panic_hooks_list() {
         for _ in 0..500 {
-            let (writer, guard) = crate::NonBlockingBuilder::default().finish(std::io::sink());
+            let (writer, guard) =
+                crate::builder::NonBlockingBuilder::default().finish(std::io::sink());
             drop(writer);
             drop(guard);
         }

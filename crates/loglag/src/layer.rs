@@ -195,7 +195,7 @@ impl LoglagLayer {
     }
 
     /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
-    pub fn metrics(&self) -> crate::Metrics {
+    pub fn metrics(&self) -> crate::metrics::Metrics {
         self.writer.metrics()
     }
 
@@ -203,7 +203,7 @@ impl LoglagLayer {
     pub fn flush(
         &self,
         timeout: std::time::Duration,
-    ) -> Result<crate::Flushed, crate::FlushTimeout> {
+    ) -> Result<crate::core::flush::Flushed, crate::core::flush::FlushTimeout> {
         self.writer.flush(timeout)
     }
 }

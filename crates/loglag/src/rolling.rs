@@ -62,12 +62,8 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::sink::rolling::{Period, RollingFile, Settings, TimeSource};
+use crate::sink::rolling::{Period, RollingFile, RollingSpec, TimeSource, DEFAULT_LOCK_WAIT};
 use crate::sink::Sink;
-
-/// Twice the default shutdown deadline: an old process that is still draining at a
-/// restart has time to finish.
-const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 
 pub use crate::sink::rolling::{Compression, Naming};
 
@@ -462,11 +458,7 @@ impl Builder {
     /// Creates the directory if needed and opens (and locks) the current file.
     pub fn build(&self, directory: impl AsRef<Path>) -> Result<RollingFileAppender, InitError> {
         let b = self.clone();
-        if b.max_bytes == Some(0) {
-            let e = crate::SettingError::new("max_file_size", "0");
-            return Err(InitError(io::Error::new(io::ErrorKind::InvalidInput, e)));
-        }
-        let settings = Settings {
+        let settings = RollingSpec {
             dir: directory.as_ref().to_owned(),
             prefix: b.prefix,
             suffix: b.suffix,

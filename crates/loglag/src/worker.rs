@@ -181,8 +181,8 @@ mod tests {
     }
 
     fn config() -> crate::core::Config {
-        crate::NonBlockingBuilder::default()
-            .mode(crate::Mode::Async)
+        crate::builder::NonBlockingBuilder::default()
+            .mode(crate::mode::Mode::Async)
             .config()
     }
 

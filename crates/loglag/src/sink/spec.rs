@@ -85,10 +85,10 @@ impl SinkSpec {
 
     /// The format its records must have, where it needs one: RFC 5424 messages for
     /// syslog, JSON for OTLP (its fields become the LogRecord's).
-    pub fn record_format(&self) -> Option<crate::Format> {
+    pub fn record_format(&self) -> Option<crate::format::Format> {
         match self {
-            _ if self.is_syslog() => Some(crate::Format::Syslog),
-            SinkSpec::Otlp { .. } => Some(crate::Format::Json),
+            _ if self.is_syslog() => Some(crate::format::Format::Syslog),
+            SinkSpec::Otlp { .. } => Some(crate::format::Format::Json),
             _ => None,
         }
     }
@@ -149,11 +149,12 @@ impl SinkSpec {
     /// [`Config`](crate::Config)'s settings).
     pub(crate) fn parse_with_query(
         url: &str,
-    ) -> Result<(SinkSpec, Vec<(String, String)>), crate::SettingError> {
+    ) -> Result<(SinkSpec, Vec<(String, String)>), crate::settings::SettingError> {
         let url = url.trim();
         // The URL as errors show it: credentials and secret-looking values masked.
         let shown = redacted(url);
-        let sink_error = |e: String| crate::SettingError::with_expected("sink", shown.as_str(), e);
+        let sink_error =
+            |e: String| crate::settings::SettingError::with_expected("sink", shown.as_str(), e);
         // User information ends at an `@` before the first `/`: checked on the whole URL,
         // before the query is split off at the first `?`, which may lie inside a
         // password (`user:pw?rest@host`) and would show its first part.
@@ -513,8 +514,8 @@ pub struct FileOptions {
 impl FileOptions {
     /// Sets one option from its text, checked: the error names the key and what is
     /// valid, as every setting's does.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), crate::SettingError> {
-        let bad = || crate::SettingError::new(key, value);
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), crate::settings::SettingError> {
+        let bad = || crate::settings::SettingError::new(key, value);
         let text = value.trim();
         match key {
             "rotate" => {
@@ -558,7 +559,7 @@ impl FileOptions {
                     _ => return Err(bad()),
                 })
             }
-            _ => return Err(crate::SettingError::unknown(key, value)),
+            _ => return Err(crate::settings::SettingError::unknown(key, value)),
         }
         Ok(())
     }
@@ -621,8 +622,7 @@ impl FileOptions {
     /// Opens the rolling file at `path`.
     #[cfg(feature = "rolling")]
     fn open(&self, path: &std::path::Path) -> io::Result<Box<dyn Sink>> {
-        use crate::rolling::{Builder, Compression, Naming, Rotation};
-        use crate::sink::IntoSink;
+        use crate::sink::rolling::{Compression, Naming, Period, RollingFile, RollingSpec};
         let name = path
             .file_name()
             .ok_or_else(|| {
@@ -638,33 +638,32 @@ impl FileOptions {
             _ => PathBuf::from("."),
         };
         let named = [
-            Rotation::MINUTELY,
-            Rotation::HOURLY,
-            Rotation::DAILY,
-            Rotation::WEEKLY,
+            Period::Minutely,
+            Period::Hourly,
+            Period::Daily,
+            Period::Weekly,
         ];
-        let rotation = match self.rotate.flatten().map(|d| d.as_secs()) {
-            None => Rotation::NEVER,
-            Some(s) => match NAMED_PERIODS.iter().position(|(_, secs)| *secs == s) {
+        let period = self.rotate.flatten().map(|d| {
+            match NAMED_PERIODS
+                .iter()
+                .position(|(_, secs)| *secs == d.as_secs())
+            {
                 Some(i) => named[i],
-                None => Rotation::every(std::time::Duration::from_secs(s)),
-            },
+                None => Period::Every(std::time::Duration::from_secs(d.as_secs())),
+            }
+        });
+        let spec = RollingSpec {
+            prefix: name,
+            naming: Naming::Fixed,
+            period,
+            max_bytes: self.max_file_size,
+            // `keep` counts rotated files, as `RollingSpec` does (tracing-appender's
+            // `max_log_files` counts the live one too).
+            keep_files: self.keep,
+            compression: (self.gzip == Some(true)).then_some(Compression::Gzip),
+            ..RollingSpec::new(dir)
         };
-        let mut b = Builder::new()
-            .naming(Naming::Fixed)
-            .filename_prefix(name)
-            .rotation(rotation);
-        if let Some(n) = self.max_file_size {
-            b = b.max_file_size(n);
-        }
-        if let Some(keep) = self.keep {
-            b = b.max_log_files(keep + 1);
-        }
-        if self.gzip == Some(true) {
-            b = b.compression(Compression::Gzip);
-        }
-        let appender = b.build(&dir).map_err(io::Error::other)?;
-        Ok(Box::new(appender.into_sink()))
+        Ok(Box::new(RollingFile::open(spec)?))
     }
 
     #[cfg(not(feature = "rolling"))]

@@ -459,9 +459,9 @@ fn a_clean_shutdown_leaves_no_batch_pending() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
     let spool = dir.path().join("app.spool");
-    let (writer, guard) = crate::NonBlockingBuilder::default()
+    let (writer, guard) = crate::builder::NonBlockingBuilder::default()
         .spool(&spool)
-        .mode(crate::Mode::Async)
+        .mode(crate::mode::Mode::Async)
         .build(FdSink::append(&log).unwrap())
         .unwrap();
     for i in 0..RECORDS {

@@ -361,7 +361,7 @@ impl RollingFile {
             }
         }
         // Closed, not synced: a kill -9 keeps the page cache, and forcing 256 MiB to
-        // disk at every rotation would stall the writer (`SpoolSync` is for power loss).
+        // disk at every rotation would stall the writer (a spool's sync setting is for power loss).
         let (id, _) = id_and_links(&fresh)?;
         let mut live = live;
         *live = Some(id);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::file::Live;
 use super::fs::{Fs, Meta};
 use super::names::{gz, Names, Parsed};
-use super::{Naming, Settings, TimeSource};
+use super::{Naming, RollingSpec, TimeSource};
 
 /// How rotated files are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ pub(super) struct Rules {
 }
 
 impl Rules {
-    pub(super) fn of(s: &Settings, live: Arc<Live>, fs: Arc<dyn Fs>) -> Rules {
+    pub(super) fn of(s: &RollingSpec, live: Arc<Live>, fs: Arc<dyn Fs>) -> Rules {
         Rules {
             dir: s.dir.clone(),
             names: s.names(),

@@ -90,9 +90,11 @@ impl std::fmt::Debug for TimeSource {
     }
 }
 
-/// Everything [`crate::rolling::Builder`] configures.
+/// Everything a rolling file is: the one description that `rolling::Builder`, a
+/// `file://` URL's query and `Config`'s file keys all produce, and that
+/// [`RollingFile::open`] checks.
 #[derive(Debug, Clone)]
-pub(crate) struct Settings {
+pub(crate) struct RollingSpec {
     pub(crate) dir: PathBuf,
     pub(crate) prefix: String,
     pub(crate) suffix: Option<String>,
@@ -113,7 +115,34 @@ pub(crate) struct Settings {
     pub(crate) lock_wait: Duration,
 }
 
-impl Settings {
+/// Twice the default shutdown deadline: an old process that is still draining at a
+/// restart has time to let go of the names before a new one gives up waiting.
+pub(crate) const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+impl RollingSpec {
+    /// A file in `dir` as tracing-appender makes one by default: never rotated, a
+    /// dated name, every file kept, UTC.
+    pub(crate) fn new(dir: PathBuf) -> RollingSpec {
+        RollingSpec {
+            dir,
+            prefix: String::new(),
+            suffix: None,
+            naming: Naming::Dated,
+            max_bytes: None,
+            period: None,
+            local_time: false,
+            keep_files: None,
+            keep_bytes: None,
+            keep_age: None,
+            compression: None,
+            latest: None,
+            reopen_on_sighup: false,
+            file_mode: None,
+            clock: TimeSource::default(),
+            lock_wait: DEFAULT_LOCK_WAIT,
+        }
+    }
+
     fn offset_s(&self, utc_s: i64) -> i64 {
         if self.local_time {
             local_offset_s(utc_s)
@@ -147,7 +176,7 @@ impl Settings {
 /// A [`Sink`] writing to rolling files. Build it with [`crate::rolling::Builder`].
 #[derive(Debug)]
 pub struct RollingFile {
-    settings: Settings,
+    settings: RollingSpec,
     names: Names,
     /// The current file's path and handle, and its length.
     current: PathBuf,
@@ -177,7 +206,11 @@ pub struct RollingFile {
 impl RollingFile {
     /// Opens (or creates) the current file and starts the housekeeping thread, which
     /// first compresses rotated files a crash left uncompressed.
-    pub(crate) fn open(settings: Settings) -> io::Result<RollingFile> {
+    pub(crate) fn open(settings: RollingSpec) -> io::Result<RollingFile> {
+        if settings.max_bytes == Some(0) {
+            let e = crate::settings::SettingError::new("max_file_size", "0");
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+        }
         if settings.naming == Naming::Fixed && settings.prefix.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -472,7 +505,7 @@ fn mtime_s(m: &std::fs::Metadata) -> i64 {
 /// takes its directory's ACL), and names it does not allow (`:` would name an
 /// alternate data stream of another file, `\` a directory).
 #[cfg(windows)]
-fn windows_can_have(settings: &Settings) -> io::Result<()> {
+fn windows_can_have(settings: &RollingSpec) -> io::Result<()> {
     if let Some(mode) = settings.file_mode {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
