@@ -9,8 +9,8 @@ use crate::format::Format;
 use crate::handle::{NonBlocking, WorkerGuard};
 use crate::hooks;
 use crate::level::Level;
-use crate::mode::Mode;
-use crate::overflow::Overflow;
+use crate::settings::mode::Mode;
+use crate::settings::overflow::Overflow;
 use crate::settings::Settings;
 use crate::sink::{Sink, WriterSink};
 use crate::worker;
@@ -350,7 +350,7 @@ impl NonBlockingBuilder {
     ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         self.check_settings(strictness)?;
         if !self.env_read {
-            crate::env_vars::warn_unread_variables();
+            crate::settings::env::warn_unread_variables();
         }
         if self.settings.mode_from_env {
             self.settings.mode = match Mode::from_env() {
@@ -436,6 +436,7 @@ impl NonBlockingBuilder {
 impl NonBlockingBuilder {
     /// Marks settings that came through `Config::with_env`: the start then has no
     /// variable left unread to warn about.
+    #[cfg(feature = "config")]
     pub(crate) fn env_read(mut self, read: bool) -> Self {
         self.env_read = read;
         self
@@ -475,7 +476,7 @@ pub enum BuildError {
     /// [`Settings::validate`] does (and as a TOML file or a URL with that value would).
     Setting(crate::settings::SettingError),
     /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
-    Mode(crate::mode::ParseModeError),
+    Mode(crate::settings::mode::ParseModeError),
     /// The spool cannot be used ([`spool_required`](NonBlockingBuilder::spool_required)):
     /// in use by another process, corrupt, another version, or not ours.
     Spool(crate::spool::SpoolError),

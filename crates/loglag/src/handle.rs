@@ -20,7 +20,7 @@ use crate::core::Core;
 use crate::hooks::SignalGuard;
 use crate::level::Level;
 use crate::metrics::Metrics;
-use crate::mode::Mode;
+use crate::settings::mode::Mode;
 
 /// A cheap-to-clone handle that turns what is written into records.
 ///
@@ -192,7 +192,7 @@ impl NonBlocking {
         let spawned = std::thread::Builder::new()
             .name("loglag-flush".into())
             .spawn(move || {
-                crate::fork::block_async_signals();
+                crate::sys::fork::block_async_signals();
                 let result = core.flush(timeout);
                 let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
                 s.result = Some(result);

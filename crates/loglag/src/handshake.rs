@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sys::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 #[derive(Debug, Default)]
 struct Progress {

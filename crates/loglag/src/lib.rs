@@ -121,11 +121,8 @@
 mod builder;
 mod capture;
 mod clock;
-#[cfg(feature = "config")]
-mod config;
 mod core;
-mod env_vars;
-mod fork;
+mod drops;
 pub mod format;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.
 #[doc(hidden)]
@@ -134,24 +131,15 @@ pub mod __lab {
     pub use crate::format::time::rfc3339;
     pub use crate::sink::fd::set_pipe_size;
 }
+mod export;
+mod front;
 mod handle;
 mod handshake;
 mod hooks;
-
-#[cfg(feature = "tracing")]
-mod layer;
-mod ledger;
 mod level;
-#[cfg(feature = "log")]
-mod logger;
 #[cfg(all(test, loglag_loom))]
 mod loom_models;
-#[doc(hidden)]
-pub mod macros;
 mod metrics;
-#[cfg(feature = "metrics")]
-pub mod metrics_facade;
-mod mode;
 /// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
 /// NonBlockingBuilder}` as `tracing_appender::non_blocking::...`.
 pub mod non_blocking {
@@ -161,35 +149,38 @@ pub mod non_blocking {
         DEFAULT_BUFFERED_LINES_LIMIT,
     };
 }
-mod overflow;
-pub mod prometheus;
 mod queue;
 #[cfg(feature = "rolling")]
 pub mod rolling;
 mod settings;
 pub mod sink;
 pub mod spool;
-mod sync;
-pub mod units;
-#[cfg(windows)]
-mod windows;
+mod sys;
 mod worker;
 
+#[cfg(feature = "metrics")]
+pub use crate::export::metrics_facade;
+pub use crate::export::prometheus;
+#[doc(hidden)]
+pub use crate::front::macros;
+pub use crate::settings::units;
+
 pub use crate::builder::{BuildError, NonBlockingBuilder};
-#[cfg(feature = "config")]
-pub use crate::config::{Config, ConfigError};
 pub use crate::core::flush::{FlushTimeout, Flushed};
+pub use crate::drops::DropReason;
 pub use crate::format::{Format, ParseFormatError};
-pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
+#[cfg(feature = "config")]
+pub use crate::front::config::{Config, ConfigError};
 #[cfg(feature = "tracing")]
-pub use crate::layer::LoglagLayer;
-pub use crate::level::{Level, ParseLevelError};
+pub use crate::front::layer::LoglagLayer;
 #[cfg(feature = "log")]
-pub use crate::logger::Logger;
-pub use crate::macros::{set_global, set_max_level};
-pub use crate::metrics::{DropReason, Metrics, WriteLatency};
-pub use crate::mode::{Mode, ParseModeError, MODE_ENV};
-pub use crate::overflow::{Overflow, ParseOverflowError};
+pub use crate::front::logger::Logger;
+pub use crate::front::macros::{set_global, set_max_level};
+pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
+pub use crate::level::{Level, ParseLevelError};
+pub use crate::metrics::{Metrics, WriteLatency};
+pub use crate::settings::mode::{Mode, ParseModeError, MODE_ENV};
+pub use crate::settings::overflow::{Overflow, ParseOverflowError};
 pub use crate::settings::{Setting, SettingError, Settings, SETTINGS};
 pub use crate::sink::SinkSpec;
 

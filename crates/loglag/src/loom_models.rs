@@ -19,7 +19,7 @@ use crate::handshake::{Handshake, WriterEnd};
 use crate::level::Level;
 use crate::queue::lanes::{Lanes, WriterView};
 use crate::queue::{footprint, PopBound, Popped, Ring};
-use crate::sync::{Arc, Mutex};
+use crate::sys::sync::{Arc, Mutex};
 
 /// Runs `model` under loom with `preemption_bound` (`None`: exhaustive) and prints
 /// the interleavings it explored.

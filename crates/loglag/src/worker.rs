@@ -16,7 +16,7 @@ pub(crate) fn spawn(core: Arc<Core>, sink: Box<dyn Sink>) -> io::Result<JoinHand
     let handle = thread::Builder::new()
         .name(core.settings().thread_name.clone())
         .spawn(move || {
-            crate::fork::block_async_signals();
+            crate::sys::fork::block_async_signals();
             // Everything this thread logs (a sink instrumented with `tracing`) must not
             // wait for room that only this thread can make.
             let _inside = ThreadMark::inside_sink(for_thread.id());
@@ -166,8 +166,8 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drops::DropReason;
     use crate::level::Level;
-    use crate::metrics::DropReason;
     use std::sync::Mutex;
 
     /// A sink that keeps what it is given.
@@ -182,7 +182,7 @@ mod tests {
 
     fn config() -> crate::core::Config {
         crate::builder::NonBlockingBuilder::default()
-            .mode(crate::mode::Mode::Async)
+            .mode(crate::settings::mode::Mode::Async)
             .config()
     }
 

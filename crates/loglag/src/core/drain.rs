@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use super::Core;
 use crate::clock::WallClock;
+use crate::drops::{DropReason, DROP_REASONS};
 use crate::handshake::Abandoned;
 use crate::level::Level;
-use crate::metrics::{DropReason, DROP_REASONS};
 use crate::queue::lanes::{Sweep, WriterView};
 use crate::sink::{write_all_counted, HeldSink};
 use crate::spool::SpoolHeader;
@@ -320,7 +320,7 @@ impl Core {
 
     /// Writes a sink's notice in-band, as one of loglag's own lines between records.
     pub(crate) fn write_notice(&self, sink: &mut HeldSink, notice: &str) {
-        let line = crate::metrics::own_line(self.report_format(), notice, &[]);
+        let line = crate::drops::own_line(self.report_format(), notice, &[]);
         self.write_own_line(sink, &line);
     }
 
@@ -499,7 +499,7 @@ impl Core {
             return;
         }
         let line =
-            crate::metrics::drop_report_line(self.report_format(), &delta, "since last report");
+            crate::drops::drop_report_line(self.report_format(), &delta, "since last report");
         // Journaled in the spool first: a kill right after the write (where SIGKILL
         // lands, on the way out of the system call) must not announce it twice.
         let ledger = self.counters.ledger.get().copied();

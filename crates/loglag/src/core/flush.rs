@@ -5,10 +5,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{inside_any_sink, Core};
+use crate::drops::DropReason;
 use crate::handshake::WriterEnd;
 use crate::level::Level;
-use crate::metrics::{DropReason, Metrics};
-use crate::mode::Mode;
+use crate::metrics::Metrics;
+use crate::settings::mode::Mode;
 
 /// What `flush` achieved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +138,10 @@ impl Core {
             if self.config.mode != Mode::Async {
                 return self.metrics();
             }
-            return self.wait_exit(crate::units::instant_after(Instant::now(), timeout));
+            return self.wait_exit(crate::settings::units::instant_after(
+                Instant::now(),
+                timeout,
+            ));
         }
         if self.config.mode != Mode::Async {
             if let Some(mut sink) = self
@@ -150,7 +154,7 @@ impl Core {
             }
             return self.metrics();
         }
-        let deadline = crate::units::instant_after(Instant::now(), timeout);
+        let deadline = crate::settings::units::instant_after(Instant::now(), timeout);
         self.handshake.begin_shutdown(deadline);
         self.space_released();
         self.wake_writer();
@@ -159,7 +163,7 @@ impl Core {
 
     fn wait_exit(&self, deadline: Instant) -> Metrics {
         // A little grace beyond the writer's own deadline, for its last bookkeeping.
-        let give_up = crate::units::instant_after(deadline, Duration::from_millis(100));
+        let give_up = crate::settings::units::instant_after(deadline, Duration::from_millis(100));
         let end = self.handshake.wait_exit_or_abandon(give_up, |batch| {
             // With a spool, the stuck batch and the queue stay in the file for the next
             // start: not lost, so not counted as dropped (they stay in flight).

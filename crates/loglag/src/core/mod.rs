@@ -29,10 +29,10 @@ use crate::format::Format;
 use crate::handshake::Handshake;
 use crate::level::Level;
 use crate::metrics::{Counters, Metrics};
-use crate::mode::Mode;
-use crate::overflow::Overflow;
 use crate::queue::lanes::Lanes;
 use crate::queue::Ring;
+use crate::settings::mode::Mode;
+use crate::settings::overflow::Overflow;
 use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
 
@@ -265,7 +265,7 @@ impl Core {
                 max_record_bytes: config.max_record_bytes,
                 batch_bytes: config.batch_bytes as u64,
                 max_records: config.max_records,
-                born_in: crate::fork::watch(),
+                born_in: crate::sys::fork::watch(),
                 thread_ring_limit,
                 mode: config.mode,
                 flush_level: config.flush_level,
@@ -394,7 +394,7 @@ impl Core {
 
     /// Whether this process is a `fork()` of the one that built the pipeline.
     fn in_forked_child(&self) -> bool {
-        crate::fork::generation() != self.call.born_in
+        crate::sys::fork::generation() != self.call.born_in
     }
 }
 

@@ -10,14 +10,14 @@ use super::entered::{self, EnteredMark};
 use super::{inside_any_sink, limit, Core, ThreadMark};
 use crate::capture::{self, Encoder, Fixed, PlainRecord, Site};
 use crate::clock;
+use crate::drops::DropReason;
 use crate::format::{self, Format};
 use crate::level::Level;
-use crate::metrics::DropReason;
-use crate::mode::Mode;
-use crate::overflow::Overflow;
 #[cfg(not(loglag_loom))]
 use crate::queue::NotInPlace;
 use crate::queue::{footprint, Full, Ring, Stamps};
+use crate::settings::mode::Mode;
+use crate::settings::overflow::Overflow;
 
 thread_local! {
     /// Scratch for records that must be truncated.
@@ -168,8 +168,8 @@ impl Core {
         // The same file it was at the fork (not a number since reused), and not deleted
         // by the parent's rotation and retention since.
         let usable = fd >= 0
-            && crate::fork::fd_identity(fd).is_some_and(|(id, named)| id == expected && named);
-        let written = usable && crate::fork::write_all_fd(fd, record).is_ok();
+            && crate::sys::fork::fd_identity(fd).is_some_and(|(id, named)| id == expected && named);
+        let written = usable && crate::sys::fork::write_all_fd(fd, record).is_ok();
         if written {
             self.counters
                 .written_bytes
@@ -185,8 +185,10 @@ impl Core {
             } else {
                 "the sink is not a file descriptor, so its records are dropped (io_error)\n"
             };
-            crate::fork::say("loglag: this process is a fork() of the one that started logging; ");
-            crate::fork::say(how);
+            crate::sys::fork::say(
+                "loglag: this process is a fork() of the one that started logging; ",
+            );
+            crate::sys::fork::say(how);
         }
     }
 

@@ -12,7 +12,7 @@ pub(crate) fn host_and_app() -> &'static str {
     static HEADER: OnceLock<String> = OnceLock::new();
     HEADER.get_or_init(|| {
         #[cfg(windows)]
-        let host = crate::windows::host_name();
+        let host = crate::sys::windows::host_name();
         #[cfg(unix)]
         let mut host = [0u8; 256];
         #[cfg(unix)]

@@ -37,7 +37,7 @@ impl Ring {
             {
                 return Some((head, state, key));
             }
-            crate::sync::spin_loop();
+            crate::sys::sync::spin_loop();
         }
     }
 
@@ -291,7 +291,7 @@ impl Ring {
                 Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) if tries < 1000 => {
                     tries += 1;
-                    crate::sync::yield_now();
+                    crate::sys::sync::yield_now();
                 }
                 Err(std::sync::TryLockError::WouldBlock) => return None,
             }

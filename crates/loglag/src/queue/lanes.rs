@@ -50,7 +50,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use super::{Oldest, Peeked, PopBound, Popped, Render, Ring};
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sys::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// The default size of a thread's ring: a 32nd of the budget, between 4 KiB and
 /// 1 MiB (8 rings of 256 KiB with the default 8 MiB: a ring that stays in the cache),
@@ -688,7 +688,7 @@ fn look_again(looks: &mut u32) -> bool {
     if *looks > UNREADABLE_LOOKS {
         return false;
     }
-    crate::sync::spin_loop();
+    crate::sys::sync::spin_loop();
     true
 }
 

@@ -34,7 +34,7 @@
 
 use std::ptr::NonNull;
 
-use crate::sync::{fence, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sys::sync::{fence, AtomicBool, AtomicU64, Mutex, Ordering};
 
 use crate::level::Level;
 

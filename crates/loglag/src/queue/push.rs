@@ -48,7 +48,7 @@ impl Ring {
             let used = head.wrapping_sub(tail);
             if used > self.capacity {
                 head = self.head.head.load(Ordering::Relaxed);
-                crate::sync::spin_loop();
+                crate::sys::sync::spin_loop();
                 continue;
             }
             if let Some(refused) = refuse(head) {

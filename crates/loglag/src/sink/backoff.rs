@@ -11,7 +11,7 @@
 //!
 //! Nothing here panics or overflows for any `Duration`: the doubling saturates, and an
 //! `Instant` that a delay would carry past what the clock holds is "far in the future"
-//! ([`instant_after`](crate::units::instant_after)).
+//! ([`instant_after`](crate::settings::units::instant_after)).
 
 use std::time::{Duration, Instant};
 
@@ -47,7 +47,7 @@ impl Backoff {
     /// returned.
     pub(crate) fn failed(&mut self, now: Instant) -> Duration {
         let delay = self.next();
-        self.retry_at = Some(crate::units::instant_after(now, delay));
+        self.retry_at = Some(crate::settings::units::instant_after(now, delay));
         delay
     }
 

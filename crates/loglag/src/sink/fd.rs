@@ -181,7 +181,7 @@ impl FdSink {
             let _ = set_pipe_size(&file, *size);
         }
         self.fd = file.as_raw_fd();
-        self.id = crate::fork::fd_identity(self.fd).map_or((0, 0), |(id, _)| id);
+        self.id = crate::sys::fork::fd_identity(self.fd).map_or((0, 0), |(id, _)| id);
         self._owned = Some(file);
         true
     }
@@ -195,7 +195,7 @@ impl FdSink {
     /// Wraps an open file (or the write end of a pipe).
     #[cfg(windows)]
     pub fn from_file(file: File) -> FdSink {
-        let id = crate::windows::file_info(&file).map_or((0, 0), |i| i.id);
+        let id = crate::sys::windows::file_info(&file).map_or((0, 0), |i| i.id);
         FdSink {
             fd: -1,
             _owned: Some(file),
@@ -220,7 +220,7 @@ impl FdSink {
             fd,
             _owned: owned,
             reopen: None,
-            id: crate::fork::fd_identity(fd).map_or((0, 0), |(id, _)| id),
+            id: crate::sys::fork::fd_identity(fd).map_or((0, 0), |(id, _)| id),
         }
     }
 }
@@ -282,7 +282,7 @@ impl FileSink for FdSink {
 
     #[cfg(windows)]
     fn identity(&mut self) -> Option<(u64, u64)> {
-        crate::windows::file_info(self.regular_file()?)
+        crate::sys::windows::file_info(self.regular_file()?)
             .ok()
             .map(|i| i.id)
     }

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use super::backoff::Backoff;
 use super::{Sink, SinkReport};
-use crate::units::deadline_after;
+use crate::settings::units::deadline_after;
 
 /// Commands in flight before the sink waits for answers (librelp's default window).
 const WINDOW: usize = 128;
@@ -172,9 +172,9 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
-/// [`time_left`](crate::units::time_left), saying whose deadline passed.
+/// [`time_left`](crate::settings::units::time_left), saying whose deadline passed.
 fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
-    crate::units::time_left(deadline).map_err(|_| {
+    crate::settings::units::time_left(deadline).map_err(|_| {
         io::Error::new(
             io::ErrorKind::TimedOut,
             "the RELP collector did not answer in time (the answer timeout of 10 s or the batch's deadline passed)",

@@ -525,11 +525,11 @@ impl FileOptions {
                     ("never", _) => None,
                     (_, Some(&(_, secs))) => Some(secs),
                     _ => {
-                        let d = crate::units::parse_duration(text).map_err(|_| bad())?;
+                        let d = crate::settings::units::parse_duration(text).map_err(|_| bad())?;
                         // A rotation is at least a second and at most a year: names
                         // carry seconds at the finest.
                         if d < std::time::Duration::from_secs(1)
-                            || d > crate::units::MAX_CONFIGURED_DURATION
+                            || d > crate::settings::units::MAX_CONFIGURED_DURATION
                         {
                             return Err(bad());
                         }
@@ -539,7 +539,7 @@ impl FileOptions {
                 self.rotate = Some(period.map(std::time::Duration::from_secs));
             }
             "max_file_size" => {
-                let n = crate::units::parse_size(text).map_err(|_| bad())?;
+                let n = crate::settings::units::parse_size(text).map_err(|_| bad())?;
                 if n == 0 {
                     return Err(bad());
                 }
@@ -608,7 +608,10 @@ impl FileOptions {
             ));
         }
         if let Some(n) = self.max_file_size {
-            out.push(format!("max_file_size={}", crate::units::format_size(n)));
+            out.push(format!(
+                "max_file_size={}",
+                crate::settings::units::format_size(n)
+            ));
         }
         if let Some(n) = self.keep {
             out.push(format!("keep={n}"));

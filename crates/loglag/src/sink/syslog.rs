@@ -350,7 +350,7 @@ const EMSGSIZE: i32 = windows_sys::Win32::Networking::WinSock::WSAEMSGSIZE;
 /// SO_SNDBUF on a connected socket.
 #[cfg(windows)]
 fn set_send_buffer(stream: &TcpStream, bytes: usize) -> io::Result<()> {
-    crate::windows::set_send_buffer(stream, bytes)
+    crate::sys::windows::set_send_buffer(stream, bytes)
 }
 
 /// SO_SNDBUF on a connected socket.

@@ -7,8 +7,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::SpoolSync;
-use crate::ledger::DropLedger;
 use crate::queue;
+use crate::spool::ledger::DropLedger;
 
 pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"LOGLAGSP");
 /// The version a new spool is written with. Version 2 added the `rejected` drop
@@ -17,7 +17,7 @@ pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"LOGLAGSP");
 /// and becomes version 2 at its first rejection (`DropLedger::dropped`).
 pub(super) const VERSION: u64 = 1;
 /// The layouts this build reads.
-pub(super) const READS_VERSIONS: [u64; 2] = [1, crate::ledger::LAYOUT_WITH_REJECTED];
+pub(super) const READS_VERSIONS: [u64; 2] = [1, crate::spool::ledger::LAYOUT_WITH_REJECTED];
 pub(super) const HEADER_BYTES: u64 = 4096;
 const HEADER_WORDS: usize = HEADER_BYTES as usize / 8;
 

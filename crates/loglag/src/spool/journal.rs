@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::header::{
     SpoolHeader, BATCH_BYTES, PENDING_END, SINK_DEV, SINK_INO, SINK_LEN_BEFORE, TAIL,
 };
-use crate::ledger::PENDING_REPORT;
+use crate::spool::ledger::PENDING_REPORT;
 
 impl SpoolHeader {
     /// Records the batch about to be written, and the file it goes to.

@@ -62,10 +62,10 @@
 
 use std::io;
 use std::path::Path;
-use std::time::Duration;
 
 mod header;
 mod journal;
+pub(crate) mod ledger;
 #[cfg(test)]
 mod mem_file;
 #[cfg(test)]
@@ -83,21 +83,7 @@ pub use recovery::Recovered;
 /// The largest ring a spool may hold (4 GiB). A header claiming more is corrupt.
 pub const MAX_CAPACITY: u64 = 4 << 30;
 
-/// When the spool (and the sink) are forced to stable storage.
-///
-/// Without syncing, the spool survives the process being killed (the page cache stays)
-/// but not power loss.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum SpoolSync {
-    /// Never call msync/fdatasync: survives SIGKILL, not power loss.
-    #[default]
-    Never,
-    /// At most this often, after a batch.
-    Every(Duration),
-    /// After every batch written.
-    EveryFlush,
-}
+pub use crate::settings::spool_sync::SpoolSync;
 
 /// Why a spool could not be opened or recovered. It travels inside the `io::Error`
 /// that [`recover`] returns; get it back with [`SpoolError::of`] to tell the cases

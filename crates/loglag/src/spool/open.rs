@@ -6,7 +6,7 @@
 //! one that was there before never is.
 //!
 //! On Windows: a symbolic link is refused as on unix; the lock is one byte past the
-//! data (`crate::windows::try_lock`); there is no owner or mode to check (the file
+//! data (`crate::sys::windows::try_lock`); there is no owner or mode to check (the file
 //! takes its directory's ACL); the blocks are allocated by growing the file, which
 //! NTFS allocates (it is not sparse).
 
@@ -79,7 +79,7 @@ fn file_id(file: &std::fs::File) -> io::Result<(u64, u64)> {
     }
     #[cfg(windows)]
     {
-        Ok(crate::windows::file_info(file)?.id)
+        Ok(crate::sys::windows::file_info(file)?.id)
     }
 }
 
@@ -93,7 +93,7 @@ fn path_id(path: &Path) -> io::Result<(u64, u64)> {
     }
     #[cfg(windows)]
     {
-        Ok(crate::windows::path_info(path)?.id)
+        Ok(crate::sys::windows::path_info(path)?.id)
     }
 }
 
@@ -298,7 +298,7 @@ fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Resul
 
 #[cfg(windows)]
 fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    crate::windows::read_exact_at(file, buf, offset)
+    crate::sys::windows::read_exact_at(file, buf, offset)
 }
 
 fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
@@ -421,7 +421,7 @@ fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
 /// Takes the spool's lock (one byte past the data) without waiting.
 #[cfg(windows)]
 fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
-    crate::windows::try_lock(file, exclusive).unwrap_or(false)
+    crate::sys::windows::try_lock(file, exclusive).unwrap_or(false)
 }
 
 /// Opens the spool without following a symlink, created `0600` on unix (Windows has
@@ -435,7 +435,7 @@ fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs
             .write(write)
             .create_new(new)
             .truncate(false)
-            .custom_flags(crate::windows::NO_FOLLOW)
+            .custom_flags(crate::sys::windows::NO_FOLLOW)
             .open(path)
     })
     .map_err(|e| {
@@ -631,7 +631,7 @@ pub fn recover_opening<S: Sink>(
     #[cfg(windows)]
     let spool_id = {
         let _ = spool;
-        crate::windows::path_info(path)?.id
+        crate::sys::windows::path_info(path)?.id
     };
     let mut sink = open_sink()?;
     if crate::sink::place(&mut sink).1 == Some(spool_id) {

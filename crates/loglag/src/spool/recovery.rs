@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering;
 use super::header::{validate_positions, SpoolRegion};
 use super::journal::Landed;
 use super::{invalid, SpoolErrorKind};
-use crate::ledger::REPORT_FORMAT;
+use crate::drops::DROP_REASONS;
 use crate::level::Level;
-use crate::metrics::DROP_REASONS;
 use crate::queue;
 use crate::sink::{call_sink, write_all_counted, Sink};
+use crate::spool::ledger::REPORT_FORMAT;
 
 /// Recovery delivers and journals at most this many bytes at a time.
 pub(super) const RECOVERY_CHUNK: usize = 64 << 10;
@@ -178,7 +178,7 @@ fn announce_unannounced(
         0 => Format::Compact,
         n => Format::from_index((n - 1) as u8),
     };
-    let line = crate::metrics::drop_report_line(
+    let line = crate::drops::drop_report_line(
         format,
         &dropped,
         "before the previous process ended, announced at recovery",

@@ -406,7 +406,7 @@ fn windows_refuses_a_symlinked_spool() {
     let log = dir.path().join("app.log");
     let spool = crashed_spool(dir.path(), &log, 0, 0);
     let link = dir.path().join("link.spool");
-    if crate::windows::under_wine() {
+    if crate::sys::windows::under_wine() {
         eprintln!("skipped windows_refuses_a_symlinked_spool: Wine 8 makes no symlink");
         return;
     }
@@ -461,7 +461,7 @@ fn a_clean_shutdown_leaves_no_batch_pending() {
     let spool = dir.path().join("app.spool");
     let (writer, guard) = crate::builder::NonBlockingBuilder::default()
         .spool(&spool)
-        .mode(crate::mode::Mode::Async)
+        .mode(crate::settings::mode::Mode::Async)
         .build(FdSink::append(&log).unwrap())
         .unwrap();
     for i in 0..RECORDS {

@@ -1,5 +1,6 @@
 use super::*;
 
+#[cfg(all(target_os = "linux", not(any(miri, loglag_loom))))]
 mod residency;
 
 thread_local! {

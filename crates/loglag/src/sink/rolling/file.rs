@@ -75,7 +75,7 @@ impl RollingFile {
             .read(true)
             .append(true)
             .create_new(true)
-            .custom_flags(crate::windows::NO_FOLLOW);
+            .custom_flags(crate::sys::windows::NO_FOLLOW);
         // Never an existing name: one may hold a rotated file's records (see
         // `Rules::adopt_rotation_leftover`), and a planted link is not followed.
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -93,9 +93,9 @@ impl RollingFile {
             return Err(e);
         }
         // Its identity, asked under its first name: Wine cannot tell a renamed handle's
-        // volume, and remembers it from here (see `crate::windows::file_info`).
+        // volume, and remembers it from here (see `crate::sys::windows::file_info`).
         #[cfg(windows)]
-        crate::windows::file_info(&file)?;
+        crate::sys::windows::file_info(&file)?;
         Ok((file, tmp))
     }
 
@@ -169,7 +169,7 @@ impl RollingFile {
         options
             .read(true)
             .append(true)
-            .custom_flags(crate::windows::NO_FOLLOW);
+            .custom_flags(crate::sys::windows::NO_FOLLOW);
         match how {
             Open::New => options.create_new(true),
             // A locked name is created under a temporary one first (below); a
@@ -525,7 +525,7 @@ fn id_at(path: &Path) -> io::Result<(u64, u64)> {
 
 #[cfg(windows)]
 fn id_at(path: &Path) -> io::Result<(u64, u64)> {
-    crate::windows::path_info(path).map(|i| i.id)
+    crate::sys::windows::path_info(path).map(|i| i.id)
 }
 
 /// The (device, inode) of `file`, whose metadata is `meta`.
@@ -537,7 +537,7 @@ fn id_in(_file: &File, meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
 /// Windows' metadata carries no identity: asked of the handle.
 #[cfg(windows)]
 fn id_in(file: &File, _meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
-    crate::windows::file_info(file).map(|i| i.id)
+    crate::sys::windows::file_info(file).map(|i| i.id)
 }
 
 /// An open file's (device, inode) and its number of names (`fstat`).
@@ -548,7 +548,7 @@ fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
 
 #[cfg(windows)]
 fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
-    crate::windows::file_info(file).map(|i| (i.id, i.links))
+    crate::sys::windows::file_info(file).map(|i| (i.id, i.links))
 }
 
 /// How [`RollingFile::open_path`] opens a name.

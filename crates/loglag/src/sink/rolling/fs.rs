@@ -1,7 +1,7 @@
 //! The file-system seam: the few operations housekeeping performs (and the writer's
 //! renames and removals of names), as a trait, so a test can run them on a file system
 //! in memory and stop them at any step. `OsFs` is the real one, over `std::fs` and
-//! libc (on Windows, `crate::windows`); nothing else in the crate sees the trait.
+//! libc (on Windows, `crate::sys::windows`); nothing else in the crate sees the trait.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -79,7 +79,7 @@ impl Meta {
     /// On Windows std's metadata carries no identity or link count: `info` does. The
     /// mode is what the read-only attribute says, and nothing applies it.
     #[cfg(windows)]
-    fn of(m: &std::fs::Metadata, info: crate::windows::FileInfo) -> Meta {
+    fn of(m: &std::fs::Metadata, info: crate::sys::windows::FileInfo) -> Meta {
         let kind = if m.file_type().is_symlink() {
             Kind::Symlink
         } else if m.is_file() {
@@ -113,7 +113,7 @@ fn meta_at(path: &Path) -> io::Result<Meta> {
 #[cfg(windows)]
 fn meta_at(path: &Path) -> io::Result<Meta> {
     let m = std::fs::symlink_metadata(path)?;
-    Ok(Meta::of(&m, crate::windows::path_info(path)?))
+    Ok(Meta::of(&m, crate::sys::windows::path_info(path)?))
 }
 
 /// An open file's metadata (`fstat`).
@@ -126,7 +126,7 @@ fn meta_of(file: &File) -> io::Result<Meta> {
 fn meta_of(file: &File) -> io::Result<Meta> {
     Ok(Meta::of(
         &file.metadata()?,
-        crate::windows::file_info(file)?,
+        crate::sys::windows::file_info(file)?,
     ))
 }
 
@@ -218,7 +218,7 @@ impl Fs for OsFs {
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
         let file = OpenOptions::new()
             .read(true)
-            .custom_flags(crate::windows::NO_FOLLOW)
+            .custom_flags(crate::sys::windows::NO_FOLLOW)
             .open(path)?;
         Ok(Box::new(OsFile(refuse_link(file, path)?)))
     }
@@ -229,7 +229,7 @@ impl Fs for OsFs {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .custom_flags(crate::windows::NO_FOLLOW)
+            .custom_flags(crate::sys::windows::NO_FOLLOW)
             .open(path)?;
         Ok(Box::new(OsFile(file)))
     }
@@ -296,7 +296,7 @@ impl Handle for OsFile {
 
     #[cfg(windows)]
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        crate::windows::read_exact_at(&self.0, buf, offset)
+        crate::sys::windows::read_exact_at(&self.0, buf, offset)
     }
 }
 
@@ -335,7 +335,7 @@ fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
 /// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`: fails with `AlreadyExists`.
 #[cfg(windows)]
 pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    crate::windows::rename_noreplace(from, to)
+    crate::sys::windows::rename_noreplace(from, to)
 }
 
 /// Neither Linux nor macOS: no rename that refuses to replace.
@@ -375,12 +375,12 @@ pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Takes `file`'s exclusive lock without waiting: on Windows a lock on one byte past
-/// any data (`crate::windows::try_lock`), which readers of the file do not feel.
+/// any data (`crate::sys::windows::try_lock`), which readers of the file do not feel.
 /// `Ok(false)`: another writer (or a housekeeper) holds it. The handle needs read or
 /// write access (an append-only handle cannot lock there).
 #[cfg(windows)]
 pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
-    crate::windows::try_lock(file, true)
+    crate::sys::windows::try_lock(file, true)
 }
 
 /// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a

@@ -130,7 +130,7 @@ impl Rules {
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
         #[cfg(windows)]
-        let alive = u32::try_from(pid).map_or(true, crate::windows::process_alive);
+        let alive = u32::try_from(pid).map_or(true, crate::sys::windows::process_alive);
         if alive {
             return;
         }
@@ -271,7 +271,7 @@ impl Housekeeper {
         let thread = std::thread::Builder::new()
             .name("loglag-rolling".into())
             .spawn(move || {
-                crate::fork::block_async_signals();
+                crate::sys::fork::block_async_signals();
                 rules.sweep_temporaries();
                 let mut retry = false;
                 loop {

@@ -659,7 +659,7 @@ impl FileSink for RollingFile {
 
     #[cfg(windows)]
     fn identity(&mut self) -> Option<(u64, u64)> {
-        crate::windows::file_info(self.file().ok()?)
+        crate::sys::windows::file_info(self.file().ok()?)
             .ok()
             .map(|i| i.id)
     }

@@ -136,7 +136,7 @@ pub enum Naming {
 /// (DST included).
 #[cfg(windows)]
 pub(super) fn local_offset_s(utc_s: i64) -> i64 {
-    crate::windows::local_offset_s(utc_s)
+    crate::sys::windows::local_offset_s(utc_s)
 }
 
 /// The local zone's UTC offset at `utc_s`, as `localtime_r` sees it (DST included).

@@ -1,14 +1,20 @@
 //! `Settings`, the one settings model, and `SETTINGS`, the table of every option.
 
+pub(crate) mod env;
+pub(crate) mod mode;
+pub(crate) mod overflow;
+pub(crate) mod spool_sync;
+pub mod units;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::format::Format;
 use crate::level::Level;
-use crate::mode::Mode;
-use crate::overflow::Overflow;
-use crate::spool::SpoolSync;
-use crate::units::{
+use crate::settings::mode::Mode;
+use crate::settings::overflow::Overflow;
+use crate::settings::spool_sync::SpoolSync;
+use crate::settings::units::{
     describe_size, max_capacity_bytes, parse_duration, parse_size, MAX_CONFIGURED_DURATION,
     MIN_CAPACITY_BYTES, MIN_RECORD_BYTES,
 };
@@ -251,6 +257,7 @@ impl SettingError {
     }
 
     /// The same error under the variable's name (`LOGLAG_CAPACITY_BYTES`).
+    #[cfg(feature = "config")]
     pub(crate) fn into_variable(mut self) -> SettingError {
         self.key = variable(&self.key);
         self

@@ -6,9 +6,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// How many drop reasons there are (`DropReason::ALL`; `metrics.rs` checks the two
-/// agree at compile time).
-pub(crate) const DROP_REASONS: usize = 5;
+use crate::drops::DROP_REASONS;
 
 /// The first of the header words counting drops not yet announced.
 pub(crate) const UNANNOUNCED: usize = 16;

@@ -3,8 +3,8 @@
 use std::ffi::OsString;
 
 use crate::builder::NonBlockingBuilder;
-use crate::env_vars::{once_per_process, unknown_variable, Warning};
 use crate::handle::{NonBlocking, WorkerGuard};
+use crate::settings::env::{once_per_process, unknown_variable, Warning};
 use crate::settings::{SettingError, Settings, FILE_KEYS, SETTINGS};
 use crate::sink::{FileOptions, SinkSpec};
 
@@ -29,7 +29,7 @@ pub type ConfigError = SettingError;
 ///
 /// A duration is a number (a fraction is fine: `1.5s`) and a unit: `ns`, `us` (`µs`),
 /// `ms`, `s`, `m`, `h`, `d`; a size is a whole number of bytes, or of `KiB` (`K`),
-/// `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::units`]). The
+/// `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::settings::units`]). The
 /// limits are where a value stops being a setting and becomes a typo: a budget the
 /// machine cannot hold, a timeout of centuries (to wait for ever, there is
 /// `overflow = "block"`), a size of 0.
@@ -336,7 +336,7 @@ fn read_config_file(path: &std::path::Path, limit: u64) -> std::io::Result<Strin
                 "cannot read {}: a configuration file is at most {} bytes ({}), and this one is larger",
                 path.display(),
                 limit,
-                crate::units::format_size(limit)
+                crate::settings::units::format_size(limit)
             ),
         )
     };
@@ -394,8 +394,8 @@ fn key_at(text: &str, at: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env_vars::unread_variables;
     use crate::settings::edit_distance;
+    use crate::settings::env::unread_variables;
     use crate::{Format, Level, Mode, Overflow};
     use std::time::Duration;
 

@@ -65,6 +65,8 @@ pub mod __private {
     use super::*;
 
     pub use crate::capture::{literal_message, Callsite, Encoder, Fixed, MESSAGE};
+    /// The level macros name their level through here, not the crate root.
+    pub use crate::level::Level;
 
     /// The level filter: one relaxed load.
     #[inline(always)]
@@ -313,7 +315,7 @@ pub mod __private {
     }
 }
 
-/// Logs at a level given as a constant of type [`Level`](crate::Level) (it goes into
+/// Logs at a level given as a constant of type [`Level`] (it goes into
 /// the call site's `static`): `loglag::event!(loglag::Level::Warn, disk = "sda", "low space")`.
 ///
 /// The syntax is tracing's: `name = value` fields first (`%value` for `Display`,
@@ -334,13 +336,13 @@ macro_rules! event {
 /// Logs at TRACE through loglag's own capture path; see [`event!`](crate::event).
 #[macro_export]
 macro_rules! trace {
-    ($($rest:tt)*) => { $crate::event!($crate::Level::Trace, $($rest)*) };
+    ($($rest:tt)*) => { $crate::event!($crate::macros::__private::Level::Trace, $($rest)*) };
 }
 
 /// Logs at DEBUG through loglag's own capture path; see [`event!`](crate::event).
 #[macro_export]
 macro_rules! debug {
-    ($($rest:tt)*) => { $crate::event!($crate::Level::Debug, $($rest)*) };
+    ($($rest:tt)*) => { $crate::event!($crate::macros::__private::Level::Debug, $($rest)*) };
 }
 
 /// Logs at INFO through loglag's own capture path; see [`event!`](crate::event).
@@ -354,19 +356,19 @@ macro_rules! debug {
 /// ```
 #[macro_export]
 macro_rules! info {
-    ($($rest:tt)*) => { $crate::event!($crate::Level::Info, $($rest)*) };
+    ($($rest:tt)*) => { $crate::event!($crate::macros::__private::Level::Info, $($rest)*) };
 }
 
 /// Logs at WARN through loglag's own capture path; see [`event!`](crate::event).
 #[macro_export]
 macro_rules! warn {
-    ($($rest:tt)*) => { $crate::event!($crate::Level::Warn, $($rest)*) };
+    ($($rest:tt)*) => { $crate::event!($crate::macros::__private::Level::Warn, $($rest)*) };
 }
 
 /// Logs at ERROR through loglag's own capture path; see [`event!`](crate::event).
 #[macro_export]
 macro_rules! error {
-    ($($rest:tt)*) => { $crate::event!($crate::Level::Error, $($rest)*) };
+    ($($rest:tt)*) => { $crate::event!($crate::macros::__private::Level::Error, $($rest)*) };
 }
 
 /// Collects `name = value` fields, then hands them and the message to the emitter.

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use crate::format::{with_line_buffer, Format, LineBuilder, Value};
 use crate::handle::NonBlocking;
 use crate::level::Level;
-use crate::mode::Mode;
+use crate::settings::mode::Mode;
 
 /// Routes the `log` crate's records through the pipeline.
 ///
@@ -47,7 +47,7 @@ impl Logger {
     }
 
     /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
-    pub fn metrics(&self) -> crate::Metrics {
+    pub fn metrics(&self) -> crate::metrics::Metrics {
         self.writer.metrics()
     }
 

@@ -25,7 +25,7 @@ pub(crate) const MIN_RECORD_BYTES: usize = 64;
 /// memory if that is less.
 #[cfg(windows)]
 pub(crate) fn max_capacity_bytes() -> usize {
-    let physical = crate::windows::physical_memory()
+    let physical = crate::sys::windows::physical_memory()
         .filter(|m| *m > 0)
         .unwrap_or(u64::MAX);
     usize::try_from(physical.min(MAX_CAPACITY_BYTES)).unwrap_or(usize::MAX)

@@ -106,9 +106,9 @@ impl std::str::FromStr for Overflow {
             "shed-by-level" => Overflow::ShedByLevel,
             other => {
                 let wait = other.strip_prefix("block-for=").ok_or_else(err)?;
-                let wait = crate::units::parse_duration(wait)
+                let wait = crate::settings::units::parse_duration(wait)
                     .ok()
-                    .filter(|d| *d <= crate::units::MAX_CONFIGURED_DURATION)
+                    .filter(|d| *d <= crate::settings::units::MAX_CONFIGURED_DURATION)
                     .ok_or_else(err)?;
                 Overflow::BlockFor(wait)
             }

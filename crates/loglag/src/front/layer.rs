@@ -10,7 +10,7 @@ use crate::capture::{Encoder, Site};
 use crate::format::{escape, write_field, Format, Shape, Timer, TimerKind, Value};
 use crate::handle::NonBlocking;
 use crate::level::Level;
-use crate::mode::Mode;
+use crate::settings::mode::Mode;
 
 /// A tracing layer that captures each event's values as binary on the calling thread
 /// and renders it in a [`Format`] (JSON by default) on the writer thread, without

@@ -71,7 +71,7 @@ pub(crate) fn unread_variables(vars: impl Iterator<Item = (OsString, OsString)>)
     let mut warnings = Vec::new();
     for (name, _) in vars {
         let name = name.to_string_lossy().into_owned();
-        if !name.starts_with("LOGLAG_") || name == crate::mode::MODE_ENV {
+        if !name.starts_with("LOGLAG_") || name == crate::settings::mode::MODE_ENV {
             continue;
         }
         if SETTINGS.iter().any(|s| s.variable() == name) {

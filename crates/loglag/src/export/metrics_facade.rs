@@ -1,7 +1,7 @@
 //! Pipelines' [`Metrics`] through the [`metrics`] crate's facade, for services whose
 //! exporter is a `metrics` recorder (metrics-exporter-prometheus, statsd, …).
 //!
-//! The same families as the Prometheus exposition ([`crate::prometheus`], one list
+//! The same families as the Prometheus exposition ([`crate::export::prometheus`], one list
 //! for both), with a `pipeline` label: counters are set to the pipeline's totals
 //! (`Counter::absolute`), gauges to its current values. Publish on your own schedule with [`publish`], or
 //! every interval from a thread with [`Publisher::spawn`].
@@ -18,9 +18,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::export::prometheus::{families, Kind};
 use crate::handle::NonBlocking;
 use crate::metrics::Metrics;
-use crate::prometheus::{families, Kind};
 
 /// Sets every counter and gauge of `pipeline` to `m`'s values: the families of the
 /// Prometheus exposition, names prefixed `loglag_` (histograms are not published:
@@ -56,7 +56,7 @@ impl Publisher {
         let thread = std::thread::Builder::new()
             .name("loglag-metrics".into())
             .spawn(move || {
-                crate::fork::block_async_signals();
+                crate::sys::fork::block_async_signals();
                 loop {
                     for (name, writer) in &pipelines {
                         publish(name, &writer.metrics());

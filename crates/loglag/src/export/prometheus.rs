@@ -40,10 +40,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::drops::DropReason;
 use crate::handle::NonBlocking;
 use crate::level::Level;
-use crate::metrics::{DropReason, Metrics};
-use crate::units::{deadline_after, time_left};
+use crate::metrics::Metrics;
+use crate::settings::units::{deadline_after, time_left};
 
 /// The histogram's buckets: 2^10 ns (~1 µs) to 2^34 ns (~17 s), then +Inf.
 const FIRST_BUCKET: usize = 10;
@@ -417,7 +418,7 @@ pub fn serve_with(
     let thread = std::thread::Builder::new()
         .name("loglag-metrics".into())
         .spawn(move || {
-            crate::fork::block_async_signals();
+            crate::sys::fork::block_async_signals();
             accept(&listener, &stopping, &pipelines, limits)
         })?;
     Ok(MetricsServer {
@@ -539,7 +540,7 @@ fn accept(
         let spawned = std::thread::Builder::new()
             .name("loglag-metrics-conn".into())
             .spawn(move || {
-                crate::fork::block_async_signals();
+                crate::sys::fork::block_async_signals();
                 serve_connection(&stream, &pipelines, limits, |phase| {
                     enter(&registry, id, phase)
                 });
@@ -655,7 +656,7 @@ fn read_by(stream: &TcpStream, buf: &mut [u8], by: Option<Instant>) -> io::Resul
                     Ok(left) => left.map_or(SLICE, |left| left.min(SLICE)),
                     Err(e) => break Err(e),
                 };
-                if let Err(e) = crate::windows::wait_readable(stream, slice) {
+                if let Err(e) = crate::sys::windows::wait_readable(stream, slice) {
                     break Err(e);
                 }
             }
