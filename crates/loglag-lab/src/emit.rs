@@ -82,8 +82,7 @@ fn parse_via(s: &str) -> Result<bool, String> {
 }
 
 fn parse_overflow(s: &str) -> Result<Overflow, String> {
-    s.parse()
-        .map_err(|e: loglag::ParseOverflowError| e.to_string())
+    s.parse().map_err(|e: loglag::ParseError| e.to_string())
 }
 
 impl Rotation {

@@ -476,7 +476,7 @@ pub enum BuildError {
     /// [`Settings::validate`] does (and as a TOML file or a URL with that value would).
     Setting(crate::settings::SettingError),
     /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
-    Mode(crate::settings::mode::ParseModeError),
+    Mode(crate::parse::ParseError),
     /// The spool cannot be used ([`spool_required`](NonBlockingBuilder::spool_required)):
     /// in use by another process, corrupt, another version, or not ours.
     Spool(crate::spool::SpoolError),

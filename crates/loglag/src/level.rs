@@ -1,5 +1,6 @@
 //! Severity levels, ordered from least to most severe.
 
+use crate::parse::ParseError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -9,7 +10,7 @@ use std::str::FromStr;
 /// use loglag::Level;
 /// assert!(Level::Warn > Level::Info);
 /// assert_eq!("error".parse::<Level>()?, Level::Error);
-/// # Ok::<(), loglag::ParseLevelError>(())
+/// # Ok::<(), loglag::ParseError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
@@ -71,29 +72,13 @@ impl fmt::Display for Level {
     }
 }
 
-/// The error returned when a string is not a level name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseLevelError(String);
-
-impl fmt::Display for ParseLevelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown level {:?}: expected trace, debug, info, warn or error",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for ParseLevelError {}
-
 impl FromStr for Level {
-    type Err = ParseLevelError;
-    fn from_str(s: &str) -> Result<Level, ParseLevelError> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Level, ParseError> {
         Level::ALL
             .into_iter()
             .find(|l| l.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| ParseLevelError(s.to_owned()))
+            .ok_or_else(|| ParseError::new("unknown level", s, "trace, debug, info, warn or error"))
     }
 }
 

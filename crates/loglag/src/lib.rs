@@ -123,8 +123,9 @@ mod capture;
 mod clock;
 mod core;
 mod drops;
-pub mod format;
+mod format;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.
+#[cfg(feature = "unstable-lab")]
 #[doc(hidden)]
 pub mod __lab {
     pub use crate::format::line::{LineBuilder, Value};
@@ -140,14 +141,12 @@ mod level;
 #[cfg(all(test, loglag_loom))]
 mod loom_models;
 mod metrics;
+mod parse;
 /// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
 /// NonBlockingBuilder}` as `tracing_appender::non_blocking::...`.
 pub mod non_blocking {
     pub use crate::builder::NonBlockingBuilder;
-    pub use crate::handle::{
-        ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard,
-        DEFAULT_BUFFERED_LINES_LIMIT,
-    };
+    pub use crate::handle::{ErrorCounter, NonBlocking, WorkerGuard, DEFAULT_BUFFERED_LINES_LIMIT};
 }
 mod queue;
 #[cfg(feature = "rolling")]
@@ -163,26 +162,29 @@ pub use crate::export::metrics_facade;
 pub use crate::export::prometheus;
 #[doc(hidden)]
 pub use crate::front::macros;
+/// Sizes and durations as loglag writes them, for the lab and the CLI (feature
+/// `unstable-lab`): not an API, free to change.
+#[cfg(feature = "unstable-lab")]
 pub use crate::settings::units;
 
 pub use crate::builder::{BuildError, NonBlockingBuilder};
 pub use crate::core::flush::{FlushTimeout, Flushed};
 pub use crate::drops::DropReason;
-pub use crate::format::{Format, ParseFormatError};
+pub use crate::format::{Format, Timer};
 #[cfg(feature = "config")]
-pub use crate::front::config::{Config, ConfigError};
+pub use crate::front::config::Config;
 #[cfg(feature = "tracing")]
 pub use crate::front::layer::LoglagLayer;
 #[cfg(feature = "log")]
 pub use crate::front::logger::Logger;
 pub use crate::front::macros::{set_global, set_max_level};
 pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
-pub use crate::level::{Level, ParseLevelError};
+pub use crate::level::Level;
 pub use crate::metrics::{Metrics, WriteLatency};
-pub use crate::settings::mode::{Mode, ParseModeError, MODE_ENV};
-pub use crate::settings::overflow::{Overflow, ParseOverflowError};
+pub use crate::parse::ParseError;
+pub use crate::settings::mode::{Mode, MODE_ENV};
+pub use crate::settings::overflow::Overflow;
 pub use crate::settings::{Setting, SettingError, Settings, SETTINGS};
-pub use crate::sink::SinkSpec;
 
 /// Builds a pipeline over `writer` with the defaults of [`NonBlockingBuilder`].
 ///

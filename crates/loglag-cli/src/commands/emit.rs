@@ -3,7 +3,7 @@
 use super::*;
 
 pub(crate) fn emit(a: EmitArgs) -> anyhow::Result<ExitCode> {
-    use loglag::SinkSpec;
+    use loglag::sink::SinkSpec;
     use loglag_lab::emit;
     let plan = &a.plan;
     plan.validate()?;

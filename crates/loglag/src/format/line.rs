@@ -11,6 +11,12 @@ use crate::level::Level;
 
 /// A field value.
 #[derive(Debug, Clone, Copy)]
+// Without a front-end that records `Debug` values or `log`'s arguments, nothing
+// makes those variants.
+#[cfg_attr(
+    not(any(feature = "tracing", feature = "log", feature = "unstable-lab")),
+    allow(dead_code)
+)]
 pub enum Value<'a> {
     /// Text, escaped for the format.
     Str(&'a str),

@@ -3,7 +3,7 @@
 //!
 //! Every format escapes control characters, so one record is always one line.
 //!
-//! Public: [`Format`], [`ParseFormatError`] and [`Timer`]. The line builder itself
+//! Public: [`Format`] and [`Timer`]. The line builder itself
 //! (`line.rs`) is crate-private; the lab and the fuzz target reach it through
 //! `loglag::__lab`, which is not an API.
 
@@ -13,6 +13,7 @@ mod number;
 mod syslog;
 pub(crate) mod time;
 
+use crate::parse::ParseError;
 use std::time::SystemTime;
 
 #[cfg(feature = "tracing")]
@@ -30,7 +31,7 @@ pub(crate) use line::{LineBuilder, Shape, Value};
 ///
 /// ```
 /// assert_eq!("logfmt".parse::<loglag::Format>()?, loglag::Format::Logfmt);
-/// # Ok::<(), loglag::ParseFormatError>(())
+/// # Ok::<(), loglag::ParseError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -69,31 +70,19 @@ impl Format {
     }
 }
 
-/// An unknown format name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseFormatError(String);
-
-impl std::fmt::Display for ParseFormatError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "unknown format {:?}: expected json, compact, logfmt or syslog",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for ParseFormatError {}
-
 impl std::str::FromStr for Format {
-    type Err = ParseFormatError;
-    fn from_str(s: &str) -> Result<Format, ParseFormatError> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Format, ParseError> {
         match s.trim() {
             "json" => Ok(Format::Json),
             "compact" | "text" => Ok(Format::Compact),
             "logfmt" => Ok(Format::Logfmt),
             "syslog" | "rfc5424" => Ok(Format::Syslog),
-            other => Err(ParseFormatError(other.to_owned())),
+            other => Err(ParseError::new(
+                "unknown format",
+                other,
+                "json, compact, logfmt or syslog",
+            )),
         }
     }
 }
@@ -117,8 +106,8 @@ impl std::str::FromStr for Format {
 /// whatever the timer (`-`, the NILVALUE, without time).
 ///
 /// ```
-/// let timer = loglag::format::Timer::rfc3339_offset(-3, -30).expect("a valid offset");
-/// assert_eq!(loglag::format::Timer::rfc3339_offset(24, 0), None);
+/// let timer = loglag::Timer::rfc3339_offset(-3, -30).expect("a valid offset");
+/// assert_eq!(loglag::Timer::rfc3339_offset(24, 0), None);
 /// # let _ = timer;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -43,6 +43,7 @@ pub(crate) fn rfc3339_micros(out: &mut Vec<u8>, t: SystemTime) {
 /// let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
 /// assert_eq!(loglag::__lab::rfc3339(t), "1970-01-02T00:00:00.000000Z");
 /// ```
+#[cfg(feature = "unstable-lab")]
 pub fn rfc3339(t: SystemTime) -> String {
     let mut out = Vec::with_capacity(27);
     rfc3339_micros(&mut out, t);

@@ -8,10 +8,6 @@ use crate::settings::env::{once_per_process, unknown_variable, Warning};
 use crate::settings::{SettingError, Settings, FILE_KEYS, SETTINGS};
 use crate::sink::{FileOptions, SinkSpec};
 
-/// What [`Config`] returns for a key or value that is not valid: the one settings
-/// error ([`SettingError`]).
-pub type ConfigError = SettingError;
-
 /// A pipeline's settings and sink, read from a file, a URL or the environment.
 ///
 /// Every option, and the sink, from a TOML table, from `LOGLAG_*` variables, or from a
@@ -29,7 +25,7 @@ pub type ConfigError = SettingError;
 ///
 /// A duration is a number (a fraction is fine: `1.5s`) and a unit: `ns`, `us` (`µs`),
 /// `ms`, `s`, `m`, `h`, `d`; a size is a whole number of bytes, or of `KiB` (`K`),
-/// `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB` ([`crate::settings::units`]). The
+/// `MiB` (`M`), `GiB` (`G`), or of decimal `kB`, `MB`, `GB`. The
 /// limits are where a value stops being a setting and becomes a typo: a budget the
 /// machine cannot hold, a timeout of centuries (to wait for ever, there is
 /// `overflow = "block"`), a size of 0.
@@ -89,7 +85,7 @@ pub struct Config {
 
 impl Config {
     /// Defaults, then the `[loglag]`-less TOML table `text` (keys: [`SETTINGS`]).
-    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+    pub fn from_toml(text: &str) -> Result<Config, SettingError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             // TOML's own errors (an integer no i64 holds, a string not closed) name
             // the key of the line they are on, if they are on one.
@@ -136,7 +132,7 @@ impl Config {
 
     /// Defaults, then a sink URL and the settings in its query
     /// (`stderr?capacity_bytes=16MiB`, `file:///var/log/app.log?rotate=daily`).
-    pub fn from_url(url: &str) -> Result<Config, ConfigError> {
+    pub fn from_url(url: &str) -> Result<Config, SettingError> {
         let mut config = Config::default();
         config.set("sink", url)?;
         Ok(config)
@@ -227,7 +223,7 @@ impl Config {
     /// Sets one key of [`SETTINGS`] from its text. `sink` takes a URL whose query may
     /// hold the sink's options and any other setting; a `file://` sink's options may
     /// also come on their own keys.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         if key == "sink" {
             if value.contains('\0') {
                 return Err(SettingError::with_expected(

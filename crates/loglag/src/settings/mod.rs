@@ -48,7 +48,7 @@ const DURATION: &str = "a duration from 0s to 8760h (a year): 500us, 100ms, 5s, 
 
 /// Every option, in the order the docs list them. The first rows are the pipeline's
 /// ([`Settings`]); `sink` and the rows after it describe the sink
-/// ([`Config`](crate::Config), [`SinkSpec`](crate::SinkSpec)).
+/// ([`Config`](crate::Config), [`SinkSpec`](crate::sink::SinkSpec)).
 pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "capacity_bytes",

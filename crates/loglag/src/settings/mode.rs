@@ -1,6 +1,7 @@
 //! `LOGLAG_MODE`: switch the same binary between not logging, only building records,
 //! writing them on the caller's thread, and the non-blocking pipeline.
 
+use crate::parse::ParseError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -23,7 +24,7 @@ pub const MODE_ENV: &str = "LOGLAG_MODE";
 ///
 /// ```
 /// assert_eq!("format-only".parse::<loglag::Mode>()?, loglag::Mode::FormatOnly);
-/// # Ok::<(), loglag::ParseModeError>(())
+/// # Ok::<(), loglag::ParseError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
@@ -42,12 +43,10 @@ impl Mode {
     /// Reads `LOGLAG_MODE` (case-insensitive). Unset (or empty) means `async`; an
     /// invalid value, not valid UTF-8 included, is an error here. `NonBlockingBuilder::finish` warns about it on stderr and uses
     /// `async` instead: a typo in the environment must not stop a service.
-    pub fn from_env() -> Result<Mode, ParseModeError> {
+    pub fn from_env() -> Result<Mode, ParseError> {
         match std::env::var(MODE_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse(),
-            Err(std::env::VarError::NotUnicode(v)) => {
-                Err(ParseModeError(v.to_string_lossy().into_owned()))
-            }
+            Err(std::env::VarError::NotUnicode(v)) => Err(mode_error(&v.to_string_lossy())),
             _ => Ok(Mode::Async),
         }
     }
@@ -69,31 +68,24 @@ impl fmt::Display for Mode {
     }
 }
 
-/// An unknown mode name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseModeError(String);
-
-impl fmt::Display for ParseModeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid {MODE_ENV} {:?}: expected off, format-only, sync or async",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for ParseModeError {}
-
 impl FromStr for Mode {
-    type Err = ParseModeError;
-    fn from_str(s: &str) -> Result<Mode, ParseModeError> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Mode, ParseError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" => Ok(Mode::Off),
             "format-only" | "format_only" => Ok(Mode::FormatOnly),
             "sync" => Ok(Mode::Sync),
             "async" => Ok(Mode::Async),
-            _ => Err(ParseModeError(s.trim().to_owned())),
+            _ => Err(mode_error(s.trim())),
         }
     }
+}
+
+/// `LOGLAG_MODE`'s error (the variable is the mode's only spelling outside `Settings`).
+fn mode_error(value: &str) -> ParseError {
+    ParseError::new(
+        "invalid LOGLAG_MODE",
+        value,
+        "off, format-only, sync or async",
+    )
 }

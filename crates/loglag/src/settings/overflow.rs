@@ -1,5 +1,6 @@
 //! What a log call does when the byte budget is used up.
 
+use crate::parse::ParseError;
 use std::time::Duration;
 
 /// The overflow policy: what happens to a record when the queue's byte budget is full.
@@ -65,24 +66,8 @@ impl std::fmt::Display for Overflow {
     }
 }
 
-/// An overflow policy name that is not one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseOverflowError(String);
-
-impl std::fmt::Display for ParseOverflowError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "invalid overflow policy {:?}: expected block, block-for=DURATION (e.g. 5ms, at most 8760h: a year), drop-newest, drop-oldest or shed-by-level",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for ParseOverflowError {}
-
 impl std::str::FromStr for Overflow {
-    type Err = ParseOverflowError;
+    type Err = ParseError;
 
     /// Case-insensitive; `_` may stand for `-`. A `block-for=` wait longer than a
     /// year (`8760h`) is an error.
@@ -94,10 +79,16 @@ impl std::str::FromStr for Overflow {
     ///     "block-for=5ms".parse::<Overflow>()?,
     ///     Overflow::BlockFor(std::time::Duration::from_millis(5))
     /// );
-    /// # Ok::<(), loglag::ParseOverflowError>(())
+    /// # Ok::<(), loglag::ParseError>(())
     /// ```
-    fn from_str(s: &str) -> Result<Overflow, ParseOverflowError> {
-        let err = || ParseOverflowError(s.trim().to_owned());
+    fn from_str(s: &str) -> Result<Overflow, ParseError> {
+        let err = || {
+            ParseError::new(
+                "invalid overflow policy",
+                s.trim(),
+                "block, block-for=DURATION (e.g. 5ms, at most 8760h: a year), drop-newest, drop-oldest or shed-by-level",
+            )
+        };
         let name = s.trim().to_ascii_lowercase().replace('_', "-");
         Ok(match name.as_str() {
             "block" => Overflow::Block,

@@ -89,7 +89,9 @@ pub trait Sink: Send + 'static {
         SinkReport::default()
     }
 
-    /// The sink as one file descriptor, if it is one: see [`FileSink`].
+    /// The sink as one file descriptor, if it is one: see [`FileSink`]. The library's
+    /// own file sinks answer; a sink of yours leaves it at `None` (not an API: hidden).
+    #[doc(hidden)]
     fn as_file(&mut self) -> Option<&mut dyn FileSink> {
         None
     }
@@ -140,12 +142,14 @@ impl SinkReport {
 /// on unix. Windows has no `fork`, so no child ever writes through one there: its
 /// sinks answer `None`.
 #[cfg(unix)]
+#[doc(hidden)]
 pub type RawDescriptor = std::os::fd::RawFd;
 
 /// A file descriptor's number, as [`FileSink::descriptor`] gives it: `std::os::fd::RawFd`
 /// on unix. Windows has no `fork`, so no child ever writes through one there: its
 /// sinks answer `None`.
 #[cfg(not(unix))]
+#[doc(hidden)]
 pub type RawDescriptor = std::ffi::c_int;
 
 /// What a sink that is one file descriptor offers besides writing, through
@@ -155,6 +159,10 @@ pub type RawDescriptor = std::ffi::c_int;
 /// an interrupted batch exactly once after a crash: recovery cuts the file back to
 /// where the batch began, in that very file, and writes it again. Any other sink gets
 /// the batch again (at least once). `descriptor` is where a forked child writes.
+///
+/// Not an API: the capability between the library's file sinks (`FdSink`,
+/// `RollingFile`) and the spool, hidden from the docs and the public API list.
+#[doc(hidden)]
 pub trait FileSink {
     /// The descriptor this sink writes to right now and what it refers to (device,
     /// inode). A forked child, which has no writer thread, writes its records to it

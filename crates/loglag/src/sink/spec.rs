@@ -28,12 +28,12 @@ use super::{Endpoint, FdSink, Relp, Sink, Syslog};
 /// [`Config`](crate::Config), the query may also hold any other setting.
 ///
 /// ```
-/// let spec: loglag::SinkSpec = "file:///var/log/app.log?rotate=daily&keep=7".parse()?;
+/// let spec: loglag::sink::SinkSpec = "file:///var/log/app.log?rotate=daily&keep=7".parse()?;
 /// assert_eq!(spec.to_string(), "file:///var/log/app.log?rotate=daily&keep=7");
-/// let spec: loglag::SinkSpec = "syslog+tcp://127.0.0.1:514".parse()?;
+/// let spec: loglag::sink::SinkSpec = "syslog+tcp://127.0.0.1:514".parse()?;
 /// assert_eq!(spec.to_string(), "syslog+tcp://127.0.0.1:514");
-/// let spec: loglag::SinkSpec = "file://localhost/var/log/my%20app.log".parse()?;
-/// assert_eq!(spec, loglag::SinkSpec::File("/var/log/my app.log".into()));
+/// let spec: loglag::sink::SinkSpec = "file://localhost/var/log/my%20app.log".parse()?;
+/// assert_eq!(spec, loglag::sink::SinkSpec::File("/var/log/my app.log".into()));
 /// assert_eq!(spec.to_string(), "file:///var/log/my%20app.log");
 /// # Ok::<(), String>(())
 /// ```

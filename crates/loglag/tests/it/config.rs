@@ -83,7 +83,7 @@ fn a_refused_sink_url_never_shows_its_password() {
         let (_, warnings) = loglag::Config::default().with_vars([("LOGLAG_SINK", url)]);
         assert_eq!(warnings.len(), 1, "{url}: {warnings:?}");
         shown.extend(warnings);
-        if let Err(e) = url.parse::<loglag::SinkSpec>() {
+        if let Err(e) = url.parse::<loglag::sink::SinkSpec>() {
             shown.push(e);
         }
         for text in &shown {

@@ -43,7 +43,7 @@ fn kept() -> (Held, Arc<Mutex<Vec<u8>>>) {
     )
 }
 
-fn toml_error(text: &str) -> loglag::ConfigError {
+fn toml_error(text: &str) -> loglag::SettingError {
     match Config::from_toml(text) {
         Ok(c) => panic!("{text:?} was accepted: {:?}", c.builder()),
         Err(e) => e,

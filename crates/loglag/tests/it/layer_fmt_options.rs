@@ -9,7 +9,7 @@
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use loglag::format::Timer;
+use loglag::Timer;
 use loglag::{Format, LoglagLayer, Mode, NonBlockingBuilder};
 use tracing_subscriber::prelude::*;
 

@@ -516,7 +516,7 @@ fn windows_refuses_what_it_cannot_do_by_name() {
     assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
     said(&e, "Windows");
     let e = "fifo:///run/app.fifo"
-        .parse::<loglag::SinkSpec>()
+        .parse::<loglag::sink::SinkSpec>()
         .unwrap()
         .open()
         .map(|_| ())

@@ -184,7 +184,7 @@ fn records_arrive_one_datagram_each_over_udp_and_a_unix_socket_is_refused() {
     assert_eq!(m.written_records, 0, "{m:?}");
     assert_eq!(m.dropped_for(DropReason::IoError), 5, "{m:?}");
     let e = "syslog+unix:///dev/log"
-        .parse::<loglag::SinkSpec>()
+        .parse::<loglag::sink::SinkSpec>()
         .unwrap()
         .open()
         .map(|_| ())
