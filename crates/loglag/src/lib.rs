@@ -116,7 +116,8 @@
 //! | `signals` | yes | [`NonBlockingBuilder::flush_on_signals`] (signal-hook; on Windows a console control handler) |
 //! | `rolling` | yes | [`rolling`]: rotation, retention, gzip (flate2) |
 //! | `config` | yes | [`Config`]: every option from TOML or `LOGLAG_*` variables (toml) |
-//! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate |
+//! | `prometheus` | no | `prometheus`: the Prometheus text exposition and a scrape endpoint |
+//! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate (turns `prometheus` on) |
 
 mod builder;
 mod capture;
@@ -159,6 +160,7 @@ mod worker;
 
 #[cfg(feature = "metrics")]
 pub use crate::export::metrics_facade;
+#[cfg(feature = "prometheus")]
 pub use crate::export::prometheus;
 #[doc(hidden)]
 pub use crate::front::macros;

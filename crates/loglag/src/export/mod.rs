@@ -3,4 +3,5 @@
 
 #[cfg(feature = "metrics")]
 pub mod metrics_facade;
+#[cfg(feature = "prometheus")]
 pub mod prometheus;

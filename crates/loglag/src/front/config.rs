@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 
-use crate::builder::NonBlockingBuilder;
+use crate::builder::{BuildError, NonBlockingBuilder};
 use crate::handle::{NonBlocking, WorkerGuard};
 use crate::settings::env::{once_per_process, unknown_variable, Warning};
 use crate::settings::{SettingError, Settings, FILE_KEYS, SETTINGS};
@@ -276,21 +276,26 @@ impl Config {
     }
 
     /// Builds the pipeline into the configured sink (standard output if none was
-    /// given). Errors say what could not be opened or which setting cannot work.
-    pub fn build(self) -> Result<(NonBlocking, WorkerGuard), Box<dyn std::error::Error>> {
+    /// given). The error says which setting cannot work (file options on a sink that
+    /// is not a file among them), or what could not be opened.
+    pub fn build(self) -> Result<(NonBlocking, WorkerGuard), BuildError> {
         let spec = self.sink.clone().unwrap_or(SinkSpec::Stdout);
         let spec = if self.file.is_empty() {
             spec
         } else {
             spec.with_file_options(&self.file).map_err(|spec| {
-                format!(
-                    "loglag: {} are options of a file sink (sink = \"file:///PATH\"), and the sink is {spec}",
-                    self.file.keys().join(", ")
-                )
+                BuildError::Setting(SettingError::with_expected(
+                    "sink",
+                    spec.to_string(),
+                    format!(
+                        "a file:///PATH sink: {} are options of a file sink",
+                        self.file.keys().join(", ")
+                    ),
+                ))
             })?
         };
-        let sink = spec.open()?;
-        Ok(self.builder().build(sink)?)
+        let sink = spec.open().map_err(BuildError::Io)?;
+        self.builder().build(sink)
     }
 }
 

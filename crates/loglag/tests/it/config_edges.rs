@@ -618,3 +618,43 @@ proptest! {
         }
     }
 }
+
+/// `Config::build` says why in a type: file options on a sink that is not a file are a
+/// setting error naming `sink` and the options, a sink that cannot be opened is an I/O
+/// error naming its path, and a setting that cannot work is the setting's error.
+#[test]
+fn config_build_returns_a_typed_error_for_each_cause() {
+    let options_on_stdout = Config::from_toml("sink = \"stdout\"\nkeep = 3\n").unwrap();
+    match options_on_stdout.build() {
+        Err(loglag::BuildError::Setting(e)) => {
+            assert_eq!(e.key, "sink", "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("keep") && text.contains("file:///PATH"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a setting error, got {:?}", other.err()),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("app.log");
+    let unopenable = Config::from_url(&format!("file://{}", missing.display())).unwrap();
+    match unopenable.build() {
+        Err(loglag::BuildError::Io(e)) => {
+            assert!(e.to_string().contains("no-such-dir"), "{e}");
+        }
+        other => panic!("expected an I/O error, got {:?}", other.err()),
+    }
+    let spool_with_drop_oldest = Config::from_toml(&format!(
+        "spool = {:?}\noverflow = \"drop-oldest\"\n",
+        dir.path().join("app.spool").display().to_string()
+    ))
+    .unwrap();
+    match spool_with_drop_oldest.build() {
+        Err(loglag::BuildError::Setting(e)) => assert_eq!(e.key, "overflow", "{e}"),
+        other => panic!(
+            "expected the overflow setting's error, got {:?}",
+            other.err()
+        ),
+    }
+}

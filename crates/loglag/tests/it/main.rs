@@ -29,7 +29,9 @@ mod overflow;
 mod platform_table;
 mod policies;
 mod process;
+#[cfg(feature = "prometheus")]
 mod prometheus;
+#[cfg(feature = "prometheus")]
 mod prometheus_clients;
 mod relp;
 mod relp_peers;
