@@ -164,10 +164,9 @@ impl Collector {
     /// Waits (up to `limit`) until every connection has ended, so that what the API's
     /// logger sent before it closed them is in the sink before the process exits.
     pub fn finish(&self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        while self.shared.open.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        crate::sys::poll::poll_until(limit, Duration::from_millis(1), || {
+            (self.shared.open.load(Ordering::Acquire) == 0).then_some(())
+        });
         let _ = self
             .shared
             .sink

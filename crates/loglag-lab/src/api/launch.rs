@@ -5,7 +5,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::api::condition::RunCondition;
 use crate::api::control::{ApiStats, ControlClient};
@@ -283,9 +283,18 @@ impl ApiProc {
                 }
                 let mut guard = ChildGuard::spawn(cmd, "the --app command")?;
                 let http: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-                let deadline = Instant::now() + timeout;
-                loop {
-                    if let Some(status) = guard.exited() {
+                // Polling a program the lab does not control: there is nothing to
+                // wait on.
+                let answer =
+                    crate::sys::poll::poll_until(timeout, Duration::from_millis(20), || {
+                        if let Some(status) = guard.exited() {
+                            return Some(Err(status));
+                        }
+                        ready.ready(http, &stderr_path).then_some(Ok(()))
+                    });
+                match answer {
+                    Some(Ok(())) => {}
+                    Some(Err(status)) => {
                         // A daemonising app exits here and leaves its daemon: not for long.
                         crate::sys::procfs::kill_tagged(|t| t == tag);
                         return Err(io::Error::other(format!(
@@ -293,10 +302,7 @@ impl ApiProc {
                             tail(&stderr_path)
                         )));
                     }
-                    if ready.ready(http, &stderr_path) {
-                        break;
-                    }
-                    if Instant::now() > deadline {
+                    None => {
                         guard.stop(Duration::from_secs(1));
                         crate::sys::procfs::kill_tagged(|t| t == tag);
                         return Err(io::Error::other(format!(
@@ -310,9 +316,6 @@ impl ApiProc {
                             tail(&stderr_path)
                         )));
                     }
-                    // Polling a program the lab does not control: there is nothing to
-                    // wait on.
-                    std::thread::sleep(Duration::from_millis(20));
                 }
                 Ok(ApiProc {
                     guard,
@@ -422,32 +425,28 @@ impl ApiProc {
             let _ = io::Read::read_to_string(&mut io::Read::take(stdout, 1 << 20), &mut text);
             let _ = said_tx.send(text);
         });
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = guard.exited() {
-                // A daemon it left (`setsid`, out of its group) may hold its stdout
-                // open: what was said by then, without waiting for that end.
-                let said = said
-                    .recv_timeout(Duration::from_secs(10))
-                    .unwrap_or_default();
-                return if status.success() {
-                    Ok(recovered_count(&said))
-                } else {
-                    Err(io::Error::other(format!(
-                        "--app-recover failed ({status}): {}",
-                        tail(&self.stderr_path)
-                    )))
-                };
-            }
-            if Instant::now() > deadline {
-                guard.stop(Duration::from_secs(1));
-                return Err(io::Error::other(format!(
-                    "--app-recover did not finish within {timeout:?} (--drain-timeout): {}",
-                    tail(&self.stderr_path)
-                )));
-            }
-            // A child's exit has no file descriptor to wait on here.
-            std::thread::sleep(Duration::from_millis(10));
+        // A child's exit has no file descriptor to wait on here.
+        let Some(status) =
+            crate::sys::poll::poll_until(timeout, Duration::from_millis(10), || guard.exited())
+        else {
+            guard.stop(Duration::from_secs(1));
+            return Err(io::Error::other(format!(
+                "--app-recover did not finish within {timeout:?} (--drain-timeout): {}",
+                tail(&self.stderr_path)
+            )));
+        };
+        // A daemon it left (`setsid`, out of its group) may hold its stdout open: what
+        // was said by then, without waiting for that end.
+        let said = said
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default();
+        if status.success() {
+            Ok(recovered_count(&said))
+        } else {
+            Err(io::Error::other(format!(
+                "--app-recover failed ({status}): {}",
+                tail(&self.stderr_path)
+            )))
         }
     }
 

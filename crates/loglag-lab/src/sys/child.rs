@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::signal::{self, Signal};
 
@@ -139,13 +139,11 @@ impl ChildGuard {
         } else {
             self.signal(signal);
         }
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if let Some(status) = self.reap_if_exited() {
-                return Ended::Exited(status);
-            }
-            // A child's exit has no file descriptor to wait on here.
-            std::thread::sleep(Duration::from_millis(10));
+        // A child's exit has no file descriptor to wait on here.
+        let exited =
+            super::poll::poll_until(grace, Duration::from_millis(10), || self.reap_if_exited());
+        if let Some(status) = exited {
+            return Ended::Exited(status);
         }
         self.kill_group(Signal::Kill);
         self.reaped = self.reap().ok();

@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod child;
 pub mod clock;
+pub mod poll;
 pub mod procfs;
 pub mod scratch;
 pub mod signal;

@@ -15,6 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// How long teardown waits for the kernel to finish what it does asynchronously.
+const A_SECOND: std::time::Duration = std::time::Duration::from_secs(1);
+const TEN_MS: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// One thing the lab holds.
 #[derive(Debug, Clone)]
 enum Item {
@@ -196,14 +200,11 @@ pub(crate) fn kill_dir(dir: &Path) -> usize {
 /// second for them to be gone.
 pub(crate) fn kill_all(dir: &Path) {
     let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-    for _ in 0..100 {
+    // The kernel tears the processes down asynchronously; nothing to wait on.
+    super::poll::poll_until(A_SECOND, TEN_MS, || {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        if procs.trim().is_empty() {
-            return;
-        }
-        // The kernel tears the processes down asynchronously; nothing to wait on.
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        procs.trim().is_empty().then_some(())
+    });
 }
 
 /// Removes the cgroup at `dir` once its processes have left it; returns whether this
@@ -211,15 +212,11 @@ pub(crate) fn kill_all(dir: &Path) {
 pub(crate) fn remove_dir_when_empty(dir: &Path) -> bool {
     // A killed process leaves the cgroup only once the kernel has finished tearing
     // it down: retry EBUSY briefly.
-    for _ in 0..100 {
-        match std::fs::remove_dir(dir) {
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            r => return r.is_ok(),
-        }
-    }
-    false
+    super::poll::poll_until(A_SECOND, TEN_MS, || match std::fs::remove_dir(dir) {
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => None,
+        r => Some(r.is_ok()),
+    })
+    .unwrap_or(false)
 }
 
 /// Removes `dir` and what it holds; a second try for a file the lab's own cleanup,
@@ -238,13 +235,10 @@ fn remove_dir(dir: &Path) -> bool {
 /// Waits up to a second until no process of group `pgid` is alive (a zombie is not:
 /// it has exited, and its parent reaps it).
 fn wait_for_group(pgid: i32) {
-    for _ in 0..100 {
-        if !super::procfs::group_has_live_processes(pgid) {
-            return;
-        }
-        // SIGKILL is delivered asynchronously; a group has nothing to wait on.
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // SIGKILL is delivered asynchronously; a group has nothing to wait on.
+    super::poll::poll_until(A_SECOND, TEN_MS, || {
+        (!super::procfs::group_has_live_processes(pgid)).then_some(())
+    });
 }
 
 #[cfg(all(test, target_os = "linux"))]
