@@ -237,7 +237,7 @@ impl Ring {
         let _guard = self.consume.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.tail.0.load(Ordering::Acquire);
         let mut pos = start;
-        let fits = |pos: u64| self.head.head.load(Ordering::Acquire) - pos + need <= limit;
+        let fits = |pos: u64| self.fits(self.head.head.load(Ordering::Acquire) - pos, need, limit);
         while !fits(pos) && pos < self.head.head.load(Ordering::Acquire) {
             let state = self.word(pos).load(Ordering::Acquire);
             if state & COMMITTED == 0 {

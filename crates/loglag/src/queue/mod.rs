@@ -307,6 +307,14 @@ impl std::fmt::Debug for Ring {
 }
 
 impl Ring {
+    /// The ring's one room check: whether a record of `need` bytes fits when `used`
+    /// bytes are in the ring, under `limit` (a policy's share of the budget) and never
+    /// past the capacity. Every push path and the eviction ask it.
+    #[inline(always)]
+    pub(super) fn fits(&self, used: u64, need: u64, limit: u64) -> bool {
+        used.saturating_add(need) <= limit.min(self.capacity)
+    }
+
     /// A ring of at least 64 bytes, rounded down to a multiple of 8, in anonymous
     /// memory (on the heap if mapping fails).
     ///

@@ -37,7 +37,6 @@ impl Ring {
         full: E,
         refuse: impl Fn(u64) -> Option<E>,
     ) -> Result<(u64, u64), E> {
-        let limit = limit.min(self.capacity);
         let mut head = self.head.head.load(Ordering::Relaxed);
         loop {
             let tail = self.tail.0.load(Ordering::Acquire);
@@ -54,10 +53,10 @@ impl Ring {
             if let Some(refused) = refuse(head) {
                 return Err(refused);
             }
-            let used_after = used + need;
-            if used_after > limit {
+            if !self.fits(used, need, limit) {
                 return Err(full);
             }
+            let used_after = used + need;
             match self.head.head.compare_exchange_weak(
                 head,
                 head + need,
@@ -82,7 +81,7 @@ impl Ring {
         let used = head.wrapping_sub(tail);
         // A stale `head` behind `tail` (see `reserve`) says nothing: room, and
         // `try_push` decides.
-        used > self.capacity || used.saturating_add(need) <= limit.min(self.capacity)
+        used > self.capacity || self.fits(used, need, limit)
     }
 
     /// `try_push` for a ring with one producer, the calling thread (a thread's own
@@ -118,12 +117,12 @@ impl Ring {
     /// case).
     #[inline(always)]
     fn claim_owned(&self, head: u64, need: u64, limit: u64) -> Option<u64> {
-        let limit = limit.min(self.capacity);
+        // The producer owns `head`, so `head - tail` never underflows.
         let mut tail = self.head.cached_tail.load(Ordering::Relaxed);
-        if head + need - tail > limit {
+        if !self.fits(head - tail, need, limit) {
             tail = self.tail.0.load(Ordering::Acquire);
             self.head.cached_tail.store(tail, Ordering::Relaxed);
-            if head + need - tail > limit {
+            if !self.fits(head - tail, need, limit) {
                 return None;
             }
         }
