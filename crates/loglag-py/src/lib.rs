@@ -11,9 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use loglag::{
-    Config, DropReason, Level, Metrics, Mode, NonBlocking, Overflow, WorkerGuard,
-};
+use loglag::{Config, DropReason, Level, Metrics, Mode, NonBlocking, Overflow, WorkerGuard};
 use pyo3::exceptions::{PyOSError, PyRecursionError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyWeakrefReference};
@@ -215,7 +213,10 @@ impl Pipeline {
             Overflow::DropNewest | Overflow::DropOldest | Overflow::ShedByLevel
         ) || state.writer.mode() == Mode::Sync;
         let own_pipeline_in_child = config.settings().spool().is_none()
-            && !matches!(config.sink(), Some(loglag::sink::SinkSpec::RollingFile { .. }));
+            && !matches!(
+                config.sink(),
+                Some(loglag::sink::SinkSpec::RollingFile { .. })
+            );
         Ok(Pipeline {
             config,
             encoding,
