@@ -39,6 +39,11 @@
 //!    a difference that large means either run could be off by as much. Without the
 //!    untraced runs (`--no-overhead`) the drift is not measured, and a tax that holds
 //!    says so.
+//! 8. **A negative tax** (the services faster than the monolith) that passed all of
+//!    the above: the services make the monolith's calls in sequence plus a hop each,
+//!    so they cannot be faster; what made them look it lies between the runs (drift,
+//!    the machine). With `--no-overhead` nothing else catches it: CI saw a mean tax
+//!    of −1.2 ms, interval −1.7 to −0.8 ms, hold that way.
 
 use crate::lab::interference::{interference_verdict, remarks_words, Interference, Wording};
 use crate::report::{
@@ -358,6 +363,14 @@ fn judge_one(row: &TaxRow, tax: f64, evidence: &Evidence<'_>) -> Result<Option<S
             ));
         }
     }
+    // Last: each check above names a more particular cause.
+    if tax < 0.0 {
+        return Err(format!(
+            "the services answered {} ms faster than the monolith at {}: they make its calls in sequence plus a hop each and cannot be faster, so something between the runs (drift, the machine) made the difference, not the hop",
+            ms(-tax),
+            stat.name
+        ));
+    }
     if !measured_drift {
         notes.push(
             "one run per topology: drift between runs not measured (the untraced runs measure it; --no-overhead skipped them)"
@@ -386,7 +399,7 @@ pub fn rule(offered: Option<f64>, duration_s: f64) -> String {
         None => "the closed loop ran saturated (a mean over 4× the work: users ÷ throughput, not the hop)".to_owned(),
     };
     format!(
-        "A tax holds when its 95% bootstrap interval excludes zero and nothing measured could account for it. It is inconclusive when {rate}; when the monolith's requests failed (or the services' did and the tax is not positive): they are not in the percentiles; when the machine was busy (its cores 90% used or more, other tenants included) and the CPU wait of the topology's processes and the load generator, shared among the requests the statistic rests on (all of them for the mean, the slowest 50%, 5%, 1% for p50, p95, p99), is {half:.0}% of the tax or more; when the generator's send lateness at the statistic is {half:.0}% of the tax or more; when the traced request nearest p50 or p99 waited {half:.0}% of the tax or more before its first span began (connecting and queueing to be accepted: not the hop, whose cost lies inside the front's span); or when a topology's traced and untraced runs differ at the statistic by {half:.0}% of the tax or more (drift between runs, which the interval over requests does not see). A tax that holds beside a busy machine says so. A maximum is one request and is never judged."
+        "A tax holds when its 95% bootstrap interval excludes zero, it is positive, and nothing measured could account for it. It is inconclusive when {rate}; when it is negative (the services cannot be faster than one process making the same calls: the runs differ by something else); when the monolith's requests failed (or the services' did and the tax is not positive): they are not in the percentiles; when the machine was busy (its cores 90% used or more, other tenants included) and the CPU wait of the topology's processes and the load generator, shared among the requests the statistic rests on (all of them for the mean, the slowest 50%, 5%, 1% for p50, p95, p99), is {half:.0}% of the tax or more; when the generator's send lateness at the statistic is {half:.0}% of the tax or more; when the traced request nearest p50 or p99 waited {half:.0}% of the tax or more before its first span began (connecting and queueing to be accepted: not the hop, whose cost lies inside the front's span); or when a topology's traced and untraced runs differ at the statistic by {half:.0}% of the tax or more (drift between runs, which the interval over requests does not see). A tax that holds beside a busy machine says so. A maximum is one request and is never judged."
     )
 }
 
@@ -702,6 +715,32 @@ mod tests {
         // Within the noise comes first.
         let r = rows(&runs, 2.0);
         let why = verdict(&r, "p50").inconclusive.clone().unwrap();
+        assert!(why.contains("within the noise"), "{why}");
+    }
+
+    /// CI's run: one run per topology (`--no-overhead`), the monolith's mean 5.49 ms and
+    /// the services' 4.27 ms, an interval of −1.7 to −0.8 ms. Nothing measured the drift,
+    /// and a negative tax is not a hop's: inconclusive, saying why.
+    #[test]
+    fn a_negative_tax_is_inconclusive_even_with_a_tight_interval() {
+        let runs = four((5.2, 9.0), (4.07, 8.0));
+        for r in [rows(&runs[..2], 0.45), rows(&runs, 0.45)] {
+            for at in ["mean", "p50", "p95", "p99"] {
+                let v = verdict(&r, at);
+                assert!(!v.holds, "{at}: {v:?}");
+                let why = v.inconclusive.as_deref().unwrap();
+                assert!(
+                    why.starts_with("the services answered")
+                        && why.contains("faster than the monolith"),
+                    "{at}: {why}"
+                );
+            }
+        }
+        // Within the noise still comes first.
+        let why = verdict(&rows(&runs[..2], 5.0), "p50")
+            .inconclusive
+            .clone()
+            .unwrap();
         assert!(why.contains("within the noise"), "{why}");
     }
 
