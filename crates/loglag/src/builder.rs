@@ -89,10 +89,13 @@ impl NonBlockingBuilder {
         &self.settings
     }
 
-    /// What the builder decided, for unit tests that build a `Core` by hand.
+    /// What the builder decided, validated, for unit tests that build a `Core` by hand.
     #[cfg(test)]
-    pub(crate) fn config(&self) -> Settings {
-        self.settings.clone()
+    pub(crate) fn config(&self) -> crate::settings::Validated {
+        self.settings
+            .clone()
+            .validated()
+            .expect("a test's settings are valid")
     }
 
     /// The byte budget for queued records, headers included: at least 256 bytes, at
@@ -154,7 +157,7 @@ impl NonBlockingBuilder {
     /// decides. A line count alone does not bound memory, which is why the byte budget
     /// stays. At least 1 (0 is an error: no record could ever be queued).
     pub fn buffered_lines_limit(mut self, lines: usize) -> Self {
-        self.settings.max_records = Some(lines as u64);
+        self.settings.buffered_lines_limit = Some(lines as u64);
         self
     }
 
@@ -249,8 +252,7 @@ impl NonBlockingBuilder {
 
     /// Fixes the mode and ignores `LOGLAG_MODE`.
     pub fn mode(mut self, mode: Mode) -> Self {
-        self.settings.mode = mode;
-        self.settings.mode_from_env = false;
+        self.settings.mode = Some(mode);
         self
     }
 
@@ -344,16 +346,16 @@ impl NonBlockingBuilder {
     }
 
     fn start(
-        mut self,
+        self,
         mut sink: Box<dyn Sink>,
         strictness: Strictness,
     ) -> Result<(NonBlocking, WorkerGuard), BuildError> {
-        self.check_settings(strictness)?;
+        let mut config = self.check_settings(strictness)?;
         if !self.env_read {
             crate::settings::env::warn_unread_variables();
         }
-        if self.settings.mode_from_env {
-            self.settings.mode = match Mode::from_env() {
+        if config.settings().mode.is_none() {
+            config.mode = match Mode::from_env() {
                 Ok(mode) => mode,
                 Err(e) if strictness == Strictness::Fail => return Err(BuildError::Mode(e)),
                 Err(e) => {
@@ -362,19 +364,23 @@ impl NonBlockingBuilder {
                 }
             };
         }
-        let mode = self.settings.mode;
-        if let (true, Some(path)) = (mode != Mode::Async, &self.settings.spool) {
+        let mode = config.mode;
+        if let (true, Some(path)) = (mode != Mode::Async, &config.spool) {
             eprintln!(
                 "loglag: mode {mode:?} has no queue, so the spool {} is not used",
                 path.display()
             );
         }
         let mut spooled = None;
-        if let (Mode::Async, Some(path)) = (mode, self.settings.spool.clone()) {
-            let sync = self.settings.spool_sync;
-            match crate::spool::open(&path, self.settings.capacity_bytes, sink.as_mut(), sync) {
+        if let (Mode::Async, Some(path)) = (mode, config.spool.clone()) {
+            match crate::spool::open(
+                &path,
+                config.capacity_bytes,
+                sink.as_mut(),
+                config.spool_sync,
+            ) {
                 Ok(opened) => spooled = Some(opened),
-                Err(e) if self.settings.spool_required => {
+                Err(e) if config.spool_required => {
                     return Err(match crate::spool::SpoolError::of(&e) {
                         Some(spool) => BuildError::Spool(spool.clone()),
                         None => BuildError::Io(e),
@@ -385,32 +391,24 @@ impl NonBlockingBuilder {
                         "loglag: cannot use the spool {}: {e}; logging without it (records do not survive a crash)",
                         path.display()
                     );
-                    self.settings.spool = None;
-                    self.settings.spool_refused = true;
+                    config.refuse_spool();
                 }
             }
         }
-        // A batch larger than the budget is never reached (only the interval writes
-        // then), and the writer's buffer is sized by it: the budget + 1 means the same
-        // without a buffer of any size asked for (`batch_bytes = "8760GiB"`).
         let budget = spooled
             .as_ref()
-            .map_or(self.settings.capacity_bytes as u64, |(ring, ..)| {
-                ring.capacity()
-            });
-        let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
-        self.settings.batch_bytes = self.settings.batch_bytes.min(never_reached);
+            .map_or(config.capacity_bytes as u64, |(ring, ..)| ring.capacity());
+        config.cap_batch_to(budget);
         let descriptor = crate::sink::descriptor(sink.as_mut());
-        let (flush_on_panic, flush_on_signals) =
-            (self.settings.flush_on_panic, self.settings.flush_on_signals);
+        let (flush_on_panic, flush_on_signals) = (config.flush_on_panic, config.flush_on_signals);
         // The sink goes to the writer thread, or (sync mode) into the core itself.
         let (core, writer_sink) = if let Some((ring, header, recovered)) = spooled {
-            let core = Core::with_ring(self.settings, ring, None, Some(header), recovered);
+            let core = Core::with_ring(config, ring, None, Some(header), recovered);
             (core, Some(sink))
         } else if mode == Mode::Async {
-            (Core::new(self.settings, None), Some(sink))
+            (Core::new(config, None), Some(sink))
         } else {
-            (Core::new(self.settings, Some(sink)), None)
+            (Core::new(config, Some(sink)), None)
         };
         let core = Arc::new(core);
         core.note_sink_fd(descriptor);
@@ -442,20 +440,25 @@ impl NonBlockingBuilder {
         self
     }
 
-    /// The settings that cannot work: refused (`Fail`), or each replaced by its
-    /// default with a warning (`CarryOn`), before anything is allocated, mapped or
-    /// spawned.
-    fn check_settings(&mut self, strictness: Strictness) -> Result<(), BuildError> {
+    /// The settings, checked before anything is allocated, mapped or spawned: those
+    /// that cannot work are refused (`Fail`), or each replaced by its default with a
+    /// warning (`CarryOn`, `finish` only: it cannot fail).
+    fn check_settings(
+        &self,
+        strictness: Strictness,
+    ) -> Result<crate::settings::Validated, BuildError> {
+        let settings = self.settings.clone();
         if strictness == Strictness::Fail {
-            return self.settings.validate().map_err(BuildError::Setting);
+            return settings.validated().map_err(BuildError::Setting);
         }
-        for problem in self.settings.repair() {
+        let (config, replaced) = settings.repaired();
+        for problem in replaced {
             eprintln!(
                 "{problem}; using the default, {}",
                 Settings::default_text(&problem.key)
             );
         }
-        Ok(())
+        Ok(config)
     }
 }
 

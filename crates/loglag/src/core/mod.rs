@@ -36,8 +36,8 @@ use crate::settings::overflow::Overflow;
 use crate::sink::Sink;
 use crate::spool::{Recovered, SpoolHeader};
 
-/// Everything the builder decided, validated: the pipeline adjusts none of it.
-pub(crate) type Config = crate::settings::Settings;
+/// Everything the builder decided, validated, and what its start found.
+pub(crate) type Config = crate::settings::Validated;
 
 /// What a logging call reads of its pipeline on its common path, on two adjacent
 /// cache lines (which the adjacent-line prefetcher fetches as a pair): a call after a
@@ -53,7 +53,7 @@ struct CallPath {
     /// `Settings::max_record_bytes`, as clamped to the ring.
     max_record_bytes: usize,
     batch_bytes: u64,
-    /// `Settings::max_records`: read by every push, to take a slot.
+    /// `Settings::buffered_lines_limit`: read by every push, to take a slot.
     max_records: Option<u64>,
     /// The fork generation this pipeline was built in (see `fork.rs`).
     born_in: u64,
@@ -241,8 +241,7 @@ impl Core {
         // A record must always fit the shared ring (where a record too long for a
         // thread's ring goes) with room to spare, or a policy could wait forever.
         let cap = lanes.min_shared_capacity();
-        let max_fit = (cap / 2).saturating_sub(crate::queue::HEADER) as usize;
-        config.max_record_bytes = config.max_record_bytes.clamp(64.min(max_fit), max_fit);
+        config.fit_records_to((cap / 2).saturating_sub(crate::queue::HEADER) as usize);
         let reserve = config.reserve_fraction;
         let level_reserve = match config.overflow {
             Overflow::ShedByLevel => [2.0 * reserve, 2.0 * reserve, reserve, 0.0, 0.0],
@@ -264,14 +263,14 @@ impl Core {
                 id,
                 max_record_bytes: config.max_record_bytes,
                 batch_bytes: config.batch_bytes as u64,
-                max_records: config.max_records,
+                max_records: config.buffered_lines_limit,
                 born_in: crate::sys::fork::watch(),
                 thread_ring_limit,
                 mode: config.mode,
                 flush_level: config.flush_level,
                 in_place: config.mode == Mode::Async
                     && spool.is_none()
-                    && config.max_records.is_none(),
+                    && config.buffered_lines_limit.is_none(),
                 merges: lanes.merges(),
                 drops_newest: matches!(
                     config.overflow,
@@ -315,8 +314,8 @@ impl Core {
 
     /// The settings the pipeline runs with, read-only (`max_record_bytes` as clamped
     /// to the ring above).
-    pub(crate) fn settings(&self) -> &Config {
-        &self.config
+    pub(crate) fn settings(&self) -> &crate::settings::Settings {
+        self.config.settings()
     }
 
     /// The format the writer uses for in-band drop reports.

@@ -623,7 +623,7 @@ impl Core {
 
     fn record_slots_free(&self) -> bool {
         self.config
-            .max_records
+            .buffered_lines_limit
             .is_none_or(|max| self.queued_records.load(Ordering::Acquire) < max)
     }
 

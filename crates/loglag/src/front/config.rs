@@ -431,7 +431,7 @@ mod tests {
             (k.capacity_bytes, k.max_record_bytes, k.batch_bytes),
             (16 << 20, 4096, 32 << 10)
         );
-        assert_eq!(k.max_records, Some(1000));
+        assert_eq!(k.buffered_lines_limit, Some(1000));
         assert_eq!(k.thread_ring_bytes, Some(256 << 10));
         assert_eq!(k.overflow, Overflow::BlockFor(Duration::from_millis(5)));
         assert_eq!(k.reserve_fraction, 0.25);

@@ -1,5 +1,7 @@
 //! `Settings`, the one settings model, and `SETTINGS`, the table of every option.
 
+#[macro_use]
+mod declare;
 pub(crate) mod env;
 pub(crate) mod mode;
 pub(crate) mod overflow;
@@ -46,149 +48,259 @@ pub(crate) fn variable(key: &str) -> String {
 
 const DURATION: &str = "a duration from 0s to 8760h (a year): 500us, 100ms, 5s, 1m, 2h, 1d";
 
-/// Every option, in the order the docs list them. The first rows are the pipeline's
-/// ([`Settings`]); `sink` and the rows after it describe the sink
-/// ([`Config`](crate::Config), [`SinkSpec`](crate::sink::SinkSpec)).
-pub const SETTINGS: &[Setting] = &[
-    Setting {
-        key: "capacity_bytes",
-        builder: "NonBlockingBuilder::capacity_bytes",
-        expected: "a size (8MiB, 65536, 64KiB), at least 256 bytes and at most 16 GiB or the machine's physical memory, whichever is less",
-        default: "8MiB",
-    },
-    Setting {
-        key: "max_record_bytes",
-        builder: "NonBlockingBuilder::max_record_bytes",
-        expected: "a size, at least 64 bytes (a record longer than half of what the ring holds is cut to fit it)",
-        default: "64KiB",
-    },
-    Setting {
-        key: "thread_ring_bytes",
-        builder: "NonBlockingBuilder::thread_ring_bytes",
-        expected: "0 for no thread rings, or a size from 4KiB to the largest budget (over a quarter of the budget: none)",
-        default: "1/32 of the budget, 4KiB to 1MiB",
-    },
-    Setting {
-        key: "batch_bytes",
-        builder: "NonBlockingBuilder::batch_bytes",
-        expected: "a size, at least 1 byte (more than the budget: only the interval writes)",
-        default: "64KiB",
-    },
-    Setting {
-        key: "buffered_lines_limit",
-        builder: "NonBlockingBuilder::buffered_lines_limit",
-        expected: "a number of records, at least 1",
-        default: "none (the byte budget alone)",
-    },
-    Setting {
-        key: "overflow",
-        builder: "NonBlockingBuilder::overflow",
-        expected: "block, block-for=5ms (at most 8760h), drop-newest, drop-oldest (not with a spool) or shed-by-level",
-        default: "shed-by-level",
-    },
-    Setting {
-        key: "reserve_fraction",
-        builder: "NonBlockingBuilder::reserve_fraction",
-        expected: "a fraction from 0 to 0.45",
-        default: "0.125",
-    },
-    Setting {
-        key: "flush_interval",
-        builder: "NonBlockingBuilder::flush_interval",
-        expected: "a duration from 100us to 8760h (a year): 500us, 100ms, 5s, 1m, 2h, 1d",
-        default: "100ms",
-    },
-    Setting {
-        key: "flush_level",
-        builder: "NonBlockingBuilder::flush_level",
-        expected: "trace, debug, info, warn or error",
-        default: "error",
-    },
-    Setting {
-        key: "shutdown_timeout",
-        builder: "NonBlockingBuilder::shutdown_timeout",
-        expected: DURATION,
-        default: "5s",
-    },
-    Setting {
-        key: "report_format",
-        builder: "NonBlockingBuilder::report_format",
-        expected: "json, compact, logfmt or syslog",
-        default: "the front end's",
-    },
-    Setting {
-        key: "spool",
-        builder: "NonBlockingBuilder::spool",
-        expected: "a path, not empty, without NUL bytes",
-        default: "none",
-    },
-    Setting {
-        key: "spool_sync",
-        builder: "NonBlockingBuilder::spool_sync",
-        expected: "never, every-flush, or a duration (at most this often) from 1ms to 8760h",
-        default: "never",
-    },
-    Setting {
-        key: "spool_required",
-        builder: "NonBlockingBuilder::spool_required",
-        expected: "true or false",
-        default: "false",
-    },
-    Setting {
-        key: "thread_name",
-        builder: "NonBlockingBuilder::thread_name",
-        expected: "a thread name, not empty, without NUL bytes (Linux shows 15 bytes)",
-        default: "loglag-writer",
-    },
-    Setting {
-        key: "mode",
-        builder: "NonBlockingBuilder::mode",
-        expected: "off, format-only, sync or async",
-        default: "async, or LOGLAG_MODE",
-    },
-    Setting {
-        key: "flush_on_panic",
-        builder: "NonBlockingBuilder::flush_on_panic",
-        expected: "true or false",
-        default: "true",
-    },
-    Setting {
-        key: "flush_on_signals",
-        builder: "NonBlockingBuilder::flush_on_signals",
-        expected: "true or false",
-        default: "false",
-    },
-    Setting {
-        key: "sink",
-        builder: "NonBlockingBuilder::build(sink)",
-        expected: "stdout, stderr, file:///PATH, fifo:///PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix:///PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+http+json://HOST:PORT[/PATH]; no NUL bytes",
-        default: "stdout",
-    },
-    Setting {
-        key: "rotate",
-        builder: "rolling::Builder::rotation",
-        expected: "never, minutely, hourly, daily, weekly, or a period: 15m, 6h, 1d",
-        default: "never (a plain file)",
-    },
-    Setting {
-        key: "max_file_size",
-        builder: "rolling::Builder::max_file_size",
-        expected: "a size, at least 1 byte: 64MiB, 100MB",
-        default: "none",
-    },
-    Setting {
-        key: "keep",
-        builder: "rolling::Builder::max_log_files(keep + 1)",
-        expected: "a number of rotated files kept besides the live one, at least 1",
-        default: "every file",
-    },
-    Setting {
-        key: "compress",
-        builder: "rolling::Builder::compression",
-        expected: "gzip or none",
-        default: "none",
-    },
-];
+declare_settings! {
+    capacity_bytes: usize = 8 << 20,
+        parse: size,
+        check: |s| rule(
+            (MIN_CAPACITY_BYTES..=max_capacity_bytes()).contains(&s.capacity_bytes),
+            || describe_size(s.capacity_bytes as u64),
+        ),
+        row: (
+            "NonBlockingBuilder::capacity_bytes",
+            "a size (8MiB, 65536, 64KiB), at least 256 bytes and at most 16 GiB or the machine's physical memory, whichever is less",
+            "8MiB",
+        );
+    max_record_bytes: usize = 64 << 10,
+        parse: size,
+        check: |s| rule(s.max_record_bytes >= MIN_RECORD_BYTES, || {
+            describe_size(s.max_record_bytes as u64)
+        }),
+        row: (
+            "NonBlockingBuilder::max_record_bytes",
+            "a size, at least 64 bytes (a record longer than half of what the ring holds is cut to fit it)",
+            "64KiB",
+        );
+    /// Each logging thread's own ring (`queue/lanes.rs`); `None`: the default for the
+    /// budget, 0: none, every thread uses the shared ring.
+    thread_ring_bytes: Option<usize> = None,
+        parse: |t| size(t).map(Some),
+        check: |s| match s.thread_ring_bytes {
+            Some(b) => rule(b == 0 || (4096..=max_capacity_bytes()).contains(&b), || {
+                describe_size(b as u64)
+            }),
+            None => Ok(()),
+        },
+        row: (
+            "NonBlockingBuilder::thread_ring_bytes",
+            "0 for no thread rings, or a size from 4KiB to the largest budget (over a quarter of the budget: none)",
+            "1/32 of the budget, 4KiB to 1MiB",
+        );
+    batch_bytes: usize = 64 << 10,
+        parse: size,
+        check: |s| rule(s.batch_bytes >= 1, || describe_size(s.batch_bytes as u64)),
+        row: (
+            "NonBlockingBuilder::batch_bytes",
+            "a size, at least 1 byte (more than the budget: only the interval writes)",
+            "64KiB",
+        );
+    /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
+    /// top of the byte budget. `None` (the default) costs the producer path nothing.
+    buffered_lines_limit: Option<u64> = None,
+        parse: |t| parsed(t).map(Some),
+        check: |s| match s.buffered_lines_limit {
+            Some(n) => rule(n >= 1, || n.to_string()),
+            None => Ok(()),
+        },
+        row: (
+            "NonBlockingBuilder::buffered_lines_limit",
+            "a number of records, at least 1",
+            "none (the byte budget alone)",
+        );
+    overflow: Overflow = Overflow::default(),
+        parse: parsed,
+        check: |s| {
+            let ok = match s.overflow {
+                Overflow::BlockFor(d) => duration_ok(d),
+                Overflow::DropOldest => s.spool.is_none(),
+                _ => true,
+            };
+            rule(ok, || s.overflow.to_string())
+        },
+        row: (
+            "NonBlockingBuilder::overflow",
+            "block, block-for=5ms (at most 8760h), drop-newest, drop-oldest (not with a spool) or shed-by-level",
+            "shed-by-level",
+        );
+    reserve_fraction: f64 = 1.0 / 8.0,
+        parse: parsed,
+        check: |s| rule((0.0..=0.45).contains(&s.reserve_fraction), || {
+            s.reserve_fraction.to_string()
+        }),
+        row: (
+            "NonBlockingBuilder::reserve_fraction",
+            "a fraction from 0 to 0.45",
+            "0.125",
+        );
+    flush_interval: Duration = Duration::from_millis(100),
+        parse: duration,
+        check: |s| {
+            let d = s.flush_interval;
+            rule(d >= MIN_FLUSH_INTERVAL && duration_ok(d), || format!("{d:?}"))
+        },
+        row: (
+            "NonBlockingBuilder::flush_interval",
+            "a duration from 100us to 8760h (a year): 500us, 100ms, 5s, 1m, 2h, 1d",
+            "100ms",
+        );
+    flush_level: Level = Level::Error,
+        parse: parsed,
+        row: (
+            "NonBlockingBuilder::flush_level",
+            "trace, debug, info, warn or error",
+            "error",
+        );
+    shutdown_timeout: Duration = Duration::from_secs(5),
+        parse: duration,
+        check: |s| rule(duration_ok(s.shutdown_timeout), || {
+            format!("{:?}", s.shutdown_timeout)
+        }),
+        row: ("NonBlockingBuilder::shutdown_timeout", DURATION, "5s");
+    /// `None`: the in-band reports follow the front-end's format (compact text until
+    /// a `LoglagLayer` or `Logger` says otherwise).
+    report_format: Option<Format> = None,
+        parse: |t| parsed(t).map(Some),
+        row: (
+            "NonBlockingBuilder::report_format",
+            "json, compact, logfmt or syslog",
+            "the front end's",
+        );
+    spool: Option<PathBuf> = None,
+        parse: |t: &str| Some(Some(PathBuf::from(t))),
+        check: |s| match &s.spool {
+            Some(path) => {
+                let text = path.to_string_lossy();
+                rule(!text.trim().is_empty() && !text.contains('\0'), || {
+                    text.clone().into_owned()
+                })
+            }
+            None => Ok(()),
+        },
+        row: (
+            "NonBlockingBuilder::spool",
+            "a path, not empty, without NUL bytes",
+            "none",
+        );
+    spool_sync: SpoolSync = SpoolSync::Never,
+        parse: spool_sync,
+        check: |s| match s.spool_sync {
+            SpoolSync::Every(d) => rule(d >= Duration::from_millis(1) && duration_ok(d), || {
+                format!("{d:?}")
+            }),
+            _ => Ok(()),
+        },
+        row: (
+            "NonBlockingBuilder::spool_sync",
+            "never, every-flush, or a duration (at most this often) from 1ms to 8760h",
+            "never",
+        );
+    spool_required: bool = false,
+        parse: boolean,
+        row: ("NonBlockingBuilder::spool_required", "true or false", "false");
+    /// The writer thread's name.
+    thread_name: String = "loglag-writer".into(),
+        parse: |t: &str| Some(t.to_owned()),
+        check: |s| rule(
+            !s.thread_name.trim().is_empty() && !s.thread_name.contains('\0'),
+            || s.thread_name.clone(),
+        ),
+        row: (
+            "NonBlockingBuilder::thread_name",
+            "a thread name, not empty, without NUL bytes (Linux shows 15 bytes)",
+            "loglag-writer",
+        );
+    /// `None`: `LOGLAG_MODE` decides at the start (async when it is not set).
+    mode: Option<Mode> = None,
+        parse: |t| parsed(t).map(Some),
+        row: (
+            "NonBlockingBuilder::mode",
+            "off, format-only, sync or async",
+            "async, or LOGLAG_MODE",
+        );
+    flush_on_panic: bool = true,
+        parse: boolean,
+        row: ("NonBlockingBuilder::flush_on_panic", "true or false", "true");
+    flush_on_signals: bool = false,
+        parse: boolean,
+        row: ("NonBlockingBuilder::flush_on_signals", "true or false", "false");
+    @sink_rows:
+    (
+        "sink",
+        "NonBlockingBuilder::build(sink)",
+        "stdout, stderr, file:///PATH, fifo:///PATH, syslog+tcp://HOST:PORT, syslog+udp://HOST:PORT, syslog+unix:///PATH, relp://HOST:PORT, otlp+http://HOST:PORT[/PATH] or otlp+http+json://HOST:PORT[/PATH]; no NUL bytes",
+        "stdout",
+    );
+    (
+        "rotate",
+        "rolling::Builder::rotation",
+        "never, minutely, hourly, daily, weekly, or a period: 15m, 6h, 1d",
+        "never (a plain file)",
+    );
+    (
+        "max_file_size",
+        "rolling::Builder::max_file_size",
+        "a size, at least 1 byte: 64MiB, 100MB",
+        "none",
+    );
+    (
+        "keep",
+        "rolling::Builder::max_log_files(keep + 1)",
+        "a number of rotated files kept besides the live one, at least 1",
+        "every file",
+    );
+    (
+        "compress",
+        "rolling::Builder::compression",
+        "gzip or none",
+        "none",
+    );
+}
+
+/// The shortest interval the writer honours: below it, waking costs more than it
+/// saves, and a zero would spin.
+const MIN_FLUSH_INTERVAL: Duration = Duration::from_micros(100);
+
+/// A duration within the configured range, or `Duration::MAX` (no limit, from the
+/// builder).
+fn duration_ok(d: Duration) -> bool {
+    d <= MAX_CONFIGURED_DURATION || d == Duration::MAX
+}
+
+/// A check's answer: `Err` carries the value as an error shows it.
+fn rule(ok: bool, shown: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(shown())
+    }
+}
+
+fn size(text: &str) -> Option<usize> {
+    parse_size(text).ok().and_then(|n| usize::try_from(n).ok())
+}
+
+fn duration(text: &str) -> Option<Duration> {
+    parse_duration(text).ok()
+}
+
+fn boolean(text: &str) -> Option<bool> {
+    match text {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+fn parsed<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.parse().ok()
+}
+
+fn spool_sync(text: &str) -> Option<SpoolSync> {
+    match text.to_ascii_lowercase().replace('_', "-").as_str() {
+        "never" => Some(SpoolSync::Never),
+        "every-flush" => Some(SpoolSync::EveryFlush),
+        _ => duration(text).map(SpoolSync::Every),
+    }
+}
 
 /// The row of `key`.
 pub(crate) fn setting(key: &str) -> Option<&'static Setting> {
@@ -306,160 +418,23 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// One settings model: every option of a pipeline, whether it comes from a
-/// [`NonBlockingBuilder`](crate::NonBlockingBuilder) method, a TOML key, a `LOGLAG_*`
-/// variable or a sink URL's query (`file:///var/log/app.log?rotate=daily&capacity_bytes=16MiB`),
-/// is read by one parser ([`Settings::set`]) and checked by one rule
-/// ([`Settings::validate`]), so a bad value is the same error, naming the same key,
-/// whichever way it was said. [`SETTINGS`] is the table of them all; the docs' table is
-/// drawn from it (`docs/settings.md`, tested).
-///
-/// ```
-/// let mut settings = loglag::Settings::default();
-/// settings.set("capacity_bytes", "16MiB")?;
-/// settings.set("flush_interval", "1h")?;
-/// let e = settings.set("reserve_fraction", "0.9").unwrap_err();
-/// assert_eq!(e.key, "reserve_fraction");
-/// let (writer, guard) = loglag::NonBlockingBuilder::from(settings)
-///     .build(loglag::sink::WriterSink::new(std::io::sink()))?;
-/// # drop((writer, guard));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
-/// A pipeline's settings: what the builder, a TOML file, the environment and a sink
-/// URL's query all set, and what the pipeline starts from once [`validate`](Self::validate)
-/// accepts it. The pipeline never adjusts a value it was given: one that cannot work is
-/// an error naming it.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub(crate) capacity_bytes: usize,
-    pub(crate) max_record_bytes: usize,
-    pub(crate) overflow: Overflow,
-    pub(crate) reserve_fraction: f64,
-    pub(crate) batch_bytes: usize,
-    pub(crate) flush_interval: Duration,
-    pub(crate) flush_level: Level,
-    pub(crate) shutdown_timeout: Duration,
-    /// `None`: the in-band reports follow the front-end's format (compact text until
-    /// a `LoglagLayer` or `Logger` says otherwise).
-    pub(crate) report_format: Option<Format>,
-    pub(crate) mode: Mode,
-    /// Whether `LOGLAG_MODE` decides the mode at start (no `mode` was set).
-    pub(crate) mode_from_env: bool,
-    pub(crate) spool: Option<PathBuf>,
-    pub(crate) spool_sync: SpoolSync,
-    pub(crate) spool_required: bool,
-    /// A spool was asked for and refused (in use, corrupt, not ours): the pipeline
-    /// runs without it. Not a setting: what the start found.
-    pub(crate) spool_refused: bool,
-    /// The writer thread's name.
-    pub(crate) thread_name: String,
-    /// tracing-appender's `buffered_lines_limit`: at most this many records queued, on
-    /// top of the byte budget. `None` (the default) costs the producer path nothing.
-    pub(crate) max_records: Option<u64>,
-    /// Each logging thread's own ring (`lanes.rs`); `None`: the default for the
-    /// budget, 0: none, every thread uses the shared ring.
-    pub(crate) thread_ring_bytes: Option<usize>,
-    pub(crate) flush_on_panic: bool,
-    pub(crate) flush_on_signals: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            capacity_bytes: 8 << 20,
-            max_record_bytes: 64 << 10,
-            overflow: Overflow::default(),
-            reserve_fraction: 1.0 / 8.0,
-            batch_bytes: 64 << 10,
-            flush_interval: Duration::from_millis(100),
-            flush_level: Level::Error,
-            shutdown_timeout: Duration::from_secs(5),
-            report_format: None,
-            mode: Mode::Async,
-            mode_from_env: true,
-            spool: None,
-            spool_sync: SpoolSync::Never,
-            spool_required: false,
-            spool_refused: false,
-            thread_name: "loglag-writer".into(),
-            max_records: None,
-            thread_ring_bytes: None,
-            flush_on_panic: true,
-            flush_on_signals: false,
-        }
-    }
-}
-
-/// The shortest interval the writer honours: below it, waking costs more than it
-/// saves, and a zero would spin.
-const MIN_FLUSH_INTERVAL: Duration = Duration::from_micros(100);
-
-/// A duration within the configured range, or `Duration::MAX` (no limit, from the
-/// builder).
-fn duration_ok(d: Duration) -> bool {
-    d <= MAX_CONFIGURED_DURATION || d == Duration::MAX
-}
-
 impl Settings {
     /// Sets `key` (a pipeline key of [`SETTINGS`]) from its text, as a TOML file, a
     /// variable or a URL query gives it, and checks it as [`validate`](Self::validate)
     /// would. On error nothing changes.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let bad = || SettingError::new(key, value);
-        let text = value.trim();
-        let size = || {
-            parse_size(text)
-                .ok()
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(bad)
-        };
-        let duration = || parse_duration(text).map_err(|_| bad());
-        let boolean = || match text {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err(bad()),
-        };
         let mut next = self.clone();
-        match key {
-            "capacity_bytes" => next.capacity_bytes = size()?,
-            "max_record_bytes" => next.max_record_bytes = size()?,
-            "thread_ring_bytes" => next.thread_ring_bytes = Some(size()?),
-            "batch_bytes" => next.batch_bytes = size()?,
-            "buffered_lines_limit" => {
-                next.max_records = Some(text.parse().map_err(|_| bad())?);
-            }
-            "overflow" => next.overflow = text.parse().map_err(|_| bad())?,
-            "reserve_fraction" => next.reserve_fraction = text.parse().map_err(|_| bad())?,
-            "flush_interval" => next.flush_interval = duration()?,
-            "flush_level" => next.flush_level = text.parse().map_err(|_| bad())?,
-            "shutdown_timeout" => next.shutdown_timeout = duration()?,
-            "report_format" => next.report_format = Some(text.parse().map_err(|_| bad())?),
-            "spool" => next.spool = Some(PathBuf::from(text)),
-            "spool_sync" => {
-                let sync = match text.to_ascii_lowercase().replace('_', "-").as_str() {
-                    "never" => SpoolSync::Never,
-                    "every-flush" => SpoolSync::EveryFlush,
-                    _ => SpoolSync::Every(duration()?),
-                };
-                next.spool_sync = sync;
-            }
-            "spool_required" => next.spool_required = boolean()?,
-            "thread_name" => next.thread_name = text.to_owned(),
-            "mode" => {
-                next.mode = text.parse().map_err(|_| bad())?;
-                next.mode_from_env = false;
-            }
-            "flush_on_panic" => next.flush_on_panic = boolean()?,
-            "flush_on_signals" => next.flush_on_signals = boolean()?,
-            _ if setting(key).is_some() => {
+        match next.assign(key, value.trim()) {
+            Some(true) => {}
+            Some(false) => return Err(SettingError::new(key, value)),
+            None if setting(key).is_some() => {
                 return Err(SettingError::with_expected(
                     key,
                     value,
                     "a sink's setting: give it with the sink (sink = \"file:///var/log/app.log?rotate=daily\") or on its own key in a Config",
                 ))
             }
-            _ => return Err(SettingError::unknown(key, value)),
+            None => return Err(SettingError::unknown(key, value)),
         }
         if let Some(e) = next.problems().into_iter().find(|e| e.key == key) {
             return Err(SettingError {
@@ -499,114 +474,88 @@ impl Settings {
         }
     }
 
-    /// Every setting that cannot work, in the table's order.
-    pub(crate) fn problems(&self) -> Vec<SettingError> {
-        let mut out = Vec::new();
-        let mut check = |ok: bool, key: &str, value: String| {
-            if !ok {
-                out.push(SettingError::new(key, value));
-            }
-        };
-        let max = max_capacity_bytes();
-        check(
-            (MIN_CAPACITY_BYTES..=max).contains(&self.capacity_bytes),
-            "capacity_bytes",
-            describe_size(self.capacity_bytes as u64),
-        );
-        check(
-            self.max_record_bytes >= MIN_RECORD_BYTES,
-            "max_record_bytes",
-            describe_size(self.max_record_bytes as u64),
-        );
-        if let Some(bytes) = self.thread_ring_bytes {
-            check(
-                bytes == 0 || (4096..=max).contains(&bytes),
-                "thread_ring_bytes",
-                describe_size(bytes as u64),
-            );
-        }
-        check(
-            self.batch_bytes >= 1,
-            "batch_bytes",
-            describe_size(self.batch_bytes as u64),
-        );
-        if let Some(n) = self.max_records {
-            check(n >= 1, "buffered_lines_limit", n.to_string());
-        }
-        let overflow_ok = match self.overflow {
-            Overflow::BlockFor(d) => duration_ok(d),
-            Overflow::DropOldest => self.spool.is_none(),
-            _ => true,
-        };
-        check(overflow_ok, "overflow", self.overflow.to_string());
-        check(
-            (0.0..=0.45).contains(&self.reserve_fraction),
-            "reserve_fraction",
-            self.reserve_fraction.to_string(),
-        );
-        check(
-            self.flush_interval >= MIN_FLUSH_INTERVAL && duration_ok(self.flush_interval),
-            "flush_interval",
-            format!("{:?}", self.flush_interval),
-        );
-        check(
-            duration_ok(self.shutdown_timeout),
-            "shutdown_timeout",
-            format!("{:?}", self.shutdown_timeout),
-        );
-        if let Some(path) = &self.spool {
-            let text = path.to_string_lossy();
-            check(
-                !text.trim().is_empty() && !text.contains('\0'),
-                "spool",
-                text.into_owned(),
-            );
-        }
-        if let SpoolSync::Every(d) = self.spool_sync {
-            check(
-                d >= Duration::from_millis(1) && duration_ok(d),
-                "spool_sync",
-                format!("{d:?}"),
-            );
-        }
-        check(
-            !self.thread_name.trim().is_empty() && !self.thread_name.contains('\0'),
-            "thread_name",
-            self.thread_name.clone(),
-        );
-        out
+    /// These settings, checked: the way into a pipeline for `build`, which fails on
+    /// the first that cannot work.
+    pub(crate) fn validated(self) -> Result<Validated, SettingError> {
+        self.validate()?;
+        Ok(Validated::new(self))
     }
 
-    /// Replaces each setting that cannot work by its default, returning what was
-    /// replaced: `finish`, which cannot fail, warns about each and carries on.
-    pub(crate) fn repair(&mut self) -> Vec<SettingError> {
+    /// These settings with each that cannot work replaced by its default, and what was
+    /// replaced: the way into a pipeline for `finish` only, which cannot fail and warns
+    /// about each (tracing-appender's `non_blocking` takes any writer and starts).
+    pub(crate) fn repaired(mut self) -> (Validated, Vec<SettingError>) {
         let problems = self.problems();
-        let defaults = Settings::default();
         for e in &problems {
-            match e.key.as_str() {
-                "capacity_bytes" => {
-                    self.capacity_bytes = defaults.capacity_bytes.min(max_capacity_bytes())
-                }
-                "max_record_bytes" => self.max_record_bytes = defaults.max_record_bytes,
-                "thread_ring_bytes" => self.thread_ring_bytes = None,
-                "batch_bytes" => self.batch_bytes = defaults.batch_bytes,
-                "buffered_lines_limit" => self.max_records = None,
-                "overflow" => self.overflow = defaults.overflow,
-                "reserve_fraction" => self.reserve_fraction = defaults.reserve_fraction,
-                "flush_interval" => self.flush_interval = defaults.flush_interval,
-                "shutdown_timeout" => self.shutdown_timeout = defaults.shutdown_timeout,
-                "spool" => self.spool = None,
-                "spool_sync" => self.spool_sync = SpoolSync::Never,
-                "thread_name" => self.thread_name = defaults.thread_name.clone(),
-                _ => {}
-            }
+            self.reset(&e.key);
         }
-        problems
+        debug_assert!(self.problems().is_empty(), "every default is valid");
+        (Validated::new(self), problems)
     }
 
     /// The default of `key`, as its row says, for a warning.
     pub(crate) fn default_text(key: &str) -> &'static str {
         setting(key).map_or("", |s| s.default)
+    }
+}
+
+/// Settings [`Settings::validate`] accepted, and what the start found: the only way
+/// into a `Core`. The facts are not settings (no key sets them) and live here, apart.
+#[derive(Debug, Clone)]
+pub(crate) struct Validated {
+    settings: Settings,
+    /// The mode the pipeline runs in: `Settings::mode`, or what `LOGLAG_MODE` said
+    /// when that is `None` (the builder reads it at the start).
+    pub(crate) mode: Mode,
+    /// A spool was asked for and refused (in use, corrupt, not ours): the pipeline
+    /// runs without it.
+    pub(crate) spool_refused: bool,
+}
+
+impl Validated {
+    fn new(settings: Settings) -> Validated {
+        Validated {
+            mode: settings.mode.unwrap_or(Mode::Async),
+            settings,
+            spool_refused: false,
+        }
+    }
+
+    /// The settings, read-only: nothing after `validate` changes one except through
+    /// the narrow methods below, each of which keeps it valid.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The spool was refused: run without it, and say so in the metrics.
+    pub(crate) fn refuse_spool(&mut self) {
+        self.settings.spool = None;
+        self.spool_refused = true;
+    }
+
+    /// A batch larger than the budget is never reached (only the interval writes then),
+    /// and the writer's buffer is sized by it: the budget + 1 means the same without a
+    /// buffer of any size asked for (`batch_bytes = "8760GiB"`). Still at least 1.
+    pub(crate) fn cap_batch_to(&mut self, budget: u64) {
+        let never_reached = usize::try_from(budget).map_or(usize::MAX, |b| b.saturating_add(1));
+        self.settings.batch_bytes = self.settings.batch_bytes.min(never_reached);
+    }
+
+    /// A record must always fit the shared ring (where a record too long for a
+    /// thread's ring goes) with room to spare, or a policy could wait forever.
+    pub(crate) fn fit_records_to(&mut self, max_fit: usize) {
+        self.settings.max_record_bytes = self
+            .settings
+            .max_record_bytes
+            .clamp(64.min(max_fit), max_fit);
+    }
+}
+
+impl std::ops::Deref for Validated {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.settings
     }
 }
 
@@ -670,16 +619,17 @@ mod tests {
 
     #[test]
     fn repair_puts_back_the_default_of_each_bad_setting_only() {
-        let mut settings = Settings {
+        let settings = Settings {
             batch_bytes: 0,
             reserve_fraction: -1.0,
             capacity_bytes: 1 << 20,
             ..Settings::default()
         };
-        let replaced: Vec<String> = settings.repair().into_iter().map(|e| e.key).collect();
+        let (repaired, replaced) = settings.repaired();
+        let replaced: Vec<String> = replaced.into_iter().map(|e| e.key).collect();
         assert_eq!(replaced, ["batch_bytes", "reserve_fraction"]);
-        assert_eq!(settings.batch_bytes, 64 << 10);
-        assert_eq!(settings.capacity_bytes, 1 << 20, "a good one is kept");
-        settings.validate().unwrap();
+        assert_eq!(repaired.batch_bytes, 64 << 10);
+        assert_eq!(repaired.capacity_bytes, 1 << 20, "a good one is kept");
+        repaired.settings().validate().unwrap();
     }
 }
