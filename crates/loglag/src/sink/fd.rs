@@ -195,7 +195,7 @@ impl FdSink {
     /// Wraps an open file (or the write end of a pipe).
     #[cfg(windows)]
     pub fn from_file(file: File) -> FdSink {
-        let id = crate::sys::windows::file_info(&file).map_or((0, 0), |i| i.id);
+        let id = crate::sys::file_id(&file).unwrap_or((0, 0));
         FdSink {
             fd: -1,
             _owned: Some(file),
@@ -273,18 +273,8 @@ impl FileSink for FdSink {
         None
     }
 
-    #[cfg(unix)]
     fn identity(&mut self) -> Option<(u64, u64)> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = self.regular_file()?.metadata().ok()?;
-        Some((meta.dev(), meta.ino()))
-    }
-
-    #[cfg(windows)]
-    fn identity(&mut self) -> Option<(u64, u64)> {
-        crate::sys::windows::file_info(self.regular_file()?)
-            .ok()
-            .map(|i| i.id)
+        crate::sys::file_id(self.regular_file()?).ok()
     }
 
     /// Windows' handles here are never non-blocking: the default, which does not wait.

@@ -55,46 +55,18 @@ pub(super) fn open_with(
     // Ours to remove if refused: created by this call and still empty once locked (a
     // process that locked it first and made it a spool makes it not ours).
     let ours = match created && len == 0 {
-        true => file_id(&file).ok(),
+        true => crate::sys::file_id(&file).ok(),
         false => None,
     };
     let opened = open_locked_file(path, file, len, create, sink, sync);
     if let (Err(_), Some(id)) = (&opened, ours) {
         // The file is closed (and unlocked) by now. Removed only if the path still
         // names it: never a file another process put there since.
-        if path_id(path).is_ok_and(|now| now == id) {
+        if crate::sys::path_id(path).is_ok_and(|now| now == id) {
             let _ = std::fs::remove_file(path);
         }
     }
     opened
-}
-
-/// The identity of an open file: device and inode (unix), volume and index (Windows).
-fn file_id(file: &std::fs::File) -> io::Result<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = file.metadata()?;
-        Ok((meta.dev(), meta.ino()))
-    }
-    #[cfg(windows)]
-    {
-        Ok(crate::sys::windows::file_info(file)?.id)
-    }
-}
-
-/// The identity of what `path` names, without following a symlink.
-fn path_id(path: &Path) -> io::Result<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::symlink_metadata(path)?;
-        Ok((meta.dev(), meta.ino()))
-    }
-    #[cfg(windows)]
-    {
-        Ok(crate::sys::windows::path_info(path)?.id)
-    }
 }
 
 /// [`open_with`] once the file is open and locked.
@@ -289,21 +261,9 @@ fn allocate(file: &std::fs::File, len: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// `pread` of `buf.len()` bytes at `offset`.
-#[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    crate::sys::windows::read_exact_at(file, buf, offset)
-}
-
 fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
     let mut head = [0u8; 24];
-    read_exact_at(file, &mut head, 0).map_err(|e| {
+    crate::sys::read_exact_at(file, &mut head, 0).map_err(|e| {
         invalid(
             path,
             SpoolErrorKind::NotASpool,
@@ -341,14 +301,14 @@ fn read_capacity(file: &std::fs::File, path: &Path) -> io::Result<u64> {
 }
 
 /// Checks, read-only, that `path` is a spool no live process holds, whose header
-/// and length agree. Returns its metadata.
-pub(super) fn check(path: &Path) -> io::Result<std::fs::Metadata> {
+/// and length agree. Returns its identity.
+pub(super) fn check(path: &Path) -> io::Result<(u64, u64)> {
     let (file, len, _) = open_locked(path, Access::Look)?;
     if len == 0 {
         return Err(empty_spool(path));
     }
     existing_capacity(&file, path, len)?;
-    file.metadata()
+    crate::sys::file_id(&file)
 }
 
 /// How a spool file is opened: to write it (one process at a time), or to look.
@@ -405,59 +365,11 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64, b
     Ok((file, len, created))
 }
 
-/// Takes the spool's lock without waiting: exclusive to write it, shared to look.
-/// `false` when held (the OS error says why).
-#[cfg(unix)]
+/// Takes the spool's lock without waiting: exclusive to write it, shared to look
+/// (`flock`; on Windows a lock on one byte past the data). `false` when held, or when
+/// the file system has no locks: a spool two processes could write is refused.
 fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
-    let lock = if exclusive {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_SH
-    };
-    // SAFETY: flock on a descriptor we own.
-    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(file), lock | libc::LOCK_NB) == 0 }
-}
-
-/// Takes the spool's lock (one byte past the data) without waiting.
-#[cfg(windows)]
-fn try_lock(file: &std::fs::File, exclusive: bool) -> bool {
-    crate::sys::windows::try_lock(file, exclusive).unwrap_or(false)
-}
-
-/// Opens the spool without following a symlink, created `0600` on unix (Windows has
-/// no mode: the file takes its directory's ACL). Also returns whether it created it.
-#[cfg(windows)]
-fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs::File, bool)> {
-    use std::os::windows::fs::OpenOptionsExt;
-    let (file, created) = create_or_open(create, |new| {
-        OpenOptions::new()
-            .read(true)
-            .write(write)
-            .create_new(new)
-            .truncate(false)
-            .custom_flags(crate::sys::windows::NO_FOLLOW)
-            .open(path)
-    })
-    .map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot open spool {}: {e}", path.display()),
-        )
-    })?;
-    let meta = file.metadata()?;
-    if meta.file_type().is_symlink() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "cannot open spool {}: it is a symlink; a spool must be a regular file",
-                path.display()
-            ),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(not_a_regular_file(path, &meta));
-    }
-    Ok((file, created))
+    crate::sys::try_lock(file, exclusive).unwrap_or(false)
 }
 
 /// `open(true)` creates the file only if there is none (`O_EXCL`), `open(false)`
@@ -487,26 +399,24 @@ fn create_or_open(
     }
 }
 
-/// Opens the spool without following a symlink, created `0600`, refuses what is no
-/// regular file, and clears the `O_NONBLOCK` it was opened with. Also returns whether
-/// it created it.
-#[cfg(unix)]
+/// Opens the spool without following a symlink, created `0600` (Windows has no mode:
+/// the file takes its directory's ACL), and refuses what is no regular file. Also
+/// returns whether it created it.
 fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs::File, bool)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: should the path become a FIFO after that look, the open returns at
-    // once rather than waiting for a writer, and what was opened is checked again.
+    // `crate::sys::open_no_follow` opens without waiting: should the path become a
+    // FIFO after the caller's look, the open returns at once, and what was opened is
+    // checked again below.
     let (file, created) = create_or_open(create, |new| {
-        OpenOptions::new()
+        let mut options = OpenOptions::new();
+        options
             .read(true)
             .write(write)
             .create_new(new)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(path)
+            .truncate(false);
+        crate::sys::open_no_follow(crate::sys::create_mode(&mut options, 0o600), path)
     })
     .map_err(|e| {
-        let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+        let hint = if crate::sys::is_link_refusal(&e) {
             " (it is a symlink; a spool must be a regular file)"
         } else {
             ""
@@ -519,17 +429,6 @@ fn open_no_follow(path: &Path, write: bool, create: bool) -> io::Result<(std::fs
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_a_regular_file(path, &meta));
-    }
-    // A regular file, so O_NONBLOCK changes nothing; cleared all the same, so that the
-    // descriptor is the ordinary one the rest of the code expects.
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-    // SAFETY: fcntl on a descriptor we own.
-    let cleared = unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        flags != -1 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) != -1
-    };
-    if !cleared {
-        return Err(io::Error::last_os_error());
     }
     Ok((file, created))
 }
@@ -622,17 +521,7 @@ pub fn recover_opening<S: Sink>(
             format!("no spool at {}", path.display()),
         ));
     }
-    let spool = check(path)?;
-    #[cfg(unix)]
-    let spool_id = {
-        use std::os::unix::fs::MetadataExt;
-        (spool.dev(), spool.ino())
-    };
-    #[cfg(windows)]
-    let spool_id = {
-        let _ = spool;
-        crate::sys::windows::path_info(path)?.id
-    };
+    let spool_id = check(path)?;
     let mut sink = open_sink()?;
     if crate::sink::place(&mut sink).1 == Some(spool_id) {
         return Err(io::Error::new(

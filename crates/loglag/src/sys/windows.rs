@@ -12,6 +12,8 @@ use std::os::windows::fs::OpenOptionsExt;
 use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 
+use super::Identity;
+
 use windows_sys::Win32::Foundation::{
     CloseHandle, GetLastError, ERROR_ACCESS_DENIED, ERROR_LOCK_VIOLATION, FILETIME, HANDLE,
     STILL_ACTIVE, SYSTEMTIME,
@@ -31,17 +33,6 @@ use windows_sys::Win32::System::IO::OVERLAPPED;
 /// opens as the link, which the caller then refuses, as `O_NOFOLLOW` makes unix
 /// refuse it.
 pub(crate) const NO_FOLLOW: u32 = FILE_FLAG_OPEN_REPARSE_POINT;
-
-/// What a handle refers to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FileInfo {
-    /// (volume serial number, file index): what (device, inode) is on unix. (On ReFS
-    /// a file's full identity is 128 bits; the 64-bit index is what NTFS has.)
-    pub(crate) id: (u64, u64),
-    /// Its names; 0 once it is deleted (pending deletion: the last handle to close
-    /// removes it), as `st_nlink` is 0 on unix.
-    pub(crate) links: u64,
-}
 
 /// The volume serial number of each file index seen, for a handle whose volume Windows
 /// cannot tell. Wine answers 0 for a handle whose file was renamed since it was opened
@@ -72,7 +63,7 @@ fn volume_of(index: u64, volume: u64) -> u64 {
 }
 
 /// The identity and link count of an open file.
-pub(crate) fn file_info(file: &File) -> io::Result<FileInfo> {
+pub(crate) fn file_info(file: &File) -> io::Result<Identity> {
     let handle = file.as_raw_handle() as HANDLE;
     // SAFETY: plain-old-data out-structures for a handle `file` keeps open.
     unsafe {
@@ -89,7 +80,7 @@ pub(crate) fn file_info(file: &File) -> io::Result<FileInfo> {
         ) != 0
             && standard.DeletePending;
         let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
-        Ok(FileInfo {
+        Ok(Identity {
             id: (
                 volume_of(index, u64::from(info.dwVolumeSerialNumber)),
                 index,
@@ -106,7 +97,7 @@ pub(crate) fn file_info(file: &File) -> io::Result<FileInfo> {
 /// The identity of what `path` names, without following a link (as `lstat`). Opens
 /// it with no access to its data, sharing everything: no writer or reader of it
 /// notices.
-pub(crate) fn path_info(path: &Path) -> io::Result<FileInfo> {
+pub(crate) fn path_info(path: &Path) -> io::Result<Identity> {
     let file = OpenOptions::new()
         .access_mode(0)
         .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
@@ -160,7 +151,6 @@ pub(crate) fn try_lock(file: &File, exclusive: bool) -> io::Result<bool> {
     }
 }
 
-#[cfg_attr(not(feature = "rolling"), allow(dead_code))]
 fn wide(path: &Path) -> Vec<u16> {
     path.as_os_str()
         .encode_wide()
@@ -171,7 +161,6 @@ fn wide(path: &Path) -> Vec<u16> {
 /// Renames `from` to `to`, failing with `AlreadyExists` rather than replacing `to`
 /// (`MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`). An open file can be renamed
 /// when every handle to it shares deletion, as std's do.
-#[cfg_attr(not(feature = "rolling"), allow(dead_code))]
 pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let (f, t) = (wide(from), wide(to));
     // SAFETY: two NUL-terminated UTF-16 paths that outlive the call.
@@ -180,6 +169,83 @@ pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Opens `path` with `options` without following a symbolic link: Windows opens the
+/// link itself (`FILE_FLAG_OPEN_REPARSE_POINT`), which is then refused with an error
+/// [`is_link_refusal`] recognises, as `O_NOFOLLOW` makes unix refuse it.
+pub(crate) fn open_no_follow(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options.custom_flags(NO_FOLLOW).open(path)?;
+    if file.metadata()?.file_type().is_symlink() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, LinkRefused));
+    }
+    Ok(file)
+}
+
+/// The refusal of a symbolic link by [`open_no_follow`].
+#[derive(Debug)]
+struct LinkRefused;
+
+impl std::fmt::Display for LinkRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("it is a symbolic link")
+    }
+}
+
+impl std::error::Error for LinkRefused {}
+
+/// Whether [`open_no_follow`] failed because the name is a symbolic link.
+pub(crate) fn is_link_refusal(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<LinkRefused>())
+}
+
+/// Windows has no file modes (a new file takes its directory's ACL): nothing to set.
+pub(crate) fn create_mode(options: &mut OpenOptions, _mode: u32) -> &mut OpenOptions {
+    options
+}
+
+/// What the read-only attribute says, as permission bits; nothing applies them.
+pub(crate) fn mode_bits(meta: &std::fs::Metadata) -> u32 {
+    if meta.permissions().readonly() {
+        0o444
+    } else {
+        0o666
+    }
+}
+
+/// A file's modification time (the epoch where Windows cannot say).
+pub(crate) fn modified(meta: &std::fs::Metadata) -> std::time::SystemTime {
+    meta.modified().unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// An open file's metadata and identity: std's metadata carries no identity or link
+/// count on Windows, the handle does.
+pub(crate) fn stat_file(file: &File) -> io::Result<(std::fs::Metadata, Identity)> {
+    Ok((file.metadata()?, file_info(file)?))
+}
+
+/// What `path` names, not following a link: std's metadata, and the identity of the
+/// name itself (not what it points to).
+pub(crate) fn stat_path(path: &Path) -> io::Result<(std::fs::Metadata, Identity)> {
+    Ok((std::fs::symlink_metadata(path)?, path_info(path)?))
+}
+
+/// Windows' lock is this crate's own byte-range lock, which every file system takes.
+pub(crate) fn locks_unsupported(_e: &io::Error) -> bool {
+    false
+}
+
+/// Windows has no rename that swaps two names.
+pub(crate) fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no atomic exchange of two names on Windows",
+    ))
+}
+
+/// Whether [`rename_exchange`] failed because Windows cannot.
+pub(crate) fn no_exchange(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
 }
 
 /// Reads exactly `buf.len()` bytes at `offset` (`pread`; this moves the handle's
@@ -204,7 +270,6 @@ pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) ->
 /// that year (`GetTimeZoneInformationForYear`, then `SystemTimeToTzSpecificLocalTime`:
 /// what `SystemTimeToTzSpecificLocalTimeEx` does, which Wine 8 lacks). 0 where Windows
 /// cannot say (before 1601).
-#[cfg_attr(not(feature = "rolling"), allow(dead_code))]
 pub(crate) fn local_offset_s(utc_s: i64) -> i64 {
     use windows_sys::Win32::System::Time::{
         FileTimeToSystemTime, GetTimeZoneInformationForYear, SystemTimeToFileTime,
@@ -285,7 +350,6 @@ pub(crate) fn host_name() -> String {
 
 /// Whether process `pid` exists (`kill(pid, 0)`): one that runs, or one this user may
 /// not look at.
-#[cfg_attr(not(feature = "rolling"), allow(dead_code))]
 pub(crate) fn process_alive(pid: u32) -> bool {
     // SAFETY: OpenProcess returns null or a handle we close; GetExitCodeProcess writes
     // one u32.

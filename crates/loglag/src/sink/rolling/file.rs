@@ -5,10 +5,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-#[cfg(unix)]
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-#[cfg(windows)]
-use std::os::windows::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -17,6 +13,7 @@ use std::time::Duration;
 use super::fs::try_lock_exclusive;
 use super::names::{gz, DateFormat};
 use super::{Naming, RollingFile};
+use crate::sys;
 
 /// The identity (device, inode) of the file the writer has open. The writer holds the
 /// lock while it creates a file and publishes it; the housekeeper holds it while it
@@ -60,29 +57,18 @@ impl RollingFile {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
         let mut options = OpenOptions::new();
-        #[cfg(unix)]
-        options
-            .append(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        #[cfg(unix)]
+        // Read access on Windows: an append-only handle cannot take a lock there.
+        options.read(cfg!(windows)).append(true).create_new(true);
         if let Some(mode) = self.settings.file_mode {
-            options.mode(mode);
+            sys::create_mode(&mut options, mode);
         }
-        // Read access too: an append-only handle cannot take a lock on Windows.
-        #[cfg(windows)]
-        options
-            .read(true)
-            .append(true)
-            .create_new(true)
-            .custom_flags(crate::sys::windows::NO_FOLLOW);
         // Never an existing name: one may hold a rotated file's records (see
         // `Rules::adopt_rotation_leftover`), and a planted link is not followed.
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let (file, tmp) = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let tmp = path.with_file_name(format!(".{name}.{}.{n}.new", std::process::id()));
-            match options.open(&tmp) {
+            match sys::open_no_follow(&mut options, &tmp) {
                 Ok(file) => break (file, tmp),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -94,14 +80,13 @@ impl RollingFile {
         }
         // Its identity, asked under its first name: Wine cannot tell a renamed handle's
         // volume, and remembers it from here (see `crate::sys::windows::file_info`).
-        #[cfg(windows)]
-        crate::sys::windows::file_info(&file)?;
+        sys::file_id(&file)?;
         Ok((file, tmp))
     }
 
     /// Whether `path` names the file this sink has open.
     fn names_open_file(&self, path: &Path) -> bool {
-        id_at(path).is_ok_and(|id| id == self.live_id) && self.file.is_some()
+        sys::path_id(path).is_ok_and(|id| id == self.live_id) && self.file.is_some()
     }
 
     /// Opens the fixed name, waiting up to `lock_wait` for another writer that holds
@@ -160,16 +145,8 @@ impl RollingFile {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
         let mut options = OpenOptions::new();
-        #[cfg(unix)]
-        options
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-        // Read access too: an append-only handle cannot take a lock on Windows.
-        #[cfg(windows)]
-        options
-            .read(true)
-            .append(true)
-            .custom_flags(crate::sys::windows::NO_FOLLOW);
+        // Read access on Windows: an append-only handle cannot take a lock there.
+        options.read(cfg!(windows)).append(true);
         match how {
             Open::New => options.create_new(true),
             // A locked name is created under a temporary one first (below); a
@@ -177,23 +154,19 @@ impl RollingFile {
             Open::Continue if self.names.never => options.create(true),
             Open::Continue | Open::Existing => &mut options,
         };
-        #[cfg(unix)]
         if let Some(mode) = self.settings.file_mode {
-            options.mode(mode);
+            sys::create_mode(&mut options, mode);
         }
         let mut made_locked = false;
-        let opened = match options.open(path) {
+        let opened = match sys::open_no_follow(&mut options, path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound && how == Open::Continue => {
                 made_locked = true;
                 self.create_locked(path)
             }
             other => other,
         };
-        // Windows opens a link itself, where unix fails with ELOOP: refused here.
-        #[cfg(windows)]
-        let opened = opened.and_then(|f| super::fs::refuse_link(f, path));
         let file = opened.map_err(|e| {
-            if is_loop(&e) {
+            if sys::is_link_refusal(&e) {
                 io::Error::new(
                     e.kind(),
                     format!(
@@ -214,14 +187,14 @@ impl RollingFile {
                 format!("{} is not a regular file", path.display()),
             ));
         }
-        let id = id_in(&file, &meta)?;
+        let id = sys::file_id(&file)?;
         if !self.names.never {
             // Windows' locks do not nest: the handle `create_locked` made holds its lock
             // already, and a second one by that handle fails. (unix's flock takes it
             // again, as before.)
             let held = cfg!(windows) && made_locked;
             if !held && !try_lock_exclusive(&file)? {
-                let moved_on = id_at(path).map_or(true, |now| now != id);
+                let moved_on = sys::path_id(path).map_or(true, |now| now != id);
                 if moved_on {
                     // The holder rotated it away between our open and our lock: the
                     // name means another file now, which is worth trying at once.
@@ -234,7 +207,7 @@ impl RollingFile {
             }
             // Renamed (a rotation) or compressed and unlinked by a housekeeper between
             // the open and the lock: whatever the name means now, it is not this file.
-            let still_there = id_at(path).is_ok_and(|now| now == id);
+            let still_there = sys::path_id(path).is_ok_and(|now| now == id);
             if id_and_links(&file)?.1 == 0 || !still_there {
                 return Err(io::Error::new(
                     io::ErrorKind::Interrupted,
@@ -307,11 +280,11 @@ impl RollingFile {
         // for it (a restart) can never make it in between and lock this one out.
         let (fresh, tmp) = self.locked_temporary(&fixed)?;
         let live = self.live.lock();
-        let rotated_from = match rename_exchange(&tmp, &fixed) {
+        let rotated_from = match sys::rename_exchange(&tmp, &fixed) {
             Ok(()) => tmp.clone(),
             // No atomic exchange here (not Linux, or a file system without it): the
             // old file is renamed, then the new one put in its place.
-            Err(e) if no_exchange(&e) => fixed.clone(),
+            Err(e) if sys::no_exchange(&e) => fixed.clone(),
             Err(e) => {
                 let _ = self.fs.remove(&tmp);
                 return Err(e);
@@ -383,7 +356,7 @@ impl RollingFile {
         if links == 0 {
             return false;
         }
-        match id_at(&self.current) {
+        match sys::path_id(&self.current) {
             Ok(at_path) => at_path == open,
             // Gone. Any other error (EACCES, ESTALE) says nothing about the file: keep
             // writing to the descriptor that works.
@@ -456,99 +429,9 @@ impl RollingFile {
     }
 }
 
-/// Swaps two names in one step (`renameat2(RENAME_EXCHANGE)`); `EINVAL` or `ENOSYS`
-/// where the platform or file system cannot.
-#[cfg(target_os = "linux")]
-fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
-    let (a, b) = (c(a)?, c(b)?);
-    // SAFETY: both are valid NUL-terminated paths.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// Windows has no rename that swaps two names.
-#[cfg(windows)]
-fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "no atomic exchange of two names on Windows",
-    ))
-}
-
-/// Whether `rename_exchange` failed because the platform or file system cannot.
-#[cfg(unix)]
-fn no_exchange(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
-}
-
-#[cfg(windows)]
-fn no_exchange(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::Unsupported
-}
-
-/// Whether an open without following links failed on one (`ELOOP`).
-#[cfg(unix)]
-fn is_loop(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ELOOP)
-}
-
-/// Windows opens the link itself, and `refuse_link` has said so already.
-#[cfg(windows)]
-fn is_loop(_e: &io::Error) -> bool {
-    false
-}
-
-/// The (device, inode) of what `path` names, not following a link (`lstat`).
-#[cfg(unix)]
-fn id_at(path: &Path) -> io::Result<(u64, u64)> {
-    std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()))
-}
-
-#[cfg(windows)]
-fn id_at(path: &Path) -> io::Result<(u64, u64)> {
-    crate::sys::windows::path_info(path).map(|i| i.id)
-}
-
-/// The (device, inode) of `file`, whose metadata is `meta`.
-#[cfg(unix)]
-fn id_in(_file: &File, meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
-    Ok((meta.dev(), meta.ino()))
-}
-
-/// Windows' metadata carries no identity: asked of the handle.
-#[cfg(windows)]
-fn id_in(file: &File, _meta: &std::fs::Metadata) -> io::Result<(u64, u64)> {
-    crate::sys::windows::file_info(file).map(|i| i.id)
-}
-
 /// An open file's (device, inode) and its number of names (`fstat`).
-#[cfg(unix)]
 fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
-    file.metadata().map(|m| ((m.dev(), m.ino()), m.nlink()))
-}
-
-#[cfg(windows)]
-fn id_and_links(file: &File) -> io::Result<((u64, u64), u64)> {
-    crate::sys::windows::file_info(file).map(|i| (i.id, i.links))
+    sys::stat_file(file).map(|(_, i)| (i.id, i.links))
 }
 
 /// How [`RollingFile::open_path`] opens a name.
@@ -696,7 +579,10 @@ fn holds_lock(pid: u32, id: (u64, u64)) -> Option<bool> {
                 "/proc/{pid}/fd/{}",
                 fd.file_name().to_string_lossy()
             ))
-            .is_ok_and(|m| (m.dev(), m.ino()) == id)
+            .is_ok_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino()) == id
+            })
     }))
 }
 

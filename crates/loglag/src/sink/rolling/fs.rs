@@ -6,14 +6,10 @@
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-#[cfg(unix)]
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-#[cfg(windows)]
-use std::os::windows::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-#[cfg(unix)]
-use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::sys::{self, Identity};
 
 /// What kind of thing a name is (as `lstat` sees it: a link is not followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,36 +46,9 @@ impl Meta {
         }
     }
 
-    #[cfg(unix)]
-    fn of(m: &std::fs::Metadata) -> Meta {
-        let kind = if m.file_type().is_symlink() {
-            Kind::Symlink
-        } else if m.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
-        };
-        // From the raw fields: `modified()` can fail where `st_mtime` cannot.
-        let modified = if m.mtime() >= 0 {
-            UNIX_EPOCH + Duration::new(m.mtime() as u64, m.mtime_nsec() as u32)
-        } else {
-            UNIX_EPOCH - Duration::from_secs(m.mtime().unsigned_abs())
-                + Duration::from_nanos(m.mtime_nsec() as u64)
-        };
-        Meta {
-            kind,
-            id: (m.dev(), m.ino()),
-            len: m.len(),
-            modified,
-            mode: m.mode(),
-            nlink: m.nlink(),
-        }
-    }
-
-    /// On Windows std's metadata carries no identity or link count: `info` does. The
-    /// mode is what the read-only attribute says, and nothing applies it.
-    #[cfg(windows)]
-    fn of(m: &std::fs::Metadata, info: crate::sys::windows::FileInfo) -> Meta {
+    /// From std's metadata and what `crate::sys` adds (the identity and link count,
+    /// which std's metadata carries only on unix).
+    fn of((m, identity): (std::fs::Metadata, Identity)) -> Meta {
         let kind = if m.file_type().is_symlink() {
             Kind::Symlink
         } else if m.is_file() {
@@ -89,61 +58,23 @@ impl Meta {
         };
         Meta {
             kind,
-            id: info.id,
+            id: identity.id,
             len: m.len(),
-            modified: m.modified().unwrap_or(UNIX_EPOCH),
-            mode: if m.permissions().readonly() {
-                0o444
-            } else {
-                0o666
-            },
-            nlink: info.links,
+            modified: sys::modified(&m),
+            mode: sys::mode_bits(&m),
+            nlink: identity.links,
         }
     }
 }
 
 /// `lstat`.
-#[cfg(unix)]
 fn meta_at(path: &Path) -> io::Result<Meta> {
-    std::fs::symlink_metadata(path).map(|m| Meta::of(&m))
-}
-
-/// `lstat`: std's metadata, and the identity of what the name is (not what it
-/// points to).
-#[cfg(windows)]
-fn meta_at(path: &Path) -> io::Result<Meta> {
-    let m = std::fs::symlink_metadata(path)?;
-    Ok(Meta::of(&m, crate::sys::windows::path_info(path)?))
+    sys::stat_path(path).map(Meta::of)
 }
 
 /// An open file's metadata (`fstat`).
-#[cfg(unix)]
 fn meta_of(file: &File) -> io::Result<Meta> {
-    file.metadata().map(|m| Meta::of(&m))
-}
-
-#[cfg(windows)]
-fn meta_of(file: &File) -> io::Result<Meta> {
-    Ok(Meta::of(
-        &file.metadata()?,
-        crate::sys::windows::file_info(file)?,
-    ))
-}
-
-/// Refuses what was opened without following a link, if it is one: Windows opens the
-/// link itself where unix fails with `ELOOP`.
-#[cfg(windows)]
-pub(super) fn refuse_link(file: File, path: &Path) -> io::Result<File> {
-    if file.metadata()?.file_type().is_symlink() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{} is a symbolic link; loglag does not write through a link it did not make",
-                path.display()
-            ),
-        ));
-    }
-    Ok(file)
+    sys::stat_file(file).map(Meta::of)
 }
 
 /// One name in a directory, with what `lstat` said about it when it was listed.
@@ -205,48 +136,20 @@ impl Fs for OsFs {
         meta_at(path)
     }
 
-    #[cfg(unix)]
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)?;
+        let file = sys::open_no_follow(OpenOptions::new().read(true), path)?;
         Ok(Box::new(OsFile(file)))
-    }
-
-    #[cfg(windows)]
-    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Handle>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(crate::sys::windows::NO_FOLLOW)
-            .open(path)?;
-        Ok(Box::new(OsFile(refuse_link(file, path)?)))
     }
 
     /// `mode` is ignored on Windows, which has none.
-    #[cfg(windows)]
-    fn create_new(&self, path: &Path, _mode: u32) -> io::Result<Box<dyn Handle>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(crate::sys::windows::NO_FOLLOW)
-            .open(path)?;
-        Ok(Box::new(OsFile(file)))
-    }
-
-    #[cfg(unix)]
     fn create_new(&self, path: &Path, mode: u32) -> io::Result<Box<dyn Handle>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(mode)
-            .open(path)?;
-        Ok(Box::new(OsFile(file)))
+        let mut options = OpenOptions::new();
+        sys::create_mode(options.write(true).create_new(true), mode);
+        Ok(Box::new(OsFile(sys::open_no_follow(&mut options, path)?)))
     }
 
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        rename_noreplace(from, to)
+        sys::rename_noreplace(from, to)
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -289,119 +192,19 @@ impl Handle for OsFile {
         self.0.sync_all()
     }
 
-    #[cfg(unix)]
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        FileExt::read_exact_at(&self.0, buf, offset)
-    }
-
-    #[cfg(windows)]
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        crate::sys::windows::read_exact_at(&self.0, buf, offset)
+        sys::read_exact_at(&self.0, buf, offset)
     }
 }
 
-/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`: macOS's
-/// `renamex_np(RENAME_EXCL)`.
-#[cfg(target_vendor = "apple")]
-pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: both are valid NUL-terminated paths.
-    let r = unsafe { libc::renamex_np(f.as_ptr(), t.as_ptr(), libc::RENAME_EXCL) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        // A file system without RENAME_EXCL: link(2) refuses to replace too.
-        Some(libc::ENOTSUP | libc::EINVAL) => link_then_unlink(from, to),
-        _ => Err(e),
-    }
-}
-
-/// Where the platform has no rename that refuses to replace: `link(2)` refuses (it
-/// fails with `AlreadyExists`), then the old name goes.
-#[cfg(unix)]
-#[cfg_attr(
-    not(any(target_os = "linux", target_os = "android", target_vendor = "apple")),
-    allow(dead_code)
-)]
-fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
-    std::fs::hard_link(from, to)?;
-    std::fs::remove_file(from)
-}
-
-/// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING`: fails with `AlreadyExists`.
-#[cfg(windows)]
-pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    crate::sys::windows::rename_noreplace(from, to)
-}
-
-/// Neither Linux nor macOS: no rename that refuses to replace.
-#[cfg(all(
-    unix,
-    not(any(target_os = "linux", target_os = "android", target_vendor = "apple"))
-))]
-pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    link_then_unlink(from, to)
-}
-
-/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to`.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(super) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: both are valid NUL-terminated paths.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        // A file system without RENAME_NOREPLACE: link(2) refuses to replace too.
-        Some(libc::EINVAL | libc::ENOSYS) => link_then_unlink(from, to),
-        _ => Err(e),
-    }
-}
-
-/// Takes `file`'s exclusive lock without waiting: on Windows a lock on one byte past
-/// any data (`crate::sys::windows::try_lock`), which readers of the file do not feel.
-/// `Ok(false)`: another writer (or a housekeeper) holds it. The handle needs read or
-/// write access (an append-only handle cannot lock there).
-#[cfg(windows)]
+/// Takes `file`'s exclusive lock without waiting (on Windows a lock on one byte past
+/// any data, which readers of the file do not feel). `Ok(false)`: another writer (or a
+/// housekeeper) holds it. A file system without locks (some network mounts) can
+/// protect nothing; the sink logs as it did before locks rather than refusing to. The
+/// handle needs read or write access (an append-only handle cannot lock on Windows).
 pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
-    crate::sys::windows::try_lock(file, true)
-}
-
-/// Takes `file`'s exclusive `flock` without waiting. `Ok(false)`: another writer (or a
-/// housekeeper) holds it.
-#[cfg(unix)]
-pub(super) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock on a descriptor the caller owns.
-        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if r == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            // A file system without flock (some network mounts) can protect nothing;
-            // the sink logs as it did before locks rather than refusing to.
-            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::ENOSYS) => return Ok(true),
-            _ => return Err(e),
-        }
+    match sys::try_lock(file, true) {
+        Err(e) if sys::locks_unsupported(&e) => Ok(true),
+        taken => taken,
     }
 }

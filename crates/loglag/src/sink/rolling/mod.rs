@@ -651,17 +651,8 @@ impl FileSink for RollingFile {
         self.file()?.sync_data()
     }
 
-    #[cfg(unix)]
     fn identity(&mut self) -> Option<(u64, u64)> {
-        let meta = self.file().ok()?.metadata().ok()?;
-        Some((meta.dev(), meta.ino()))
-    }
-
-    #[cfg(windows)]
-    fn identity(&mut self) -> Option<(u64, u64)> {
-        crate::sys::windows::file_info(self.file().ok()?)
-            .ok()
-            .map(|i| i.id)
+        crate::sys::file_id(self.file().ok()?).ok()
     }
 }
 
