@@ -9,6 +9,10 @@
 //!   failure, attempts are skipped until the delay has passed (a collector that is
 //!   down costs the writer no time: OTLP, RELP, syslog, each link of a `Fallback`).
 //!
+//! [`Retry`] is a back-off with a deadline: every retry loop's "pause, or give up"
+//! (OTLP's and RELP's retries of a batch, the spool's and the rolling file's waits for
+//! a lock).
+//!
 //! Nothing here panics or overflows for any `Duration`: the doubling saturates, and an
 //! `Instant` that a delay would carry past what the clock holds is "far in the future"
 //! ([`instant_after`](crate::settings::units::instant_after)).
@@ -81,12 +85,105 @@ impl Backoff {
     }
 }
 
+/// A back-off's pauses until a deadline: between two attempts, either the next pause
+/// (and the attempt after it starts by the deadline) or none (give up now, without
+/// waiting for an attempt that could not start in time).
+#[derive(Debug, Clone)]
+pub(crate) struct Retry {
+    backoff: Backoff,
+    /// No attempt starts after it; `None`: no bound (a duration past what an `Instant`
+    /// holds).
+    deadline: Option<Instant>,
+}
+
+impl Retry {
+    pub(crate) fn new(backoff: Backoff, deadline: Option<Instant>) -> Retry {
+        Retry { backoff, deadline }
+    }
+
+    /// Pauses from `backoff` for up to `patience` from now.
+    pub(crate) fn for_up_to(backoff: Backoff, patience: Duration) -> Retry {
+        Retry::new(backoff, Instant::now().checked_add(patience))
+    }
+
+    /// The pause before the next attempt, at `now`: the back-off's next delay, or
+    /// `floor` if longer (a peer's Retry-After may ask for more, never for less).
+    /// `None` when the attempt after it would start past the deadline.
+    pub(crate) fn next_pause(&mut self, now: Instant, floor: Option<Duration>) -> Option<Duration> {
+        let pause = self.backoff.next().max(floor.unwrap_or(Duration::ZERO));
+        match self.deadline {
+            None => Some(pause),
+            Some(deadline) => now
+                .checked_add(pause)
+                .is_some_and(|next| next <= deadline)
+                .then_some(pause),
+        }
+    }
+
+    /// Waits out the next pause and says `true`, or says `false` at once when the next
+    /// attempt would start past the deadline.
+    pub(crate) fn wait(&mut self) -> bool {
+        self.wait_at_least(None)
+    }
+
+    /// [`wait`](Self::wait), pausing at least `floor`.
+    pub(crate) fn wait_at_least(&mut self, floor: Option<Duration>) -> bool {
+        match self.next_pause(Instant::now(), floor) {
+            Some(pause) => {
+                std::thread::sleep(pause);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    /// The spool's lock wait: 1, 2, 4, … 128 ms fit a 300 ms deadline (255 ms in all),
+    /// and the next (128 ms more) would start past it.
+    #[test]
+    fn a_retry_pauses_by_its_backoff_until_the_next_attempt_would_pass_the_deadline() {
+        let start = Instant::now();
+        let mut retry = Retry::new(Backoff::new(MS, 128 * MS), Some(start + 300 * MS));
+        let mut now = start;
+        let mut pauses = Vec::new();
+        while let Some(pause) = retry.next_pause(now, None) {
+            pauses.push(pause.as_millis());
+            now += pause;
+        }
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 32, 64, 128]);
+        assert_eq!(now - start, 255 * MS);
+    }
+
+    /// A peer's floor lengthens a pause, and the doubling goes on underneath it; a
+    /// floor past the deadline ends the retries; no deadline never does.
+    #[test]
+    fn a_floor_lengthens_a_pause_and_no_deadline_never_gives_up() {
+        let start = Instant::now();
+        let mut retry = Retry::new(Backoff::new(50 * MS, 5000 * MS), Some(start + 10_000 * MS));
+        assert_eq!(retry.next_pause(start, Some(2000 * MS)), Some(2000 * MS));
+        assert_eq!(
+            retry.next_pause(start, None),
+            Some(100 * MS),
+            "still doubling"
+        );
+        assert_eq!(retry.next_pause(start, Some(20_000 * MS)), None);
+        let mut forever = Retry::new(Backoff::new(MS, Duration::MAX), None);
+        for _ in 0..200 {
+            assert!(forever.next_pause(start, Some(Duration::MAX)).is_some());
+        }
+        let mut none_left = Retry::for_up_to(Backoff::new(MS, MS), Duration::ZERO);
+        assert!(
+            !none_left.wait(),
+            "a zero patience gives up without waiting"
+        );
+    }
 
     #[test]
     fn the_delay_doubles_from_initial_to_the_cap() {

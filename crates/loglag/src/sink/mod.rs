@@ -14,7 +14,7 @@
 //! | rsyslog's RELP (`imrelp`), acknowledged: at least once, with a spool across a kill -9 | [`Relp`] |
 //! | an OTLP/HTTP receiver (feature `otlp`): OpenTelemetry Collector, Vector, Alloy | `Otlp` |
 
-mod backoff;
+pub(crate) mod backoff;
 mod endpoint;
 mod fallback;
 pub(crate) mod fd;

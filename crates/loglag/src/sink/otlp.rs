@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::backoff::Backoff;
+use super::backoff::{Backoff, Retry};
 use super::{Endpoint, Sink, SinkReport};
 
 /// How requests are encoded.
@@ -241,7 +241,7 @@ impl Otlp {
             .or_else(|| started.checked_add(FOREVER))
             .unwrap_or(started);
         let url = self.endpoint.to_string();
-        let mut waits = Backoff::new(FIRST_RETRY, MAX_BACKOFF);
+        let mut retry = Retry::new(Backoff::new(FIRST_RETRY, MAX_BACKOFF), Some(give_up));
         loop {
             // No peer can stretch a batch past `retry_for`: each request gets what
             // is left of it (and at least a moment, to be tried at all).
@@ -303,23 +303,18 @@ impl Otlp {
                     // The back-off doubles on every retry, Retry-After or not, and is
                     // the floor of any Retry-After: a peer may ask for a longer pause,
                     // never a shorter one (`0` was 9,089 requests a second).
-                    let wait = waits.next();
-                    (error, retry_after.map_or(wait, |asked| asked.max(wait)))
+                    (error, retry_after)
                 }
                 Err(e) => (
                     io::Error::other(format!("OTLP collector at {}: {e}", self.endpoint)),
-                    waits.next(),
+                    None,
                 ),
             };
-            let (error, pause) = failure;
-            if Instant::now()
-                .checked_add(pause)
-                .is_none_or(|t| t > give_up)
-            {
+            let (error, asked) = failure;
+            if !retry.wait_at_least(asked) {
                 self.down.failed(Instant::now());
                 return Err(error);
             }
-            std::thread::sleep(pause);
         }
     }
 

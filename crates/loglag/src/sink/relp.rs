@@ -46,7 +46,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::backoff::Backoff;
+use super::backoff::{Backoff, Retry};
 use super::{Sink, SinkReport};
 use crate::settings::units::deadline_after;
 
@@ -534,7 +534,7 @@ impl Relp {
         let give_up = deadline_after(self.retry_for);
         let deadline = deadline_after(self.retry_for.max(ANSWER_TIMEOUT));
         let mut answered = 0;
-        let mut pauses = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
+        let mut retry = Retry::new(Backoff::new(FIRST_BACKOFF, MAX_BACKOFF), give_up);
         let mut reconnected = false;
         loop {
             let failure = if self.conn.is_none() {
@@ -573,16 +573,13 @@ impl Relp {
             };
             self.conn = None;
             reconnected = true;
-            let pause = pauses.next();
-            let next_try = deadline_after(pause);
-            if give_up.is_some_and(|g| next_try.is_none_or(|t| t > g)) {
+            if !retry.wait() {
                 self.down.failed(Instant::now());
                 return match answered {
                     0 => Err(failure),
                     n => Ok(ends[n - 1]),
                 };
             }
-            std::thread::sleep(pause);
         }
     }
 

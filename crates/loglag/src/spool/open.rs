@@ -21,6 +21,7 @@ use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, MAGIC, READS_VERSION
 use super::recovery::{resume, Recovered};
 use super::{invalid, spool_error, SpoolErrorKind, SpoolSync, MAX_CAPACITY};
 use crate::queue::Ring;
+use crate::sink::backoff::{Backoff, Retry};
 use crate::sink::Sink;
 
 /// Opens (or creates) the spool at `path`, delivers whatever a previous process left in
@@ -340,13 +341,14 @@ fn open_locked(path: &Path, access: Access) -> io::Result<(std::fs::File, u64, b
     // thread forked in between, until that child calls exec (its copy of the
     // descriptor is close-on-exec, and a flock belongs to the shared open file): a
     // multi-threaded program that spawns processes sees this. So a held lock is
-    // retried for up to ~250 ms before the spool is called in use. (On Windows a
-    // killed process's locks go a moment after it does.)
-    let mut pause = Duration::from_millis(1);
+    // retried, 1 ms first and doubling to 128 ms, for up to 300 ms before the spool is
+    // called in use. (On Windows a killed process's locks go a moment after it does.)
+    let mut retry = Retry::for_up_to(
+        Backoff::new(Duration::from_millis(1), Duration::from_millis(128)),
+        Duration::from_millis(300),
+    );
     let mut locked = try_lock(&file, exclusive);
-    while !locked && pause <= Duration::from_millis(128) {
-        std::thread::sleep(pause);
-        pause *= 2;
+    while !locked && retry.wait() {
         locked = try_lock(&file, exclusive);
     }
     if !locked {

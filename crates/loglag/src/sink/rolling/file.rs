@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::fs::try_lock_exclusive;
 use super::names::{gz, DateFormat};
 use super::{Naming, RollingFile};
+use crate::sink::backoff::{Backoff, Retry};
 use crate::sys;
 
 /// The identity (device, inode) of the file the writer has open. The writer holds the
@@ -94,6 +95,11 @@ impl RollingFile {
     /// the name: the holder, rotating, would find its own fixed name taken.
     pub(super) fn open_waiting(&mut self, path: &Path) -> io::Result<()> {
         let started = std::time::Instant::now();
+        // A holder is seen again soon (1 ms, doubling to 20 ms) until `lock_wait`.
+        let mut retry = Retry::new(
+            Backoff::new(Duration::from_millis(1), Duration::from_millis(20)),
+            started.checked_add(self.settings.lock_wait),
+        );
         // Made (locked) if missing at the first try. Once a holder was seen, only
         // opened: made below only if it stays missing. A holder's own rotation never
         // leaves the name missing (an atomic exchange), and a holder whose file was
@@ -111,10 +117,9 @@ impl RollingFile {
                     if matches!(
                         e.kind(),
                         io::ErrorKind::WouldBlock | io::ErrorKind::NotFound
-                    ) && started.elapsed() < self.settings.lock_wait =>
+                    ) && retry.wait() =>
                 {
                     how = Open::Existing;
-                    std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     return Err(io::Error::new(
