@@ -119,44 +119,37 @@
 //! | `prometheus` | no | `prometheus`: the Prometheus text exposition and a scrape endpoint |
 //! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate (turns `prometheus` on) |
 
-mod builder;
-mod capture;
-mod clock;
 mod core;
-mod drops;
-mod format;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.
 #[cfg(feature = "unstable-lab")]
 #[doc(hidden)]
 pub mod __lab {
-    pub use crate::format::line::{LineBuilder, Value};
-    pub use crate::format::time::rfc3339;
+    pub use crate::record::line::{LineBuilder, Value};
+    pub use crate::record::time::rfc3339;
     pub use crate::sink::fd::set_pipe_size;
 }
 mod export;
 mod front;
-mod handle;
-mod handshake;
-mod hooks;
-mod level;
-#[cfg(all(test, loglag_loom))]
-mod loom_models;
-mod metrics;
-mod parse;
+mod pipeline;
 /// tracing-appender's module path: `loglag::non_blocking::{NonBlocking, WorkerGuard,
 /// NonBlockingBuilder}` as `tracing_appender::non_blocking::...`.
 pub mod non_blocking {
-    pub use crate::builder::NonBlockingBuilder;
-    pub use crate::handle::{ErrorCounter, NonBlocking, WorkerGuard, DEFAULT_BUFFERED_LINES_LIMIT};
+    pub use crate::pipeline::builder::NonBlockingBuilder;
+    pub use crate::pipeline::handle::{
+        ErrorCounter, NonBlocking, WorkerGuard, DEFAULT_BUFFERED_LINES_LIMIT,
+    };
 }
 mod queue;
+mod record;
 #[cfg(feature = "rolling")]
+// tracing-appender's `rolling` API, at its path; the file lives beside the sink it
+// fronts (`sink/rolling/`).
+#[path = "sink/rolling/appender.rs"]
 pub mod rolling;
 mod settings;
 pub mod sink;
 pub mod spool;
 mod sys;
-mod worker;
 
 #[cfg(feature = "metrics")]
 pub use crate::export::metrics_facade;
@@ -169,10 +162,8 @@ pub use crate::front::macros;
 #[cfg(feature = "unstable-lab")]
 pub use crate::settings::units;
 
-pub use crate::builder::{BuildError, NonBlockingBuilder};
 pub use crate::core::flush::{FlushTimeout, Flushed};
-pub use crate::drops::DropReason;
-pub use crate::format::{Format, Timer};
+pub use crate::core::metrics::{Metrics, WriteLatency};
 #[cfg(feature = "config")]
 pub use crate::front::config::Config;
 #[cfg(feature = "tracing")]
@@ -180,10 +171,14 @@ pub use crate::front::layer::LoglagLayer;
 #[cfg(feature = "log")]
 pub use crate::front::logger::Logger;
 pub use crate::front::macros::{set_global, set_max_level};
-pub use crate::handle::{ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard};
-pub use crate::level::Level;
-pub use crate::metrics::{Metrics, WriteLatency};
-pub use crate::parse::ParseError;
+pub use crate::pipeline::builder::{BuildError, NonBlockingBuilder};
+pub use crate::pipeline::handle::{
+    ErrorCounter, FlushFuture, NonBlocking, RecordWriter, WorkerGuard,
+};
+pub use crate::record::drops::DropReason;
+pub use crate::record::level::Level;
+pub use crate::record::parse::ParseError;
+pub use crate::record::{Format, Timer};
 pub use crate::settings::mode::{Mode, MODE_ENV};
 pub use crate::settings::overflow::Overflow;
 pub use crate::settings::{Setting, SettingError, Settings, SETTINGS};

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::Core;
+use crate::core::metrics::ThreadTotals;
 #[cfg(not(loglag_loom))]
-use crate::level::Level;
-use crate::metrics::ThreadTotals;
+use crate::record::level::Level;
 
 thread_local! {
     /// This thread's counters, one set per pipeline it has logged to.

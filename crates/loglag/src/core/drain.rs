@@ -12,12 +12,13 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::Core;
-use crate::clock::WallClock;
-use crate::drops::{DropReason, DROP_REASONS};
-use crate::handshake::Abandoned;
-use crate::level::Level;
+use crate::core::handshake::Abandoned;
+use crate::core::metrics::Counters;
 use crate::queue::lanes::{Sweep, WriterView};
-use crate::sink::{write_all_counted, HeldSink};
+use crate::record::clock::WallClock;
+use crate::record::drops::{DropReason, DROP_REASONS};
+use crate::record::level::Level;
+use crate::sink::{write_all_counted, HeldSink, Sink};
 use crate::spool::SpoolHeader;
 
 /// How long a drain goes on.
@@ -266,10 +267,10 @@ impl Core {
         // the same line builder, and cut like any record over `max_record_bytes`.
         let mut render = |level: Level, captured: &[u8], out: &mut Vec<u8>| {
             rendered.clear();
-            crate::capture::render(captured, level, clock, rendered);
+            crate::record::capture::render(captured, level, clock, rendered);
             if rendered.len() > max_record {
                 counters.truncated.fetch_add(1, Ordering::Relaxed);
-                crate::format::truncate_into(out, rendered, max_record);
+                crate::record::truncate_into(out, rendered, max_record);
             } else {
                 out.extend_from_slice(rendered);
             }
@@ -320,7 +321,7 @@ impl Core {
 
     /// Writes a sink's notice in-band, as one of loglag's own lines between records.
     pub(crate) fn write_notice(&self, sink: &mut HeldSink, notice: &str) {
-        let line = crate::drops::own_line(self.report_format(), notice, &[]);
+        let line = crate::record::drops::own_line(self.report_format(), notice, &[]);
         self.write_own_line(sink, &line);
     }
 
@@ -358,7 +359,7 @@ impl Core {
     /// it. Returns false if abandoned.
     fn write_and_account(&self, state: &mut DrainState, sink: &mut HeldSink) -> bool {
         let counters = &self.counters;
-        let result = counters.measured_write(sink, &state.batch);
+        let result = measured_write(counters, sink, &state.batch);
 
         // Accounting happens inside the handshake so it cannot race with a guard that
         // gives up on us at the deadline and counts the batch as lost.
@@ -498,8 +499,11 @@ impl Core {
         if total == 0 {
             return;
         }
-        let line =
-            crate::drops::drop_report_line(self.report_format(), &delta, "since last report");
+        let line = crate::record::drops::drop_report_line(
+            self.report_format(),
+            &delta,
+            "since last report",
+        );
         // Journaled in the spool first: a kill right after the write (where SIGKILL
         // lands, on the way out of the system call) must not announce it twice.
         let ledger = self.counters.ledger.get().copied();
@@ -520,7 +524,7 @@ impl Core {
     /// written.
     fn write_own_line(&self, sink: &mut HeldSink, line: &[u8]) -> bool {
         let counters = &self.counters;
-        if counters.end_torn_line(sink.sink()).is_err() {
+        if end_torn_line(counters, sink.sink()).is_err() {
             return false;
         }
         let (calls, result) = write_all_counted(sink.sink(), line);
@@ -602,5 +606,50 @@ impl Core {
         });
         self.space_released();
         eprintln!("loglag: the writer thread panicked; the pipeline is closed and further records are dropped (shutdown)");
+    }
+}
+
+/// Writes all of `bytes` to `sink`, recording in `counters` the write's latency, its
+/// system calls and any errors a fallback absorbed. Used by the writer thread and by
+/// `sync` mode.
+pub(super) fn measured_write(
+    counters: &Counters,
+    sink: &mut HeldSink,
+    bytes: &[u8],
+) -> Result<Vec<u64>, (std::io::Error, usize)> {
+    let started = Instant::now();
+    if let Err(e) = end_torn_line(counters, sink.sink()) {
+        return Err((e, 0));
+    }
+    // Offsets of refused records count from the first byte of `bytes`.
+    sink.start_counting_refusals();
+    let (calls, result) = write_all_counted(sink.sink(), bytes);
+    let refused = sink.take_refused();
+    counters.write_latency.record(started.elapsed());
+    counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+    let absorbed = sink.take_absorbed_errors();
+    counters.write_errors.fetch_add(absorbed, Ordering::Relaxed);
+    if let Err((_, partial)) = &result {
+        counters.note_partial(bytes, *partial);
+    }
+    result.map(|()| refused)
+}
+
+/// If a failed write left a fragment, ends its line first, so that the next record
+/// starts on a line of its own (the fragment's record is already counted as lost).
+/// An error if the sink refused even that.
+fn end_torn_line(counters: &Counters, sink: &mut dyn Sink) -> Result<(), std::io::Error> {
+    if !counters.torn_line.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let (calls, result) = write_all_counted(sink, b"\n");
+    counters.write_syscalls.fetch_add(calls, Ordering::Relaxed);
+    match result {
+        Ok(()) => {
+            counters.written_bytes.fetch_add(1, Ordering::Relaxed);
+            counters.torn_line.store(false, Ordering::Relaxed);
+            Ok(())
+        }
+        Err((e, _)) => Err(e),
     }
 }

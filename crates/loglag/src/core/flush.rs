@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{inside_any_sink, Core};
-use crate::drops::DropReason;
-use crate::handshake::WriterEnd;
-use crate::level::Level;
-use crate::metrics::Metrics;
+use crate::core::handshake::WriterEnd;
+use crate::core::metrics::Metrics;
+use crate::record::drops::DropReason;
+use crate::record::level::Level;
 use crate::settings::mode::Mode;
 
 /// What `flush` achieved.
@@ -273,7 +273,7 @@ mod tests {
                 entered: entered_tx,
                 out: out.clone(),
             };
-            let writer = crate::worker::spawn(core.clone(), Box::new(sink)).unwrap();
+            let writer = crate::pipeline::worker::spawn(core.clone(), Box::new(sink)).unwrap();
             core.submit(Level::Error, b"held\n");
             entered.recv().unwrap();
             core.submit(Level::Info, b"queued\n");

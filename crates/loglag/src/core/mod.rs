@@ -17,6 +17,10 @@ mod accepted;
 pub(crate) mod drain;
 pub(crate) mod entered;
 pub(crate) mod flush;
+pub(crate) mod handshake;
+#[cfg(all(test, loglag_loom))]
+mod loom_models;
+pub(crate) mod metrics;
 mod produce;
 
 use std::cell::Cell;
@@ -24,13 +28,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
 
-use crate::clock;
-use crate::format::Format;
-use crate::handshake::Handshake;
-use crate::level::Level;
-use crate::metrics::{Counters, Metrics};
+use crate::core::handshake::Handshake;
+use crate::core::metrics::{Counters, Metrics};
 use crate::queue::lanes::Lanes;
 use crate::queue::Ring;
+use crate::record::clock;
+use crate::record::level::Level;
+use crate::record::Format;
 use crate::settings::mode::Mode;
 use crate::settings::overflow::Overflow;
 use crate::sink::Sink;
@@ -370,7 +374,10 @@ impl Core {
         // not wait for room only the writer, waiting for that lock, can make.
         let _entered = self.enter();
         let in_flight_bytes = self.lanes.used_bytes() + self.handshake.in_flight_bytes();
-        let age = self.lanes.oldest_enqueued_ns().map(crate::clock::stamp_age);
+        let age = self
+            .lanes
+            .oldest_enqueued_ns()
+            .map(crate::record::clock::stamp_age);
         let mut m = self
             .counters
             .snapshot(|| self.thread_counts(), in_flight_bytes, age);
@@ -400,7 +407,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::{fixed_point, limit};
-    use crate::level::Level;
+    use crate::record::level::Level;
 
     /// The per-level limit is the capacity less its reserve, within a byte (plus the
     /// fixed point's 2^-33 of the capacity) of the exact fraction, for capacities from

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use super::entered::{self, EnteredMark};
 use super::{inside_any_sink, limit, Core, ThreadMark};
-use crate::capture::{self, Encoder, Fixed, PlainRecord, Site};
-use crate::clock;
-use crate::drops::DropReason;
-use crate::format::{self, Format};
-use crate::level::Level;
 #[cfg(not(loglag_loom))]
 use crate::queue::NotInPlace;
 use crate::queue::{footprint, Full, Ring, Stamps};
+use crate::record::capture::{self, Encoder, Fixed, PlainRecord, Site};
+use crate::record::clock;
+use crate::record::drops::DropReason;
+use crate::record::level::Level;
+use crate::record::{self, Format};
 use crate::settings::mode::Mode;
 use crate::settings::overflow::Overflow;
 
@@ -95,13 +95,13 @@ impl Core {
                     return false;
                 };
                 scratch.clear();
-                format::truncate_into(&mut scratch, record, max);
+                record::truncate_into(&mut scratch, record, max);
                 self.submit_accepted(level, &scratch, false, &self.stamps_now());
                 true
             });
             if done != Ok(true) {
                 let mut own = Vec::new();
-                format::truncate_into(&mut own, record, max);
+                record::truncate_into(&mut own, record, max);
                 self.submit_accepted(level, &own, false, &self.stamps_now());
             }
             return;
@@ -155,7 +155,7 @@ impl Core {
         let record = if record.len() > self.call.max_record_bytes {
             self.counters.truncated.fetch_add(1, Ordering::Relaxed);
             let mut own = Vec::new();
-            format::truncate_into(&mut own, record, self.call.max_record_bytes);
+            record::truncate_into(&mut own, record, self.call.max_record_bytes);
             truncated = own;
             &truncated[..]
         } else {
@@ -226,7 +226,7 @@ impl Core {
         } else {
             clock::realtime()
         };
-        format::with_capture_buffer(|captured| {
+        record::with_capture_buffer(|captured| {
             {
                 // The values' `Display`/`Debug` are the caller's code: one that logs is
                 // logged.
@@ -240,7 +240,7 @@ impl Core {
                 self.count_accepted();
                 self.submit_accepted(level, captured, true, &self.stamps_of(time));
             } else {
-                format::with_line_buffer(|line| {
+                record::with_line_buffer(|line| {
                     capture::render_now(captured, level, line);
                     self.submit_entered(level, line);
                 });
@@ -336,7 +336,7 @@ impl Core {
                         Err(_) => {}
                     }
                 }
-                format::with_capture_buffer(|captured| {
+                record::with_capture_buffer(|captured| {
                     encode(&mut record.begin(captured, time));
                     self.enqueue(own, own_full, level, captured, true, &stamps);
                 });
@@ -728,7 +728,7 @@ impl Core {
         if let Some(notice) = sink.take_notice() {
             eprintln!("loglag: {notice}");
         }
-        match self.counters.measured_write(sink, record) {
+        match super::drain::measured_write(&self.counters, sink, record) {
             Ok(refused) if !refused.is_empty() => {
                 // The one record, refused by the peer (RELP's `500`).
                 self.counters.count_drop(DropReason::IoError, level, 1);

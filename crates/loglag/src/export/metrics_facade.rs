@@ -18,9 +18,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::core::metrics::Metrics;
 use crate::export::prometheus::{families, Kind};
-use crate::handle::NonBlocking;
-use crate::metrics::Metrics;
+use crate::pipeline::handle::NonBlocking;
 
 /// Sets every counter and gauge of `pipeline` to `m`'s values: the families of the
 /// Prometheus exposition, names prefixed `loglag_` (histograms are not published:

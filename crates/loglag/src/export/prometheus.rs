@@ -40,10 +40,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::drops::DropReason;
-use crate::handle::NonBlocking;
-use crate::level::Level;
-use crate::metrics::Metrics;
+use crate::core::metrics::Metrics;
+use crate::pipeline::handle::NonBlocking;
+use crate::record::drops::DropReason;
+use crate::record::level::Level;
 use crate::settings::units::{deadline_after, time_left};
 
 /// The histogram's buckets: 2^10 ns (~1 µs) to 2^34 ns (~17 s), then +Inf.

@@ -2,8 +2,8 @@
 
 use std::ffi::OsString;
 
-use crate::builder::{BuildError, NonBlockingBuilder};
-use crate::handle::{NonBlocking, WorkerGuard};
+use crate::pipeline::builder::{BuildError, NonBlockingBuilder};
+use crate::pipeline::handle::{NonBlocking, WorkerGuard};
 use crate::settings::env::{once_per_process, unknown_variable, Warning};
 use crate::settings::{SettingError, Settings, FILE_KEYS, SETTINGS};
 use crate::sink::{FileOptions, SinkSpec};

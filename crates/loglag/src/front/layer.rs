@@ -6,10 +6,10 @@ use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
-use crate::capture::{Encoder, Site};
-use crate::format::{escape, write_field, Format, Shape, Timer, TimerKind, Value};
-use crate::handle::NonBlocking;
-use crate::level::Level;
+use crate::pipeline::handle::NonBlocking;
+use crate::record::capture::{Encoder, Site};
+use crate::record::level::Level;
+use crate::record::{escape, write_field, Format, Shape, Timer, TimerKind, Value};
 use crate::settings::mode::Mode;
 
 /// A tracing layer that captures each event's values as binary on the calling thread
@@ -195,7 +195,7 @@ impl LoglagLayer {
     }
 
     /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
-    pub fn metrics(&self) -> crate::metrics::Metrics {
+    pub fn metrics(&self) -> crate::core::metrics::Metrics {
         self.writer.metrics()
     }
 

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::format::{with_line_buffer, Format, LineBuilder, Value};
-use crate::handle::NonBlocking;
-use crate::level::Level;
+use crate::pipeline::handle::NonBlocking;
+use crate::record::level::Level;
+use crate::record::{with_line_buffer, Format, LineBuilder, Value};
 use crate::settings::mode::Mode;
 
 /// Routes the `log` crate's records through the pipeline.
@@ -47,7 +47,7 @@ impl Logger {
     }
 
     /// The pipeline's accounting (the same as [`NonBlocking::metrics`]).
-    pub fn metrics(&self) -> crate::metrics::Metrics {
+    pub fn metrics(&self) -> crate::core::metrics::Metrics {
         self.writer.metrics()
     }
 

@@ -10,11 +10,11 @@
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::capture::{PlainRecord, Site};
 use crate::core::Core;
-use crate::format::Format;
-use crate::handle::NonBlocking;
-use crate::level::Level;
+use crate::pipeline::handle::NonBlocking;
+use crate::record::capture::{PlainRecord, Site};
+use crate::record::level::Level;
+use crate::record::Format;
 
 /// No level is enabled.
 const OFF: u8 = 5;
@@ -64,9 +64,9 @@ pub fn set_max_level(level: Option<Level>) {
 pub mod __private {
     use super::*;
 
-    pub use crate::capture::{literal_message, Callsite, Encoder, Fixed, MESSAGE};
+    pub use crate::record::capture::{literal_message, Callsite, Encoder, Fixed, MESSAGE};
     /// The level macros name their level through here, not the crate root.
-    pub use crate::level::Level;
+    pub use crate::record::level::Level;
 
     /// The level filter: one relaxed load.
     #[inline(always)]
@@ -403,7 +403,7 @@ macro_rules! __loglag_fields {
 /// The call site's `static` and the call itself. The values are evaluated once, into
 /// a list (`__loglag_values!`); a call whose values are all plain and whose message
 /// is a literal (or absent) is written straight into the ring
-/// (`__private::emit_values`), any other through an [`Encoder`](crate::capture::Encoder)
+/// (`__private::emit_values`), any other through an [`Encoder`](crate::record::capture::Encoder)
 /// (`__private::emit`).
 #[doc(hidden)]
 #[macro_export]
@@ -429,7 +429,7 @@ macro_rules! __loglag_emit {
     }};
 }
 
-/// The message a call site holds ([`Callsite::message`](crate::capture::Callsite)): a
+/// The message a call site holds ([`Callsite::message`](crate::record::capture::Callsite)): a
 /// literal without arguments or braces.
 #[doc(hidden)]
 #[macro_export]
@@ -495,10 +495,10 @@ macro_rules! __loglag_message {
 #[cfg(test)]
 mod tests {
     use super::__private::{Capture, Encoder, Fixed, Values};
-    use crate::capture::{Callsite, Site};
-    use crate::clock::Raw;
-    use crate::format::Format;
-    use crate::level::Level;
+    use crate::record::capture::{Callsite, Site};
+    use crate::record::clock::Raw;
+    use crate::record::level::Level;
+    use crate::record::Format;
 
     static SITE: Callsite = Callsite {
         level: Level::Info,
@@ -520,12 +520,13 @@ mod tests {
         let site = Site::Loglag(&SITE);
         let mut encoded = Vec::new();
         let mut encoder = Encoder::begin(&mut encoded, site, Format::Json, time);
-        encoder.static_str(crate::capture::MESSAGE, "message");
+        encoder.static_str(crate::record::capture::MESSAGE, "message");
         values.capture_all(0, &mut encoder);
-        let mut fixed = vec![0xAA; crate::capture::HEADER + Fixed::STATIC_LEN + values.plain_len()];
+        let mut fixed =
+            vec![0xAA; crate::record::capture::HEADER + Fixed::STATIC_LEN + values.plain_len()];
         let mut out = Fixed::new(&mut fixed);
-        out.put(&crate::capture::header(site, Format::Json, time));
-        out.static_str(crate::capture::MESSAGE, "message");
+        out.put(&crate::record::capture::header(site, Format::Json, time));
+        out.static_str(crate::record::capture::MESSAGE, "message");
         values.put_plain(0, &mut out);
         assert!(out.is_full(), "the computed length is the written length");
         (encoded, fixed)
@@ -590,9 +591,9 @@ mod tests {
         let mut encoder = Encoder::begin(&mut encoded, site, Format::Json, time);
         encoder.site_message();
         values.capture_all(0, &mut encoder);
-        let mut fixed = vec![0xAA; crate::capture::HEADER + values.plain_len()];
+        let mut fixed = vec![0xAA; crate::record::capture::HEADER + values.plain_len()];
         let mut out = Fixed::new(&mut fixed);
-        let record = crate::capture::PlainRecord {
+        let record = crate::record::capture::PlainRecord {
             site,
             format: Format::Json,
             site_message: true,
@@ -606,7 +607,7 @@ mod tests {
             return; // rendering reads the wall clock, which miri's isolation hides
         }
         let mut line = Vec::new();
-        crate::capture::render_now(&fixed, Level::Info, &mut line);
+        crate::record::capture::render_now(&fixed, Level::Info, &mut line);
         let line = String::from_utf8(line).unwrap();
         assert!(
             line.contains(r#""fields":{"message":"listening","n":8080}"#),

@@ -36,7 +36,7 @@ use std::ptr::NonNull;
 
 use crate::sys::sync::{fence, AtomicBool, AtomicU64, Mutex, Ordering};
 
-use crate::level::Level;
+use crate::record::level::Level;
 
 pub(crate) const HEADER: u64 = 32;
 const COMMITTED: u64 = 1;

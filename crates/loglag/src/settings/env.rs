@@ -13,7 +13,7 @@ use crate::settings::{edit_distance, SETTINGS};
 /// `LOGLAG_*` variables that are not the pipeline's, which [`Config::with_env`] does
 /// not warn about: loglag's own elsewhere, and those of its tests, CI and lab.
 pub(crate) const OTHER_VARIABLES: [&str; 14] = [
-    crate::clock::CLOCK_ENV,
+    crate::record::clock::CLOCK_ENV,
     "LOGLAG_EMULATOR",
     "LOGLAG_EDGES_CHILD",
     "LOGLAG_EDGES_OUT",
@@ -107,7 +107,7 @@ fn nearest_variable(name: &str) -> String {
     SETTINGS
         .iter()
         .map(|s| s.variable())
-        .chain(std::iter::once(crate::clock::CLOCK_ENV.to_owned()))
+        .chain(std::iter::once(crate::record::clock::CLOCK_ENV.to_owned()))
         .min_by_key(|valid| edit_distance(&name, valid))
         .unwrap_or_default()
 }

@@ -11,8 +11,8 @@ pub mod units;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::format::Format;
-use crate::level::Level;
+use crate::record::level::Level;
+use crate::record::Format;
 use crate::settings::mode::Mode;
 use crate::settings::overflow::Overflow;
 use crate::settings::spool_sync::SpoolSync;

@@ -1,7 +1,7 @@
 //! `LOGLAG_MODE`: switch the same binary between not logging, only building records,
 //! writing them on the caller's thread, and the non-blocking pipeline.
 
-use crate::parse::ParseError;
+use crate::record::parse::ParseError;
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,6 +1,6 @@
 //! What a log call does when the byte budget is used up.
 
-use crate::parse::ParseError;
+use crate::record::parse::ParseError;
 use std::time::Duration;
 
 /// The overflow policy: what happens to a record when the queue's byte budget is full.

@@ -85,10 +85,10 @@ impl SinkSpec {
 
     /// The format its records must have, where it needs one: RFC 5424 messages for
     /// syslog, JSON for OTLP (its fields become the LogRecord's).
-    pub fn record_format(&self) -> Option<crate::format::Format> {
+    pub fn record_format(&self) -> Option<crate::record::Format> {
         match self {
-            _ if self.is_syslog() => Some(crate::format::Format::Syslog),
-            SinkSpec::Otlp { .. } => Some(crate::format::Format::Json),
+            _ if self.is_syslog() => Some(crate::record::Format::Syslog),
+            SinkSpec::Otlp { .. } => Some(crate::record::Format::Json),
             _ => None,
         }
     }

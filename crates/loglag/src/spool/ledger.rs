@@ -6,7 +6,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::drops::DROP_REASONS;
+use crate::record::drops::DROP_REASONS;
 
 /// The first of the header words counting drops not yet announced.
 pub(crate) const UNANNOUNCED: usize = 16;
@@ -122,7 +122,7 @@ impl DropLedger {
         self.at(PENDING_REPORT + 20).store(0, Ordering::Release);
     }
 
-    pub(crate) fn set_report_format(&self, format: crate::format::Format) {
+    pub(crate) fn set_report_format(&self, format: crate::record::Format) {
         // SAFETY: word 36 lies inside the header.
         let w = unsafe { &*self.words.as_ptr().add(REPORT_FORMAT) };
         w.store(u64::from(format.index()) + 1, Ordering::Relaxed);

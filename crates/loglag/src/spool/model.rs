@@ -24,8 +24,8 @@ use super::header::{SpoolHeader, SpoolRegion, HEADER_BYTES, TAIL};
 use super::mem_file::MemFile;
 use super::recovery::{resume, Recovered};
 use super::SpoolSync;
-use crate::level::Level;
 use crate::queue::{PopBound, Ring};
+use crate::record::level::Level;
 use crate::sink::{place, write_all_counted, Sink};
 
 /// A small ring, so that it fills (refusing records) and wraps within a run.

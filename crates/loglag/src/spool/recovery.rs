@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering;
 use super::header::{validate_positions, SpoolRegion};
 use super::journal::Landed;
 use super::{invalid, SpoolErrorKind};
-use crate::drops::DROP_REASONS;
-use crate::level::Level;
 use crate::queue;
+use crate::record::drops::DROP_REASONS;
+use crate::record::level::Level;
 use crate::sink::{call_sink, write_all_counted, Sink};
 use crate::spool::ledger::REPORT_FORMAT;
 
@@ -165,7 +165,7 @@ fn announce_unannounced(
     sink: &mut dyn Sink,
     recovered: &mut Recovered,
 ) -> io::Result<()> {
-    use crate::format::Format;
+    use crate::record::Format;
     let header = region.header();
     let ledger = header.ledger();
     let dropped: [[u64; 5]; DROP_REASONS] =
@@ -178,7 +178,7 @@ fn announce_unannounced(
         0 => Format::Compact,
         n => Format::from_index((n - 1) as u8),
     };
-    let line = crate::drops::drop_report_line(
+    let line = crate::record::drops::drop_report_line(
         format,
         &dropped,
         "before the previous process ended, announced at recovery",

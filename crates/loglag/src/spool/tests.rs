@@ -5,8 +5,8 @@ use super::header::HEADER_BYTES;
 use super::open::{new_capacity, open_with};
 use super::recovery::RECOVERY_CHUNK;
 use super::*;
-use crate::level::Level;
 use crate::queue;
+use crate::record::level::Level;
 use crate::sink::{FdSink, FileSink, Sink};
 use std::io::Write;
 use std::path::PathBuf;
@@ -459,7 +459,7 @@ fn a_clean_shutdown_leaves_no_batch_pending() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("app.log");
     let spool = dir.path().join("app.spool");
-    let (writer, guard) = crate::builder::NonBlockingBuilder::default()
+    let (writer, guard) = crate::pipeline::builder::NonBlockingBuilder::default()
         .spool(&spool)
         .mode(crate::settings::mode::Mode::Async)
         .build(FdSink::append(&log).unwrap())

@@ -1,5 +1,5 @@
 use super::*;
-use crate::level::Level;
+use crate::record::level::Level;
 
 thread_local! {
     /// What a test does between the merge's first and second look (`pop_merged`):

@@ -66,7 +66,7 @@ pub(super) enum DateFormat {
 impl DateFormat {
     /// `wall_s` formatted as tracing-appender names files.
     pub(super) fn format(self, wall_s: i64) -> String {
-        let (y, m, d) = crate::format::time::civil_from_days(wall_s.div_euclid(86_400));
+        let (y, m, d) = crate::record::time::civil_from_days(wall_s.div_euclid(86_400));
         let secs = wall_s.rem_euclid(86_400);
         let (h, min, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
         match self {

@@ -7,13 +7,18 @@
 //! (`line.rs`) is crate-private; the lab and the fuzz target reach it through
 //! `loglag::__lab`, which is not an API.
 
+pub(crate) mod capture;
+pub(crate) mod clock;
+pub(crate) mod drops;
 pub(crate) mod escape;
+pub(crate) mod level;
 pub(crate) mod line;
 mod number;
+pub(crate) mod parse;
 mod syslog;
 pub(crate) mod time;
 
-use crate::parse::ParseError;
+use crate::record::parse::ParseError;
 use std::time::SystemTime;
 
 #[cfg(feature = "tracing")]
@@ -459,7 +464,7 @@ fn json_string_values(body: &[u8]) -> Option<Vec<(usize, usize)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::level::Level;
+    use crate::record::level::Level;
 
     #[test]
     fn truncated_json_stays_valid_json() {

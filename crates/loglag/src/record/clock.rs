@@ -85,7 +85,7 @@ pub(crate) fn stamp_of(raw: Raw) -> u64 {
     if raw.tsc {
         raw.value
     } else {
-        crate::format::time::coarse_monotonic_ns()
+        crate::record::time::coarse_monotonic_ns()
     }
 }
 
@@ -94,7 +94,7 @@ pub(crate) fn stamp_of(raw: Raw) -> u64 {
 pub(crate) fn stamp_now() -> u64 {
     match SOURCE.load(Ordering::Relaxed) {
         TSC => rdtsc(),
-        REALTIME => crate::format::time::coarse_monotonic_ns(),
+        REALTIME => crate::record::time::coarse_monotonic_ns(),
         _ => {
             decide();
             stamp_now()
@@ -114,7 +114,7 @@ pub(crate) fn stamp_age(stamp: u64) -> std::time::Duration {
             let span_ns = now.mono.saturating_sub(origin.mono) as u128;
             Duration::from_nanos((ticks * span_ns / span_ticks) as u64)
         }
-        _ => Duration::from_nanos(crate::format::time::coarse_monotonic_ns().saturating_sub(stamp)),
+        _ => Duration::from_nanos(crate::record::time::coarse_monotonic_ns().saturating_sub(stamp)),
     }
 }
 
@@ -176,7 +176,7 @@ fn rdtsc() -> u64 {
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`): the rate is measured against it, so a
 /// step of the wall clock (NTP, an operator) cannot stall or skew the measurement.
 fn monotonic_ns() -> u64 {
-    crate::format::time::monotonic_ns()
+    crate::record::time::monotonic_ns()
 }
 
 /// Ticks, monotonic ns and Unix ns read as close together as the machine allows.

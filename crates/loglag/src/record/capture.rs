@@ -27,9 +27,9 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use crate::clock::{Raw, WallClock};
-use crate::format::{Format, LineBuilder, Shape, Value};
-use crate::level::Level;
+use crate::record::clock::{Raw, WallClock};
+use crate::record::level::Level;
+use crate::record::{Format, LineBuilder, Shape, Value};
 
 /// Bytes of a record's header.
 pub(crate) const HEADER: usize = 24;
@@ -414,7 +414,7 @@ impl<'a> Encoder<'a> {
         let start = self.buf.len();
         // Through `fmt::Write`, not `io::Write`: the latter wraps the buffer in an
         // adapter that keeps an `io::Error` per write, for a `Vec` that cannot fail.
-        let _ = fmt::Write::write_fmt(&mut crate::format::FmtVec(self.buf), args);
+        let _ = fmt::Write::write_fmt(&mut crate::record::FmtVec(self.buf), args);
         let len = cap_u32(self.buf, start);
         self.buf[start - 4..start].copy_from_slice(&len.to_ne_bytes());
     }

@@ -16,10 +16,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::core::flush::{FlushTimeout, Flushed};
+use crate::core::metrics::Metrics;
 use crate::core::Core;
-use crate::hooks::SignalGuard;
-use crate::level::Level;
-use crate::metrics::Metrics;
+use crate::pipeline::hooks::SignalGuard;
+use crate::record::level::Level;
 use crate::settings::mode::Mode;
 
 /// A cheap-to-clone handle that turns what is written into records.
@@ -89,7 +89,7 @@ impl PartialLine {
         level: Level,
         args: std::fmt::Arguments<'_>,
     ) -> io::Result<()> {
-        std::fmt::write(&mut crate::format::FmtVec(&mut self.0), args)
+        std::fmt::write(&mut crate::record::FmtVec(&mut self.0), args)
             .map_err(|_| io::Error::other("a Display implementation returned an error"))?;
         self.submit_whole_lines(core, level);
         Ok(())
@@ -373,7 +373,7 @@ impl WorkerGuard {
         self.stopped = true;
         let metrics = self.core.shutdown(timeout);
         // The pipeline has ended: the panic hook has nothing more to flush here.
-        crate::hooks::forget_on_panic(&self.core);
+        crate::pipeline::hooks::forget_on_panic(&self.core);
         if let Some(worker) = self.worker.take() {
             if self.core.writer_exited() {
                 let _ = worker.join();

@@ -166,8 +166,8 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drops::DropReason;
-    use crate::level::Level;
+    use crate::record::drops::DropReason;
+    use crate::record::level::Level;
     use std::sync::Mutex;
 
     /// A sink that keeps what it is given.
@@ -181,7 +181,7 @@ mod tests {
     }
 
     fn config() -> crate::core::Config {
-        crate::builder::NonBlockingBuilder::default()
+        crate::pipeline::builder::NonBlockingBuilder::default()
             .mode(crate::settings::mode::Mode::Async)
             .config()
     }

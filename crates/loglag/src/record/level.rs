@@ -1,6 +1,6 @@
 //! Severity levels, ordered from least to most severe.
 
-use crate::parse::ParseError;
+use crate::record::parse::ParseError;
 use std::fmt;
 use std::str::FromStr;
 

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use loom::thread;
 
-use crate::handshake::{Handshake, WriterEnd};
-use crate::level::Level;
+use crate::core::handshake::{Handshake, WriterEnd};
 use crate::queue::lanes::{Lanes, WriterView};
 use crate::queue::{footprint, PopBound, Popped, Ring};
+use crate::record::level::Level;
 use crate::sys::sync::{Arc, Mutex};
 
 /// Runs `model` under loom with `preemption_bound` (`None`: exhaustive) and prints

@@ -5,15 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::core::Core;
-use crate::format::Format;
-use crate::handle::{NonBlocking, WorkerGuard};
-use crate::hooks;
-use crate::level::Level;
+use crate::pipeline::handle::{NonBlocking, WorkerGuard};
+use crate::pipeline::hooks;
+use crate::pipeline::worker;
+use crate::record::level::Level;
+use crate::record::Format;
 use crate::settings::mode::Mode;
 use crate::settings::overflow::Overflow;
 use crate::settings::Settings;
 use crate::sink::{Sink, WriterSink};
-use crate::worker;
 
 /// Builds a [`NonBlocking`] writer and its [`WorkerGuard`].
 ///
@@ -479,7 +479,7 @@ pub enum BuildError {
     /// [`Settings::validate`] does (and as a TOML file or a URL with that value would).
     Setting(crate::settings::SettingError),
     /// `LOGLAG_MODE` holds something other than off, format-only, sync or async.
-    Mode(crate::parse::ParseError),
+    Mode(crate::record::parse::ParseError),
     /// The spool cannot be used ([`spool_required`](NonBlockingBuilder::spool_required)):
     /// in use by another process, corrupt, another version, or not ours.
     Spool(crate::spool::SpoolError),

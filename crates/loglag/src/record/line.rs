@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use super::escape::{self, Escaper, Style};
 use super::{number, syslog, write_time, Format, TimerKind};
-use crate::level::Level;
+use crate::record::level::Level;
 
 /// A field value.
 #[derive(Debug, Clone, Copy)]

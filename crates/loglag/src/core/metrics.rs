@@ -3,8 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::drops::{DropReason, DROP_REASONS};
-use crate::level::Level;
+use crate::record::drops::{DropReason, DROP_REASONS};
+use crate::record::level::Level;
 
 /// Write latencies in power-of-two nanosecond buckets: cheap to record from the writer
 /// thread, precise to a factor of two, which is what a tail percentile needs.
@@ -105,28 +105,6 @@ pub(crate) struct Counters {
 struct LineBreak;
 
 impl Counters {
-    /// If a failed write left a fragment, ends its line first, so that the next record
-    /// starts on a line of its own (the fragment's record is already counted as lost).
-    /// False if the sink refused even that.
-    pub(crate) fn end_torn_line(
-        &self,
-        sink: &mut dyn crate::sink::Sink,
-    ) -> Result<(), std::io::Error> {
-        if !self.torn_line.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let (calls, result) = crate::sink::write_all_counted(sink, b"\n");
-        self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
-        match result {
-            Ok(()) => {
-                self.written_bytes.fetch_add(1, Ordering::Relaxed);
-                self.torn_line.store(false, Ordering::Relaxed);
-                Ok(())
-            }
-            Err((e, _)) => Err(e),
-        }
-    }
-
     /// Remembers whether a write that failed after `partial` bytes of `bytes` left an
     /// unterminated line behind.
     pub(crate) fn note_partial(&self, bytes: &[u8], partial: usize) {
@@ -146,31 +124,6 @@ impl Counters {
             ledger.dropped(reason as usize, level as usize, n);
         }
         self.dropped[reason as usize][level as usize].fetch_add(n, Ordering::AcqRel);
-    }
-
-    /// Writes all of `bytes` to `sink`, recording the write's latency, its system calls
-    /// and any errors a fallback absorbed. Used by the writer thread and by `sync` mode.
-    pub(crate) fn measured_write(
-        &self,
-        sink: &mut crate::sink::HeldSink,
-        bytes: &[u8],
-    ) -> Result<Vec<u64>, (std::io::Error, usize)> {
-        let started = std::time::Instant::now();
-        if let Err(e) = self.end_torn_line(sink.sink()) {
-            return Err((e, 0));
-        }
-        // Offsets of refused records count from the first byte of `bytes`.
-        sink.start_counting_refusals();
-        let (calls, result) = crate::sink::write_all_counted(sink.sink(), bytes);
-        let refused = sink.take_refused();
-        self.write_latency.record(started.elapsed());
-        self.write_syscalls.fetch_add(calls, Ordering::Relaxed);
-        let absorbed = sink.take_absorbed_errors();
-        self.write_errors.fetch_add(absorbed, Ordering::Relaxed);
-        if let Err((_, partial)) = &result {
-            self.note_partial(bytes, *partial);
-        }
-        result.map(|()| refused)
     }
 
     pub(crate) fn note_backlog(&self, bytes: u64) {

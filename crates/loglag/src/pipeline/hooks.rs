@@ -200,7 +200,7 @@ mod tests {
             }
         }
         let out = Shared::default();
-        let (mut writer, guard) = crate::builder::NonBlockingBuilder::default()
+        let (mut writer, guard) = crate::pipeline::builder::NonBlockingBuilder::default()
             .flush_interval(std::time::Duration::from_secs(3600))
             .flush_on_signals(true)
             .finish(out.clone());
@@ -216,7 +216,7 @@ mod tests {
     fn ended_pipelines_leave_the_panic_hooks_list() {
         for _ in 0..500 {
             let (writer, guard) =
-                crate::builder::NonBlockingBuilder::default().finish(std::io::sink());
+                crate::pipeline::builder::NonBlockingBuilder::default().finish(std::io::sink());
             drop(writer);
             drop(guard);
         }

@@ -2,8 +2,8 @@
 //! drops in-band. Below the counters (`metrics.rs`), the spool's ledger and its
 //! recovery, which all speak of drops and none of which imports another for it.
 
-use crate::format::Format;
-use crate::level::Level;
+use crate::record::level::Level;
+use crate::record::Format;
 
 /// Why a record was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,7 +54,7 @@ impl DropReason {
 /// One WARN line from `loglag` itself in `format`: `message`, and in structured
 /// formats `fields` too (text carries the numbers in the message already).
 pub(crate) fn own_line(format: Format, message: &str, fields: &[(&str, u64)]) -> Vec<u8> {
-    use crate::format::{LineBuilder, Value};
+    use crate::record::{LineBuilder, Value};
     let mut line = Vec::with_capacity(256);
     let mut builder = LineBuilder::begin(
         &mut line,
