@@ -6,7 +6,8 @@
 //! `Handshake` as it is. Each model prints how many interleavings it explored.
 //!
 //! What loom cannot see: `memcpy` (under loom every ring word is a loom atomic, and a
-//! payload write is relaxed word stores; miri checks the real copies, `scripts/miri`),
+//! payload write is relaxed word stores, a record written in place included: its
+//! `fill` writes a scratch buffer first; miri checks the real copies, `scripts/miri`),
 //! `thread_local!` (a thread's hand-over is driven through `claim` and `hand_back`),
 //! and time (`Condvar::wait_timeout` waits without a timeout under loom; a deadline
 //! is modelled as already passed, or as never reached).
@@ -17,7 +18,7 @@ use loom::thread;
 
 use crate::core::handshake::{Handshake, WriterEnd};
 use crate::queue::lanes::{Lanes, WriterView};
-use crate::queue::{footprint, PopBound, Popped, Ring};
+use crate::queue::{footprint, NotInPlace, PopBound, Popped, Ring, Stamps};
 use crate::record::level::Level;
 use crate::sys::sync::{Arc, Mutex};
 
@@ -51,7 +52,8 @@ fn pop(ring: &Ring, out: &mut Vec<(Level, Vec<u8>)>) {
         usize::MAX,
         true,
         &mut Vec::new(),
-        &mut |_, _, _| {},
+        // A captured record (one written in place) renders as its own bytes.
+        &mut |_, captured, out| out.extend_from_slice(captured),
         PopBound::NONE,
         |p| popped.push(p),
     );
@@ -562,5 +564,175 @@ fn loom_drop_oldest_eviction_against_the_merges_second_look() {
             1 => assert_eq!(out, b"BA", "P evicted, the rest in key order"),
             n => panic!("{n} records evicted for one record's room"),
         }
+    });
+}
+
+/// A thread ring's in-place push (the macros' default path): `fill` writes the payload
+/// once the producer's claim has room, and the release store of `head` follows the
+/// record's. Three records through a ring of two while the writer pops: as the
+/// copying path's model, the third fits only if the cached tail is refreshed after the
+/// writer's release, and no record is lost, repeated or torn. A ring that never
+/// evicted, with no payload at its end, is never told to copy instead.
+#[test]
+fn loom_thread_ring_in_place_push_and_its_cached_tail() {
+    check("thread_ring_in_place", None, || {
+        let ring = Arc::new(Ring::single_producer(80));
+        let producer = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut pushed: Vec<&[u8]> = Vec::new();
+                for (key, payload) in [b"r1", b"r2", b"r3"].into_iter().enumerate() {
+                    let filled = ring.try_push_owned_in_place(Level::Info, 2, u64::MAX, |into| {
+                        into.copy_from_slice(payload);
+                        Stamps {
+                            merge_key: key as u64,
+                            enqueued: 1,
+                        }
+                    });
+                    match filled {
+                        Ok(_) => pushed.push(payload),
+                        Err(NotInPlace::Full) => {}
+                        Err(NotInPlace::CopyInstead) => {
+                            panic!("copy asked of a ring that never evicted")
+                        }
+                    }
+                }
+                pushed
+            })
+        };
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            pop(&ring, &mut out);
+            thread::yield_now();
+        }
+        let pushed = producer.join().unwrap();
+        pop(&ring, &mut out);
+        let payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+        assert_eq!(payloads, pushed, "in order, each once, whole");
+        assert_eq!(&pushed[..2], [&b"r1"[..], b"r2"], "two always fit");
+    });
+}
+
+/// The shared ring's in-place push: reserved by the same compare-and-swap as a copied
+/// record, its payload written between the reservation and the release of its state
+/// word. Against a copying producer and the consumer, on a ring of two that holds one
+/// already: each record pushed comes out once, whole, and a stale header in reused
+/// space never reads as committed.
+#[test]
+fn loom_shared_ring_in_place_push_against_a_copying_producer_and_the_consumer() {
+    check("shared_ring_in_place", Some(3), || {
+        let ring = Arc::new(Ring::new(80));
+        ring.try_push(Level::Info, b"x0", u64::MAX, 1, false, 0)
+            .unwrap();
+        let in_place = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let stamps = Stamps {
+                    merge_key: 1,
+                    enqueued: 1,
+                };
+                match ring.try_push_in_place(Level::Info, 2, u64::MAX, &stamps, |into| {
+                    into.copy_from_slice(b"a1")
+                }) {
+                    Ok(_) => Some(&b"a1"[..]),
+                    Err(NotInPlace::Full) => None,
+                    Err(NotInPlace::CopyInstead) => {
+                        panic!("copy asked of a ring that never evicted")
+                    }
+                }
+            })
+        };
+        let copying = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                ring.try_push(Level::Info, b"b1", u64::MAX, 1, false, 1)
+                    .is_ok()
+                    .then_some(&b"b1"[..])
+            })
+        };
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            pop(&ring, &mut out);
+            thread::yield_now();
+        }
+        let mut pushed: Vec<&[u8]> = [in_place, copying]
+            .into_iter()
+            .filter_map(|p| p.join().unwrap())
+            .collect();
+        pop(&ring, &mut out);
+        let mut payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+        assert_eq!(payloads[0], b"x0", "the oldest first: {payloads:?}");
+        payloads.remove(0);
+        payloads.sort();
+        pushed.sort();
+        assert_eq!(payloads, pushed, "each record pushed comes out once, whole");
+        assert!(!pushed.is_empty(), "the first push always fits");
+        assert_eq!(ring.used_bytes(), 0);
+    });
+}
+
+/// An in-place push never writes plain bytes into space an eviction freed: after an
+/// eviction, a thread reading headers without the consumer's lock at a stale `tail`
+/// may still be reading there, so payloads go as atomic words (the copying path) and
+/// an in-place push must copy instead. The ring is full (two records) and nothing pops:
+/// the only room the push can find is what the shutdown cut-off (`discard_committed`,
+/// on another thread) frees, so it is `Full` or `CopyInstead`, never written in place.
+/// The flag must be read after the acquire of the `tail` that showed the room.
+fn in_place_push_against_an_eviction(single_producer: bool) {
+    let ring = Arc::new(if single_producer {
+        Ring::single_producer(80)
+    } else {
+        Ring::new(80)
+    });
+    ring.try_push(Level::Info, b"r0", u64::MAX, 1, false, 0)
+        .unwrap();
+    ring.try_push(Level::Info, b"r1", u64::MAX, 1, false, 1)
+        .unwrap();
+    let evictor = {
+        let ring = ring.clone();
+        thread::spawn(move || {
+            let mut evicted = 0;
+            ring.discard_committed(|_| evicted += 1);
+            evicted
+        })
+    };
+    let pusher = {
+        let ring = ring.clone();
+        thread::spawn(move || {
+            let stamps = Stamps {
+                merge_key: 2,
+                enqueued: 1,
+            };
+            let fill = |into: &mut [u8]| into.copy_from_slice(b"p2");
+            if single_producer {
+                ring.try_push_owned_in_place(Level::Info, 2, 80, |into| {
+                    fill(into);
+                    stamps
+                })
+            } else {
+                ring.try_push_in_place(Level::Info, 2, 80, &stamps, fill)
+            }
+        })
+    };
+    let pushed = pusher.join().unwrap();
+    let evicted = evictor.join().unwrap();
+    assert_eq!(evicted, 2, "the cut-off discards both records");
+    assert!(
+        pushed.is_err(),
+        "written in place into evicted space: {pushed:?}"
+    );
+}
+
+#[test]
+fn loom_shared_ring_in_place_push_against_an_eviction() {
+    check("shared_ring_in_place_eviction", None, || {
+        in_place_push_against_an_eviction(false)
+    });
+}
+
+#[test]
+fn loom_thread_ring_in_place_push_against_an_eviction() {
+    check("thread_ring_in_place_eviction", None, || {
+        in_place_push_against_an_eviction(true)
     });
 }

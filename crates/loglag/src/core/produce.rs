@@ -2,7 +2,9 @@
 //! into the sink), with truncation, the overflow policies and the wait for space, and
 //! a forked child's direct write. The accepted counters are `accepted.rs`'s.
 
-use std::cell::{Cell, RefCell};
+#[cfg(not(loglag_loom))]
+use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 

@@ -138,7 +138,7 @@ impl Ring {
     /// `Err(CopyInstead)`. `Err(Full)` when the ring has no room, by the writer's
     /// `tail` (read only when the producer's cached copy says full). Either way
     /// nothing is written and `fill` is not called.
-    #[cfg(not(loglag_loom))]
+    #[cfg_attr(loglag_loom, allow(dead_code))]
     #[inline]
     pub(crate) fn try_push_owned_in_place(
         &self,
@@ -147,9 +147,6 @@ impl Ring {
         limit: u64,
         fill: impl FnOnce(&mut [u8]) -> Stamps,
     ) -> Result<u64, NotInPlace> {
-        if self.head.evicted.load(Ordering::Relaxed) {
-            return Err(NotInPlace::CopyInstead);
-        }
         let need = footprint(len);
         let head = self.head.head.load(Ordering::Relaxed);
         // Where it would wrap, it is copied whether or not the ring has room now.
@@ -159,6 +156,16 @@ impl Ring {
         let used_after = self
             .claim_owned(head, need, limit)
             .ok_or(NotInPlace::Full)?;
+        // The `evicted` flag is read after the claim, whose room came from an acquire
+        // of `tail` (now, or when the cached copy was taken): space an eviction freed
+        // is reached only through that `tail` or a later one, and the flag's store
+        // precedes it, as in `try_push_in_place`. Read before the claim, the flag could
+        // be older than the room: the loom model
+        // `loom_thread_ring_in_place_push_against_an_eviction` wrote in place into
+        // space the shutdown cut-off had just evicted.
+        if self.head.evicted.load(Ordering::Relaxed) {
+            return Err(NotInPlace::CopyInstead);
+        }
         self.prefetch_ahead(head, used_after);
         // SAFETY: only this thread pushes, `[head, head+need)` lies past `tail`
         // (`claim_owned`), so the writer does not read it until `head` moves, and the
@@ -179,7 +186,7 @@ impl Ring {
     /// reservation and the release store that publishes the record, so it must not
     /// log (the writer waits at an unpublished record): it copies plain values, never
     /// runs a caller's code.
-    #[cfg(not(loglag_loom))]
+    #[cfg_attr(loglag_loom, allow(dead_code))]
     #[inline]
     pub(crate) fn try_push_in_place(
         &self,
@@ -236,6 +243,38 @@ impl Ring {
         };
         let stamps = fill(payload);
         self.publish(pos, level, payload, stamps.enqueued, true, stamps.merge_key);
+    }
+
+    /// `write_in_place` under loom, whose ring words are objects, never bytes: `fill`
+    /// writes a scratch buffer, which goes into the record's words as the copying
+    /// path's payload does (relaxed stores standing for the plain writes), before the
+    /// same release store publishes it. The reservation, the room checks and the
+    /// publication, what the in-place pushes add to the ring's protocol, are the
+    /// real ones.
+    ///
+    /// # Safety
+    /// As for the real one.
+    #[cfg_attr(loglag_loom, allow(dead_code))]
+    #[cfg(loglag_loom)]
+    pub(super) unsafe fn write_in_place(
+        &self,
+        pos: u64,
+        level: Level,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Stamps,
+    ) {
+        let mut payload = vec![0u8; len];
+        let stamps = fill(&mut payload);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.write_payload(pos + HEADER, &payload) };
+        self.publish(
+            pos,
+            level,
+            &payload,
+            stamps.enqueued,
+            true,
+            stamps.merge_key,
+        );
     }
 
     /// Asks for the ring's line `PREFETCH_AHEAD` bytes past the record at `pos`, where
