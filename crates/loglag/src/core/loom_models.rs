@@ -95,44 +95,68 @@ fn push_owned(ring: &Ring, level: Level, payload: &[u8], key: u64) {
 #[test]
 fn loom_shared_ring_two_producers_and_the_consumer() {
     check("shared_ring", Some(3), || {
-        // 80 bytes: two records of 2 bytes (40 bytes each).
-        let ring = Arc::new(Ring::new(80));
-        ring.try_push(Level::Info, b"x0", u64::MAX, 1, false, 0)
-            .unwrap();
-        let producers: Vec<_> = [b"a1", b"b1"]
-            .into_iter()
-            .map(|payload| {
-                let ring = ring.clone();
-                thread::spawn(move || {
+        two_producers_into_a_ring_holding_one(false)
+    });
+}
+
+/// Two producers into a shared ring of two that holds one record, while the consumer
+/// pops twice: `a1` copied or written in place, `b1` copied. Each record pushed
+/// comes out once, whole, after the one already there.
+fn two_producers_into_a_ring_holding_one(a_in_place: bool) {
+    // 80 bytes: two records of 2 bytes (40 bytes each).
+    let ring = Arc::new(Ring::new(80));
+    ring.try_push(Level::Info, b"x0", u64::MAX, 1, false, 0)
+        .unwrap();
+    let producers: Vec<_> = [(b"a1", a_in_place), (b"b1", false)]
+        .into_iter()
+        .map(|(payload, in_place)| {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let pushed = if in_place {
+                    let stamps = Stamps {
+                        merge_key: 1,
+                        enqueued: 1,
+                    };
+                    let filled =
+                        ring.try_push_in_place(Level::Info, 2, u64::MAX, &stamps, |into| {
+                            into.copy_from_slice(payload)
+                        });
+                    assert_ne!(
+                        filled,
+                        Err(NotInPlace::CopyInstead),
+                        "copy asked of a ring that never evicted"
+                    );
+                    filled.is_ok()
+                } else {
                     ring.try_push(Level::Info, payload, u64::MAX, 1, false, 1)
                         .is_ok()
-                        .then_some(&payload[..])
-                })
+                };
+                pushed.then_some(&payload[..])
             })
-            .collect();
-        let mut out = Vec::new();
-        for _ in 0..2 {
-            pop(&ring, &mut out);
-            thread::yield_now();
-        }
-        let pushed: Vec<&[u8]> = producers
-            .into_iter()
-            .filter_map(|p| p.join().unwrap())
-            .collect();
+        })
+        .collect();
+    let mut out = Vec::new();
+    for _ in 0..2 {
         pop(&ring, &mut out);
-        let mut payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
-        assert_eq!(payloads[0], b"x0", "the oldest first: {payloads:?}");
-        payloads.remove(0);
-        payloads.sort();
-        let mut expected = pushed;
-        expected.sort();
-        assert_eq!(
-            payloads, expected,
-            "each record pushed comes out once, whole"
-        );
-        assert!(!expected.is_empty(), "the first push always fits");
-        assert_eq!(ring.used_bytes(), 0);
-    });
+        thread::yield_now();
+    }
+    let pushed: Vec<&[u8]> = producers
+        .into_iter()
+        .filter_map(|p| p.join().unwrap())
+        .collect();
+    pop(&ring, &mut out);
+    let mut payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+    assert_eq!(payloads[0], b"x0", "the oldest first: {payloads:?}");
+    payloads.remove(0);
+    payloads.sort();
+    let mut expected = pushed;
+    expected.sort();
+    assert_eq!(
+        payloads, expected,
+        "each record pushed comes out once, whole"
+    );
+    assert!(!expected.is_empty(), "the first push always fits");
+    assert_eq!(ring.used_bytes(), 0);
 }
 
 /// A thread's own ring: one producer, no compare-and-swap, `head` stored (release)
@@ -143,32 +167,55 @@ fn loom_shared_ring_two_producers_and_the_consumer() {
 #[test]
 fn loom_single_producer_ring_and_its_cached_tail() {
     check("single_producer_ring", None, || {
-        let ring = Arc::new(Ring::single_producer(80));
-        let producer = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                [b"r1", b"r2", b"r3"]
-                    .into_iter()
-                    .enumerate()
-                    .filter(|&(key, payload)| {
-                        ring.try_push_owned(Level::Info, payload, u64::MAX, 1, false, key as u64)
-                            .is_ok()
-                    })
-                    .map(|(_, payload)| &payload[..])
-                    .collect::<Vec<&[u8]>>()
-            })
-        };
-        let mut out = Vec::new();
-        for _ in 0..2 {
-            pop(&ring, &mut out);
-            thread::yield_now();
-        }
-        let pushed = producer.join().unwrap();
-        pop(&ring, &mut out);
-        let payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
-        assert_eq!(payloads, pushed, "in order, each once, whole");
-        assert_eq!(&pushed[..2], [&b"r1"[..], b"r2"], "two always fit");
+        three_through_a_ring_of_two(false)
     });
+}
+
+/// Three records pushed by a ring's one producer, copied or written in place, while
+/// the writer pops twice: in order, each once, whole; the first two always fit.
+fn three_through_a_ring_of_two(in_place: bool) {
+    let ring = Arc::new(Ring::single_producer(80));
+    let producer = {
+        let ring = ring.clone();
+        thread::spawn(move || {
+            let mut pushed: Vec<&[u8]> = Vec::new();
+            for (key, payload) in [b"r1", b"r2", b"r3"].into_iter().enumerate() {
+                let key = key as u64;
+                let fits = if in_place {
+                    let filled = ring.try_push_owned_in_place(Level::Info, 2, u64::MAX, |into| {
+                        into.copy_from_slice(payload);
+                        Stamps {
+                            merge_key: key,
+                            enqueued: 1,
+                        }
+                    });
+                    assert_ne!(
+                        filled,
+                        Err(NotInPlace::CopyInstead),
+                        "copy asked of a ring that never evicted"
+                    );
+                    filled.is_ok()
+                } else {
+                    ring.try_push_owned(Level::Info, payload, u64::MAX, 1, false, key)
+                        .is_ok()
+                };
+                if fits {
+                    pushed.push(payload);
+                }
+            }
+            pushed
+        })
+    };
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        pop(&ring, &mut out);
+        thread::yield_now();
+    }
+    let pushed = producer.join().unwrap();
+    pop(&ring, &mut out);
+    let payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
+    assert_eq!(payloads, pushed, "in order, each once, whole");
+    assert_eq!(&pushed[..2], [&b"r1"[..], b"r2"], "two always fit");
 }
 
 /// A thread ring handed over at thread exit: the thread that had it stores `owned =
@@ -576,40 +623,7 @@ fn loom_drop_oldest_eviction_against_the_merges_second_look() {
 #[test]
 fn loom_thread_ring_in_place_push_and_its_cached_tail() {
     check("thread_ring_in_place", None, || {
-        let ring = Arc::new(Ring::single_producer(80));
-        let producer = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let mut pushed: Vec<&[u8]> = Vec::new();
-                for (key, payload) in [b"r1", b"r2", b"r3"].into_iter().enumerate() {
-                    let filled = ring.try_push_owned_in_place(Level::Info, 2, u64::MAX, |into| {
-                        into.copy_from_slice(payload);
-                        Stamps {
-                            merge_key: key as u64,
-                            enqueued: 1,
-                        }
-                    });
-                    match filled {
-                        Ok(_) => pushed.push(payload),
-                        Err(NotInPlace::Full) => {}
-                        Err(NotInPlace::CopyInstead) => {
-                            panic!("copy asked of a ring that never evicted")
-                        }
-                    }
-                }
-                pushed
-            })
-        };
-        let mut out = Vec::new();
-        for _ in 0..2 {
-            pop(&ring, &mut out);
-            thread::yield_now();
-        }
-        let pushed = producer.join().unwrap();
-        pop(&ring, &mut out);
-        let payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
-        assert_eq!(payloads, pushed, "in order, each once, whole");
-        assert_eq!(&pushed[..2], [&b"r1"[..], b"r2"], "two always fit");
+        three_through_a_ring_of_two(true)
     });
 }
 
@@ -621,53 +635,7 @@ fn loom_thread_ring_in_place_push_and_its_cached_tail() {
 #[test]
 fn loom_shared_ring_in_place_push_against_a_copying_producer_and_the_consumer() {
     check("shared_ring_in_place", Some(3), || {
-        let ring = Arc::new(Ring::new(80));
-        ring.try_push(Level::Info, b"x0", u64::MAX, 1, false, 0)
-            .unwrap();
-        let in_place = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                let stamps = Stamps {
-                    merge_key: 1,
-                    enqueued: 1,
-                };
-                match ring.try_push_in_place(Level::Info, 2, u64::MAX, &stamps, |into| {
-                    into.copy_from_slice(b"a1")
-                }) {
-                    Ok(_) => Some(&b"a1"[..]),
-                    Err(NotInPlace::Full) => None,
-                    Err(NotInPlace::CopyInstead) => {
-                        panic!("copy asked of a ring that never evicted")
-                    }
-                }
-            })
-        };
-        let copying = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                ring.try_push(Level::Info, b"b1", u64::MAX, 1, false, 1)
-                    .is_ok()
-                    .then_some(&b"b1"[..])
-            })
-        };
-        let mut out = Vec::new();
-        for _ in 0..2 {
-            pop(&ring, &mut out);
-            thread::yield_now();
-        }
-        let mut pushed: Vec<&[u8]> = [in_place, copying]
-            .into_iter()
-            .filter_map(|p| p.join().unwrap())
-            .collect();
-        pop(&ring, &mut out);
-        let mut payloads: Vec<&[u8]> = out.iter().map(|(_, p)| &p[..]).collect();
-        assert_eq!(payloads[0], b"x0", "the oldest first: {payloads:?}");
-        payloads.remove(0);
-        payloads.sort();
-        pushed.sort();
-        assert_eq!(payloads, pushed, "each record pushed comes out once, whole");
-        assert!(!pushed.is_empty(), "the first push always fits");
-        assert_eq!(ring.used_bytes(), 0);
+        two_producers_into_a_ring_holding_one(true)
     });
 }
 

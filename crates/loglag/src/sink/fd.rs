@@ -72,22 +72,9 @@ impl FdSink {
                 ),
             ));
         }
-        #[cfg(not(unix))]
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot open log file {}: {e}", path.display()),
-                )
-            })?;
-        #[cfg(unix)]
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(mode & 0o7777)
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        let file = crate::sys::create_mode(&mut options, mode & 0o7777)
             .open(path)
             .map_err(|e| {
                 io::Error::new(
