@@ -13,6 +13,7 @@ use super::file::Live;
 use super::fs::{Fs, Meta};
 use super::names::{gz, Names, Parsed};
 use super::{Naming, RollingSpec, TimeSource};
+use crate::sink::backoff::{Backoff, Retry};
 
 /// How rotated files are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,9 +160,10 @@ impl Rules {
     }
 
     /// Compresses every rotated file not compressed yet, then applies retention to
-    /// what is on disk. Returns whether a compression failed (and is to be retried).
-    pub(super) fn pass(&self) -> bool {
+    /// what is on disk. Returns what is left to retry.
+    pub(super) fn pass(&self) -> Left {
         let mut failed = false;
+        let mut held = false;
         // Listed here but left uncompressed: counted at their size by retention.
         let mut stuck = Vec::new();
         if let Some(c) = self.compression {
@@ -180,7 +182,7 @@ impl Rules {
                         Ok(()) => {}
                         // Another writer's live file: tried again later, quietly.
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            failed = true;
+                            held = true;
                             stuck.push(path);
                         }
                         Err(e) => {
@@ -198,7 +200,7 @@ impl Rules {
             }
         }
         self.retain(self.compression.is_some(), &stuck);
-        failed
+        Left { failed, held }
     }
 
     /// Deletes the oldest rotated files until every rule holds. Sizes are what is on
@@ -241,6 +243,18 @@ impl Rules {
     }
 }
 
+/// What a pass could not do, to be tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Left {
+    /// A compression failed (a full disk): tried again after [`COMPRESSION_RETRY`].
+    pub(super) failed: bool,
+    /// A rotated file's lock was held. Most often only for a moment: a child process
+    /// between `fork` and `exec` holds its parent's locks (a service spawning a
+    /// command as it rotates). Tried again soon, then less and less often (another
+    /// writer's live file stays held).
+    pub(super) held: bool,
+}
+
 pub(super) enum Job {
     /// Compress what is pending, then apply retention.
     Pass,
@@ -257,6 +271,11 @@ pub(super) struct Housekeeper {
 
 /// How soon a failed compression (a full disk) is tried again without a rotation.
 const COMPRESSION_RETRY: Duration = Duration::from_secs(30);
+/// A held file is tried again after this, then twice as long each time, up to
+/// [`COMPRESSION_RETRY`].
+const HELD_RETRY_FIRST: Duration = Duration::from_millis(10);
+/// How long [`Job::Idle`] waits for a held file before it reports back anyway.
+const HELD_PATIENCE: Duration = Duration::from_secs(5);
 
 impl Housekeeper {
     pub(super) fn idle() -> Housekeeper {
@@ -273,10 +292,22 @@ impl Housekeeper {
             .spawn(move || {
                 crate::sys::fork::block_async_signals();
                 rules.sweep_temporaries();
-                let mut retry = false;
+                let mut left = Left {
+                    failed: false,
+                    held: false,
+                };
+                let mut held_backoff = Backoff::new(HELD_RETRY_FIRST, COMPRESSION_RETRY);
                 loop {
-                    let job = if retry {
-                        match rx.recv_timeout(COMPRESSION_RETRY) {
+                    let wait = match left {
+                        Left { held: true, .. } => Some(held_backoff.next()),
+                        Left { failed: true, .. } => Some(COMPRESSION_RETRY),
+                        _ => {
+                            held_backoff.reset();
+                            None
+                        }
+                    };
+                    let job = if let Some(wait) = wait {
+                        match rx.recv_timeout(wait) {
                             Ok(job) => Some(job),
                             Err(mpsc::RecvTimeoutError::Timeout) => None,
                             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -295,7 +326,19 @@ impl Housekeeper {
                             acks.push(ack);
                         }
                     }
-                    retry = rules.pass();
+                    left = rules.pass();
+                    if !acks.is_empty() && left.held {
+                        // Whoever waits for housekeeping gets the pass after a
+                        // moment's hold (a fork's child execs), within a bound: a file
+                        // another writer keeps open stays held.
+                        let mut retry = Retry::for_up_to(
+                            Backoff::new(Duration::from_millis(1), Duration::from_millis(128)),
+                            HELD_PATIENCE,
+                        );
+                        while left.held && retry.wait() {
+                            left = rules.pass();
+                        }
+                    }
                     for ack in acks {
                         let _ = ack.send(());
                     }

@@ -17,6 +17,9 @@ enum Holder {
     Handle(u64),
     /// Another writer, outside the code under test.
     Other,
+    /// Another process, for this many more attempts to take the lock (a child between
+    /// `fork` and `exec`, which holds its parent's locks until it execs).
+    Briefly(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +132,14 @@ impl MemFs {
         let id = st.names[path];
         let node = st.nodes.get_mut(&id).expect("a node");
         node.lock = held.then_some(Holder::Other);
+    }
+
+    /// Another process holds the file's lock for the next `tries` attempts to take it.
+    pub(super) fn hold_briefly(&self, path: &Path, tries: u32) {
+        let mut st = self.state();
+        let id = st.names[path];
+        let node = st.nodes.get_mut(&id).expect("a node");
+        node.lock = (tries > 0).then_some(Holder::Briefly(tries));
     }
 
     /// The process dies at its `n`-th change from now (`None`: it does not).
@@ -298,6 +309,10 @@ impl Handle for MemHandle {
         st.alive()?;
         let node = st.nodes.get_mut(&self.id).expect("a node");
         match node.lock {
+            Some(Holder::Briefly(tries)) => {
+                node.lock = (tries > 1).then_some(Holder::Briefly(tries - 1));
+                Ok(false)
+            }
             Some(h) if h != Holder::Handle(self.handle) => Ok(false),
             _ => {
                 node.lock = Some(Holder::Handle(self.handle));

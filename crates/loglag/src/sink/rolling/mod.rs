@@ -478,7 +478,9 @@ impl RollingFile {
 
     /// Blocks until the housekeeping thread has done everything asked of it so far
     /// (compression and retention after each rotation) and one more pass. For tests
-    /// and tools.
+    /// and tools. A rotated file whose lock is held (a child process between `fork`
+    /// and `exec` holds its parent's locks for a moment) is tried again for up to 5 s
+    /// before this returns; one held longer is left for a later pass.
     pub fn wait_housekeeping(&self) {
         let (tx, rx) = mpsc::channel();
         self.housekeeper.send(Job::Idle(tx));
