@@ -118,6 +118,7 @@
 //! | `config` | yes | [`Config`]: every option from TOML or `LOGLAG_*` variables (toml) |
 //! | `prometheus` | no | `prometheus`: the Prometheus text exposition and a scrape endpoint |
 //! | `metrics` | no | `metrics_facade`: the pipelines' metrics through the `metrics` crate (turns `prometheus` on) |
+//! | `unstable-lab` | no | what loglag's own lab and CLI use (`units`, the hidden `__lab` and `__named_enum!`): not an API, free to change |
 
 mod core;
 /// The line builder, for the lab and the fuzz target: not an API, free to change.

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use loglag::__named_enum as named_enum;
 use serde::{Deserialize, Serialize};
 
 /// Bytes of the short fixed line, newline included.
@@ -278,34 +279,22 @@ impl Condition {
     }
 }
 
-/// What each request logs, for the conditions that build records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RecordShape {
-    /// One 16 KiB JSON record (the reference experiment).
-    #[default]
-    Json16k,
-    /// Three 128-byte text lines, INFO, DEBUG, INFO (reference 002's endpoint).
-    Three,
-    /// One 120-byte INFO line (reference 003).
-    Line120,
+named_enum! {
+    /// What each request logs, for the conditions that build records.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum RecordShape: "unknown record shape" {
+        /// One 16 KiB JSON record (the reference experiment).
+        #[default]
+        Json16k = "json16k",
+        /// Three 128-byte text lines, INFO, DEBUG, INFO (reference 002's endpoint).
+        Three = "three",
+        /// One 120-byte INFO line (reference 003).
+        Line120 = "line120",
+    }
 }
 
 impl RecordShape {
-    pub const ALL: [RecordShape; 3] = [
-        RecordShape::Json16k,
-        RecordShape::Three,
-        RecordShape::Line120,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecordShape::Json16k => "json16k",
-            RecordShape::Three => "three",
-            RecordShape::Line120 => "line120",
-        }
-    }
-
     pub fn records_per_request(self) -> usize {
         match self {
             RecordShape::Json16k | RecordShape::Line120 => 1,
@@ -319,24 +308,6 @@ impl RecordShape {
             RecordShape::Three => SHORT_LINE_BYTES,
             RecordShape::Line120 => 120,
         }
-    }
-}
-
-impl fmt::Display for RecordShape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RecordShape {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RecordShape, String> {
-        RecordShape::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s.trim())
-            .ok_or_else(|| {
-                format!("unknown record shape {s:?}: expected json16k, three or line120")
-            })
     }
 }
 

@@ -5,40 +5,19 @@ use std::time::Duration;
 
 use crate::api::condition::RecordShape;
 use crate::load::Connection;
+use loglag::__named_enum as named_enum;
 
-/// How slow the log's sink is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SinkKind {
-    /// No artificial limit.
-    Fast,
-    /// The reader is capped at the plan's `slow_rate` (the reference's slow pipe).
-    Slow,
-    /// The reader is fast, but every write the API makes waits the plan's `disk_delay`
-    /// first, on whichever thread writes: a slow disk (reference 003).
-    SlowDisk,
-}
-
-impl SinkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SinkKind::Fast => "fast",
-            SinkKind::Slow => "slow",
-            SinkKind::SlowDisk => "slow-disk",
-        }
-    }
-}
-
-impl std::str::FromStr for SinkKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SinkKind, String> {
-        match s.trim() {
-            "fast" => Ok(SinkKind::Fast),
-            "slow" => Ok(SinkKind::Slow),
-            "slow-disk" => Ok(SinkKind::SlowDisk),
-            other => Err(format!(
-                "unknown sink {other:?}: expected fast, slow or slow-disk"
-            )),
-        }
+named_enum! {
+    /// How slow the log's sink is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SinkKind: "unknown sink" {
+        /// No artificial limit.
+        Fast = "fast",
+        /// The reader is capped at the plan's `slow_rate` (the reference's slow pipe).
+        Slow = "slow",
+        /// The reader is fast, but every write the API makes waits the plan's `disk_delay`
+        /// first, on whichever thread writes: a slow disk (reference 003).
+        SlowDisk = "slow-disk",
     }
 }
 

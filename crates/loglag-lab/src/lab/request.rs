@@ -13,29 +13,22 @@ use crate::load::Connection;
 use crate::sys::units::{parse_bytes, parse_duration, parse_rate};
 
 use super::plan::{defaults, ExpectLines, Signal, SinkKind};
+use loglag::__named_enum as named_enum;
 
-/// A named experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preset {
-    /// Reference 002: memory buffers against a write per record, and what a stop loses.
-    Buffers,
-    /// Reference 003: what synchronous logging does to a multi-threaded server.
-    Blocking,
-    /// Reference 003's tuning table: loglag's batch size against its flush interval.
-    Sweep,
+named_enum! {
+    /// A named experiment.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Preset: "unknown preset" {
+        /// Reference 002: memory buffers against a write per record, and what a stop loses.
+        Buffers = "buffers",
+        /// Reference 003: what synchronous logging does to a multi-threaded server.
+        Blocking = "blocking",
+        /// Reference 003's tuning table: loglag's batch size against its flush interval.
+        Sweep = "sweep",
+    }
 }
 
 impl Preset {
-    pub const ALL: [Preset; 3] = [Preset::Buffers, Preset::Blocking, Preset::Sweep];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Preset::Buffers => "buffers",
-            Preset::Blocking => "blocking",
-            Preset::Sweep => "sweep",
-        }
-    }
-
     /// For `--help`.
     pub fn describe(self) -> &'static str {
         match self {
@@ -43,22 +36,6 @@ impl Preset {
             Preset::Blocking => "synchronous logging on a multi-threaded server: sync-writeln, tokio-fs, channel-batch, tracing-appender, loglag on a server with a thread per core; 500 and 2000 connections",
             Preset::Sweep => "tuning the queue: loglag batch 4 KiB..1 MiB x flush interval 10 ms..2 s at 1000 requests/s",
         }
-    }
-}
-
-impl std::fmt::Display for Preset {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Preset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Preset, String> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown preset {s:?}: expected buffers, blocking or sweep"))
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 pub mod request;
 
 use crate::report::{FaultResult, HungResult, Kill9Report, SoakResult, Trial};
+use loglag::__named_enum as named_enum;
 use loglag::{DropReason, Level, NonBlockingBuilder, Overflow};
 
 /// Producers in the flooding child.
@@ -25,39 +26,18 @@ fn line(producer: usize, seq: u64) -> String {
 /// The pipeline both the child and the recovery use: a small spool, so it wraps often.
 pub use crate::report::FloodPolicy;
 
-/// The parts of `loglag torture`, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// kill -9 mid-stream, then recovery from the spool: exactly once.
-    Kill9,
-    /// Every overflow policy into a slow sink: memory stays bounded.
-    Soak,
-    /// A sink that never returns: the caller's longest wait.
-    Hung,
-    /// ENOSPC and EPIPE: what is dropped is counted.
-    Faults,
-}
-
-impl Part {
-    pub const ALL: [Part; 4] = [Part::Kill9, Part::Soak, Part::Hung, Part::Faults];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Part::Kill9 => "kill9",
-            Part::Soak => "soak",
-            Part::Hung => "hung",
-            Part::Faults => "faults",
-        }
-    }
-}
-
-impl std::str::FromStr for Part {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Part, String> {
-        Part::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("unknown part {s:?}: expected kill9, soak, hung or faults"))
+named_enum! {
+    /// The parts of `loglag torture`, in the order they run.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Part: "unknown part" {
+        /// kill -9 mid-stream, then recovery from the spool: exactly once.
+        Kill9 = "kill9",
+        /// Every overflow policy into a slow sink: memory stays bounded.
+        Soak = "soak",
+        /// A sink that never returns: the caller's longest wait.
+        Hung = "hung",
+        /// ENOSPC and EPIPE: what is dropped is counted.
+        Faults = "faults",
     }
 }
 

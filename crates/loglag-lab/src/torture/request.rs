@@ -22,7 +22,7 @@ fn parse_flood_policy(s: &str) -> Result<FloodPolicy, String> {
 }
 
 fn parse_part(s: &str) -> Result<Part, String> {
-    s.parse()
+    s.parse().map_err(|e: loglag::ParseError| e.to_string())
 }
 
 /// Every flag of `loglag torture` that shapes what it runs.

@@ -1,59 +1,40 @@
 //! Severity levels, ordered from least to most severe.
 
-use crate::record::parse::ParseError;
-use std::fmt;
-use std::str::FromStr;
+use crate::record::parse::named_enum;
 
-/// The severity of a record. Ordered: `Trace < Debug < Info < Warn < Error`.
-///
-/// ```
-/// use loglag::Level;
-/// assert!(Level::Warn > Level::Info);
-/// assert_eq!("error".parse::<Level>()?, Level::Error);
-/// # Ok::<(), loglag::ParseError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum Level {
-    /// Very verbose diagnostics.
-    Trace = 0,
-    /// Diagnostics for developers.
-    Debug = 1,
-    /// Normal operation.
-    Info = 2,
-    /// Something unexpected that the program handled.
-    Warn = 3,
-    /// A failure.
-    Error = 4,
+named_enum! {
+    /// The severity of a record. Ordered: `Trace < Debug < Info < Warn < Error`; the
+    /// index of each is `level as usize`. Its name is upper case, as tracing-subscriber
+    /// prints it, and parsed in any case.
+    ///
+    /// ```
+    /// use loglag::Level;
+    /// assert!(Level::Warn > Level::Info);
+    /// assert_eq!("error".parse::<Level>()?, Level::Error);
+    /// assert_eq!(Level::ALL.len(), 5);
+    /// # Ok::<(), loglag::ParseError>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[repr(u8)]
+    pub enum Level: "unknown level" {
+        /// Very verbose diagnostics.
+        Trace = "TRACE",
+        /// Diagnostics for developers.
+        Debug = "DEBUG",
+        /// Normal operation.
+        Info = "INFO",
+        /// Something unexpected that the program handled.
+        Warn = "WARN",
+        /// A failure.
+        Error = "ERROR",
+    }
 }
 
 impl Level {
-    /// All levels, least severe first; the index of each is `level as usize`.
-    pub const ALL: [Level; 5] = [
-        Level::Trace,
-        Level::Debug,
-        Level::Info,
-        Level::Warn,
-        Level::Error,
-    ];
-
     pub(crate) fn from_index(i: u8) -> Level {
         Level::ALL[(i as usize).min(4)]
     }
 
-    /// The upper-case name, as tracing-subscriber prints it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Trace => "TRACE",
-            Level::Debug => "DEBUG",
-            Level::Info => "INFO",
-            Level::Warn => "WARN",
-            Level::Error => "ERROR",
-        }
-    }
-}
-
-impl Level {
     /// The lower-case name, as logfmt prints it.
     pub fn as_lower_str(self) -> &'static str {
         match self {
@@ -63,22 +44,6 @@ impl Level {
             Level::Warn => "warn",
             Level::Error => "error",
         }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Level {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Level, ParseError> {
-        Level::ALL
-            .into_iter()
-            .find(|l| l.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| ParseError::new("unknown level", s, "trace, debug, info, warn or error"))
     }
 }
 

@@ -18,40 +18,42 @@ pub(crate) mod parse;
 mod syslog;
 pub(crate) mod time;
 
-use crate::record::parse::ParseError;
+use crate::record::parse::named_enum;
 use std::time::SystemTime;
 
 #[cfg(feature = "tracing")]
 pub(crate) use line::write_field;
 pub(crate) use line::{LineBuilder, Shape, Value};
 
-/// How the tracing [`Layer`](crate::LoglagLayer), the [`log`] front-end and in-band
-/// drop reports render a record.
-///
-/// | format | example |
-/// |---|---|
-/// | `Json` | `{"timestamp":"…","level":"INFO","fields":{"message":"hi","k":1},"target":"app"}` |
-/// | `Compact` | `2026-10-29T12:00:00.000001Z  INFO app: hi k=1` |
-/// | `Logfmt` | `ts=2026-10-29T12:00:00.000001Z level=info target=app msg=hi k=1` |
-///
-/// ```
-/// assert_eq!("logfmt".parse::<loglag::Format>()?, loglag::Format::Logfmt);
-/// # Ok::<(), loglag::ParseError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    /// One JSON object per line, with tracing-subscriber's `json` field names.
-    #[default]
-    Json,
-    /// Human-readable text.
-    Compact,
-    /// `key=value` pairs.
-    Logfmt,
-    /// RFC 5424 syslog messages (`<PRI>1 TIMESTAMP HOST APP PID - [loglag@32473 …] MSG`),
-    /// one per line: for [`sink::Syslog`](crate::sink::Syslog), which frames each line
-    /// for its transport. The level sets the severity (facility `user`), the target and
-    /// every field become structured-data parameters, the message is MSG.
-    Syslog,
+named_enum! {
+    /// How the tracing [`Layer`](crate::LoglagLayer), the [`log`] front-end and in-band
+    /// drop reports render a record.
+    ///
+    /// | format | example |
+    /// |---|---|
+    /// | `Json` | `{"timestamp":"…","level":"INFO","fields":{"message":"hi","k":1},"target":"app"}` |
+    /// | `Compact` | `2026-10-29T12:00:00.000001Z  INFO app: hi k=1` |
+    /// | `Logfmt` | `ts=2026-10-29T12:00:00.000001Z level=info target=app msg=hi k=1` |
+    ///
+    /// ```
+    /// assert_eq!("logfmt".parse::<loglag::Format>()?, loglag::Format::Logfmt);
+    /// # Ok::<(), loglag::ParseError>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Format: "unknown format" {
+        /// One JSON object per line, with tracing-subscriber's `json` field names.
+        #[default]
+        Json = "json",
+        /// Human-readable text.
+        Compact = "compact" | "text",
+        /// `key=value` pairs.
+        Logfmt = "logfmt",
+        /// RFC 5424 syslog messages (`<PRI>1 TIMESTAMP HOST APP PID - [loglag@32473 …] MSG`),
+        /// one per line: for [`sink::Syslog`](crate::sink::Syslog), which frames each line
+        /// for its transport. The level sets the severity (facility `user`), the target and
+        /// every field become structured-data parameters, the message is MSG.
+        Syslog = "syslog" | "rfc5424",
+    }
 }
 
 impl Format {
@@ -71,23 +73,6 @@ impl Format {
             2 => Format::Logfmt,
             3 => Format::Syslog,
             _ => Format::Compact,
-        }
-    }
-}
-
-impl std::str::FromStr for Format {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Format, ParseError> {
-        match s.trim() {
-            "json" => Ok(Format::Json),
-            "compact" | "text" => Ok(Format::Compact),
-            "logfmt" => Ok(Format::Logfmt),
-            "syslog" | "rfc5424" => Ok(Format::Syslog),
-            other => Err(ParseError::new(
-                "unknown format",
-                other,
-                "json, compact, logfmt or syslog",
-            )),
         }
     }
 }

@@ -1,42 +1,42 @@
 //! `LOGLAG_MODE`: switch the same binary between not logging, only building records,
 //! writing them on the caller's thread, and the non-blocking pipeline.
 
-use crate::record::parse::ParseError;
-use std::fmt;
-use std::str::FromStr;
+use crate::record::parse::{named_enum, ParseError};
 
 /// The environment variable read by [`Mode::from_env`].
 pub const MODE_ENV: &str = "LOGLAG_MODE";
 
-/// What a log call does. Comparing `format-only` with `sync` and `async` on your own
-/// service tells "building the log is slow" apart from "waiting to write it is slow".
-///
-/// | mode | the call | accounting |
-/// |---|---|---|
-/// | `off` | returns before formatting | nothing counted |
-/// | `format-only` | builds the record as `async` would, then discards it | nothing counted |
-/// | `sync` | formats and writes it on the caller's thread | counted |
-/// | `async` (default) | builds it and hands it to the writer thread | counted |
-///
-/// "Builds" is what the caller pays in `async`: a formatted line for `io::Write` and
-/// `log`, the captured values for [`LoglagLayer`](crate::LoglagLayer) and loglag's
-/// macros (their lines are rendered on the writer thread).
-///
-/// ```
-/// assert_eq!("format-only".parse::<loglag::Mode>()?, loglag::Mode::FormatOnly);
-/// # Ok::<(), loglag::ParseError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Do nothing.
-    Off,
-    /// Build the record and discard it.
-    FormatOnly,
-    /// Write on the caller's thread.
-    Sync,
-    /// Queue for the writer thread.
-    #[default]
-    Async,
+named_enum! {
+    /// What a log call does. Comparing `format-only` with `sync` and `async` on your own
+    /// service tells "building the log is slow" apart from "waiting to write it is slow".
+    ///
+    /// | mode | the call | accounting |
+    /// |---|---|---|
+    /// | `off` | returns before formatting | nothing counted |
+    /// | `format-only` | builds the record as `async` would, then discards it | nothing counted |
+    /// | `sync` | formats and writes it on the caller's thread | counted |
+    /// | `async` (default) | builds it and hands it to the writer thread | counted |
+    ///
+    /// "Builds" is what the caller pays in `async`: a formatted line for `io::Write` and
+    /// `log`, the captured values for [`LoglagLayer`](crate::LoglagLayer) and loglag's
+    /// macros (their lines are rendered on the writer thread).
+    ///
+    /// ```
+    /// assert_eq!("format-only".parse::<loglag::Mode>()?, loglag::Mode::FormatOnly);
+    /// # Ok::<(), loglag::ParseError>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Mode: "invalid LOGLAG_MODE" {
+        /// Do nothing.
+        Off = "off",
+        /// Build the record and discard it.
+        FormatOnly = "format-only" | "format_only",
+        /// Write on the caller's thread.
+        Sync = "sync",
+        /// Queue for the writer thread.
+        #[default]
+        Async = "async",
+    }
 }
 
 impl Mode {
@@ -50,42 +50,9 @@ impl Mode {
             _ => Ok(Mode::Async),
         }
     }
-
-    /// The name `LOGLAG_MODE` accepts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Off => "off",
-            Mode::FormatOnly => "format-only",
-            Mode::Sync => "sync",
-            Mode::Async => "async",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Mode {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Mode, ParseError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "off" => Ok(Mode::Off),
-            "format-only" | "format_only" => Ok(Mode::FormatOnly),
-            "sync" => Ok(Mode::Sync),
-            "async" => Ok(Mode::Async),
-            _ => Err(mode_error(s.trim())),
-        }
-    }
 }
 
 /// `LOGLAG_MODE`'s error (the variable is the mode's only spelling outside `Settings`).
 fn mode_error(value: &str) -> ParseError {
-    ParseError::new(
-        "invalid LOGLAG_MODE",
-        value,
-        "off, format-only, sync or async",
-    )
+    ParseError::named("invalid LOGLAG_MODE", value, &Mode::ALL.map(Mode::as_str))
 }
