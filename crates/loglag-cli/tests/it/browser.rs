@@ -41,6 +41,14 @@ fn headless(browser: &Path, profile: &Path) -> Command {
 
 #[test]
 fn the_report_renders_in_headless_chromium() {
+    // Bounded: a lab child or a chromium that never exits fails the test.
+    within(
+        "the_report_renders_in_headless_chromium",
+        report_in_headless_chromium,
+    );
+}
+
+fn report_in_headless_chromium() {
     let Some(browser) = chromium() else {
         assert!(
             std::env::var_os("LOGLAG_REQUIRE_BROWSER").is_none(),
@@ -399,6 +407,14 @@ fn layout_problems(browser: &Path, work: &Path, page: &str) -> String {
 /// must be none) and leaves each anchor's resolved protocol in the DOM it dumps.
 #[test]
 fn hostile_reports_run_no_script_in_chromium() {
+    // Bounded: a lab child or a chromium that never exits fails the test.
+    within(
+        "hostile_reports_run_no_script_in_chromium",
+        hostile_reports_in_chromium,
+    );
+}
+
+fn hostile_reports_in_chromium() {
     let Some(browser) = chromium() else {
         assert!(
             std::env::var_os("LOGLAG_REQUIRE_BROWSER").is_none(),

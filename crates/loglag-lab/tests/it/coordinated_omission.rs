@@ -68,7 +68,9 @@ fn latency_from_the_schedule_includes_a_server_stall() {
         .build()
         .unwrap();
     let result = runtime.block_on(load::run(&config));
-    let (stall_start, stall_end) = stall_rx.recv().unwrap();
+    let (stall_start, stall_end) = stall_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server stalled its tenth request");
     assert_eq!(result.samples.len(), 100);
     assert!(result.samples.iter().all(|s| s.outcome == Outcome::Ok));
     // Scheduled offsets are exact: i / rate.

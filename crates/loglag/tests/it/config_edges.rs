@@ -139,7 +139,10 @@ fn a_producer_blocking_for_longer_than_any_instant_waits_instead_of_panicking() 
         std::thread::yield_now();
     }
     open.send(()).unwrap();
-    assert!(producer.join().is_ok(), "the producer panicked");
+    let joined = crate::support::within(Duration::from_secs(120), "the producer", move || {
+        producer.join().is_ok()
+    });
+    assert!(joined, "the producer panicked");
     let m = guard.shutdown();
     assert_eq!(
         (m.written_records, m.dropped_records()),

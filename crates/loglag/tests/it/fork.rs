@@ -32,6 +32,9 @@ fn fork_a_logging_child(writer: &loglag::NonBlocking, child: usize) -> (u64, u64
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
+        // SAFETY: alarm(2) only arms a timer. A child that deadlocks dies of it and
+        // lets go of the pipes its parent (and the test harness) read to the end.
+        unsafe { libc::alarm(120) };
         let before = writer.metrics();
         for seq in 0..PER_CHILD {
             writer.submit(Level::Info, format!("child={child} seq={seq}\n").as_bytes());
@@ -215,6 +218,8 @@ fn a_forked_child_logging_through_the_macros_writes_whole_rendered_lines() {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
+            // SAFETY: as above: a deadlocked child dies of the alarm.
+            unsafe { libc::alarm(120) };
             let before = writer.metrics().written_records;
             for seq in 0..100u64 {
                 loglag::info!(who = "child", seq, "from the child");

@@ -69,11 +69,10 @@ fn play_a_child_role_if_given_one() {
 /// call returned is in the sink or in that count, exactly.
 #[test]
 fn drops_just_before_a_kill_9_are_announced_by_recovery() {
-    use std::io::BufRead;
     play_a_child_role_if_given_one();
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("app.spool");
-    let mut child = rerun_as_child(
+    let child = rerun_as_child(
         module_path!(),
         "drops_just_before_a_kill_9_are_announced_by_recovery",
         "drops-then-sigkill",
@@ -82,14 +81,15 @@ fn drops_just_before_a_kill_9_are_announced_by_recovery() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
+    let mut child = support::KillOnDrop(child);
     // The test harness prints its own lines first.
-    let line = std::io::BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(Result::unwrap)
-        .find_map(|l| l.find("returned=").map(|at| l[at..].to_owned()))
-        .expect("the child reports before it is killed");
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let line = support::first_line_within(
+        child.0.stdout.take().unwrap(),
+        "the child reports before it is killed",
+        |l| l.find("returned=").map(|at| l[at..].to_owned()),
+    );
+    child.0.kill().unwrap(); // SIGKILL
+    child.0.wait().unwrap();
     let numbers: Vec<u64> = line
         .split_whitespace()
         .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
@@ -133,12 +133,11 @@ fn drops_just_before_a_kill_9_are_announced_by_recovery() {
 /// spool had not yet marked came again: 717 duplicates in 60 trials.)
 #[test]
 fn a_file_given_to_finish_recovers_exactly_once_after_a_kill_9() {
-    use std::io::BufRead;
     play_a_child_role_if_given_one();
     for trial in 0..3 {
         let dir = tempfile::tempdir().unwrap();
         let spool = dir.path().join("app.spool");
-        let mut child = rerun_as_child(
+        let child = rerun_as_child(
             module_path!(),
             "a_file_given_to_finish_recovers_exactly_once_after_a_kill_9",
             "finish-a-file-then-flood",
@@ -147,13 +146,14 @@ fn a_file_given_to_finish_recovers_exactly_once_after_a_kill_9() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .lines()
-            .map(Result::unwrap)
-            .find(|l| l.contains("flooding"))
-            .expect("the child floods before it is killed");
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        let mut child = support::KillOnDrop(child);
+        support::first_line_within(
+            child.0.stdout.take().unwrap(),
+            "the child floods before it is killed",
+            |l| l.contains("flooding").then_some(()),
+        );
+        child.0.kill().unwrap(); // SIGKILL
+        child.0.wait().unwrap();
         let log = spool.with_extension("log");
         loglag::spool::recover(&spool, loglag::sink::FdSink::append(&log).unwrap()).unwrap();
         let text = std::fs::read_to_string(&log).unwrap();

@@ -32,6 +32,14 @@ fn read_frame(stream: &mut BufReader<TcpStream>) -> Option<String> {
     Some(String::from_utf8(msg).unwrap())
 }
 
+/// The collector's frames, once the sink's connection ends; bounded, so a sink that
+/// keeps its connection open fails the test instead of hanging it.
+fn joined_collector(collector: std::thread::JoinHandle<Vec<String>>) -> Vec<String> {
+    support::within(Duration::from_secs(60), "the collector", move || {
+        collector.join().unwrap()
+    })
+}
+
 fn parsed(msg: &str) -> SyslogMessage {
     parse_message(msg).unwrap_or_else(|e| panic!("not RFC 5424 ({e}): {msg}"))
 }
@@ -100,7 +108,7 @@ fn records_arrive_as_rfc5424_messages_with_their_fields_over_tcp() {
     });
     let m = log_events(loglag::sink::Syslog::tcp(addr).unwrap(), 500);
     assert_eq!((m.written_records, m.dropped_records()), (500, 0));
-    check(&collector.join().unwrap(), 500);
+    check(&joined_collector(collector), 500);
 }
 
 // Unix datagram sockets are unix's (the Windows test below checks UDP and the refusal).
@@ -217,7 +225,7 @@ fn a_syslog_record_over_the_limit_stays_valid() {
     });
     let m = guard.shutdown();
     assert_eq!((m.truncated, m.written_records), (2, 2), "{m:?}");
-    let got = collector.join().unwrap();
+    let got = joined_collector(collector);
     let first = parsed(&got[0]);
     assert_eq!(sd(&first, "seq"), "1");
     assert!(
@@ -451,7 +459,12 @@ fn a_real_rsyslog_receives_every_record_and_a_restart_loses_only_what_is_counted
     // The sink's back-off ends within 5 s; records logged until then are dropped and
     // counted, after it they arrive. Log until one arrives.
     let mut seq = 1500u64;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while lines().len() == 1000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing reached the restarted rsyslogd in 120 s"
+        );
         tracing::warn!(seq, user = "ann", "after");
         seq += 1;
         writer.flush(Duration::from_secs(60)).unwrap();

@@ -309,12 +309,44 @@ pub fn wait_child_within(
     }
 }
 
+/// A child process killed and reaped when this is dropped, also when the test fails
+/// first: no test leaves a process behind.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The first line of `stdout` that `pick` picks, read within two minutes: a child that
+/// never says it fails the test instead of hanging it.
+pub fn first_line_within<T: Send + 'static>(
+    stdout: impl io::Read + Send + 'static,
+    what: &str,
+    pick: impl Fn(&str) -> Option<T> + Send + 'static,
+) -> T {
+    use io::BufRead;
+    within(std::time::Duration::from_secs(120), what, move || {
+        io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| pick(&l))
+    })
+    .unwrap_or_else(|| panic!("{what}: the child ended without saying it"))
+}
+
 /// Kills our own child `pid`, which has not been reaped (a waiter thread is still
-/// blocked on it).
+/// blocked on it), and its process group if it leads one (an unreaped child's pid
+/// names no other group).
 #[cfg(unix)]
 fn kill(pid: i32) {
-    // SAFETY: kill(2) on our own child, which has not been reaped.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    // SAFETY: kill(2) on our own child and the group it may lead.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
 }
 
 /// Kills our own child `pid` (`TerminateProcess`), still unreaped.
@@ -396,13 +428,21 @@ pub fn alone(module: &str, test: &str, env: &[(&str, &str)]) -> bool {
         return false;
     }
     let name = qualified(module, test);
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", &name, "--nocapture", "--test-threads=1"])
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env(ALONE, "1")
         .envs(env.iter().copied())
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .unwrap();
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    // Its own process group, so that a hang kills what it forked too: a child of it
+    // that holds the pipe would otherwise keep the read below waiting.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let out = wait_child_within(
+        cmd.spawn().unwrap(),
+        std::time::Duration::from_secs(20 * 60),
+        &name,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("test result: ok. 1 passed"),
