@@ -290,11 +290,14 @@ fn a_collector_that_closes_between_batches_loses_nothing() {
     // the kernel may not have processed it yet (loopback delivers through a softirq),
     // and a batch written before it would go to a closed connection, as TCP syslog's
     // would to any collector that has just died. The promise is about a close the
-    // sink can see: wait for the FIN (CLOSE_WAIT), where the kernel tells (Linux).
+    // sink can see: wait for the FIN (CLOSE_WAIT), where the kernel tells (Linux, and
+    // Linux under Wine).
+    #[cfg(windows)]
+    let kernel_tells = support::under_wine();
+    #[cfg(not(windows))]
+    let kernel_tells = cfg!(target_os = "linux");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while cfg!(target_os = "linux")
-        && support::procfs::tcp_state(sender_port, addr.port()) != Some(0x08)
-    {
+    while kernel_tells && support::procfs::tcp_state(sender_port, addr.port()) != Some(0x08) {
         assert!(
             std::time::Instant::now() < deadline,
             "the sink's socket never saw the collector's FIN: {:?}",

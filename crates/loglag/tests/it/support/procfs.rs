@@ -37,18 +37,22 @@ pub fn vm_rss_kib() -> Option<u64> {
 
 /// The state of this machine's TCP connection from `local_port` to `remote_port` on
 /// loopback, as `/proc/net/tcp{,6}` gives it (`0x08`: CLOSE_WAIT, the peer's FIN has
-/// arrived). `None` where there is no such file or no such connection.
+/// arrived). `None` where there is no such file or no such connection. Under Wine the
+/// sockets are Linux's, and its `Z:` drive is `/`.
 pub fn tcp_state(local_port: u16, remote_port: u16) -> Option<u8> {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .find_map(|table| {
-            let text = std::fs::read_to_string(table).ok()?;
-            text.lines().skip(1).find_map(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
-                (port(fields.get(1)?)? == local_port && port(fields.get(2)?)? == remote_port)
-                    .then(|| u8::from_str_radix(fields.get(3)?, 16).ok())
-                    .flatten()
-            })
+    let tables: &[&str] = if cfg!(windows) {
+        &[r"Z:\proc\net\tcp", r"Z:\proc\net\tcp6"]
+    } else {
+        &["/proc/net/tcp", "/proc/net/tcp6"]
+    };
+    tables.iter().find_map(|table| {
+        let text = std::fs::read_to_string(table).ok()?;
+        text.lines().skip(1).find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let port = |addr: &str| u16::from_str_radix(addr.rsplit(':').next()?, 16).ok();
+            (port(fields.get(1)?)? == local_port && port(fields.get(2)?)? == remote_port)
+                .then(|| u8::from_str_radix(fields.get(3)?, 16).ok())
+                .flatten()
         })
+    })
 }
