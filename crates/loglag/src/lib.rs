@@ -128,6 +128,8 @@ pub mod __lab {
     pub use crate::record::line::{LineBuilder, Value};
     pub use crate::record::time::rfc3339;
     pub use crate::sink::fd::set_pipe_size;
+    /// The seal of `sink::FileSink`, for loglag's own tests' recording sinks.
+    pub use crate::sink::sealed::Sealed as FileSinkSeal;
 }
 mod export;
 mod front;

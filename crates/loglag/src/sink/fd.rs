@@ -248,6 +248,8 @@ impl FdSink {
     }
 }
 
+impl super::sealed::Sealed for FdSink {}
+
 impl FileSink for FdSink {
     #[cfg(unix)]
     fn descriptor(&self) -> Option<(RawDescriptor, (u64, u64))> {

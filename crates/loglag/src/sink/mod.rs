@@ -152,6 +152,12 @@ pub type RawDescriptor = std::os::fd::RawFd;
 #[doc(hidden)]
 pub type RawDescriptor = std::ffi::c_int;
 
+/// The seal of [`FileSink`]: public in a private module, so no other crate can name it
+/// (except loglag's own tests, through `__lab::FileSinkSeal` under `unstable-lab`).
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
 /// What a sink that is one file descriptor offers besides writing, through
 /// [`Sink::as_file`].
 ///
@@ -161,9 +167,24 @@ pub type RawDescriptor = std::ffi::c_int;
 /// the batch again (at least once). `descriptor` is where a forked child writes.
 ///
 /// Not an API: the capability between the library's file sinks (`FdSink`,
-/// `RollingFile`) and the spool, hidden from the docs and the public API list.
+/// `RollingFile`) and the spool, hidden from the docs and the public API list, and
+/// sealed: only the library implements it (and its own tests, through the seal that
+/// the `unstable-lab` feature exports). A sink of yours answers `None` to `as_file`,
+/// and a spool delivers its batches at least once.
+///
+/// ```compile_fail,E0277
+/// // Every method is here; what is missing is the seal.
+/// struct Mine;
+/// impl loglag::sink::FileSink for Mine {
+///     fn descriptor(&self) -> Option<(loglag::sink::RawDescriptor, (u64, u64))> { None }
+///     fn position(&mut self) -> Option<u64> { None }
+///     fn identity(&mut self) -> Option<(u64, u64)> { None }
+///     fn truncate_to(&mut self, _: u64) -> std::io::Result<()> { Ok(()) }
+///     fn sync(&mut self) -> std::io::Result<()> { Ok(()) }
+/// }
+/// ```
 #[doc(hidden)]
-pub trait FileSink {
+pub trait FileSink: sealed::Sealed {
     /// The descriptor this sink writes to right now and what it refers to (device,
     /// inode). A forked child, which has no writer thread, writes its records to it
     /// directly (see `RELIABILITY.md`, "fork"). Asked after every `before_batch`, on

@@ -101,6 +101,8 @@ impl Sink for MemFile {
 }
 
 /// A pipe is a descriptor too, with no length, identity or truncation.
+impl crate::sink::sealed::Sealed for MemFile {}
+
 impl FileSink for MemFile {
     fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None

@@ -154,6 +154,8 @@ impl Sink for DiesAfter {
         Some(self)
     }
 }
+impl crate::sink::sealed::Sealed for DiesAfter {}
+
 impl FileSink for DiesAfter {
     fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None
@@ -211,6 +213,8 @@ impl Sink for DiesAtFlush {
         Some(self)
     }
 }
+impl crate::sink::sealed::Sealed for DiesAtFlush {}
+
 impl FileSink for DiesAtFlush {
     fn descriptor(&self) -> Option<(crate::sink::RawDescriptor, (u64, u64))> {
         None

@@ -626,6 +626,8 @@ impl Sink for RollingFile {
     }
 }
 
+impl crate::sink::sealed::Sealed for RollingFile {}
+
 impl FileSink for RollingFile {
     #[cfg(unix)]
     fn descriptor(&self) -> Option<(super::RawDescriptor, (u64, u64))> {

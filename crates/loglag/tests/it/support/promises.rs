@@ -59,6 +59,8 @@ impl Sink for Recorder {
     }
 }
 
+impl loglag::__lab::FileSinkSeal for Recorder {}
+
 /// A descriptor-less "file" that counts the syncs asked of it.
 impl loglag::sink::FileSink for Recorder {
     fn descriptor(&self) -> Option<(loglag::sink::RawDescriptor, (u64, u64))> {
