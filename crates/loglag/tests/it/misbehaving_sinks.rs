@@ -67,19 +67,7 @@ fn a_sink_that_logs_never_deadlocks_a_blocking_pipeline() {
             .build(sink)
             .unwrap();
         let _ = log.set(writer.clone());
-        let threads: Vec<_> = (0..4)
-            .map(|p| {
-                let w = writer.clone();
-                std::thread::spawn(move || {
-                    for i in 0..5_000 {
-                        w.submit(Level::Info, format!("p{p} {i}\n").as_bytes());
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        support::flood(&writer, 4, 5_000, |p, i| format!("p{p} {i}\n"));
         guard.flush(LIMIT).expect("flush");
         let m = writer.metrics();
         assert_accounted(&m);

@@ -45,21 +45,7 @@ fn every_record_once_in_each_threads_order(threads: usize, per_thread: usize) {
         .overflow(Overflow::Block)
         .build(sink)
         .unwrap();
-    let start = Arc::new(Barrier::new(threads));
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (writer, start) = (writer.clone(), start.clone());
-            std::thread::spawn(move || {
-                start.wait();
-                for seq in 0..per_thread {
-                    writer.submit(Level::Info, &record(t, seq));
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
+    support::flood(&writer, threads, per_thread, record);
     drop(guard);
     let m = writer.metrics();
     assert_accounted(&m);
@@ -151,19 +137,7 @@ fn a_flush_waits_for_the_records_in_every_threads_ring() {
             .build(sink)
             .unwrap();
         for round in 1..=20usize {
-            let handles: Vec<_> = (0..3)
-                .map(|t| {
-                    let writer = writer.clone();
-                    std::thread::spawn(move || {
-                        for seq in 0..round * 10 {
-                            writer.submit(Level::Info, &record(t, seq));
-                        }
-                    })
-                })
-                .collect();
-            for h in handles {
-                h.join().unwrap();
-            }
+            support::flood(&writer, 3, round * 10, record);
             guard.flush(Duration::from_secs(60)).unwrap();
             let expected: usize = (1..=round).map(|r| 3 * r * 10).sum();
             let written = record_lines(&out.lock().unwrap()).len();
@@ -353,21 +327,7 @@ fn drop_oldest_keeps_each_threads_order_across_its_ring_and_the_shared_ring() {
                 .overflow(Overflow::DropOldest)
                 .build(sink)
                 .unwrap();
-            let start = Arc::new(Barrier::new(THREADS));
-            let handles: Vec<_> = (0..THREADS)
-                .map(|t| {
-                    let (writer, start) = (writer.clone(), start.clone());
-                    std::thread::spawn(move || {
-                        start.wait();
-                        for seq in 0..PER_THREAD {
-                            writer.submit(Level::Info, &record(t, seq));
-                        }
-                    })
-                })
-                .collect();
-            for h in handles {
-                h.join().unwrap();
-            }
+            support::flood(&writer, THREADS, PER_THREAD, record);
             let m = guard.shutdown();
             assert_accounted(&m);
             let out = out.lock().unwrap().clone();

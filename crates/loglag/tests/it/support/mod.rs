@@ -272,6 +272,40 @@ pub fn within<T: Send + 'static>(
     }
 }
 
+/// The flood-and-join harness: `threads` threads, released together by a barrier,
+/// each submit `per_thread` records `record(thread, seq)` to `writer` at `Info`; this
+/// returns once every one has finished, and fails the test after two minutes (a
+/// producer parked for good, or a panic in one, fails it; neither hangs it).
+pub fn flood<R: AsRef<[u8]>>(
+    writer: &loglag::NonBlocking,
+    threads: usize,
+    per_thread: usize,
+    record: impl Fn(usize, usize) -> R + Send + Sync + 'static,
+) {
+    let record = std::sync::Arc::new(record);
+    let start = std::sync::Arc::new(std::sync::Barrier::new(threads));
+    let producers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (writer, start, record) = (writer.clone(), start.clone(), record.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                for seq in 0..per_thread {
+                    writer.submit(loglag::Level::Info, record(t, seq).as_ref());
+                }
+            })
+        })
+        .collect();
+    within(
+        std::time::Duration::from_secs(120),
+        "the flood's producers",
+        move || {
+            for p in producers {
+                p.join().unwrap();
+            }
+        },
+    );
+}
+
 /// Waits for a child process with a bound; kills it and fails if it does not exit.
 pub fn wait_child_within(
     mut child: std::process::Child,
